@@ -1,0 +1,57 @@
+# logbox — top-level entry points. This file only descends and orchestrates; each C folder has
+# its own plain Makefile. See README.md.
+#
+#   make run     install what is missing, build, start the appliance locally (foreground)
+#   make test    install what is missing, build, run every test suite
+#   make bench   benchmarks (not tests): figures side by side with a baseline
+#   make fuzz    fuzz targets at length (make test runs them briefly)
+
+LOGBOX_DATA ?= $(CURDIR)/var
+VENV        := $(CURDIR)/.venv
+PY          := $(VENV)/bin/python
+export LOGBOX_DATA
+
+.PHONY: all deps build run test test-c test-py lint bench fuzz clean
+
+all: build
+
+deps:
+	@sh appliance/deps.sh
+
+build:
+	@$(MAKE) --no-print-directory -C indexer
+
+run:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(PY) appliance/devrun.py
+
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory test-c
+	@$(MAKE) --no-print-directory test-py
+
+test-c:
+	@$(MAKE) --no-print-directory -C indexer check
+
+test-py:
+	@$(PY) -m pytest -q tests
+
+lint:
+	@$(VENV)/bin/ruff check --quiet appliance tests
+	@$(VENV)/bin/ruff format --check --quiet appliance tests
+
+bench:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(PY) tests/bench/run.py
+
+fuzz:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory -C indexer fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-300}
+
+clean:
+	@$(MAKE) --no-print-directory -C indexer clean
+	rm -rf build

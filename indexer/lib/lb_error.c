@@ -1,0 +1,42 @@
+/*
+ * lb_error.c — lb_strerror(): one place that turns any code the library returns (errno, LMDB,
+ * LB_E*) into text.
+ */
+#include <lmdb.h>
+#include <string.h>
+
+#include "logbox.h"
+
+const char *
+lb_strerror(int rc)
+{
+	switch (rc) {
+	case 0:
+		return ("success");
+	case LB_EFORMAT:
+		return ("not a logbox file or unknown format version");
+	case LB_ECORRUPT:
+		return ("data is corrupt (checksum or cross-reference mismatch)");
+	case LB_ENOTFOUND:
+		return ("not found");
+	case LB_ETOOBIG:
+		return ("input exceeds a size limit");
+	case LB_EPARSE:
+		return ("malformed syslog frame or header");
+	case LB_ELOCKED:
+		return ("the logspace is locked by another writer");
+	case LB_EBADCONF:
+		return ("invalid setting");
+	case LB_EQUERY:
+		return ("invalid query");
+	case LB_ETOOBROAD:
+		return ("query too broad");
+	case LB_EDEADLINE:
+		return ("query deadline exceeded");
+	}
+	if (rc >= MDB_KEYEXIST && rc <= MDB_LAST_ERRCODE)
+		return (mdb_strerror(rc));
+	if (rc > 0)
+		return (strerror(rc));
+	return ("unknown error");
+}

@@ -1,0 +1,116 @@
+/*
+ * lb_util.c — the I/O helpers behind lb_util.h. Nothing here knows a file format; it only
+ * makes writes whole and durable and paths safe.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "logbox.h"
+#include "lb_util.h"
+
+uint32_t
+lb_crc32(const void *p, size_t len)
+{
+	uLong		 c = crc32(0L, Z_NULL, 0);
+	const Bytef	*b = p;
+
+	while (len > 0) {
+		uInt n = len > 0x40000000 ? 0x40000000 : (uInt)len;
+
+		c = crc32(c, b, n);
+		b += n;
+		len -= n;
+	}
+	return ((uint32_t)c);
+}
+
+int
+lb_write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t	*p = buf;
+	ssize_t		 n;
+
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return (errno);
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return (0);
+}
+
+int
+lb_pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	uint8_t	*p = buf;
+	ssize_t	 n;
+
+	while (len > 0) {
+		if ((n = pread(fd, p, len, (off_t)off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return (errno);
+		}
+		if (n == 0)
+			return (LB_ECORRUPT);
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return (0);
+}
+
+int
+lb_fsync_dir(const char *dir)
+{
+	int fd, rc = 0;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return (errno);
+	if (fsync(fd) == -1)
+		rc = errno;
+	close(fd);
+	return (rc);
+}
+
+int
+lb_mkdirs(const char *path)
+{
+	char	 buf[4096];
+	size_t	 len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return (ENAMETOOLONG);
+	memcpy(buf, path, len + 1);
+	for (size_t i = 1; i <= len; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, 0750) == -1 && errno != EEXIST)
+			return (errno);
+		buf[i] = path[i];
+	}
+	return (0);
+}
+
+int
+lb_path(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list	ap;
+	int	n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= len)
+		return (ENAMETOOLONG);
+	return (0);
+}

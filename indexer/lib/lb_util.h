@@ -1,0 +1,122 @@
+/*
+ * lb_util.h — small helpers shared by the liblogbox modules (not part of the public API):
+ * little-endian loads and stores, LEB128 varints, the CRC-32 every file uses, and the
+ * write-fsync-rename dance for durable files.
+ */
+#ifndef LB_UTIL_H
+#define LB_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline void
+lb_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v; p[1] = v >> 8;
+}
+
+static inline void
+lb_put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24;
+}
+
+static inline void
+lb_put64(uint8_t *p, uint64_t v)
+{
+	lb_put32(p, (uint32_t)v);
+	lb_put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint16_t
+lb_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline uint32_t
+lb_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t
+lb_get64(const uint8_t *p)
+{
+	return (uint64_t)lb_get32(p) | (uint64_t)lb_get32(p + 4) << 32;
+}
+
+/* Big-endian 64-bit, for LMDB keys that must sort numerically. */
+static inline void
+lb_put64be(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static inline uint64_t
+lb_get64be(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return (v);
+}
+
+#define LB_VARINT_MAX	10	/* bytes of the longest 64-bit varint */
+
+/* Writes v as an unsigned LEB128 varint at p; returns the bytes written (1..10). */
+static inline size_t
+lb_varint_put(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return (n);
+}
+
+/*
+ * Reads a varint from p[0..len). Returns the bytes read, or 0 if the varint is truncated or
+ * longer than 10 bytes / overflows 64 bits (the caller reports LB_ECORRUPT).
+ */
+static inline size_t
+lb_varint_get(const uint8_t *p, size_t len, uint64_t *v)
+{
+	uint64_t r = 0;
+	size_t i;
+
+	for (i = 0; i < len && i < LB_VARINT_MAX; i++) {
+		if (i == 9 && p[i] > 1)
+			return (0);
+		r |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if ((p[i] & 0x80) == 0) {
+			*v = r;
+			return (i + 1);
+		}
+	}
+	return (0);
+}
+
+/* CRC-32 (zlib's crc32(), the ISO-HDLC polynomial) of p[0..len). */
+uint32_t	lb_crc32(const void *p, size_t len);
+
+/* write(2) all of buf at the current offset, retrying on EINTR and short writes. 0 or errno. */
+int	lb_write_all(int fd, const void *buf, size_t len);
+/* pread(2) exactly len bytes at off: 0, errno, or LB_ECORRUPT when the file is shorter. */
+int	lb_pread_all(int fd, void *buf, size_t len, uint64_t off);
+/* fsync(2)s the directory holding path (after a rename or create). 0 or errno. */
+int	lb_fsync_dir(const char *dir);
+/* mkdir -p with mode 0750. 0 or errno. */
+int	lb_mkdirs(const char *path);
+/* snprintf that returns ENAMETOOLONG instead of truncating. */
+int	lb_path(char *buf, size_t len, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+
+#endif /* LB_UTIL_H */

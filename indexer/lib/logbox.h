@@ -1,0 +1,396 @@
+/*
+ * logbox.h — the whole public API of liblogbox, the library that indexd, searchd and the
+ * logbox CLI share. Types are opaque unless a caller must fill them in. Every function returns
+ * an int: 0 on success, a positive errno, or a negative LB_E* / LMDB code; lb_strerror() turns
+ * any of them into text. Out-parameters are set only on success. The library never exits,
+ * aborts or logs.
+ *
+ * Each module owns one section below; the on-disk constants live in lb_format.h and are
+ * described byte by byte in indexer/FORMAT.md.
+ */
+#ifndef LOGBOX_H
+#define LOGBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LB_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- errors (lb_error.c) */
+
+/*
+ * LMDB uses -30799..-30780; errno values are positive. logbox's own codes sit below both.
+ */
+#define LB_EFORMAT	(-31000)	/* not a logbox file, or an unknown version */
+#define LB_ECORRUPT	(-31001)	/* a checksum or cross-reference does not match */
+#define LB_ENOTFOUND	(-31002)	/* no such id, term, logspace or day */
+#define LB_ETOOBIG	(-31003)	/* input larger than a documented limit */
+#define LB_EPARSE	(-31004)	/* malformed syslog frame or header */
+#define LB_ELOCKED	(-31005)	/* another writer holds the logspace */
+#define LB_EBADCONF	(-31006)	/* bad setting (delimiters, limits, names) */
+#define LB_EQUERY	(-31007)	/* bad query text */
+#define LB_ETOOBROAD	(-31008)	/* a query would expand past its limits */
+#define LB_EDEADLINE	(-31009)	/* a query ran past its deadline */
+
+/*
+ * Returns a static string describing rc (an errno, an LMDB code or an LB_E* code).
+ * Never returns NULL.
+ */
+const char	*lb_strerror(int rc);
+
+/* ---------------------------------------------------------------- common types */
+
+/* A run of bytes owned by someone else; the owner is named where a slice is returned. */
+struct lb_slice {
+	const uint8_t	*p;
+	size_t		 len;
+};
+
+#define LB_NOTIME	INT64_MIN	/* "no time stamp" in an int64 microsecond field */
+#define LB_NOVALUE	0xff		/* facility/severity not known */
+
+/* lb_msg.flags */
+#define LB_MSG_TRUNCATED	0x0001	/* the message was cut at LB_MSG_MAX bytes */
+#define LB_MSG_RFC5424		0x0002	/* the header was RFC 5424 */
+#define LB_MSG_RFC3164		0x0004	/* the header was RFC 3164 (BSD) */
+#define LB_MSG_NOHEADER		0x0008	/* no header could be parsed: the whole line is the message */
+#define LB_MSG_BADTIME		0x0010	/* a time stamp was present but could not be parsed */
+
+/*
+ * One syslog message. Times are microseconds since 1970-01-01 UTC. Slices point into memory
+ * owned by whoever filled the struct (the parser's input buffer, a decoded block, ...).
+ * An absent field is an empty slice.
+ */
+struct lb_msg {
+	uint64_t	 id;		/* per-logspace id, arrival order; 0 until stored */
+	int64_t		 received;	/* when logbox received it, µs */
+	int64_t		 timestamp;	/* the message's own time stamp, µs, or LB_NOTIME */
+	int16_t		 tzoff;		/* the time stamp's UTC offset in minutes */
+	uint8_t		 facility;	/* 0..23 or LB_NOVALUE */
+	uint8_t		 severity;	/* 0..7 or LB_NOVALUE */
+	uint16_t	 flags;		/* LB_MSG_* */
+	struct lb_slice	 host;
+	struct lb_slice	 program;	/* RFC 5424 APP-NAME, RFC 3164 TAG */
+	struct lb_slice	 pid;		/* RFC 5424 PROCID, RFC 3164 [pid] */
+	struct lb_slice	 msgid;		/* RFC 5424 MSGID */
+	struct lb_slice	 sd;		/* RFC 5424 STRUCTURED-DATA text as received, "" for "-" */
+	struct lb_slice	 message;	/* the message bytes, exactly as received (after header) */
+};
+
+/* ---------------------------------------------------------------- tokenizer (lb_tokenize.c) */
+
+/*
+ * Tokens: maximal runs of non-delimiter bytes; ASCII letters folded to lower case; bytes >= 0x80
+ * are token bytes. A token longer than LB_TOKEN_MAX bytes is cut there (the rest of the run is
+ * skipped, not made a second token).
+ */
+#define LB_TOKEN_MAX	255
+
+/* The per-logspace tokenizer settings. Plain data: copy it freely. */
+struct lb_tokconf {
+	uint8_t		 delim[256];	/* 1 where the byte is a delimiter */
+};
+
+/* The default delimiters beside ASCII whitespace (DESIGN.md "Tokens"). */
+#define LB_DEFAULT_DELIMS "&:~?![]=,;()'\"/\\|<>{}*"
+
+/* Fills tc with the default delimiters: ASCII whitespace plus LB_DEFAULT_DELIMS. */
+void	lb_tokconf_default(struct lb_tokconf *tc);
+
+/*
+ * Fills tc with ASCII whitespace plus the bytes of delims (delims_len bytes; it may hold any
+ * byte except letters and digits, which is LB_EBADCONF).
+ */
+int	lb_tokconf_set(struct lb_tokconf *tc, const char *delims, size_t delims_len);
+
+/*
+ * Called once per token, in order. tok is the folded token (at most LB_TOKEN_MAX bytes) in a
+ * buffer valid only during the call; pos is the token's ordinal (0, 1, 2, ...) in the input;
+ * off is the offset of its first byte in the input. A non-zero return stops the walk and is
+ * returned by lb_tokenize().
+ */
+typedef int	(*lb_token_fn)(void *arg, const uint8_t *tok, size_t len, uint32_t pos, size_t off);
+
+/* Walks the tokens of buf[0..len). Returns 0 or the callback's first non-zero return. */
+int	lb_tokenize(const struct lb_tokconf *tc, const uint8_t *buf, size_t len,
+	    lb_token_fn fn, void *arg);
+
+/* ---------------------------------------------------------------- syslog parsing (lb_syslog.c) */
+
+/*
+ * Parses one syslog message (RFC 5424, RFC 3164, or neither) from buf[0..len), which holds one
+ * message without framing. Fills m's header fields and slices, which point into buf. received
+ * is stored in m->received; RFC 3164 time stamps without a year take the year that puts them
+ * closest to received. Never fails on content: what cannot be parsed as a header becomes the
+ * message with LB_MSG_NOHEADER (facility user, severity notice). A message longer than
+ * LB_MSG_MAX is cut and flagged LB_MSG_TRUNCATED. A trailing "\n" (or "\r\n") is dropped.
+ */
+void	lb_syslog_parse(const uint8_t *buf, size_t len, int64_t received, struct lb_msg *m);
+
+/*
+ * RFC 6587 framing. Splits the next frame off buf[0..len).
+ * - LB_FRAME_OCTET: "<decimal length> SP <bytes>".
+ * - LB_FRAME_LINE:  bytes up to "\n" (the "\n" is not part of the frame).
+ * On success *frame points into buf and *used is how many bytes of buf the frame took.
+ * Returns EAGAIN when buf holds no complete frame yet (and eof is 0; with eof set, a final
+ * unterminated line is a frame), LB_EPARSE for a malformed octet count (the caller should skip
+ * to the next "\n" and count the error), LB_ETOOBIG for an octet count over max (the frame's
+ * bytes can then be skipped: *used is set to the whole frame's size when len holds it all,
+ * otherwise to 0).
+ */
+#define LB_FRAME_LINE	0
+#define LB_FRAME_OCTET	1
+int	lb_frame_next(int framing, const uint8_t *buf, size_t len, int eof, size_t max,
+	    struct lb_slice *frame, size_t *used);
+
+/* ---------------------------------------------------------------- message file (lb_msgfile.c) */
+
+/*
+ * A day's message file: <daydir>/messages (sealed, zlib-compressed blocks) plus
+ * <daydir>/messages.wal (the block being filled, one checksummed record per message).
+ * One writer per file (the store holds the logspace lock); any number of readers.
+ */
+struct lb_msgfile;
+
+#define LB_RDONLY	0
+#define LB_RDWR		1
+
+/*
+ * Opens (LB_RDWR: creates, recovers) the message file in daydir. A writer recovers on open:
+ * a torn last block is cut off, WAL records that are already in a sealed block are dropped,
+ * a torn WAL tail is cut off. A reader opens what is there and never writes.
+ * first_id is the id the day's first message will get when the file is new (writer only).
+ * On success *out is owned by the caller: lb_msgfile_close().
+ */
+int	lb_msgfile_open(const char *daydir, int mode, uint64_t first_id, struct lb_msgfile **out);
+void	lb_msgfile_close(struct lb_msgfile *mf);
+
+/* Ids in the file: [*first, *next). *next == *first when empty. Includes WAL records. */
+void	lb_msgfile_range(struct lb_msgfile *mf, uint64_t *first, uint64_t *next);
+
+/*
+ * Writer. Appends m with id m->id (which must be the file's next id) to the open block and the
+ * WAL buffer. Durable only after lb_msgfile_commit(). Seals the block itself when it reaches
+ * LB_BLOCK_RAW_TARGET bytes.
+ */
+int	lb_msgfile_append(struct lb_msgfile *mf, const struct lb_msg *m);
+
+/* Writes buffered WAL records; with sync, fdatasync()s them. After it returns 0 they survive a crash (with sync) or a process kill (without). */
+int	lb_msgfile_commit(struct lb_msgfile *mf, int sync);
+
+/* Seals the open block (if any): compress, append, fsync, then empty the WAL. */
+int	lb_msgfile_seal(struct lb_msgfile *mf);
+
+/*
+ * Reader and writer. Reads message id into *m. Slices in *m point into a decoded block held
+ * by mf: valid until the next call on mf. Re-reads the files if id is past what mf saw at open
+ * (new blocks or WAL records). LB_ENOTFOUND if id is not in the file, LB_ECORRUPT on damage.
+ */
+int	lb_msgfile_get(struct lb_msgfile *mf, uint64_t id, struct lb_msg *m);
+
+/*
+ * Checks every block and WAL record (checksums, ids, record decoding). On damage returns
+ * LB_ECORRUPT and writes a one-line description (with the file and byte offset) to
+ * why[0..whylen).
+ */
+int	lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen);
+
+/* Bytes on disk of the sealed file and the WAL, and raw message bytes stored. */
+void	lb_msgfile_sizes(struct lb_msgfile *mf, uint64_t *disk, uint64_t *raw);
+
+/* ---------------------------------------------------------------- segments (lb_segment.c) */
+
+/*
+ * Index terms. A term is a namespace byte followed by the term bytes:
+ *   LB_NS_TEXT     a token of the message text
+ *   LB_NS_HOST, LB_NS_PROGRAM, LB_NS_PID, LB_NS_MSGID
+ *                  the field's whole value, ASCII-folded, cut at LB_TOKEN_MAX
+ *   LB_NS_FACILITY, LB_NS_SEVERITY
+ *                  one byte: the number
+ *   LB_NS_SD       "<sd-id>.<param-name>" 0x00 <token of the value> (names as received,
+ *                  value tokens folded like text)
+ * Constants stored on disk are fixed.
+ */
+#define LB_NS_TEXT	0x01
+#define LB_NS_HOST	0x02
+#define LB_NS_PROGRAM	0x03
+#define LB_NS_PID	0x04
+#define LB_NS_MSGID	0x05
+#define LB_NS_FACILITY	0x06
+#define LB_NS_SEVERITY	0x07
+#define LB_NS_SD	0x08
+
+/* In-memory index of an interval, written out as one segment file. */
+struct lb_segw;
+
+int	lb_segw_new(struct lb_segw **out);
+void	lb_segw_free(struct lb_segw *w);
+
+/*
+ * Indexes message m (m->id must be greater than every id added before): its text tokens and
+ * every field term. tc gives the delimiters.
+ */
+int	lb_segw_add(struct lb_segw *w, const struct lb_tokconf *tc, const struct lb_msg *m);
+
+/* Adds one term for one id (ids ascending per term). For merges and tests. */
+int	lb_segw_add_term(struct lb_segw *w, const uint8_t *term, size_t len, uint64_t id);
+
+/* Bytes of memory the builder holds now. */
+size_t	lb_segw_mem(const struct lb_segw *w);
+/* Messages added, and their id and receive-time ranges. */
+void	lb_segw_stats(const struct lb_segw *w, uint64_t *count, uint64_t *first_id,
+	    uint64_t *last_id, int64_t *tmin, int64_t *tmax);
+
+/*
+ * Writes the segment to path (via path.tmp, fsync, rename, fsync of the directory) and empties
+ * w for the next interval. Writing an empty builder is EINVAL.
+ */
+int	lb_segw_write(struct lb_segw *w, const char *path);
+
+/* A segment file opened for reading (mmap'ed, checked at open). */
+struct lb_segment;
+
+/* Opens and checks (header, sections, checksums). LB_EFORMAT / LB_ECORRUPT on damage. */
+int	lb_segment_open(const char *path, struct lb_segment **out);
+void	lb_segment_close(struct lb_segment *sg);
+
+struct lb_seginfo {
+	uint64_t	 first_id;	/* smallest id indexed */
+	uint64_t	 last_id;	/* largest id indexed */
+	uint64_t	 count;		/* messages indexed */
+	int64_t		 tmin, tmax;	/* receive-time range, µs */
+	uint64_t	 nterms;	/* distinct terms */
+	uint64_t	 size;		/* file size */
+};
+void	lb_segment_info(const struct lb_segment *sg, struct lb_seginfo *si);
+
+/*
+ * An id list, decoded. ids is owned by the caller of lb_postings_*: free() it (or reuse it:
+ * functions that fill a postings grow ids with realloc and keep cap up to date).
+ */
+struct lb_postings {
+	uint64_t	*ids;
+	size_t		 n;
+	size_t		 cap;
+};
+void	lb_postings_free(struct lb_postings *p);
+
+/* Exact lookup. Fills *out with the term's ids (ascending); LB_ENOTFOUND if absent. */
+int	lb_segment_lookup(struct lb_segment *sg, const uint8_t *term, size_t len,
+	    struct lb_postings *out);
+
+/*
+ * Calls fn for each term in [lo, hi) in order (hi NULL: to the end; lo NULL: from the start),
+ * found by binary search of the sparse block index, not a full scan. The term is valid during
+ * the call; the cookie identifies its id list for lb_segment_postings(). A non-zero return of
+ * fn stops the walk and is returned.
+ */
+typedef int	(*lb_term_fn)(void *arg, const uint8_t *term, size_t len, uint64_t cookie,
+	    uint32_t df);
+int	lb_segment_terms(struct lb_segment *sg, const uint8_t *lo, size_t lolen,
+	    const uint8_t *hi, size_t hilen, lb_term_fn fn, void *arg);
+/* Calls fn for every term that starts with prefix. */
+int	lb_segment_prefix(struct lb_segment *sg, const uint8_t *prefix, size_t len,
+	    lb_term_fn fn, void *arg);
+/* Decodes the id list of a term found by lb_segment_terms(); appends to *out. */
+int	lb_segment_postings(struct lb_segment *sg, uint64_t cookie, struct lb_postings *out);
+
+/* Full check of every dictionary block and id list. Describes damage in why. */
+int	lb_segment_verify(struct lb_segment *sg, char *why, size_t whylen);
+
+/*
+ * Merges n segments (id ranges disjoint) into one file at path (tmp, fsync, rename). Memory
+ * stays bounded by streaming the dictionaries in order.
+ */
+int	lb_segment_merge(struct lb_segment **in, int n, const char *path);
+
+/* ---------------------------------------------------------------- catalog (lb_catalog.c) */
+
+/*
+ * The LMDB catalog in <data>/catalog/. Readers use their own read transaction per call (a
+ * consistent snapshot); there is one writer per logspace at a time (lb_store holds a lock).
+ */
+struct lb_catalog;
+
+int	lb_catalog_open(const char *datadir, int mode, struct lb_catalog **out);
+void	lb_catalog_close(struct lb_catalog *cat);
+
+#define LB_NAME_MAX	64	/* logspace name: [a-z0-9_-]{1,64} */
+
+/* Logspace settings (stored; fixed layout in FORMAT.md). */
+struct lb_lsconf {
+	char		 delims[64];	/* the delimiters beside whitespace, NUL-terminated */
+	uint32_t	 retention_days;	/* 0: keep forever */
+	uint32_t	 flush_ms;	/* interval length: a segment at least this often */
+	uint64_t	 mem_limit;	/* indexer memory limit in bytes */
+	uint32_t	 fsync_ms;	/* group-commit period for fsync; 0 = fsync every commit */
+};
+void	lb_lsconf_default(struct lb_lsconf *c);
+
+/* Creates logspace name with conf if it does not exist (then EEXIST). */
+int	lb_catalog_logspace_create(struct lb_catalog *cat, const char *name,
+	    const struct lb_lsconf *conf);
+int	lb_catalog_logspace_get(struct lb_catalog *cat, const char *name, struct lb_lsconf *conf);
+int	lb_catalog_logspace_set(struct lb_catalog *cat, const char *name,
+	    const struct lb_lsconf *conf);
+/* Calls fn for every logspace name in order. */
+int	lb_catalog_logspaces(struct lb_catalog *cat,
+	    int (*fn)(void *arg, const char *name), void *arg);
+
+/* A published segment as the catalog knows it. */
+struct lb_segref {
+	uint64_t	 first_id;
+	uint64_t	 last_id;
+	uint64_t	 count;
+	int64_t		 tmin, tmax;
+	uint64_t	 size;
+	uint32_t	 day;		/* YYYYMMDD */
+	uint32_t	 level;		/* 0 = flushed interval, n = merged n times */
+	char		 file[64];	/* file name inside <day>/index/ */
+};
+
+/*
+ * Publishes segments: in one transaction, removes the segments whose first ids are in del[0..ndel)
+ * and adds add[0..nadd). The files must already be durable. Also records next_id and the day's
+ * range when they grow.
+ */
+int	lb_catalog_publish(struct lb_catalog *cat, const char *ls,
+	    const uint64_t *del, int ndel, const struct lb_segref *add, int nadd);
+
+/*
+ * Lists the segments of ls that overlap ids [lo, hi] in id order. *out is malloc'ed: free() it.
+ */
+int	lb_catalog_segments(struct lb_catalog *cat, const char *ls, uint64_t lo, uint64_t hi,
+	    struct lb_segref **out, size_t *n);
+
+/* A day of a logspace. */
+struct lb_dayref {
+	uint32_t	 day;		/* YYYYMMDD */
+	uint64_t	 first_id;	/* first id of the day */
+	uint64_t	 next_id;	/* one past the last id stored on the day */
+	int64_t		 tmin, tmax;
+};
+int	lb_catalog_day_put(struct lb_catalog *cat, const char *ls, const struct lb_dayref *d);
+/* Lists days in order. *out is malloc'ed: free() it. */
+int	lb_catalog_days(struct lb_catalog *cat, const char *ls, struct lb_dayref **out, size_t *n);
+int	lb_catalog_day_delete(struct lb_catalog *cat, const char *ls, uint32_t day);
+
+/* The sparse time→id map: at most one entry per LB_TIMEMAP_STEP of receive time. */
+int	lb_catalog_timemap_put(struct lb_catalog *cat, const char *ls, int64_t t, uint64_t id);
+/*
+ * The first id received at or after t (lower bound from the map, exact within a step:
+ * *id is the first id of the step containing t, so callers refine with message times).
+ * LB_ENOTFOUND when t is past every entry.
+ */
+int	lb_catalog_time_to_id(struct lb_catalog *cat, const char *ls, int64_t t, uint64_t *id);
+
+/* The logspace's next id and recovery checkpoint (ids below it are in published segments). */
+struct lb_lsstate {
+	uint64_t	 next_id;
+	uint64_t	 indexed_id;	/* every id below this is in a published segment */
+	int64_t		 last_received;	/* largest receive time stored */
+};
+int	lb_catalog_state_get(struct lb_catalog *cat, const char *ls, struct lb_lsstate *st);
+int	lb_catalog_state_put(struct lb_catalog *cat, const char *ls, const struct lb_lsstate *st);
+
+#endif /* LOGBOX_H */

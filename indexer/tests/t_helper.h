@@ -1,0 +1,47 @@
+/*
+ * t_helper.h — what every C unit test includes: cmocka, and a fresh temporary directory per
+ * test that is removed afterwards. Tests run from indexer/tests/ (golden files are relative).
+ */
+#ifndef T_HELPER_H
+#define T_HELPER_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "logbox.h"
+
+/* Asserts rc == 0 and prints lb_strerror(rc) when it is not. */
+#define assert_ok(rc) do {						\
+	int _rc = (rc);							\
+	if (_rc != 0)							\
+		print_error("%s: %d %s\n", #rc, _rc, lb_strerror(_rc));	\
+	assert_int_equal(_rc, 0);					\
+} while (0)
+
+/* Makes a fresh directory under $TMPDIR; writes its path into buf (at least 256 bytes). */
+static inline void
+t_mkdtemp(char *buf, size_t len)
+{
+	const char *t = getenv("TMPDIR");
+
+	snprintf(buf, len, "%s/lbtest.XXXXXX", t != NULL ? t : "/tmp");
+	assert_non_null(mkdtemp(buf));
+}
+
+/* rm -rf dir. */
+static inline void
+t_rmtree(const char *dir)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+#endif /* T_HELPER_H */
