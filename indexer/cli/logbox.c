@@ -1,29 +1,816 @@
 /*
- * logbox.c — the logbox admin tool. Verbs are added as the library grows; this file owns
- * argument handling and output, never storage logic.
+ * logbox.c — the logbox admin tool: ingest, cat, lookup, verify, stats, dump, reindex over a
+ * data directory. This file owns argument handling, progress and output formats (text and
+ * NDJSON); every storage decision is liblogbox's. Errors go to stderr as "logbox: ..." with
+ * exit status 1; usage errors exit 2.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "logbox.h"
+#include "lb_format.h"
+
+#define READ_CHUNK	(4 << 20)	/* bytes read from the input at a time */
+#define FRAME_MAX	(64 << 20)	/* the largest frame buffered; longer ones are skipped */
+
+static const char *usage_text =
+    "usage: logbox ingest  --data DIR [--logspace L] [--framing line|octet]\n"
+    "                      [--sync always|batch|none] [--batch N] [--ack] [FILE|-]\n"
+    "       logbox cat     --data DIR [--logspace L] [--from-id N] [--to-id N]\n"
+    "       logbox lookup  --data DIR [--logspace L] [--prefix] [--field F] TERM\n"
+    "       logbox verify  --data DIR [--logspace L]\n"
+    "       logbox stats   --data DIR [--logspace L] [--json]\n"
+    "       logbox reindex --data DIR [--logspace L]\n"
+    "       logbox dump    FILE\n"
+    "       logbox --version\n";
+
+struct opts {
+	const char	*data;
+	const char	*ls;
+	const char	*framing;
+	const char	*sync;
+	const char	*field;
+	uint64_t	 batch;
+	uint64_t	 from_id;
+	uint64_t	 to_id;
+	int		 ack;
+	int		 prefix;
+	int		 json;
+	int		 argc;
+	char		**argv;
+};
 
 static void
-usage(FILE *f)
+die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void
+die(const char *fmt, ...)
 {
-	fprintf(f, "usage: logbox --version\n");
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("logbox: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+static void
+usage(void) __attribute__((noreturn));
+
+static void
+usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(2);
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec + ts.tv_nsec / 1e9);
+}
+
+static int64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+}
+
+static uint64_t
+parse_u64(const char *s, const char *what)
+{
+	char			*end;
+	unsigned long long	 v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || end == s || s[0] == '-')
+		die("%s: not a number: %s", what, s);
+	return (v);
+}
+
+static void
+parse_opts(int argc, char *argv[], struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ "logspace", required_argument, NULL, 'l' },
+		{ "framing", required_argument, NULL, 'f' },
+		{ "sync", required_argument, NULL, 's' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "ack", no_argument, NULL, 'a' },
+		{ "from-id", required_argument, NULL, 'F' },
+		{ "to-id", required_argument, NULL, 'T' },
+		{ "prefix", no_argument, NULL, 'p' },
+		{ "field", required_argument, NULL, 'e' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->ls = "main";
+	o->framing = "line";
+	o->sync = "batch";
+	o->field = "text";
+	o->batch = 1000;
+	o->to_id = UINT64_MAX;
+	while ((c = getopt_long(argc, argv, "d:l:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': o->data = optarg; break;
+		case 'l': o->ls = optarg; break;
+		case 'f': o->framing = optarg; break;
+		case 's': o->sync = optarg; break;
+		case 'b': o->batch = parse_u64(optarg, "--batch"); break;
+		case 'a': o->ack = 1; break;
+		case 'F': o->from_id = parse_u64(optarg, "--from-id"); break;
+		case 'T': o->to_id = parse_u64(optarg, "--to-id"); break;
+		case 'p': o->prefix = 1; break;
+		case 'e': o->field = optarg; break;
+		case 'j': o->json = 1; break;
+		case 'h': fputs(usage_text, stdout); exit(0);
+		default: usage();
+		}
+	}
+	o->argc = argc - optind;
+	o->argv = argv + optind;
+	if (o->batch == 0)
+		o->batch = 1;
+}
+
+static struct lb_store *
+open_store(const struct opts *o, int mode)
+{
+	struct lb_store	*st;
+	int		 rc;
+
+	if (o->data == NULL)
+		usage();
+	if ((rc = lb_store_open(o->data, o->ls, mode, &st)) != 0)
+		die("%s: logspace %s: %s", o->data, o->ls, lb_strerror(rc));
+	return (st);
+}
+
+/* ---------------------------------------------------------------- ingest */
+
+struct ingest {
+	struct lb_store	*st;
+	int		 sync;		/* 0 none, 1 batch, 2 always */
+	int		 ack;
+	uint64_t	 batch;
+	uint64_t	 n, bytes, bad, first, last, pending;
+	double		 t0, last_sync, last_progress;
+	int		 tty;
+};
+
+static void
+ingest_commit(struct ingest *in, int final)
+{
+	double	now = now_s();
+	int	sync = in->sync == 2 || (in->sync == 1 && (final || now - in->last_sync >= 0.1));
+	int	rc;
+
+	if ((rc = lb_store_commit(in->st, sync)) != 0)
+		die("commit: %s", lb_strerror(rc));
+	if (sync)
+		in->last_sync = now;
+	in->pending = 0;
+	if (in->ack && in->n > 0) {
+		printf("ack %llu\n", (unsigned long long)in->last);
+		fflush(stdout);
+	}
+	if (in->tty && (final || now - in->last_progress >= 0.5)) {
+		fprintf(stderr, "\r%llu messages, %.0f msg/s   ", (unsigned long long)in->n,
+		    in->n / (now - in->t0 > 0 ? now - in->t0 : 1));
+		in->last_progress = now;
+	}
+}
+
+static void
+ingest_one(struct ingest *in, const uint8_t *p, size_t len)
+{
+	struct lb_msg	m;
+	int		rc;
+
+	lb_syslog_parse(p, len, now_us(), &m);
+	if ((rc = lb_store_append(in->st, &m)) != 0)
+		die("storing message %llu: %s", (unsigned long long)in->n + 1, lb_strerror(rc));
+	if (in->n++ == 0)
+		in->first = m.id;
+	in->last = m.id;
+	in->bytes += len;
+	if (++in->pending >= in->batch)
+		ingest_commit(in, 0);
+}
+
+static int
+cmd_ingest(struct opts *o)
+{
+	struct ingest	 in;
+	uint8_t		*buf;
+	size_t		 cap = READ_CHUNK * 2, len = 0, pos = 0, used;
+	uint64_t	 off = 0;
+	struct lb_slice	 fr;
+	int		 fd = 0, framing, eof = 0, rc;
+	ssize_t		 r;
+	double		 el;
+
+	if (o->argc > 1)
+		usage();
+	if (strcmp(o->framing, "line") == 0)
+		framing = LB_FRAME_LINE;
+	else if (strcmp(o->framing, "octet") == 0)
+		framing = LB_FRAME_OCTET;
+	else
+		usage();
+	memset(&in, 0, sizeof(in));
+	if (strcmp(o->sync, "none") == 0)
+		in.sync = 0;
+	else if (strcmp(o->sync, "batch") == 0)
+		in.sync = 1;
+	else if (strcmp(o->sync, "always") == 0)
+		in.sync = 2;
+	else
+		usage();
+	if (o->argc == 1 && strcmp(o->argv[0], "-") != 0 &&
+	    (fd = open(o->argv[0], O_RDONLY | O_CLOEXEC)) == -1)
+		die("%s: %s", o->argv[0], strerror(errno));
+	in.st = open_store(o, LB_RDWR);
+	in.ack = o->ack;
+	in.batch = o->batch;
+	in.tty = isatty(2);
+	in.t0 = in.last_sync = now_s();
+	if ((buf = malloc(cap)) == NULL)
+		die("out of memory");
+	for (;;) {
+		while (pos < len) {
+			rc = lb_frame_next(framing, buf + pos, len - pos, eof, FRAME_MAX, &fr,
+			    &used);
+			if (rc == EAGAIN)
+				break;
+			if (rc == 0) {
+				ingest_one(&in, fr.p, fr.len);
+				pos += used;
+				continue;
+			}
+			/* A bad frame: say where, skip it (or to the next line), go on. */
+			in.bad++;
+			fprintf(stderr, "logbox: input byte %llu: %s: skipped\n",
+			    (unsigned long long)(off + pos), lb_strerror(rc));
+			if (rc == LB_ETOOBIG && used > 0) {
+				pos += used;
+				continue;
+			}
+			{
+				uint8_t *nl = memchr(buf + pos, '\n', len - pos);
+
+				if (nl == NULL && !eof) {
+					/* Drop what we have and resynchronise on the next line. */
+					off += len;
+					pos = len = 0;
+					goto read_more;
+				}
+				pos = nl == NULL ? len : (size_t)(nl - buf) + 1;
+			}
+		}
+		if (eof)
+			break;
+		/* Keep the unconsumed tail at the front; grow for a frame larger than a chunk. */
+		memmove(buf, buf + pos, len - pos);
+		off += pos;
+		len -= pos;
+		pos = 0;
+ read_more:
+		if (cap - len < READ_CHUNK) {
+			if (cap >= FRAME_MAX + READ_CHUNK) {
+				fprintf(stderr, "logbox: input byte %llu: frame longer than %d "
+				    "bytes: skipped\n", (unsigned long long)off, FRAME_MAX);
+				in.bad++;
+				off += len;
+				len = 0;
+			} else {
+				cap *= 2;
+				if ((buf = realloc(buf, cap)) == NULL)
+					die("out of memory");
+			}
+		}
+		if ((r = read(fd, buf + len, cap - len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			die("read: %s", strerror(errno));
+		}
+		if (r == 0)
+			eof = 1;
+		len += (size_t)r;
+	}
+	ingest_commit(&in, 1);
+	if ((rc = lb_store_close(in.st)) != 0)
+		die("closing the store: %s", lb_strerror(rc));
+	el = now_s() - in.t0;
+	if (in.tty)
+		fputc('\n', stderr);
+	fprintf(stderr, "logbox: ingested %llu messages (ids %llu-%llu) in %.3f s: %.0f msg/s, "
+	    "%.1f MB/s", (unsigned long long)in.n, (unsigned long long)in.first,
+	    (unsigned long long)in.last, el, in.n / (el > 0 ? el : 1),
+	    in.bytes / 1e6 / (el > 0 ? el : 1));
+	if (in.bad > 0)
+		fprintf(stderr, "; %llu malformed frames skipped", (unsigned long long)in.bad);
+	fputc('\n', stderr);
+	free(buf);
+	if (fd > 0)
+		close(fd);
+	return (0);
+}
+
+/* ---------------------------------------------------------------- cat (NDJSON) */
+
+/*
+ * Writes bytes as the inside of a JSON string. Valid UTF-8 passes through; every byte that is
+ * not part of a valid UTF-8 sequence becomes \udcXX (Python's surrogateescape), so the exact
+ * bytes can be recovered.
+ */
+static void
+json_bytes(FILE *f, const uint8_t *p, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		uint8_t c = p[i];
+		size_t n = 0;
+
+		if (c < 0x80) {
+			switch (c) {
+			case '"': fputs("\\\"", f); break;
+			case '\\': fputs("\\\\", f); break;
+			case '\n': fputs("\\n", f); break;
+			case '\r': fputs("\\r", f); break;
+			case '\t': fputs("\\t", f); break;
+			default:
+				if (c < 0x20 || c == 0x7f)
+					fprintf(f, "\\u%04x", c);
+				else
+					fputc(c, f);
+			}
+			i++;
+			continue;
+		}
+		/* The length of a valid sequence starting here, or 0. */
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 2;
+		else if (c >= 0xe0 && c <= 0xef)
+			n = 3;
+		else if (c >= 0xf0 && c <= 0xf4)
+			n = 4;
+		if (n > 0 && i + n <= len) {
+			for (size_t k = 1; k < n; k++)
+				if ((p[i + k] & 0xc0) != 0x80)
+					n = 0;
+			if (n == 3 && ((c == 0xe0 && p[i + 1] < 0xa0) ||
+			    (c == 0xed && p[i + 1] >= 0xa0)))
+				n = 0;
+			if (n == 4 && ((c == 0xf0 && p[i + 1] < 0x90) ||
+			    (c == 0xf4 && p[i + 1] >= 0x90)))
+				n = 0;
+		} else
+			n = 0;
+		if (n == 0) {
+			fprintf(f, "\\udc%02x", c);
+			i++;
+		} else {
+			fwrite(p + i, 1, n, f);
+			i += n;
+		}
+	}
+}
+
+static void
+json_str(FILE *f, const char *key, struct lb_slice s)
+{
+	fprintf(f, ",\"%s\":\"", key);
+	json_bytes(f, s.p, s.len);
+	fputc('"', f);
+}
+
+static void
+rfc3339(char *buf, size_t len, int64_t us, int tzoff)
+{
+	int64_t		sec = us >= 0 ? us / 1000000 : (us - 999999) / 1000000;
+	int64_t		frac = us - sec * 1000000;
+	time_t		t = (time_t)(sec + tzoff * 60);
+	struct tm	tm;
+	char		zone[8];
+
+	gmtime_r(&t, &tm);
+	if (tzoff == 0)
+		snprintf(zone, sizeof(zone), "Z");
+	else
+		snprintf(zone, sizeof(zone), "%c%02d:%02d", tzoff < 0 ? '-' : '+',
+		    abs(tzoff) / 60, abs(tzoff) % 60);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06lld%s", tm.tm_year + 1900,
+	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long long)frac, zone);
+}
+
+static void
+print_msg_json(FILE *f, const struct lb_msg *m)
+{
+	static const struct { uint16_t bit; const char *name; } flags[] = {
+		{ LB_MSG_TRUNCATED, "truncated" }, { LB_MSG_RFC5424, "rfc5424" },
+		{ LB_MSG_RFC3164, "rfc3164" }, { LB_MSG_NOHEADER, "noheader" },
+		{ LB_MSG_BADTIME, "badtime" },
+	};
+	char	t[64];
+	int	first = 1;
+
+	rfc3339(t, sizeof(t), m->received, 0);
+	fprintf(f, "{\"id\":%llu,\"received\":\"%s\",\"received_us\":%lld",
+	    (unsigned long long)m->id, t, (long long)m->received);
+	if (m->timestamp == LB_NOTIME)
+		fputs(",\"timestamp\":null,\"timestamp_us\":null", f);
+	else {
+		rfc3339(t, sizeof(t), m->timestamp, m->tzoff);
+		fprintf(f, ",\"timestamp\":\"%s\",\"timestamp_us\":%lld", t,
+		    (long long)m->timestamp);
+	}
+	json_str(f, "host", m->host);
+	json_str(f, "program", m->program);
+	json_str(f, "pid", m->pid);
+	json_str(f, "msgid", m->msgid);
+	json_str(f, "sd", m->sd);
+	if (m->facility == LB_NOVALUE)
+		fputs(",\"facility\":null", f);
+	else
+		fprintf(f, ",\"facility\":%u", m->facility);
+	if (m->severity == LB_NOVALUE)
+		fputs(",\"severity\":null", f);
+	else
+		fprintf(f, ",\"severity\":%u", m->severity);
+	fputs(",\"flags\":[", f);
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		if (m->flags & flags[i].bit) {
+			fprintf(f, "%s\"%s\"", first ? "" : ",", flags[i].name);
+			first = 0;
+		}
+	}
+	fputc(']', f);
+	json_str(f, "message", m->message);
+	fputs("}\n", f);
+}
+
+static int
+cmd_cat(struct opts *o)
+{
+	struct lb_store	*st;
+	struct lb_msg	 m;
+	uint64_t	 first, next;
+	int		 rc;
+
+	if (o->argc != 0)
+		usage();
+	st = open_store(o, LB_RDONLY);
+	lb_store_range(st, &first, &next);
+	if (o->from_id > first)
+		first = o->from_id;
+	if (o->to_id < next - 1)
+		next = o->to_id + 1;
+	for (uint64_t id = first; id < next; id++) {
+		if ((rc = lb_store_get(st, id, &m)) != 0)
+			die("message %llu: %s", (unsigned long long)id, lb_strerror(rc));
+		print_msg_json(stdout, &m);
+	}
+	if (fflush(stdout) != 0)
+		die("write: %s", strerror(errno));
+	lb_store_close(st);
+	return (0);
+}
+
+/* ---------------------------------------------------------------- lookup */
+
+static int
+cmd_lookup(struct opts *o)
+{
+	static const struct { const char *name; uint8_t ns; } fields[] = {
+		{ "text", LB_NS_TEXT }, { "host", LB_NS_HOST }, { "program", LB_NS_PROGRAM },
+		{ "pid", LB_NS_PID }, { "msgid", LB_NS_MSGID }, { "facility", LB_NS_FACILITY },
+		{ "severity", LB_NS_SEVERITY }, { "sd", LB_NS_SD },
+	};
+	struct lb_store		*st;
+	struct lb_postings	 p;
+	uint8_t			 term[1 + 512];
+	const char		*arg;
+	size_t			 len, n = 0;
+	int			 ns = -1, rc;
+
+	if (o->argc != 1)
+		usage();
+	arg = o->argv[0];
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (strcmp(o->field, fields[i].name) == 0)
+			ns = fields[i].ns;
+	if (ns < 0)
+		die("unknown field %s", o->field);
+	term[n++] = (uint8_t)ns;
+	if (ns == LB_NS_FACILITY || ns == LB_NS_SEVERITY) {
+		uint64_t v = parse_u64(arg, o->field);
+
+		if (v > 23)
+			die("%s: out of range: %s", o->field, arg);
+		term[n++] = (uint8_t)v;
+	} else {
+		len = strlen(arg);
+		if (len > sizeof(term) - 1)
+			die("term too long");
+		for (size_t i = 0; i < len; i++) {
+			uint8_t c = (uint8_t)arg[i];
+
+			/* sd terms are "sdid.param=value": the '=' is the 0x00 separator. */
+			if (ns == LB_NS_SD && c == '=' && memchr(term + 1, 0, n - 1) == NULL)
+				c = 0;
+			else if (c >= 'A' && c <= 'Z' && !(ns == LB_NS_SD &&
+			    memchr(term + 1, 0, n - 1) == NULL))
+				c += 32;
+			term[n++] = c;
+		}
+		if (ns == LB_NS_TEXT && n > 1 + LB_TOKEN_MAX)
+			n = 1 + LB_TOKEN_MAX;
+	}
+	st = open_store(o, LB_RDONLY);
+	memset(&p, 0, sizeof(p));
+	if ((rc = lb_store_lookup(st, term, n, o->prefix, &p)) != 0)
+		die("lookup: %s", lb_strerror(rc));
+	for (size_t i = 0; i < p.n; i++)
+		printf("%llu\n", (unsigned long long)p.ids[i]);
+	lb_postings_free(&p);
+	lb_store_close(st);
+	if (fflush(stdout) != 0)
+		die("write: %s", strerror(errno));
+	return (0);
+}
+
+/* ---------------------------------------------------------------- verify, stats */
+
+static void
+verify_report(void *arg, const char *path, const char *what)
+{
+	int *n = arg;
+
+	(*n)++;
+	fprintf(stderr, "logbox: verify: %s: %s\n", path, what);
+}
+
+static int
+cmd_verify(struct opts *o)
+{
+	struct lb_store		*st;
+	struct lb_storestats	 ss;
+	int			 rc, problems = 0;
+
+	if (o->argc != 0)
+		usage();
+	st = open_store(o, LB_RDONLY);
+	rc = lb_store_verify(st, verify_report, &problems);
+	if (rc != 0 && rc != LB_ECORRUPT)
+		die("verify: %s", lb_strerror(rc));
+	if (rc == LB_ECORRUPT || problems > 0) {
+		fprintf(stderr, "logbox: verify: %d problem%s found\n", problems,
+		    problems == 1 ? "" : "s");
+		lb_store_close(st);
+		return (1);
+	}
+	if ((rc = lb_store_stats(st, &ss)) != 0)
+		die("stats: %s", lb_strerror(rc));
+	printf("ok: %s/%s: %llu messages in %llu days, %llu segments\n", o->data, o->ls,
+	    (unsigned long long)ss.messages, (unsigned long long)ss.days,
+	    (unsigned long long)ss.segments);
+	lb_store_close(st);
+	return (0);
+}
+
+static int
+cmd_stats(struct opts *o)
+{
+	struct lb_store		*st;
+	struct lb_storestats	 ss;
+	uint64_t		 disk;
+	int			 rc;
+
+	if (o->argc != 0)
+		usage();
+	st = open_store(o, LB_RDONLY);
+	if ((rc = lb_store_stats(st, &ss)) != 0)
+		die("stats: %s", lb_strerror(rc));
+	disk = ss.messages_bytes + ss.index_bytes + ss.catalog_bytes;
+	if (o->json)
+		printf("{\"logspace\":\"%s\",\"messages\":%llu,\"days\":%llu,\"segments\":%llu,"
+		    "\"raw_bytes\":%llu,\"disk_bytes\":%llu,\"messages_bytes\":%llu,"
+		    "\"index_bytes\":%llu,\"catalog_bytes\":%llu}\n", o->ls,
+		    (unsigned long long)ss.messages, (unsigned long long)ss.days,
+		    (unsigned long long)ss.segments, (unsigned long long)ss.raw_bytes,
+		    (unsigned long long)disk, (unsigned long long)ss.messages_bytes,
+		    (unsigned long long)ss.index_bytes, (unsigned long long)ss.catalog_bytes);
+	else
+		printf("logspace     %s\nmessages     %llu\ndays         %llu\nsegments     %llu\n"
+		    "raw bytes    %llu\non disk      %llu (%.1f %% of raw: messages %llu, "
+		    "index %llu, catalog %llu)\n", o->ls, (unsigned long long)ss.messages,
+		    (unsigned long long)ss.days, (unsigned long long)ss.segments,
+		    (unsigned long long)ss.raw_bytes, (unsigned long long)disk,
+		    ss.raw_bytes ? 100.0 * disk / ss.raw_bytes : 0.0,
+		    (unsigned long long)ss.messages_bytes, (unsigned long long)ss.index_bytes,
+		    (unsigned long long)ss.catalog_bytes);
+	lb_store_close(st);
+	return (0);
+}
+
+/* ---------------------------------------------------------------- reindex */
+
+static void
+reindex_progress(void *arg, uint64_t done, uint64_t total)
+{
+	(void)arg;
+	if (isatty(2))
+		fprintf(stderr, "\rreindexing: %llu / %llu messages (%.0f %%)   ",
+		    (unsigned long long)done, (unsigned long long)total,
+		    total ? 100.0 * done / total : 100.0);
+}
+
+static int
+cmd_reindex(struct opts *o)
+{
+	struct lb_store	*st;
+	uint64_t	 first, next;
+	double		 t0 = now_s();
+	int		 rc;
+
+	if (o->argc != 0)
+		usage();
+	st = open_store(o, LB_RDWR);
+	if ((rc = lb_store_reindex(st, reindex_progress, NULL)) != 0)
+		die("reindex: %s", lb_strerror(rc));
+	lb_store_range(st, &first, &next);
+	if ((rc = lb_store_close(st)) != 0)
+		die("closing the store: %s", lb_strerror(rc));
+	if (isatty(2))
+		fputc('\n', stderr);
+	fprintf(stderr, "logbox: reindexed %llu messages in %.3f s\n",
+	    (unsigned long long)(next - first), now_s() - t0);
+	return (0);
+}
+
+/* ---------------------------------------------------------------- dump */
+
+static void
+print_term(FILE *f, const uint8_t *t, size_t len)
+{
+	static const char *ns[] = { "?", "text", "host", "program", "pid", "msgid", "facility",
+	    "severity", "sd" };
+
+	if (len == 0)
+		return;
+	fprintf(f, "%s:", t[0] < sizeof(ns) / sizeof(ns[0]) ? ns[t[0]] : "?");
+	if (t[0] == LB_NS_FACILITY || t[0] == LB_NS_SEVERITY) {
+		fprintf(f, "%u", len > 1 ? t[1] : 0);
+		return;
+	}
+	fputc('"', f);
+	for (size_t i = 1; i < len; i++) {
+		if (t[i] == 0)
+			fputs("\\0", f);
+		else if (t[i] < 0x20 || t[i] >= 0x7f || t[i] == '"' || t[i] == '\\')
+			fprintf(f, "\\x%02x", t[i]);
+		else
+			fputc(t[i], f);
+	}
+	fputc('"', f);
+}
+
+struct dumpctx {
+	struct lb_segment	*sg;
+	struct lb_postings	 p;
+	int			 rc;
+};
+
+static int
+dump_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
+{
+	struct dumpctx *d = arg;
+
+	print_term(stdout, term, len);
+	printf(" df=%u ids=", df);
+	d->p.n = 0;
+	if ((d->rc = lb_segment_postings(d->sg, cookie, &d->p)) != 0) {
+		printf("<%s>\n", lb_strerror(d->rc));
+		return (d->rc);
+	}
+	for (size_t i = 0; i < d->p.n && i < 16; i++)
+		printf("%s%llu", i ? "," : "", (unsigned long long)d->p.ids[i]);
+	printf("%s\n", d->p.n > 16 ? ",..." : "");
+	return (0);
+}
+
+static int
+cmd_dump(struct opts *o)
+{
+	char			 path[PATH_MAX], dir[PATH_MAX], *base;
+	size_t			 blen;
+	int			 rc;
+
+	if (o->argc != 1)
+		usage();
+	snprintf(path, sizeof(path), "%s", o->argv[0]);
+	snprintf(dir, sizeof(dir), "%s", o->argv[0]);
+	base = basename(path);
+	blen = strlen(base);
+	if (strcmp(base, LB_FILE_MESSAGES) == 0 || strcmp(base, LB_FILE_WAL) == 0) {
+		struct lb_msgfile	*mf;
+		struct lb_msg		 m;
+		uint64_t		 first, next, disk, raw;
+
+		if ((rc = lb_msgfile_open(dirname(dir), LB_RDONLY, 1, &mf)) != 0)
+			die("%s: %s", o->argv[0], lb_strerror(rc));
+		lb_msgfile_range(mf, &first, &next);
+		lb_msgfile_sizes(mf, &disk, &raw);
+		printf("message file %s\nids %llu-%llu (%llu messages), %llu bytes on disk, "
+		    "%llu raw\n", o->argv[0], (unsigned long long)first,
+		    (unsigned long long)next - 1, (unsigned long long)(next - first),
+		    (unsigned long long)disk, (unsigned long long)raw);
+		for (uint64_t id = first; id < next; id++) {
+			if ((rc = lb_msgfile_get(mf, id, &m)) != 0)
+				die("message %llu: %s", (unsigned long long)id, lb_strerror(rc));
+			print_msg_json(stdout, &m);
+		}
+		lb_msgfile_close(mf);
+		return (0);
+	}
+	if (blen > strlen(LB_SEG_SUFFIX) &&
+	    strcmp(base + blen - strlen(LB_SEG_SUFFIX), LB_SEG_SUFFIX) == 0) {
+		struct dumpctx		 d;
+		struct lb_seginfo	 si;
+
+		memset(&d, 0, sizeof(d));
+		if ((rc = lb_segment_open(o->argv[0], &d.sg)) != 0)
+			die("%s: %s", o->argv[0], lb_strerror(rc));
+		lb_segment_info(d.sg, &si);
+		printf("segment %s\nids %llu-%llu, %llu messages, %llu terms, %llu bytes\n",
+		    o->argv[0], (unsigned long long)si.first_id, (unsigned long long)si.last_id,
+		    (unsigned long long)si.count, (unsigned long long)si.nterms,
+		    (unsigned long long)si.size);
+		rc = lb_segment_terms(d.sg, NULL, 0, NULL, 0, dump_term, &d);
+		lb_postings_free(&d.p);
+		lb_segment_close(d.sg);
+		if (rc != 0)
+			die("%s: %s", o->argv[0], lb_strerror(rc));
+		return (0);
+	}
+	die("%s: not a file logbox dumps (messages, messages.wal, *%s)", o->argv[0],
+	    LB_SEG_SUFFIX);
 }
 
 int
 main(int argc, char *argv[])
 {
+	static const struct {
+		const char	*name;
+		int		(*fn)(struct opts *);
+	} cmds[] = {
+		{ "ingest", cmd_ingest }, { "cat", cmd_cat }, { "lookup", cmd_lookup },
+		{ "verify", cmd_verify }, { "stats", cmd_stats }, { "reindex", cmd_reindex },
+		{ "dump", cmd_dump },
+	};
+	struct opts o;
+
 	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
 		printf("logbox %s\n", LB_VERSION);
 		return (0);
 	}
 	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-		usage(stdout);
+		fputs(usage_text, stdout);
 		return (0);
 	}
-	usage(stderr);
-	return (2);
+	if (argc < 2)
+		usage();
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (strcmp(argv[1], cmds[i].name) == 0) {
+			parse_opts(argc - 1, argv + 1, &o);
+			return (cmds[i].fn(&o));
+		}
+	}
+	usage();
 }

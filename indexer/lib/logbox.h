@@ -220,6 +220,17 @@ void	lb_msgfile_sizes(struct lb_msgfile *mf, uint64_t *disk, uint64_t *raw);
 #define LB_NS_SEVERITY	0x07
 #define LB_NS_SD	0x08
 
+/*
+ * Calls fn once for every term of m in the order: text tokens (in message order), host,
+ * program, pid, msgid, facility, severity, structured-data terms. A term that occurs twice is
+ * passed twice. term is a namespace byte plus bytes, in a buffer valid during the call. This
+ * is the one definition of "the terms of a message": indexing and brute-force matching both
+ * use it. A non-zero return of fn stops the walk and is returned.
+ */
+typedef int	(*lb_msgterm_fn)(void *arg, const uint8_t *term, size_t len);
+int	lb_msg_terms(const struct lb_tokconf *tc, const struct lb_msg *m, lb_msgterm_fn fn,
+	    void *arg);
+
 /* In-memory index of an interval, written out as one segment file. */
 struct lb_segw;
 
@@ -392,5 +403,95 @@ struct lb_lsstate {
 };
 int	lb_catalog_state_get(struct lb_catalog *cat, const char *ls, struct lb_lsstate *st);
 int	lb_catalog_state_put(struct lb_catalog *cat, const char *ls, const struct lb_lsstate *st);
+
+/* ---------------------------------------------------------------- store (lb_store.c) */
+
+/*
+ * A logspace's store: the one object indexd and the CLI write through, and the CLI reads
+ * through. It ties the day's message file, the interval's in-memory index, the published
+ * segments and the catalog together, and it owns recovery, flushing and merging.
+ *
+ * Durability contract: lb_store_append() returns once the message is in memory. After
+ * lb_store_commit(st, 1) returns 0, every message appended before it survives a kill -9 and a
+ * power cut; after lb_store_commit(st, 0), a kill -9 (not a power cut). A flush (a new segment)
+ * first makes the messages it indexes durable, so the catalog never points at a lost message.
+ */
+struct lb_store;
+
+/*
+ * Opens logspace ls in data directory data. LB_RDWR creates the data directory, catalog and
+ * logspace when missing, takes the logspace's writer lock (LB_ELOCKED if another process
+ * holds it) and recovers: the day's message file is repaired, orphan segment files are
+ * removed, and messages not yet in a segment are indexed again in memory. LB_RDONLY never
+ * writes (LB_ENOTFOUND when the logspace does not exist). On success *out is the caller's:
+ * lb_store_close().
+ */
+int	lb_store_open(const char *data, const char *ls, int mode, struct lb_store **out);
+
+/*
+ * Writer: commits, flushes the open interval to a segment, and closes. Reader: closes.
+ * Returns the first error of the final flush (the store is closed either way). NULL is fine.
+ */
+int	lb_store_close(struct lb_store *st);
+
+/*
+ * Writer. Stores m: sets m->id to the next id and, when m->received is 0, m->received to the
+ * current time; receive times never go backwards (an earlier time is raised to the latest one
+ * stored). Flushes a segment when the interval's time or memory limit is reached, and merges.
+ */
+int	lb_store_append(struct lb_store *st, struct lb_msg *m);
+
+/*
+ * Writer. Writes appended messages to the operating system (they then survive a kill -9) and,
+ * with sync, fdatasync()s them (they then survive a power cut). The caller owns the policy
+ * (every commit, group commit every N ms, never).
+ */
+int	lb_store_commit(struct lb_store *st, int sync);
+
+/* Writer. Ends the interval now: durable messages, a new segment, published, then merges. */
+int	lb_store_flush(struct lb_store *st);
+
+/* Writer. Rebuilds every segment of the logspace from its message files. */
+int	lb_store_reindex(struct lb_store *st, void (*progress)(void *arg, uint64_t done,
+	    uint64_t total), void *arg);
+
+/* Ids stored: [*first, *next). */
+void	lb_store_range(struct lb_store *st, uint64_t *first, uint64_t *next);
+
+/*
+ * Reads message id. Slices point into a block cached by st: valid until the next call on st.
+ */
+int	lb_store_get(struct lb_store *st, uint64_t id, struct lb_msg *m);
+
+/*
+ * The ids (ascending) of messages holding term (namespace byte + bytes, see LB_NS_*) — or,
+ * with prefix, any term starting with it — in published segments and in the messages not yet
+ * indexed. *out is filled as lb_postings documents.
+ */
+int	lb_store_lookup(struct lb_store *st, const uint8_t *term, size_t len, int prefix,
+	    struct lb_postings *out);
+
+/*
+ * Checks everything: every message block and WAL record, every segment file, the catalog
+ * against the files (ranges, counts, sizes, contiguity), orphans. Calls report once per
+ * problem with the path and a description; returns 0 when nothing was found, LB_ECORRUPT
+ * otherwise (or another error that stopped the check).
+ */
+int	lb_store_verify(struct lb_store *st,
+	    void (*report)(void *arg, const char *path, const char *what), void *arg);
+
+struct lb_storestats {
+	uint64_t	 messages;
+	uint64_t	 days;
+	uint64_t	 segments;
+	uint64_t	 raw_bytes;		/* message bytes as received */
+	uint64_t	 messages_bytes;	/* messages + WAL files */
+	uint64_t	 index_bytes;		/* segment files */
+	uint64_t	 catalog_bytes;		/* the LMDB files (shared by all logspaces) */
+};
+int	lb_store_stats(struct lb_store *st, struct lb_storestats *ss);
+
+/* The logspace's tokenizer settings. */
+const struct lb_tokconf	*lb_store_tokconf(const struct lb_store *st);
 
 #endif /* LOGBOX_H */
