@@ -1089,7 +1089,8 @@ vreport(struct vctx *v, const char *path, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	v->bad = 1;
-	v->report(v->arg, path, buf);
+	if (v->report != NULL)
+		v->report(v->arg, path, buf);
 }
 
 int

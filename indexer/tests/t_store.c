@@ -1,0 +1,250 @@
+/*
+ * t_store.c — the store as a whole on real files: ids and receive times, lookups over flushed
+ * segments and the unindexed tail, tiered merges, day rollover, reopen after close, recovery of
+ * a writer that never closed, reindex, verify, and the writer lock.
+ */
+#include "t_helper.h"
+#include "lb_format.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DAY_US	(86400LL * 1000000)
+#define T0	(1735689600LL * 1000000)	/* 2025-01-01T00:00:00Z */
+
+static void
+mkmsg(struct lb_msg *m, char *buf, size_t len, uint64_t i, int64_t t)
+{
+	memset(m, 0, sizeof(*m));
+	snprintf(buf, len, "seq=%llu word%llu common Tail%llu", (unsigned long long)i,
+	    (unsigned long long)(i % 7), (unsigned long long)(i % 3));
+	m->message.p = (const uint8_t *)buf;
+	m->message.len = strlen(buf);
+	m->host.p = (const uint8_t *)"Web-01";
+	m->host.len = 6;
+	m->facility = 3;
+	m->severity = (uint8_t)(i % 8);
+	m->timestamp = LB_NOTIME;
+	m->received = t;
+}
+
+static void
+lookup_text(struct lb_store *st, const char *tok, int prefix, struct lb_postings *p)
+{
+	uint8_t term[300];
+
+	term[0] = LB_NS_TEXT;
+	memcpy(term + 1, tok, strlen(tok));
+	p->n = 0;
+	assert_ok(lb_store_lookup(st, term, 1 + strlen(tok), prefix, p));
+}
+
+/* Checks that the ids for "wordK" are exactly those i in [1, n] with i % 7 == K. */
+static void
+check_words(struct lb_store *st, uint64_t n)
+{
+	struct lb_postings	p;
+	char			tok[16];
+
+	memset(&p, 0, sizeof(p));
+	for (int k = 0; k < 7; k++) {
+		size_t j = 0;
+
+		snprintf(tok, sizeof(tok), "word%d", k);
+		lookup_text(st, tok, 0, &p);
+		for (uint64_t i = 1; i <= n; i++) {
+			if (i % 7 != (uint64_t)k)
+				continue;
+			assert_true(j < p.n);
+			assert_int_equal(p.ids[j], i);
+			j++;
+		}
+		assert_int_equal(j, p.n);
+	}
+	lookup_text(st, "common", 0, &p);
+	assert_int_equal(p.n, n);
+	lookup_text(st, "wor", 1, &p);
+	assert_int_equal(p.n, n);
+	lookup_text(st, "tail", 1, &p);	/* folded: Tail0..Tail2 */
+	assert_int_equal(p.n, n);
+	lb_postings_free(&p);
+}
+
+static void
+verify_ok(const char *dir)
+{
+	struct lb_store *st;
+
+	assert_ok(lb_store_open(dir, "main", LB_RDONLY, &st));
+	assert_ok(lb_store_verify(st, NULL, NULL));
+	lb_store_close(st);
+}
+
+static void
+t_roundtrip_flush_merge(void **state)
+{
+	char			 dir[256], buf[128];
+	struct lb_store		*st;
+	struct lb_msg		 m;
+	struct lb_storestats	 ss;
+	const uint64_t		 n = 5000;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	for (uint64_t i = 1; i <= n; i++) {
+		mkmsg(&m, buf, sizeof(buf), i, T0 + (int64_t)i * 1000);
+		assert_ok(lb_store_append(st, &m));
+		assert_int_equal(m.id, i);
+		/* Many small intervals: forces tiered merges. */
+		if (i % 100 == 0)
+			assert_ok(lb_store_flush(st));
+	}
+	assert_ok(lb_store_commit(st, 1));
+	/* The last 0..99 messages are still in the unindexed tail: search sees them too. */
+	check_words(st, n);
+	assert_ok(lb_store_stats(st, &ss));
+	assert_int_equal(ss.messages, n);
+	assert_int_equal(ss.days, 1);
+	/* 50 flushes with fanout 8 merge into far fewer files. */
+	assert_true(ss.segments < 15);
+	assert_ok(lb_store_close(st));
+
+	assert_ok(lb_store_open(dir, "main", LB_RDONLY, &st));
+	check_words(st, n);
+	for (uint64_t i = 1; i <= n; i += 37) {
+		assert_ok(lb_store_get(st, i, &m));
+		mkmsg(&m, buf, sizeof(buf), i, 0);
+		assert_int_equal(m.message.len, strlen(buf));
+	}
+	assert_ok(lb_store_get(st, n, &m));
+	assert_memory_equal(m.message.p, "seq=5000 ", 9);
+	assert_int_equal(lb_store_get(st, n + 1, &m), LB_ENOTFOUND);
+	assert_ok(lb_store_close(st));
+	verify_ok(dir);
+	t_rmtree(dir);
+}
+
+static void
+t_day_rollover_and_time(void **state)
+{
+	char			 dir[256], buf[128], path[512];
+	struct lb_store		*st;
+	struct lb_msg		 m;
+	struct lb_storestats	 ss;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	for (uint64_t i = 1; i <= 300; i++) {
+		/* 100 messages a day for three days; one goes back in time and is raised. */
+		int64_t t = T0 + (int64_t)((i - 1) / 100) * DAY_US + (int64_t)i;
+
+		if (i == 150)
+			t = T0;
+		mkmsg(&m, buf, sizeof(buf), i, t);
+		assert_ok(lb_store_append(st, &m));
+		if (i == 150)
+			assert_true(m.received >= T0 + DAY_US);
+	}
+	assert_ok(lb_store_close(st));
+	snprintf(path, sizeof(path), "%s/main/2025/01-02/messages", dir);
+	assert_int_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/main/2025/01-03/messages", dir);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_ok(lb_store_open(dir, "main", LB_RDONLY, &st));
+	assert_ok(lb_store_stats(st, &ss));
+	assert_int_equal(ss.days, 3);
+	assert_int_equal(ss.messages, 300);
+	check_words(st, 300);
+	assert_ok(lb_store_get(st, 250, &m));
+	assert_true(m.received == T0 + 2 * DAY_US + 250);
+	lb_store_close(st);
+	verify_ok(dir);
+	t_rmtree(dir);
+}
+
+/* A writer killed without closing: the next writer recovers every committed message. */
+static void
+t_recover_unclosed_writer(void **state)
+{
+	char			 dir[256], buf[128];
+	struct lb_store		*st;
+	struct lb_msg		 m;
+	pid_t			 pid;
+	int			 status;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	if ((pid = fork()) == 0) {
+		if (lb_store_open(dir, "main", LB_RDWR, &st) != 0)
+			_exit(1);
+		for (uint64_t i = 1; i <= 1000; i++) {
+			mkmsg(&m, buf, sizeof(buf), i, T0 + (int64_t)i);
+			if (lb_store_append(st, &m) != 0)
+				_exit(1);
+			if (i == 500 && lb_store_flush(st) != 0)
+				_exit(1);
+		}
+		if (lb_store_commit(st, 0) != 0)
+			_exit(1);
+		_exit(0);	/* no close: the tail 501..1000 is only in the message file */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	assert_ok(lb_store_open(dir, "main", LB_RDONLY, &st));
+	check_words(st, 1000);	/* a reader sees the tail before any recovery */
+	lb_store_close(st);
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	mkmsg(&m, buf, sizeof(buf), 1001, T0 + 2000);
+	assert_ok(lb_store_append(st, &m));
+	assert_int_equal(m.id, 1001);
+	assert_ok(lb_store_close(st));
+	assert_ok(lb_store_open(dir, "main", LB_RDONLY, &st));
+	check_words(st, 1001);
+	lb_store_close(st);
+	verify_ok(dir);
+	t_rmtree(dir);
+}
+
+static void
+t_reindex_and_lock(void **state)
+{
+	char			 dir[256], buf[128];
+	struct lb_store		*st, *st2;
+	struct lb_msg		 m;
+	struct lb_storestats	 ss;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	/* The lock is per open file description: a second writer is refused. */
+	assert_int_equal(lb_store_open(dir, "main", LB_RDWR, &st2), LB_ELOCKED);
+	for (uint64_t i = 1; i <= 2000; i++) {
+		mkmsg(&m, buf, sizeof(buf), i, T0 + (int64_t)i);
+		assert_ok(lb_store_append(st, &m));
+		if (i % 300 == 0)
+			assert_ok(lb_store_flush(st));
+	}
+	assert_ok(lb_store_reindex(st, NULL, NULL));
+	assert_ok(lb_store_stats(st, &ss));
+	assert_int_equal(ss.segments, 1);
+	check_words(st, 2000);
+	assert_ok(lb_store_close(st));
+	verify_ok(dir);
+	assert_int_equal(lb_store_open(dir, "no such!", LB_RDONLY, &st), LB_EBADCONF);
+	t_rmtree(dir);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_roundtrip_flush_merge),
+		cmocka_unit_test(t_day_rollover_and_time),
+		cmocka_unit_test(t_recover_unclosed_writer),
+		cmocka_unit_test(t_reindex_and_lock),
+	};
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
