@@ -473,8 +473,8 @@ parse_3164(struct lb_msg *m, const uint8_t *p, const uint8_t *end, int64_t recei
 
 	if ((n = bsd_shape(p, end, &bt)) > 0)
 		ok = bsd_time(&bt, received, &m->timestamp);
-	else if (end - p >= 11 && IS_DIGIT(p[0]) && IS_DIGIT(p[3]) && p[4] == '-' &&
-	    p[7] == '-' && (p[10] == 'T' || p[10] == 't')) {
+	else if (end - p >= 11 && digits(p, 4) >= 0 && p[4] == '-' && digits(p + 5, 2) >= 0 &&
+	    p[7] == '-' && digits(p + 8, 2) >= 0 && (p[10] == 'T' || p[10] == 't')) {
 		q = memchr(p, ' ', (size_t)(end - p));
 		n = (size_t)((q == NULL ? end : q) - p);
 		ok = parse_iso(p, p + n, &m->timestamp, &m->tzoff);

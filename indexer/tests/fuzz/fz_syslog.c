@@ -102,6 +102,35 @@ walk(int framing, const uint8_t *data, size_t size, int eof, size_t max, int64_t
 	}
 }
 
+/*
+ * The frames of data[0..size) when all of it is there at once, and when it arrives one byte at
+ * a time, must be the same, and end with the same return.
+ */
+static void
+split_same(int framing, const uint8_t *data, size_t size, size_t max)
+{
+	struct lb_slice	 f, g;
+	size_t		 off = 0, off2 = 0, avail = 0, used, used2;
+	int		 rc, rc2;
+
+	for (;;) {
+		rc = lb_frame_next(framing, data + off, size - off, 1, max, &f, &used);
+		for (;;) {
+			rc2 = lb_frame_next(framing, data + off2, avail - off2, avail == size, max,
+			    &g, &used2);
+			if (rc2 != EAGAIN || avail == size)
+				break;
+			avail++;
+		}
+		assert(rc == rc2);
+		if (rc != 0)
+			return;
+		assert(used == used2 && f.p == g.p && f.len == g.len);
+		off += used;
+		off2 += used2;
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -115,6 +144,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int eof = 0; eof < 2; eof++) {
 			walk(framing, data, size, eof, 64, received);
 			walk(framing, data, size, eof, LB_MSG_MAX, received);
+		}
+	if (size <= 4096)
+		for (int framing = 0; framing < 2; framing++) {
+			split_same(framing, data, size, 16);
+			split_same(framing, data, size, LB_MSG_MAX);
 		}
 	return (0);
 }
