@@ -211,10 +211,10 @@ bsd_shape(const uint8_t *p, const uint8_t *end, struct btime *bt)
 		bt->day = bt->day * 10 + (*q++ - '0');
 	if (q >= end || *q++ != ' ')
 		return (0);
-	bt->year = -1;
-	if (end - q >= 5 && q[4] == ' ' && (bt->year = digits(q, 4)) >= 0)
+	if (end - q >= 5 && q[4] == ' ' && digits(q, 4) >= 0) {
+		bt->year = digits(q, 4);
 		q += 5;
-	else
+	} else
 		bt->year = -1;
 	if (end - q < 8 || q[2] != ':' || q[5] != ':' || (bt->hour = digits(q, 2)) < 0 ||
 	    (bt->min = digits(q + 3, 2)) < 0 || (bt->sec = digits(q + 6, 2)) < 0)
