@@ -417,7 +417,7 @@ rfc3339(char *buf, size_t len, int64_t us, int tzoff)
 	int64_t		frac = us - sec * 1000000;
 	time_t		t = (time_t)(sec + tzoff * 60);
 	struct tm	tm;
-	char		zone[8];
+	char		zone[16];
 
 	gmtime_r(&t, &tm);
 	if (tzoff == 0)

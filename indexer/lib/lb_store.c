@@ -904,7 +904,7 @@ lb_store_lookup(struct lb_store *st, const uint8_t *term, size_t len, int prefix
 {
 	struct lb_segref	*refs = NULL;
 	struct lb_segment	*sg;
-	struct lb_postings	 acc;
+	struct lb_postings	 acc, one;
 	struct lb_msg		 m;
 	struct match		 mt;
 	size_t			 n = 0;
@@ -913,6 +913,7 @@ lb_store_lookup(struct lb_store *st, const uint8_t *term, size_t len, int prefix
 	int			 rc, tries = 0;
 
 	memset(&acc, 0, sizeof(acc));
+	memset(&one, 0, sizeof(one));
  again:
 	acc.n = 0;
 	if ((rc = lb_catalog_segments(st->cat, st->ls, 0, UINT64_MAX, &refs, &n)) != 0)
@@ -932,8 +933,11 @@ lb_store_lookup(struct lb_store *st, const uint8_t *term, size_t len, int prefix
 		}
 		if (prefix)
 			rc = segment_prefix_ids(sg, term, len, &acc);
-		else if ((rc = lb_segment_lookup(sg, term, len, &acc)) == LB_ENOTFOUND)
+		else if ((rc = lb_segment_lookup(sg, term, len, &one)) == LB_ENOTFOUND)
 			rc = 0;
+		else if (rc == 0)
+			for (size_t k = 0; k < one.n && rc == 0; k++)
+				rc = postings_push(&acc, one.ids[k]);
 		lb_segment_close(sg);
 		if (rc != 0)
 			goto done;
@@ -961,6 +965,7 @@ lb_store_lookup(struct lb_store *st, const uint8_t *term, size_t len, int prefix
 	memset(&acc, 0, sizeof(acc));
  done:
 	lb_postings_free(&acc);
+	lb_postings_free(&one);
 	free(refs);
 	return (rc);
 }
