@@ -793,22 +793,38 @@ t_golden(void **state)
 	    0x01, 0, 0, 0, 0, 0, 0, 0,
 	    0x01, 0, 0, 0, 0, 0, 0, 0,
 	    0, 0, 0, 0, 0, 0, 0, 0x80 };
-	/* timemap: version 1, id 0x1234 */
-	static const uint8_t	 tm1[] = { 0x01, 0x34, 0x12, 0, 0, 0, 0, 0, 0 };
+	/* The worked examples of FORMAT.md §5, CRCs included. */
+	static const uint8_t	 tm1[] = { 0x01, 0x34, 0x12, 0, 0, 0, 0, 0, 0,
+	    0x8d, 0xd0, 0xb4, 0x00 };
+	static const uint8_t	 meta1[] = { 0x4c, 0x42, 0x43, 0x54, 0x01, 0, 0, 0,
+	    0x37, 0x1a, 0x67, 0x34 };
+	static const uint8_t	 st0[] = { 0x01,
+	    0x01, 0, 0, 0, 0, 0, 0, 0,
+	    0x01, 0, 0, 0, 0, 0, 0, 0,
+	    0, 0, 0, 0, 0, 0, 0, 0x80,
+	    0x17, 0xe9, 0xb1, 0x8e };
+	static const uint8_t	 tk2[] = { 0x6d, 0x61, 0x69, 0x6e, 0x00,
+	    0x80, 0x06, 0x2a, 0x99, 0xba, 0x0c, 0x60, 0x00 };
 
 	mkls(f->cat, "main");
+	mkls(f->cat, "fresh");
 	assert_ok(lb_catalog_publish(f->cat, "main", NULL, 0, &s, 1));
 	/* Time -1 µs falls in the step that starts at -1 s: key time 2^63 - 10^6. */
 	assert_ok(lb_catalog_timemap_put(f->cat, "main", -1, 0x1234));
+	assert_ok(lb_catalog_timemap_put(f->cat, "main", 1735689600123456LL, 0x1235));
 	lb_catalog_close(f->cat);
 	f->cat = NULL;
 
 	n = raw_get(f->dir, LB_CAT_DB_META, LB_CAT_META_KEY, strlen(LB_CAT_META_KEY), v,
 	    sizeof(v));
 	assert_int_equal(n, LB_CAT_META_SIZE);
-	assert_memory_equal(v, "LBCT", 4);
-	assert_int_equal(lb_get32(v + 4), LB_CAT_VERSION);
-	assert_int_equal(lb_get32(v + 8), lb_crc32(v, 8));
+	assert_memory_equal(v, meta1, sizeof(meta1));
+	n = raw_get(f->dir, LB_CAT_DB_STATE, "fresh", 5, v, sizeof(v));
+	assert_int_equal(n, sizeof(st0));
+	assert_memory_equal(v, st0, sizeof(st0));
+	n = raw_get(f->dir, LB_CAT_DB_TIMEMAP, tk2, sizeof(tk2), v, sizeof(v));
+	assert_int_equal(n, LB_CAT_TIMEMAP_SIZE);
+	assert_true(lb_get64(v + 1) == 0x1235);
 
 	n = raw_get(f->dir, LB_CAT_DB_STATE, "main", 4, v, sizeof(v));
 	assert_int_equal(n, LB_CAT_STATE_SIZE);
