@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "logbox.h"
 #include "lb_format.h"
@@ -553,11 +554,11 @@ int
 lb_catalog_open(const char *datadir, int mode, struct lb_catalog **out)
 {
 	struct lb_catalog	*cat;
-	char			 dir[4096];
+	char			 dir[4096], lockpath[4096 + 16];
 	unsigned		 flags = MDB_NOTLS;
 	int			 rc, dead;
 
-	if (mode != LB_RDONLY && mode != LB_RDWR)
+	if (datadir == NULL || (mode != LB_RDONLY && mode != LB_RDWR))
 		return (EINVAL);
 	if ((rc = lb_path(dir, sizeof(dir), "%s/%s", datadir, LB_DIR_CATALOG)) != 0)
 		return (rc);
@@ -584,6 +585,13 @@ lb_catalog_open(const char *datadir, int mode, struct lb_catalog **out)
 			rc = LB_EFORMAT;
 		goto fail;
 	}
+	/*
+	 * Readers (searchd, the CLI) may run as other users of the group: an LMDB reader needs
+	 * to write its slot in lock.mdb, never data.mdb. Best effort: only the owner may chmod.
+	 */
+	if (mode == LB_RDWR &&
+	    lb_path(lockpath, sizeof(lockpath), "%s/lock.mdb", dir) == 0)
+		(void)chmod(lockpath, 0660);
 	/* Clear reader slots left by dead processes, which would pin old pages forever. */
 	if ((rc = mdb_reader_check(cat->env, &dead)) != 0)
 		goto fail;
@@ -720,6 +728,8 @@ lb_catalog_logspaces(struct lb_catalog *cat, int (*fn)(void *arg, const char *na
 	char		 name[LB_NAME_MAX + 1];
 	int		 rc;
 
+	if (fn == NULL)
+		return (EINVAL);
 	if ((rc = rtxn(cat, &txn)) != 0)
 		return (rc);
 	if ((rc = mdb_cursor_open(txn, cat->ls, &c)) != 0)

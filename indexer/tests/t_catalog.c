@@ -13,6 +13,7 @@
 #include <lmdb.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -354,6 +355,16 @@ t_state(void **state)
 
 	st.indexed_id = st.next_id + 1;
 	assert_int_equal(lb_catalog_state_put(f->cat, "main", &st), EINVAL);
+
+	/* Readers of the group may take a reader slot in lock.mdb. */
+	{
+		char		 p[512];
+		struct stat	 sb;
+
+		snprintf(p, sizeof(p), "%s/%s/lock.mdb", f->dir, LB_DIR_CATALOG);
+		assert_int_equal(stat(p, &sb), 0);
+		assert_int_equal(sb.st_mode & 0777, 0660);
+	}
 }
 
 /* ---------------------------------------------------------------- publish */
