@@ -26,7 +26,25 @@
 /* (section owned by lb_segment.c) */
 
 /* ---------------------------------------------------------------- catalog (lb_catalog.c) */
-/* (section owned by lb_catalog.c) */
+#define LB_CAT_VERSION		1		/* catalog format version, in the meta record */
+#define LB_CAT_MAGIC		0x5443424cU	/* "LBCT" little-endian: meta record magic */
+#define LB_CAT_MAXDBS		8		/* mdb_env_set_maxdbs(): named databases */
+#define LB_CAT_MAPSIZE		(64ULL << 30)	/* LMDB map size: 64 GiB of address space */
+#define LB_CAT_DB_META		"meta"		/* "format" -> magic, version */
+#define LB_CAT_DB_LOGSPACES	"logspaces"	/* name -> struct lb_lsconf */
+#define LB_CAT_DB_SEGMENTS	"segments"	/* name 00 first_id(BE) -> struct lb_segref */
+#define LB_CAT_DB_DAYS		"days"		/* name 00 day(BE) -> struct lb_dayref */
+#define LB_CAT_DB_TIMEMAP	"timemap"	/* name 00 step time(BE, biased) -> id */
+#define LB_CAT_DB_STATE		"state"		/* name -> struct lb_lsstate */
+#define LB_CAT_META_KEY		"format"	/* the one key of the meta database */
+#define LB_CAT_META_SIZE	12		/* magic u32, version u32, crc u32 */
+#define LB_CAT_VALUE_V1		1		/* first byte of every v1 value but meta */
+#define LB_CAT_LSCONF_SIZE	89		/* bytes of a logspaces value */
+#define LB_CAT_SEGREF_SIZE	125		/* bytes of a segments value */
+#define LB_CAT_DAYREF_SIZE	41		/* bytes of a days value */
+#define LB_CAT_TIMEMAP_SIZE	13		/* bytes of a timemap value */
+#define LB_CAT_STATE_SIZE	29		/* bytes of a state value */
+#define LB_CAT_TIME_BIAS	0x8000000000000000ULL	/* added to signed µs in timemap keys */
 
 /* ---------------------------------------------------------------- time map */
 #define LB_TIMEMAP_STEP		(1000000LL)	/* µs of receive time per time→id entry */

@@ -320,9 +320,20 @@ int	lb_segment_merge(struct lb_segment **in, int n, const char *path);
 /*
  * The LMDB catalog in <data>/catalog/. Readers use their own read transaction per call (a
  * consistent snapshot); there is one writer per logspace at a time (lb_store holds a lock).
+ * Every writing call is one transaction, synced when it returns 0. A handle may be shared by
+ * threads; it must not be used across fork(), and a process opens a data directory's catalog
+ * at most once at a time (LMDB rules). Calls taking a logspace name return LB_EBADCONF for a
+ * name that is not [a-z0-9_-]{1,64} and LB_ENOTFOUND for a logspace that does not exist.
+ * Damaged values are LB_ECORRUPT; writing calls on a LB_RDONLY handle are EROFS.
  */
 struct lb_catalog;
 
+/*
+ * LB_RDWR creates <datadir>/catalog/ and the catalog if needed; LB_RDONLY never creates
+ * (ENOENT when there is no catalog). LB_EFORMAT when the directory holds something else or
+ * another format version. Clears reader slots left by dead processes. On success *out is
+ * owned by the caller: lb_catalog_close().
+ */
 int	lb_catalog_open(const char *datadir, int mode, struct lb_catalog **out);
 void	lb_catalog_close(struct lb_catalog *cat);
 
@@ -338,13 +349,20 @@ struct lb_lsconf {
 };
 void	lb_lsconf_default(struct lb_lsconf *c);
 
-/* Creates logspace name with conf if it does not exist (then EEXIST). */
+/*
+ * Creates logspace name with conf if it does not exist (then EEXIST), with the state
+ * { next_id 1, indexed_id 1, last_received LB_NOTIME }. Settings the tokenizer refuses, or a
+ * zero flush_ms or mem_limit, are LB_EBADCONF (also for _set).
+ */
 int	lb_catalog_logspace_create(struct lb_catalog *cat, const char *name,
 	    const struct lb_lsconf *conf);
 int	lb_catalog_logspace_get(struct lb_catalog *cat, const char *name, struct lb_lsconf *conf);
 int	lb_catalog_logspace_set(struct lb_catalog *cat, const char *name,
 	    const struct lb_lsconf *conf);
-/* Calls fn for every logspace name in order. */
+/*
+ * Calls fn for every logspace name in order, inside one read transaction; a non-zero return
+ * of fn stops the walk and is returned.
+ */
 int	lb_catalog_logspaces(struct lb_catalog *cat,
 	    int (*fn)(void *arg, const char *name), void *arg);
 
@@ -363,13 +381,16 @@ struct lb_segref {
 /*
  * Publishes segments: in one transaction, removes the segments whose first ids are in del[0..ndel)
  * and adds add[0..nadd). The files must already be durable. Also records next_id and the day's
- * range when they grow.
+ * range when they grow. All or nothing: LB_ENOTFOUND when a listed segment is missing, EEXIST
+ * when an added one overlaps another's id range, EINVAL for an added one with first_id 0,
+ * last_id < first_id, an impossible day or a file name that is empty, unterminated or has '/'.
  */
 int	lb_catalog_publish(struct lb_catalog *cat, const char *ls,
 	    const uint64_t *del, int ndel, const struct lb_segref *add, int nadd);
 
 /*
- * Lists the segments of ls that overlap ids [lo, hi] in id order. *out is malloc'ed: free() it.
+ * Lists the segments of ls that overlap ids [lo, hi] in id order. *out is malloc'ed: free() it
+ * (NULL when *n is 0). lo > hi is EINVAL.
  */
 int	lb_catalog_segments(struct lb_catalog *cat, const char *ls, uint64_t lo, uint64_t hi,
 	    struct lb_segref **out, size_t *n);
@@ -382,15 +403,24 @@ struct lb_dayref {
 	int64_t		 tmin, tmax;
 };
 int	lb_catalog_day_put(struct lb_catalog *cat, const char *ls, const struct lb_dayref *d);
-/* Lists days in order. *out is malloc'ed: free() it. */
+/* Lists days in order. *out is malloc'ed: free() it (NULL when *n is 0). */
 int	lb_catalog_days(struct lb_catalog *cat, const char *ls, struct lb_dayref **out, size_t *n);
+/*
+ * Removes, in one transaction, the day's record, the segments whose day is day, and the time
+ * map entries of the day's ids [first_id, next_id). LB_ENOTFOUND if there is no such day.
+ */
 int	lb_catalog_day_delete(struct lb_catalog *cat, const char *ls, uint32_t day);
 
-/* The sparse time→id map: at most one entry per LB_TIMEMAP_STEP of receive time. */
+/*
+ * The sparse time→id map: at most one entry per LB_TIMEMAP_STEP of receive time. The writer
+ * puts the first message of each step; a second put for a step keeps the first id.
+ * t == LB_NOTIME is EINVAL.
+ */
 int	lb_catalog_timemap_put(struct lb_catalog *cat, const char *ls, int64_t t, uint64_t id);
 /*
  * The first id received at or after t (lower bound from the map, exact within a step:
- * *id is the first id of the step containing t, so callers refine with message times).
+ * *id is the first id of the step containing t, so callers refine with message times; when
+ * that step has no entry, the first id of the next step that has one).
  * LB_ENOTFOUND when t is past every entry.
  */
 int	lb_catalog_time_to_id(struct lb_catalog *cat, const char *ls, int64_t t, uint64_t *id);
@@ -401,6 +431,7 @@ struct lb_lsstate {
 	uint64_t	 indexed_id;	/* every id below this is in a published segment */
 	int64_t		 last_received;	/* largest receive time stored */
 };
+/* _put: indexed_id > next_id is EINVAL. */
 int	lb_catalog_state_get(struct lb_catalog *cat, const char *ls, struct lb_lsstate *st);
 int	lb_catalog_state_put(struct lb_catalog *cat, const char *ls, const struct lb_lsstate *st);
 

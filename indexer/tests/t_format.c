@@ -1,0 +1,167 @@
+/*
+ * t_format.c — lib/lb_format.h and FORMAT.md agree. Each row of the table names a constant of
+ * the headers and its value; FORMAT.md must define it as "`NAME` = value" (a number in decimal
+ * or 0x hex, or a `backquoted` string: the convention of FORMAT.md §2), and every such
+ * occurrence must carry the header's value. Modules add their rows to the table.
+ */
+#include "t_helper.h"
+#include "lb_format.h"
+
+#include <ctype.h>
+
+struct konst {
+	const char		*name;
+	const char		*str;	/* a string constant, or NULL for a number */
+	unsigned long long	 num;
+};
+
+#define NUM(x)	{ #x, NULL, (unsigned long long)(x) }
+#define STR(x)	{ #x, x, 0 }
+
+static const struct konst konsts[] = {
+	/* directory tree and limits */
+	STR(LB_DIR_CATALOG),
+	NUM(LB_MSG_MAX),
+	NUM(LB_FIELD_MAX),
+	NUM(LB_SD_MAX),
+	NUM(LB_TOKEN_MAX),
+	NUM(LB_NAME_MAX),
+	NUM(LB_TIMEMAP_STEP),
+	/* catalog (lb_catalog.c) */
+	NUM(LB_CAT_VERSION),
+	NUM(LB_CAT_MAGIC),
+	NUM(LB_CAT_MAXDBS),
+	NUM(LB_CAT_MAPSIZE),
+	STR(LB_CAT_DB_META),
+	STR(LB_CAT_DB_LOGSPACES),
+	STR(LB_CAT_DB_SEGMENTS),
+	STR(LB_CAT_DB_DAYS),
+	STR(LB_CAT_DB_TIMEMAP),
+	STR(LB_CAT_DB_STATE),
+	STR(LB_CAT_META_KEY),
+	NUM(LB_CAT_META_SIZE),
+	NUM(LB_CAT_VALUE_V1),
+	NUM(LB_CAT_LSCONF_SIZE),
+	NUM(LB_CAT_SEGREF_SIZE),
+	NUM(LB_CAT_DAYREF_SIZE),
+	NUM(LB_CAT_TIMEMAP_SIZE),
+	NUM(LB_CAT_STATE_SIZE),
+	NUM(LB_CAT_TIME_BIAS),
+};
+
+/*
+ * Checks doc for k. Returns the number of occurrences found with the right value, or -1 (and
+ * prints where) when one carries another value.
+ */
+static int
+check_one(const char *doc, const struct konst *k, int quiet)
+{
+	char		 pat[128];
+	const char	*p = doc;
+	int		 found = 0;
+
+	snprintf(pat, sizeof(pat), "`%s` = ", k->name);
+	while ((p = strstr(p, pat)) != NULL) {
+		const char *v = p + strlen(pat);
+		int line = 1;
+
+		for (const char *q = doc; q < p; q++)
+			line += *q == '\n';
+		if (k->str != NULL) {
+			size_t n = strlen(k->str);
+
+			if (v[0] != '`' || strncmp(v + 1, k->str, n) != 0 || v[n + 1] != '`') {
+				if (!quiet)
+					print_error("FORMAT.md:%d: %s is not `%s`\n", line,
+					    k->name, k->str);
+				return (-1);
+			}
+		} else {
+			char *end;
+			unsigned long long x;
+
+			if (!isdigit((unsigned char)v[0])) {
+				if (!quiet)
+					print_error("FORMAT.md:%d: %s: no number\n", line,
+					    k->name);
+				return (-1);
+			}
+			x = strtoull(v, &end, 0);
+			if (x != k->num || isalnum((unsigned char)*end)) {
+				if (!quiet)
+					print_error("FORMAT.md:%d: %s is not %llu\n", line,
+					    k->name, k->num);
+				return (-1);
+			}
+		}
+		found++;
+		p = v;
+	}
+	return (found);
+}
+
+static char *
+slurp(const char *path)
+{
+	FILE	*fp;
+	char	*buf;
+	long	 n;
+
+	assert_non_null(fp = fopen(path, "r"));
+	assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+	n = ftell(fp);
+	assert_true(n > 0);
+	rewind(fp);
+	assert_non_null(buf = malloc((size_t)n + 1));
+	assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
+	buf[n] = '\0';
+	fclose(fp);
+	return (buf);
+}
+
+static void
+t_constants(void **state)
+{
+	char	*doc = slurp("../FORMAT.md");
+	int	 bad = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(konsts) / sizeof(konsts[0]); i++) {
+		int n = check_one(doc, &konsts[i], 0);
+
+		if (n == 0)
+			print_error("FORMAT.md does not define `%s` = ...\n", konsts[i].name);
+		if (n <= 0)
+			bad++;
+	}
+	free(doc);
+	assert_int_equal(bad, 0);
+}
+
+/* The checker itself: it finds the convention, and catches wrong or missing values. */
+static void
+t_checker(void **state)
+{
+	static const struct konst n = { "X_NUM", NULL, 0x2a };
+	static const struct konst s = { "X_STR", "abc", 0 };
+
+	(void)state;
+	assert_int_equal(check_one("a `X_NUM` = 42 b `X_NUM` = 0x2a.", &n, 1), 2);
+	assert_int_equal(check_one("`X_NUM` = 43", &n, 1), -1);
+	assert_int_equal(check_one("`X_NUM` = 42x", &n, 1), -1);
+	assert_int_equal(check_one("`X_NUM` = many", &n, 1), -1);
+	assert_int_equal(check_one("`X_NUM` is 42", &n, 1), 0);
+	assert_int_equal(check_one("`X_STR` = `abc` and `X_STR` = `abc`", &s, 1), 2);
+	assert_int_equal(check_one("`X_STR` = `abcd`", &s, 1), -1);
+	assert_int_equal(check_one("`X_STR` = abc", &s, 1), -1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_checker),
+		cmocka_unit_test(t_constants),
+	};
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
