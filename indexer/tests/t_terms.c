@@ -1,0 +1,180 @@
+/*
+ * t_terms.c — lb_msg_terms() (what the brute-force tail matcher compares against) and the
+ * segment builder's own fast indexing agree exactly: for random messages with every kind of
+ * field and structured data, the set of (term, id) pairs in a written segment equals the set
+ * lb_msg_terms() yields.
+ */
+#include "t_helper.h"
+
+#include <unistd.h>
+
+struct pair {
+	uint8_t		 term[400];
+	size_t		 len;
+	uint64_t	 id;
+};
+
+struct pairs {
+	struct pair	*v;
+	size_t		 n, cap;
+	uint64_t	 id;
+};
+
+static int
+add_pair(struct pairs *ps, const uint8_t *term, size_t len, uint64_t id)
+{
+	if (ps->n == ps->cap) {
+		ps->cap = ps->cap ? ps->cap * 2 : 1024;
+		ps->v = realloc(ps->v, ps->cap * sizeof(*ps->v));
+		assert_non_null(ps->v);
+	}
+	assert_true(len <= sizeof(ps->v[0].term));
+	memcpy(ps->v[ps->n].term, term, len);
+	ps->v[ps->n].len = len;
+	ps->v[ps->n].id = id;
+	ps->n++;
+	return (0);
+}
+
+static int
+on_term(void *arg, const uint8_t *term, size_t len)
+{
+	struct pairs *ps = arg;
+
+	return (add_pair(ps, term, len, ps->id));
+}
+
+static int
+cmp_pair(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->term, y->term, n);
+
+	if (c != 0)
+		return (c);
+	if (x->len != y->len)
+		return (x->len < y->len ? -1 : 1);
+	return (x->id < y->id ? -1 : x->id > y->id);
+}
+
+static void
+uniq(struct pairs *ps)
+{
+	size_t k = 0;
+
+	qsort(ps->v, ps->n, sizeof(*ps->v), cmp_pair);
+	for (size_t i = 0; i < ps->n; i++)
+		if (k == 0 || cmp_pair(&ps->v[k - 1], &ps->v[i]) != 0)
+			ps->v[k++] = ps->v[i];
+	ps->n = k;
+}
+
+struct seg_walk {
+	struct lb_segment	*sg;
+	struct pairs		*ps;
+	struct lb_postings	 p;
+};
+
+static int
+on_seg_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
+{
+	struct seg_walk *w = arg;
+
+	w->p.n = 0;
+	assert_ok(lb_segment_postings(w->sg, cookie, &w->p));
+	assert_int_equal(w->p.n, df);
+	for (size_t i = 0; i < w->p.n; i++)
+		add_pair(w->ps, term, len, w->p.ids[i]);
+	return (0);
+}
+
+static uint64_t rng = 88172645463325252ULL;
+
+static uint64_t
+rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (rng);
+}
+
+static size_t
+rnd_text(char *buf, size_t cap, const char *alphabet)
+{
+	size_t n = rnd() % cap, al = strlen(alphabet);
+
+	for (size_t i = 0; i < n; i++)
+		buf[i] = alphabet[rnd() % al];
+	return (n);
+}
+
+static void
+t_segw_equals_msg_terms(void **state)
+{
+	static const char	*sds[] = { "", "[a b=\"x y\"]", "[ex@1 k=\"A\\\"B\" k2=\"C\\]D\"][o p=\"\"]",
+	    "[bad", "[i n=\"v\" m=\"w w\"]", "[i n=v]" };
+	const char		*alpha = "abcABC:= .,-_/\\\x80\xff\x01[]\"";
+	struct lb_tokconf	 tc;
+	struct lb_segw		*w;
+	struct lb_segment	*sg;
+	struct pairs		 want = { 0 }, got = { 0 };
+	struct seg_walk		 walk;
+	char			 dir[256], path[300];
+	char			 text[300], host[40], prog[20];
+	struct lb_msg		 m;
+
+	(void)state;
+	lb_tokconf_default(&tc);
+	t_mkdtemp(dir, sizeof(dir));
+	assert_ok(lb_segw_new(&w));
+	for (uint64_t id = 1; id <= 3000; id++) {
+		memset(&m, 0, sizeof(m));
+		m.id = id;
+		m.received = 1000 + (int64_t)id;
+		m.timestamp = LB_NOTIME;
+		m.message.p = (const uint8_t *)text;
+		m.message.len = rnd_text(text, sizeof(text), alpha);
+		m.host.p = (const uint8_t *)host;
+		m.host.len = rnd_text(host, sizeof(host), "abAB-.0");
+		m.program.p = (const uint8_t *)prog;
+		m.program.len = rnd_text(prog, sizeof(prog), "sshdSSHD");
+		m.pid = m.program;
+		m.msgid.len = 0;
+		m.facility = rnd() % 5 == 0 ? LB_NOVALUE : (uint8_t)(rnd() % 24);
+		m.severity = rnd() % 5 == 0 ? LB_NOVALUE : (uint8_t)(rnd() % 8);
+		m.sd.p = (const uint8_t *)sds[id % 6];
+		m.sd.len = strlen(sds[id % 6]);
+		assert_ok(lb_segw_add(w, &tc, &m));
+		want.id = id;
+		assert_ok(lb_msg_terms(&tc, &m, on_term, &want));
+	}
+	snprintf(path, sizeof(path), "%s/t.seg", dir);
+	assert_ok(lb_segw_write(w, path));
+	assert_ok(lb_segment_open(path, &sg));
+	memset(&walk, 0, sizeof(walk));
+	walk.sg = sg;
+	walk.ps = &got;
+	assert_ok(lb_segment_terms(sg, NULL, 0, NULL, 0, on_seg_term, &walk));
+	uniq(&want);
+	uniq(&got);
+	assert_int_equal(got.n, want.n);
+	for (size_t i = 0; i < want.n; i++)
+		assert_int_equal(cmp_pair(&got.v[i], &want.v[i]), 0);
+	lb_postings_free(&walk.p);
+	lb_segment_close(sg);
+	lb_segw_free(w);
+	free(want.v);
+	free(got.v);
+	t_rmtree(dir);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_segw_equals_msg_terms),
+	};
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
