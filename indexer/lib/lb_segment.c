@@ -359,6 +359,13 @@ lb_segout_finish(struct lb_segout *so)
 
 /* ---------------------------------------------------------------- reader */
 
+/* Where one term's id list is, as its dictionary entry says. */
+struct blkent {
+	uint32_t	 df;
+	uint64_t	 lpoff, plen;	/* offset in the postings section, bytes */
+	uint32_t	 lcrc;		/* the list's CRC when plen >= LB_SEG_BIGLIST */
+};
+
 struct lb_segment {
 	uint8_t		*map;
 	size_t		 size;
@@ -373,6 +380,9 @@ struct lb_segment {
 	const uint8_t	*keys;		/* block index keys */
 	uint64_t	 keyslen;
 	uint32_t	 postcrc;
+	uint64_t	 cbi;		/* block whose entries cent holds (checked), or UINT64_MAX */
+	uint32_t	 cn;
+	struct blkent	 cent[LB_SEG_BLOCK_TERMS];
 };
 
 /* A walk through one dictionary block. */
@@ -512,44 +522,44 @@ blk_next(struct blkcur *c)
 	return (0);
 }
 
-/* The entry found by blk_find(). */
-struct blkent {
-	uint32_t	 df;
-	uint64_t	 lpoff, plen;
-	uint32_t	 lcrc;
-};
-
 /*
  * Walks all of block bi, checks the CRC of its short lists, and finds the entry equal to
- * term (term != NULL) or number ei. 0, LB_ENOTFOUND or LB_ECORRUPT.
+ * term (term != NULL) or number ei. 0, LB_ENOTFOUND or LB_ECORRUPT. A block that checks out
+ * is remembered in sg->cent, so that lb_segment_postings() on the terms of the block a walk
+ * is in costs no second pass.
  */
 static int
-blk_find(const struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
+blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
     uint32_t ei, struct blkent *out)
 {
 	struct blkcur	 c;
 	uint32_t	 small = 0;
 	int		 rc, found = 0;
 
+	sg->cbi = UINT64_MAX;
 	if ((rc = blk_open(sg, bi, &c)) != 0)
 		return (rc);
 	while ((rc = blk_next(&c)) == 0) {
+		struct blkent *e = &sg->cent[c.i - 1];
+
+		e->df = c.df;
+		e->lpoff = c.lpoff;
+		e->plen = c.plen;
+		e->lcrc = c.lcrc;
 		if (c.plen < LB_SEG_BIGLIST)
 			small = crc_update(small, sg->post + c.lpoff, (size_t)c.plen);
-		if (found)
-			continue;
-		if (term != NULL ? term_cmp(c.term, c.tlen, term, len) == 0 : c.i - 1 == ei) {
+		if (!found && (term != NULL ? term_cmp(c.term, c.tlen, term, len) == 0 :
+		    c.i - 1 == ei)) {
 			found = 1;
-			out->df = c.df;
-			out->lpoff = c.lpoff;
-			out->plen = c.plen;
-			out->lcrc = c.lcrc;
+			*out = *e;
 		}
 	}
 	if (rc != 1)
 		return (rc);
 	if (small != c.small)
 		return (LB_ECORRUPT);
+	sg->cbi = bi;
+	sg->cn = c.n;
 	return (found ? 0 : LB_ENOTFOUND);
 }
 
@@ -679,6 +689,7 @@ lb_segment_open(const char *path, struct lb_segment **out)
 		goto fail;
 	sg->map = m;
 	sg->size = (size_t)st.st_size;
+	sg->cbi = UINT64_MAX;
 	if ((rc = seg_check(sg)) != 0)
 		goto fail;
 	*out = sg;
@@ -774,17 +785,13 @@ lb_segment_postings(struct lb_segment *sg, uint64_t cookie, struct lb_postings *
 
 	if (bi >= sg->nblocks)
 		return (EINVAL);
-	if ((rc = blk_find(sg, bi, NULL, 0, (uint32_t)(cookie & 0xff), &e)) != 0)
+	if (bi == sg->cbi) {
+		if ((cookie & 0xff) >= sg->cn)
+			return (EINVAL);
+		e = sg->cent[cookie & 0xff];
+	} else if ((rc = blk_find(sg, bi, NULL, 0, (uint32_t)(cookie & 0xff), &e)) != 0)
 		return (rc == LB_ENOTFOUND ? EINVAL : rc);
 	return (seg_list(sg, &e, out));
-}
-
-static int
-why_set(char *why, size_t whylen, int rc, const char *fmt, unsigned long long a)
-{
-	if (why != NULL && whylen > 0)
-		snprintf(why, whylen, fmt, a);
-	return (rc);
 }
 
 int
@@ -796,28 +803,32 @@ lb_segment_verify(struct lb_segment *sg, char *why, size_t whylen)
 	uint8_t			 last[LB_SEG_TERM_MAX];
 	size_t			 lastlen = 0, klen;
 	uint64_t		 poff = 0, nterms = 0;
+	unsigned long long	 at = 0;
+	const char		*what;
 	uint32_t		 small;
-	int			 rc;
+	int			 rc = LB_ECORRUPT;
 
-	if (crc_update(0, sg->post, (size_t)sg->postlen) != sg->postcrc)
-		return (why_set(why, whylen, LB_ECORRUPT,
-		    "postings section CRC mismatch (%llu bytes at offset 128)",
-		    (unsigned long long)sg->postlen));
+	if (crc_update(0, sg->post, (size_t)sg->postlen) != sg->postcrc) {
+		what = "postings section CRC mismatch (section at offset %llu)";
+		at = LB_SEG_HDR_SIZE;
+		goto fail;
+	}
 	for (uint64_t bi = 0; bi < sg->nblocks; bi++) {
-		unsigned long long at = (unsigned long long)(sg->dict - sg->map + idx_off(sg, bi));
-
-		if (bi > 0) {
-			k = idx_key(sg, bi, &klen);
-			if (term_cmp(last, lastlen, k, klen) >= 0)
-				return (why_set(why, whylen, LB_ECORRUPT,
-				    "dictionary block at offset %llu out of order", at));
+		at = (unsigned long long)(sg->dict - sg->map + idx_off(sg, bi));
+		k = idx_key(sg, bi, &klen);
+		if (bi > 0 && term_cmp(last, lastlen, k, klen) >= 0) {
+			what = "dictionary block at offset %llu out of order";
+			goto fail;
 		}
-		if ((rc = blk_open(sg, bi, &c)) != 0)
-			return (why_set(why, whylen, rc,
-			    "dictionary block at offset %llu: bad CRC or header", at));
-		if (c.poff != poff)
-			return (why_set(why, whylen, LB_ECORRUPT,
-			    "dictionary block at offset %llu: postings not contiguous", at));
+		if ((rc = blk_open(sg, bi, &c)) != 0) {
+			what = "dictionary block at offset %llu: bad CRC or header";
+			goto fail;
+		}
+		if (c.poff != poff) {
+			rc = LB_ECORRUPT;
+			what = "dictionary block at offset %llu: id lists not contiguous";
+			goto fail;
+		}
 		small = 0;
 		while ((rc = blk_next(&c)) == 0) {
 			struct blkent e = { c.df, c.lpoff, c.plen, c.lcrc };
@@ -826,32 +837,39 @@ lb_segment_verify(struct lb_segment *sg, char *why, size_t whylen)
 				small = crc_update(small, sg->post + c.lpoff, (size_t)c.plen);
 			p.n = 0;
 			if ((rc = seg_list(sg, &e, &p)) != 0) {
-				lb_postings_free(&p);
-				return (why_set(why, whylen, rc,
-				    "id list at offset %llu is damaged",
-				    (unsigned long long)(LB_SEG_HDR_SIZE + c.lpoff)));
+				what = "id list at offset %llu is damaged";
+				at = (unsigned long long)(LB_SEG_HDR_SIZE + c.lpoff);
+				goto fail;
 			}
 			nterms++;
 		}
 		if (rc != 1 || small != c.small) {
-			lb_postings_free(&p);
-			return (why_set(why, whylen, LB_ECORRUPT,
-			    "dictionary block at offset %llu: bad entry or list CRC", at));
+			rc = LB_ECORRUPT;
+			what = "dictionary block at offset %llu: bad entry or short-list CRC";
+			goto fail;
 		}
 		poff = c.poff;
 		memcpy(last, c.term, c.tlen);
 		lastlen = c.tlen;
 	}
+	rc = LB_ECORRUPT;
+	if (poff != sg->postlen) {
+		what = "postings section: %llu bytes no term uses";
+		at = (unsigned long long)(sg->postlen - poff);
+		goto fail;
+	}
+	if (nterms != sg->nterms) {
+		what = "header says %llu terms, the dictionary holds another number";
+		at = (unsigned long long)sg->nterms;
+		goto fail;
+	}
 	lb_postings_free(&p);
-	if (poff != sg->postlen)
-		return (why_set(why, whylen, LB_ECORRUPT,
-		    "postings section has %llu bytes no term uses",
-		    (unsigned long long)(sg->postlen - poff)));
-	if (nterms != sg->nterms)
-		return (why_set(why, whylen, LB_ECORRUPT,
-		    "header says %llu terms, the dictionary differs",
-		    (unsigned long long)sg->nterms));
 	return (0);
+ fail:
+	lb_postings_free(&p);
+	if (why != NULL && whylen > 0)
+		snprintf(why, whylen, what, at);
+	return (rc);
 }
 
 /* ---------------------------------------------------------------- merge */
