@@ -25,6 +25,15 @@
 #define CHUNK_FIRST	8		/* bytes of a term's first chunk, link included */
 #define CHUNK_SHIFTS	7		/* chunks grow to CHUNK_FIRST << 7 = 1 KiB */
 #define TAB_MIN		1024
+#define KEY_INLINE	17		/* term bytes kept in the term (one cache line) */
+#define BATCH		64		/* text tokens hashed and prefetched together */
+
+/* A text token waiting in a batch. */
+struct sw_pend {
+	uint32_t	 off;		/* in kbuf */
+	uint32_t	 len;
+	uint32_t	 hash;
+};
 
 struct sw_term {
 	uint64_t	 first;		/* first id */
@@ -37,7 +46,8 @@ struct sw_term {
 	uint32_t	 plen;		/* delta bytes in the chunks */
 	uint16_t	 klen;		/* term bytes */
 	uint8_t		 cshift;	/* current chunk is CHUNK_FIRST << cshift bytes */
-};
+	uint8_t		 kin[KEY_INLINE];	/* the first term bytes, to compare in-line */
+} __attribute__((aligned(64)));
 
 struct sw_slot {
 	uint32_t	 hash;
@@ -61,6 +71,8 @@ struct lb_segw {
 	uint64_t	 id;		/* the message being added */
 	size_t		 keypre;	/* bytes of key before the token (tokenizer callbacks) */
 	uint8_t		 key[LB_SEG_TERM_MAX];	/* the term being built */
+	struct sw_pend	 pend[BATCH];
+	uint8_t		 kbuf[BATCH * (LB_TOKEN_MAX + 1)];	/* their bytes */
 };
 
 static inline uint8_t *
@@ -108,7 +120,8 @@ sw_hash(const uint8_t *p, size_t n)
 		n -= 8;
 	}
 	v = 0;
-	memcpy(&v, p, n);
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
 	h = (h ^ v) * 0xc4ceb9fe1a85ec53ULL;
 	h ^= h >> 29;
 	return ((uint32_t)(h ^ h >> 32));
@@ -145,7 +158,6 @@ sw_append(struct lb_segw *w, struct sw_term *t, uint64_t v)
 	uint32_t	 n, ref, size;
 	int		 rc;
 
-	n = (uint32_t)lb_varint_put(buf, v);
 	if (t->df == 1) {
 		if ((rc = sw_alloc(w, CHUNK_FIRST, &ref)) != 0)
 			return (rc);
@@ -153,10 +165,11 @@ sw_append(struct lb_segw *w, struct sw_term *t, uint64_t v)
 		t->end = ref + CHUNK_FIRST - 4;
 		t->cshift = 0;
 	}
-	if (t->end - t->cur >= n) {
-		memcpy(sw_ptr(w, t->cur), buf, n);
+	if (t->end - t->cur >= LB_VARINT_MAX) {
+		n = (uint32_t)lb_varint_put(sw_ptr(w, t->cur), v);
 		t->cur += n;
 	} else {
+		n = (uint32_t)lb_varint_put(buf, v);
 		for (uint32_t i = 0; i < n; i++) {
 			if (t->cur == t->end) {
 				if (t->cshift < CHUNK_SHIFTS)
@@ -177,18 +190,33 @@ sw_append(struct lb_segw *w, struct sw_term *t, uint64_t v)
 }
 
 /* Records that term key[0..len) occurs in id. */
+static inline int
+sw_same(const struct lb_segw *w, const struct sw_term *t, const uint8_t *key, size_t len)
+{
+	if (t->klen != len)
+		return (0);
+	if (len <= KEY_INLINE) {
+		for (size_t i = 0; i < len; i++)
+			if (t->kin[i] != key[i])
+				return (0);
+		return (1);
+	}
+	return (memcmp(t->kin, key, KEY_INLINE) == 0 &&
+	    memcmp(sw_ptr(w, t->key) + KEY_INLINE, key + KEY_INLINE, len - KEY_INLINE) == 0);
+}
+
 static int
-sw_add(struct lb_segw *w, const uint8_t *key, size_t len, uint64_t id)
+sw_add_h(struct lb_segw *w, const uint8_t *key, size_t len, uint32_t h, uint64_t id)
 {
 	struct sw_term	*t;
-	uint32_t	 h = sw_hash(key, len), i, ref;
+	uint32_t	 i, ref;
 	int		 rc;
 
 	for (i = h & w->mask; w->tab[i].idx != 0; i = (i + 1) & w->mask) {
 		if (w->tab[i].hash != h)
 			continue;
 		t = &w->terms[w->tab[i].idx - 1];
-		if (t->klen != len || memcmp(sw_ptr(w, t->key), key, len) != 0)
+		if (!sw_same(w, t, key, len))
 			continue;
 		if (id <= t->last)
 			return (id == t->last ? 0 : EINVAL);
@@ -206,12 +234,15 @@ sw_add(struct lb_segw *w, const uint8_t *key, size_t len, uint64_t id)
 	}
 	if (w->nterms == w->termcap) {
 		uint32_t	 cap = w->termcap * 2;
+		void		*nt;
 
 		if (cap <= w->termcap || cap > UINT32_MAX / 2)
 			return (ENOMEM);
-		if ((t = realloc(w->terms, (size_t)cap * sizeof(*t))) == NULL)
+		if (posix_memalign(&nt, 64, (size_t)cap * sizeof(*t)) != 0)
 			return (ENOMEM);
-		w->terms = t;
+		memcpy(nt, w->terms, (size_t)w->nterms * sizeof(*t));
+		free(w->terms);
+		w->terms = nt;
 		w->termcap = cap;
 	}
 	if ((rc = sw_alloc(w, (uint32_t)len, &ref)) != 0)
@@ -222,23 +253,99 @@ sw_add(struct lb_segw *w, const uint8_t *key, size_t len, uint64_t id)
 	t->first = t->last = id;
 	t->key = ref;
 	t->klen = (uint16_t)len;
+	memcpy(t->kin, key, len < KEY_INLINE ? len : KEY_INLINE);
 	t->df = 1;
 	w->tab[i].hash = h;
 	w->tab[i].idx = ++w->nterms;
 	return (0);
 }
 
+static inline int
+sw_add(struct lb_segw *w, const uint8_t *key, size_t len, uint64_t id)
+{
+	return (sw_add_h(w, key, len, sw_hash(key, len), id));
+}
+
+/* Adds the batched text tokens: their table slots and terms were prefetched. */
+static int
+sw_flush_batch(struct lb_segw *w, uint32_t np)
+{
+	int rc;
+
+	for (uint32_t k = 0; k < np; k++) {
+		uint32_t idx = w->tab[w->pend[k].hash & w->mask].idx;
+
+		if (idx != 0)
+			__builtin_prefetch(&w->terms[idx - 1], 1);
+	}
+	for (uint32_t k = 0; k < np; k++) {
+		const struct sw_pend *p = &w->pend[k];
+
+		if ((rc = sw_add_h(w, w->kbuf + p->off, p->len, p->hash, w->id)) != 0)
+			return (rc);
+	}
+	return (0);
+}
+
+/*
+ * The message text: the tokens of lb_tokenize() (same delimiters, folding and cut; the
+ * tests hold the two to the same output), built in place with their namespace byte and
+ * added in batches so that the hash table's cache misses overlap.
+ */
+static int
+sw_text(struct lb_segw *w, const struct lb_tokconf *tc, const uint8_t *buf, size_t len)
+{
+	const uint8_t	*delim = tc->delim;
+	size_t		 i = 0, n;
+	uint32_t	 np = 0, off = 0;
+	uint8_t		*k;
+	int		 rc;
+
+	while (i < len) {
+		while (i < len && delim[buf[i]])
+			i++;
+		if (i == len)
+			break;
+		k = w->kbuf + off;
+		k[0] = LB_NS_TEXT;
+		n = 0;
+		while (i < len && !delim[buf[i]]) {
+			if (n < LB_TOKEN_MAX) {
+				uint8_t c = buf[i];
+
+				k[++n] = (c >= 'A' && c <= 'Z') ? (uint8_t)(c + 32) : c;
+			}
+			i++;
+		}
+		w->pend[np].off = off;
+		w->pend[np].len = (uint32_t)n + 1;
+		w->pend[np].hash = sw_hash(k, n + 1);
+		__builtin_prefetch(&w->tab[w->pend[np].hash & w->mask]);
+		off += (uint32_t)n + 1;
+		if (++np == BATCH) {
+			if ((rc = sw_flush_batch(w, np)) != 0)
+				return (rc);
+			np = off = 0;
+		}
+	}
+	return (np > 0 ? sw_flush_batch(w, np) : 0);
+}
+
 int
 lb_segw_new(struct lb_segw **out)
 {
 	struct lb_segw	*w;
+	void		*tp;
 
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return (ENOMEM);
 	w->termcap = TAB_MIN / 2;
 	w->mask = TAB_MIN - 1;
 	w->tmin = w->tmax = LB_NOTIME;
-	if ((w->terms = malloc(w->termcap * sizeof(*w->terms))) == NULL ||
+	if (posix_memalign(&tp, 64, w->termcap * sizeof(*w->terms)) != 0)
+		tp = NULL;
+	w->terms = tp;
+	if (w->terms == NULL ||
 	    (w->tab = calloc(TAB_MIN, sizeof(*w->tab))) == NULL) {
 		lb_segw_free(w);
 		return (ENOMEM);
@@ -416,9 +523,7 @@ lb_segw_add(struct lb_segw *w, const struct lb_tokconf *tc, const struct lb_msg 
 	if (w->have_id && m->id <= w->last_id)
 		return (EINVAL);
 	w->id = m->id;
-	w->key[0] = LB_NS_TEXT;
-	w->keypre = 1;
-	if ((rc = lb_tokenize(tc, m->message.p, m->message.len, sw_token, w)) != 0 ||
+	if ((rc = sw_text(w, tc, m->message.p, m->message.len)) != 0 ||
 	    (rc = sw_field(w, LB_NS_HOST, &m->host)) != 0 ||
 	    (rc = sw_field(w, LB_NS_PROGRAM, &m->program)) != 0 ||
 	    (rc = sw_field(w, LB_NS_PID, &m->pid)) != 0 ||
