@@ -1,7 +1,7 @@
 /*
  * lb_postings.h — id-list encoding shared inside liblogbox (not part of the public API).
- * An encoded list is a run of varints: the first id minus a base, then each id minus the one
- * before it (always >= 1). FORMAT.md §4 "Id lists".
+ * An encoded list of n ids: n / LB_PACK_IDS bit-packed groups, then the remaining ids as
+ * varints. FORMAT.md §4 "Id lists".
  */
 #ifndef LB_POSTINGS_H
 #define LB_POSTINGS_H
@@ -11,13 +11,16 @@
 
 struct lb_postings;
 
+#define LB_PACK_IDS	128	/* ids per bit-packed group (stored on disk: fixed) */
+
 /* Makes room for at least extra more ids in p. 0 or ENOMEM. */
 int	lb_postings_reserve(struct lb_postings *p, size_t extra);
 
 /*
- * Decodes the n ids of buf[0..len) (base is added to the first varint) and appends them to
- * *out. Every varint must be well formed, the bytes used up exactly, every id in [base, max]
- * and strictly ascending; anything else is LB_ECORRUPT and *out keeps only its old ids.
+ * Decodes the n ids of buf[0..len) (the first is base plus the first value) and appends them
+ * to *out. Every group and varint must be well formed, the bytes used up exactly, every id in
+ * [base, max] and strictly ascending; anything else is LB_ECORRUPT and *out keeps only its
+ * old ids.
  */
 int	lb_postings_decode(const uint8_t *buf, size_t len, uint64_t base, uint64_t max,
 	    uint64_t n, struct lb_postings *out);

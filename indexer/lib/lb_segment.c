@@ -505,7 +505,8 @@ blk_next(struct blkcur *c)
 		return (LB_ECORRUPT);
 	c->p += k;
 	if ((k = lb_varint_get(c->p, (size_t)(c->end - c->p), &plen)) == 0 || plen == 0 ||
-	    plen > sg->postlen - c->poff || df > plen)
+	    plen > sg->postlen - c->poff || df / LB_PACK_IDS > plen ||
+	    (df < LB_PACK_IDS && df > plen))
 		return (LB_ECORRUPT);
 	c->p += k;
 	if (plen >= LB_SEG_BIGLIST) {

@@ -593,14 +593,36 @@ sw_cmp(const void *a, const void *b, void *arg)
 	return (s->klen < t->klen ? -1 : s->klen > t->klen);
 }
 
+/* The builder's own list (varint gaps only) back to ids, into ids (emptied first). */
+static int
+sw_gaps(const uint8_t *p, size_t len, uint64_t base, uint32_t df, struct lb_postings *ids)
+{
+	uint64_t	 v, id = base;
+	size_t		 k, off = 0;
+	int		 rc;
+
+	ids->n = 0;
+	if ((rc = lb_postings_reserve(ids, df)) != 0)
+		return (rc);
+	for (uint32_t i = 0; i < df; i++) {
+		if ((k = lb_varint_get(p + off, len - off, &v)) == 0)
+			return (EINVAL);
+		off += k;
+		id += v;
+		ids->ids[ids->n++] = id;
+	}
+	return (0);
+}
+
 int
 lb_segw_write(struct lb_segw *w, const char *path)
 {
 	struct sw_sortent	*ord = NULL;
 	struct lb_segout	*so = NULL;
 	struct lb_segmeta	 meta;
-	uint8_t			*list = NULL;
-	size_t			 maxp = 0;
+	struct lb_postings	 ids = { NULL, 0, 0 };
+	uint8_t			*list = NULL, *packed = NULL;
+	size_t			 maxp = 0, maxdf = 0;
 	int			 rc;
 
 	if (w->count == 0 && w->nterms == 0)
@@ -618,9 +640,12 @@ lb_segw_write(struct lb_segw *w, const char *path)
 		ord[i].idx = i;
 		if (t->plen > maxp)
 			maxp = t->plen;
+		if (t->df > maxdf)
+			maxdf = t->df;
 	}
 	qsort_r(ord, w->nterms, sizeof(*ord), sw_cmp, w);
-	if ((list = malloc(maxp + LB_VARINT_MAX)) == NULL) {
+	if ((list = malloc(maxp + LB_VARINT_MAX)) == NULL ||
+	    (packed = malloc((size_t)maxdf * LB_VARINT_MAX)) == NULL) {
 		rc = ENOMEM;
 		goto fail;
 	}
@@ -649,7 +674,16 @@ lb_segw_write(struct lb_segw *w, const char *path)
 				size = (size_t)CHUNK_FIRST << shift;
 			}
 		}
-		if ((rc = lb_segout_term(so, sw_ptr(w, t->key), t->klen, t->df, list, n)) != 0)
+		if (t->df < LB_PACK_IDS)
+			rc = lb_segout_term(so, sw_ptr(w, t->key), t->klen, t->df, list, n);
+		else {
+			/* Long lists are stored bit-packed: re-encode the gaps. */
+			if ((rc = sw_gaps(list, n, w->first_id, t->df, &ids)) != 0)
+				goto fail;
+			n = lb_postings_encode(ids.ids, ids.n, w->first_id, packed);
+			rc = lb_segout_term(so, sw_ptr(w, t->key), t->klen, t->df, packed, n);
+		}
+		if (rc != 0)
 			goto fail;
 	}
 	rc = lb_segout_finish(so);
@@ -657,12 +691,16 @@ lb_segw_write(struct lb_segw *w, const char *path)
 	if (rc != 0)
 		goto fail;
 	free(list);
+	free(packed);
+	lb_postings_free(&ids);
 	free(ord);
 	sw_reset(w);
 	return (0);
  fail:
 	lb_segout_abort(so);
 	free(list);
+	free(packed);
+	lb_postings_free(&ids);
 	free(ord);
 	return (rc);
 }

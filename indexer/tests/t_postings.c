@@ -85,6 +85,70 @@ t_damage(void **state)
 	lb_postings_free(&p);
 }
 
+/* Bit-packed groups: every width, group boundaries, the first value allowed to be 0. */
+static void
+t_packed(void **state)
+{
+	static const unsigned	 widths[] = { 0, 1, 2, 7, 8, 13, 31, 32, 33, 55, 56, 57, 63, 64 };
+	size_t			 counts[] = { 127, 128, 129, 255, 256, 300, 1000 };
+	struct lb_postings	 p = { NULL, 0, 0 };
+	uint64_t		*ids, seed = 88172645463325252ULL;
+	uint8_t			*buf;
+
+	(void)state;
+	assert_non_null(ids = malloc(1000 * sizeof(*ids)));
+	assert_non_null(buf = malloc(1000 * LB_VARINT_MAX));
+	for (size_t w = 0; w < sizeof(widths) / sizeof(widths[0]); w++) {
+		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+			size_t		 n = counts[c], len;
+			uint64_t	 base = 5, id = base;
+
+			/* Gaps of 1 + up to width bits; keep the sum within 64 bits. */
+			for (size_t i = 0; i < n; i++) {
+				uint64_t g;
+
+				seed ^= seed << 13;
+				seed ^= seed >> 7;
+				seed ^= seed << 17;
+				g = widths[w] == 0 ? 0 : seed >> (64 - widths[w]);
+				if (widths[w] > 50)
+					g >>= 10;	/* 1000 gaps must fit in 64 bits */
+				if (i == 0)
+					id = base + g;
+				else
+					id += g + 1;
+				ids[i] = id;
+			}
+			len = lb_postings_encode(ids, n, base, buf);
+			if (widths[w] == 0 && n >= 128)
+				assert_true(len < n);	/* a dense list costs bits, not bytes */
+			p.n = 0;
+			assert_ok(lb_postings_decode(buf, len, base, ids[n - 1], n, &p));
+			assert_int_equal(p.n, n);
+			assert_memory_equal(p.ids, ids, n * sizeof(uint64_t));
+			/* One id short of max, or a byte short, is damage. */
+			if (ids[n - 1] > base)
+				assert_int_equal(lb_postings_decode(buf, len, base, ids[n - 1] - 1,
+				    n, &p), LB_ECORRUPT);
+			assert_int_equal(lb_postings_decode(buf, len - 1, base, UINT64_MAX, n, &p),
+			    LB_ECORRUPT);
+		}
+	}
+	/* A width over 64, and a group whose bytes run out. */
+	buf[0] = 65;
+	assert_int_equal(lb_postings_decode(buf, 2000, 0, UINT64_MAX, 128, &p), LB_ECORRUPT);
+	buf[0] = 8;
+	assert_int_equal(lb_postings_decode(buf, 128, 0, UINT64_MAX, 128, &p), LB_ECORRUPT);
+	/* 128 consecutive ids take one byte: width 0. */
+	for (size_t i = 0; i < 128; i++)
+		ids[i] = 1000 + i;
+	assert_int_equal(lb_postings_encode(ids, 128, 1000, buf), 1);
+	assert_int_equal(buf[0], 0);
+	lb_postings_free(&p);
+	free(ids);
+	free(buf);
+}
+
 int
 main(void)
 {
@@ -92,6 +156,7 @@ main(void)
 		cmocka_unit_test(t_roundtrip),
 		cmocka_unit_test(t_worked_example),
 		cmocka_unit_test(t_damage),
+		cmocka_unit_test(t_packed),
 	};
 	return (cmocka_run_group_tests(tests, NULL, NULL));
 }
