@@ -39,13 +39,29 @@ t_roundtrip(void **state)
 static void
 t_worked_example(void **state)
 {
-	/* FORMAT.md: ids 1000, 1001, 1301 with first_id 1000 → 00 01 ac 02. */
+	/* The worked examples of FORMAT.md §4.3. */
 	uint64_t		 ids[] = { 1000, 1001, 1301 };
 	uint8_t			 buf[32], want[] = { 0x00, 0x01, 0xac, 0x02 };
 
 	(void)state;
+	uint64_t		 many[129];
+	uint8_t			 two[] = { 0x01, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
 	assert_int_equal(lb_postings_encode(ids, 3, 1000, buf), 4);
 	assert_memory_equal(buf, want, 4);
+	/* 1000..1127: one group of width 0; 1000..1128: then the varint gap 1. */
+	for (int i = 0; i < 129; i++)
+		many[i] = 1000 + (uint64_t)i;
+	assert_int_equal(lb_postings_encode(many, 128, 1000, buf), 1);
+	assert_int_equal(buf[0], 0x00);
+	assert_int_equal(lb_postings_encode(many, 129, 1000, buf), 2);
+	assert_true(buf[0] == 0x00 && buf[1] == 0x01);
+	/* 1000, 1002, ..., 1254: values 0 then 127 ones at width 1. */
+	for (int i = 0; i < 128; i++)
+		many[i] = 1000 + 2 * (uint64_t)i;
+	assert_int_equal(lb_postings_encode(many, 128, 1000, buf), 17);
+	assert_memory_equal(buf, two, 17);
 }
 
 static void
