@@ -174,28 +174,61 @@ lb_postings_decode(const uint8_t *buf, size_t len, uint64_t base, uint64_t max, 
 	return (0);
 }
 
+void
+lb_penc_init(struct lb_penc *e, uint64_t base)
+{
+	e->base = e->prev = base;
+	e->n = 0;
+	e->np = 0;
+}
+
+size_t
+lb_penc_add(struct lb_penc *e, uint64_t id, uint8_t *out)
+{
+	uint64_t	 vals[LB_PACK_IDS], mx = 0, prev = e->prev;
+	unsigned	 b;
+
+	e->pend[e->np++] = id;
+	e->n++;
+	if (e->np < LB_PACK_IDS)
+		return (0);
+	/* A full group: the list's first value is id - base, every other gap - 1. */
+	for (size_t k = 0; k < LB_PACK_IDS; k++) {
+		vals[k] = e->n == LB_PACK_IDS && k == 0 ? e->pend[0] - e->base :
+		    e->pend[k] - prev - 1;
+		prev = e->pend[k];
+		mx |= vals[k];
+	}
+	for (b = 0; b < 64 && (mx >> b) != 0; b++)
+		;
+	out[0] = (uint8_t)b;
+	pack(vals, b, out + 1);
+	e->prev = prev;
+	e->np = 0;
+	return (1 + 16 * (size_t)b);
+}
+
+size_t
+lb_penc_finish(struct lb_penc *e, uint8_t *out)
+{
+	size_t	off = 0;
+
+	for (uint32_t k = 0; k < e->np; k++) {
+		off += lb_varint_put(out + off, e->pend[k] - e->prev);
+		e->prev = e->pend[k];
+	}
+	e->np = 0;
+	return (off);
+}
+
 size_t
 lb_postings_encode(const uint64_t *ids, size_t n, uint64_t base, uint8_t *buf)
 {
-	uint64_t	 vals[LB_PACK_IDS], mx;
-	size_t		 off = 0, i = 0;
-	unsigned	 b;
+	struct lb_penc	 e;
+	size_t		 off = 0;
 
-	for (; i + LB_PACK_IDS <= n; i += LB_PACK_IDS) {
-		mx = 0;
-		for (size_t k = 0; k < LB_PACK_IDS; k++) {
-			size_t j = i + k;
-
-			vals[k] = j == 0 ? ids[0] - base : ids[j] - ids[j - 1] - 1;
-			mx |= vals[k];
-		}
-		for (b = 0; b < 64 && (mx >> b) != 0; b++)
-			;
-		buf[off++] = (uint8_t)b;
-		pack(vals, b, buf + off);
-		off += 16 * (size_t)b;
-	}
-	for (; i < n; i++)
-		off += lb_varint_put(buf + off, ids[i] - (i == 0 ? base : ids[i - 1]));
-	return (off);
+	lb_penc_init(&e, base);
+	for (size_t i = 0; i < n; i++)
+		off += lb_penc_add(&e, ids[i], buf + off);
+	return (off + lb_penc_finish(&e, buf + off));
 }

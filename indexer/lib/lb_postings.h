@@ -32,6 +32,23 @@ int	lb_postings_decode(const uint8_t *buf, size_t len, uint64_t base, uint64_t m
 size_t	lb_postings_encode(const uint64_t *ids, size_t n, uint64_t base, uint8_t *buf);
 
 /*
+ * A streaming encoder: the same bytes as lb_postings_encode(), fed one id at a time, holding
+ * at most LB_PACK_IDS ids. lb_penc_add() returns the bytes of a group when it completes one
+ * (0 otherwise); lb_penc_finish() the varints of the ids left. out must hold LB_PENC_OUT.
+ */
+#define LB_PENC_OUT	(LB_PACK_IDS * 10)
+struct lb_penc {
+	uint64_t	 base;
+	uint64_t	 prev;		/* the id before pend[0] */
+	uint64_t	 n;		/* ids taken */
+	uint32_t	 np;		/* ids in pend */
+	uint64_t	 pend[LB_PACK_IDS];
+};
+void	lb_penc_init(struct lb_penc *e, uint64_t base);
+size_t	lb_penc_add(struct lb_penc *e, uint64_t id, uint8_t *out);
+size_t	lb_penc_finish(struct lb_penc *e, uint8_t *out);
+
+/*
  * The streaming segment writer (lb_segment.c) that lb_segw_write() and lb_segment_merge()
  * feed: terms in strictly ascending order, each with its encoded id list (base first_id).
  * lb_segout_finish() writes the index and header, fsyncs and renames path.tmp to path; it and
@@ -47,6 +64,12 @@ struct lb_segmeta {
 int	lb_segout_begin(const char *path, const struct lb_segmeta *meta, struct lb_segout **out);
 int	lb_segout_term(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df,
 	    const uint8_t *list, size_t listlen);
+/*
+ * The same for a list too long to hold: lb_segout_ids() any number of times with the term's
+ * ids in ascending order, then lb_segout_ids_end() with the term. Memory stays constant.
+ */
+int	lb_segout_ids(struct lb_segout *so, const uint64_t *ids, size_t n);
+int	lb_segout_ids_end(struct lb_segout *so, const uint8_t *term, size_t len);
 int	lb_segout_finish(struct lb_segout *so);
 void	lb_segout_abort(struct lb_segout *so);
 

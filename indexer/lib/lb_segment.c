@@ -112,6 +112,11 @@ struct lb_segout {
 	uint8_t		*keys;		/* first term of each block */
 	size_t		 keyslen, keyscap;
 	uint32_t	 nblocks;
+	uint64_t	 lstart;	/* postings offset of the list being written */
+	uint32_t	 lcrc;		/* its CRC so far */
+	uint8_t		 lhead[LB_SEG_BIGLIST];	/* its first bytes (the block's short CRC) */
+	struct lb_penc	 enc;		/* lb_segout_ids() */
+	uint8_t		 encbuf[LB_PENC_OUT];
 };
 
 static int
@@ -163,6 +168,7 @@ lb_segout_begin(const char *path, const struct lb_segmeta *meta, struct lb_segou
 		return (ENOMEM);
 	so->fd = so->dfd = -1;
 	so->meta = *meta;
+	lb_penc_init(&so->enc, meta->first_id);
 	if ((rc = lb_path(so->path, sizeof(so->path), "%s", path)) != 0 ||
 	    (rc = lb_path(so->tmp, sizeof(so->tmp), "%s.tmp", path)) != 0 ||
 	    (rc = lb_path(dtmp, sizeof(dtmp), "%s.dict.tmp", path)) != 0)
@@ -218,33 +224,46 @@ so_flush_block(struct lb_segout *so)
 	return (0);
 }
 
-int
-lb_segout_term(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df,
-    const uint8_t *list, size_t listlen)
+/* Appends bytes to the list being written. */
+static int
+so_list_bytes(struct lb_segout *so, const uint8_t *p, size_t n)
 {
-	size_t	 shared = 0, n;
-	uint8_t	*e;
-	int	 rc;
+	uint64_t	 have = so->post.total - so->lstart;
 
-	if (len == 0 || len > LB_SEG_TERM_MAX || df == 0 || df > UINT32_MAX || listlen == 0)
+	if (have < LB_SEG_BIGLIST)
+		memcpy(so->lhead + have, p, n < LB_SEG_BIGLIST - have ? n : LB_SEG_BIGLIST - have);
+	so->lcrc = crc_update(so->lcrc, p, n);
+	return (ob_write(&so->post, p, n));
+}
+
+/* Adds the dictionary entry of the list just written. */
+static int
+so_entry(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df)
+{
+	size_t		 shared = 0, n;
+	uint64_t	 listlen = so->post.total - so->lstart;
+	uint8_t		*e;
+	int		 rc;
+
+	if (len == 0 || len > LB_SEG_TERM_MAX || df == 0 || listlen == 0)
 		return (EINVAL);
+	if (df > UINT32_MAX)
+		return (LB_ETOOBIG);
 	if (so->nterms > 0 && term_cmp(so->prev, so->prevlen, term, len) >= 0)
 		return (EINVAL);
 	if (so->bn == 0) {
-		if (so->nblocks == UINT32_MAX)
+		if (so->nblocks == UINT32_MAX || so->keyslen + len > UINT32_MAX)
 			return (LB_ETOOBIG);
 		if ((rc = grow(&so->idx, &so->idxcap, so->idxlen + LB_SEG_IDX_ENTRY)) != 0 ||
 		    (rc = grow(&so->keys, &so->keyscap, so->keyslen + len)) != 0)
 			return (rc);
-		if (so->keyslen + len > UINT32_MAX)
-			return (LB_ETOOBIG);
 		lb_put64(so->idx + so->idxlen, so->dict.total);
 		lb_put32(so->idx + so->idxlen + 8, (uint32_t)so->keyslen);
 		lb_put32(so->idx + so->idxlen + 12, (uint32_t)len);
 		so->idxlen += LB_SEG_IDX_ENTRY;
 		memcpy(so->keys + so->keyslen, term, len);
 		so->keyslen += len;
-		so->bpoff = so->post.total;
+		so->bpoff = so->lstart;
 		so->bsmall = 0;
 	} else {
 		n = so->prevlen < len ? so->prevlen : len;
@@ -259,20 +278,65 @@ lb_segout_term(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t d
 	n += lb_varint_put(e + n, df);
 	n += lb_varint_put(e + n, listlen);
 	if (listlen >= LB_SEG_BIGLIST) {
-		lb_put32(e + n, crc_update(0, list, listlen));
+		lb_put32(e + n, so->lcrc);
 		n += 4;
 	} else
-		so->bsmall = crc_update(so->bsmall, list, listlen);
+		so->bsmall = crc_update(so->bsmall, so->lhead, (size_t)listlen);
 	so->blen += n;
-	if ((rc = ob_write(&so->post, list, listlen)) != 0)
-		return (rc);
 	memcpy(so->prev, term, len);
 	so->prevlen = len;
 	so->bn++;
 	so->nterms++;
+	/* The next list starts here. */
+	so->lstart = so->post.total;
+	so->lcrc = 0;
+	lb_penc_init(&so->enc, so->meta.first_id);
 	if (so->bn == LB_SEG_BLOCK_TERMS || so->blen >= LB_SEG_BLOCK_BYTES)
 		return (so_flush_block(so));
 	return (0);
+}
+
+int
+lb_segout_term(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df,
+    const uint8_t *list, size_t listlen)
+{
+	int rc;
+
+	if (so->post.total != so->lstart || so->enc.n != 0)
+		return (EINVAL);
+	if ((rc = so_list_bytes(so, list, listlen)) != 0)
+		return (rc);
+	return (so_entry(so, term, len, df));
+}
+
+int
+lb_segout_ids(struct lb_segout *so, const uint64_t *ids, size_t n)
+{
+	size_t	k;
+	int	rc;
+
+	for (size_t i = 0; i < n; i++) {
+		if (ids[i] < so->meta.first_id || ids[i] > so->meta.last_id ||
+		    (so->enc.n > 0 && ids[i] <= (so->enc.np > 0 ?
+		    so->enc.pend[so->enc.np - 1] : so->enc.prev)))
+			return (EINVAL);
+		if ((k = lb_penc_add(&so->enc, ids[i], so->encbuf)) > 0 &&
+		    (rc = so_list_bytes(so, so->encbuf, k)) != 0)
+			return (rc);
+	}
+	return (0);
+}
+
+int
+lb_segout_ids_end(struct lb_segout *so, const uint8_t *term, size_t len)
+{
+	size_t	k;
+	int	rc;
+
+	if ((k = lb_penc_finish(&so->enc, so->encbuf)) > 0 &&
+	    (rc = so_list_bytes(so, so->encbuf, k)) != 0)
+		return (rc);
+	return (so_entry(so, term, len, so->enc.n));
 }
 
 /* Copies the dictionary scratch file to the end of the segment. */
@@ -927,8 +991,6 @@ lb_segment_merge(struct lb_segment **in, int n, const char *path)
 	struct lb_segout	 *so = NULL;
 	struct lb_segmeta	  meta;
 	struct lb_postings	  p = { NULL, 0, 0 };
-	uint8_t			 *enc = NULL;
-	size_t			  enccap = 0, len;
 	int			  rc, i, lo;
 
 	if (n < 1)
@@ -968,24 +1030,18 @@ lb_segment_merge(struct lb_segment **in, int n, const char *path)
 				lo = i;
 		if (lo == -1)
 			break;
-		p.n = 0;
 		for (i = lo; i < n; i++) {
 			struct blkent e = { mc[i].c.df, mc[i].c.lpoff, mc[i].c.plen, mc[i].c.lcrc };
 
 			if (mc[i].done || term_cmp(mc[i].c.term, mc[i].c.tlen, mc[lo].c.term,
 			    mc[lo].c.tlen) != 0)
 				continue;
-			if ((rc = seg_list(mc[i].sg, &e, &p)) != 0)
+			p.n = 0;
+			if ((rc = seg_list(mc[i].sg, &e, &p)) != 0 ||
+			    (rc = lb_segout_ids(so, p.ids, p.n)) != 0)
 				goto fail;
 		}
-		if (p.n > UINT32_MAX) {
-			rc = LB_ETOOBIG;
-			goto fail;
-		}
-		if ((rc = grow(&enc, &enccap, p.n * LB_VARINT_MAX)) != 0)
-			goto fail;
-		len = lb_postings_encode(p.ids, p.n, meta.first_id, enc);
-		if ((rc = lb_segout_term(so, mc[lo].c.term, mc[lo].c.tlen, p.n, enc, len)) != 0)
+		if ((rc = lb_segout_ids_end(so, mc[lo].c.term, mc[lo].c.tlen)) != 0)
 			goto fail;
 		/* Advance every input that held the term (lo last: the others compare to it). */
 		for (i = n - 1; i >= lo; i--) {
@@ -1000,14 +1056,12 @@ lb_segment_merge(struct lb_segment **in, int n, const char *path)
 	so = NULL;
 	if (rc != 0)
 		goto fail;
-	free(enc);
 	lb_postings_free(&p);
 	free(mc);
 	free(s);
 	return (0);
  fail:
 	lb_segout_abort(so);
-	free(enc);
 	lb_postings_free(&p);
 	free(mc);
 	free(s);
