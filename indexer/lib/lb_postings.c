@@ -52,6 +52,21 @@ pack(const uint64_t *v, unsigned b, uint8_t *out)
 	uint64_t	 acc = 0, x;
 	unsigned	 nacc = 0, left, take;
 
+	if (b < 64) {
+		/* Each value is below 2^b: it spills into at most one more word. */
+		for (int k = 0; k < LB_PACK_IDS; k++) {
+			x = v[k];
+			acc |= x << nacc;
+			nacc += b;
+			if (nacc >= 64) {
+				lb_put64(out, acc);
+				out += 8;
+				nacc -= 64;
+				acc = nacc > 0 ? x >> (b - nacc) : 0;
+			}
+		}
+		return;
+	}
 	for (int k = 0; k < LB_PACK_IDS; k++) {
 		x = v[k];
 		for (left = b; left > 0; left -= take) {
