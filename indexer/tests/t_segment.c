@@ -918,6 +918,59 @@ t_golden(void **state)
 	t_rmtree(dir);
 }
 
+/* Messages that make no term still make a segment; it merges like any other. */
+static void
+t_no_terms(void **state)
+{
+	struct lb_tokconf	 tc;
+	struct lb_segw		*w;
+	struct lb_segment	*sg, *in[2];
+	struct lb_postings	 p = { NULL, 0, 0 };
+	struct lb_seginfo	 si;
+	struct lb_msg		 m;
+	char			 dir[256], a[300], b[300], c[300], why[100];
+
+	(void)state;
+	lb_tokconf_default(&tc);
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(a, sizeof(a), "%s/a.seg", dir);
+	snprintf(b, sizeof(b), "%s/b.seg", dir);
+	snprintf(c, sizeof(c), "%s/c.seg", dir);
+	assert_ok(lb_segw_new(&w));
+	memset(&m, 0, sizeof(m));
+	m.id = 7;
+	m.received = 70;
+	m.facility = m.severity = LB_NOVALUE;
+	m.message = (struct lb_slice){ (const uint8_t *)" ::: ", 5 };
+	assert_ok(lb_segw_add(w, &tc, &m));
+	assert_ok(lb_segw_write(w, a));
+	m.id = 9;
+	m.received = 90;
+	m.message = (struct lb_slice){ (const uint8_t *)"x", 1 };
+	assert_ok(lb_segw_add(w, &tc, &m));
+	assert_ok(lb_segw_write(w, b));
+	assert_ok(lb_segment_open(a, &in[0]));
+	assert_ok(lb_segment_open(b, &in[1]));
+	lb_segment_info(in[0], &si);
+	assert_true(si.nterms == 0 && si.count == 1 && si.size == LB_SEG_HDR_SIZE);
+	assert_int_equal(lb_segment_lookup(in[0], (const uint8_t *)"\x01x", 2, &p),
+	    LB_ENOTFOUND);
+	assert_ok(lb_segment_verify(in[0], why, sizeof(why)));
+	assert_ok(lb_segment_merge(in, 2, c));
+	assert_ok(lb_segment_open(c, &sg));
+	lb_segment_info(sg, &si);
+	assert_true(si.first_id == 7 && si.last_id == 9 && si.count == 2 && si.nterms == 1);
+	assert_true(si.tmin == 70 && si.tmax == 90);
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x01x", 2, &p));
+	assert_true(p.n == 1 && p.ids[0] == 9);
+	lb_segment_close(sg);
+	lb_segment_close(in[0]);
+	lb_segment_close(in[1]);
+	lb_postings_free(&p);
+	lb_segw_free(w);
+	t_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -927,6 +980,7 @@ main(void)
 		cmocka_unit_test(t_oracle),
 		cmocka_unit_test(t_merge),
 		cmocka_unit_test(t_big_lists),
+		cmocka_unit_test(t_no_terms),
 		cmocka_unit_test(t_damage),
 	};
 	return (cmocka_run_group_tests(tests, NULL, NULL));
