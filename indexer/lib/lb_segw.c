@@ -593,25 +593,30 @@ sw_cmp(const void *a, const void *b, void *arg)
 	return (s->klen < t->klen ? -1 : s->klen > t->klen);
 }
 
-/* The builder's own list (varint gaps only) back to ids, into ids (emptied first). */
+/*
+ * Hands a long list to the writer as ids (it stores them bit-packed): the builder's varint
+ * gaps in list[0..len), decoded a batch at a time.
+ */
 static int
-sw_gaps(const uint8_t *p, size_t len, uint64_t base, uint32_t df, struct lb_postings *ids)
+sw_stream(struct lb_segout *so, const uint8_t *list, size_t len, uint64_t base)
 {
-	uint64_t	 v, id = base;
-	size_t		 k, off = 0;
+	uint64_t	 batch[256], v, id = base;
+	size_t		 k, off = 0, nb = 0;
 	int		 rc;
 
-	ids->n = 0;
-	if ((rc = lb_postings_reserve(ids, df)) != 0)
-		return (rc);
-	for (uint32_t i = 0; i < df; i++) {
-		if ((k = lb_varint_get(p + off, len - off, &v)) == 0)
+	while (off < len) {
+		if ((k = lb_varint_get(list + off, len - off, &v)) == 0)
 			return (EINVAL);
 		off += k;
 		id += v;
-		ids->ids[ids->n++] = id;
+		batch[nb++] = id;
+		if (nb == sizeof(batch) / sizeof(batch[0])) {
+			if ((rc = lb_segout_ids(so, batch, nb)) != 0)
+				return (rc);
+			nb = 0;
+		}
 	}
-	return (0);
+	return (lb_segout_ids(so, batch, nb));
 }
 
 int
@@ -620,9 +625,8 @@ lb_segw_write(struct lb_segw *w, const char *path)
 	struct sw_sortent	*ord = NULL;
 	struct lb_segout	*so = NULL;
 	struct lb_segmeta	 meta;
-	struct lb_postings	 ids = { NULL, 0, 0 };
-	uint8_t			*list = NULL, *packed = NULL;
-	size_t			 maxp = 0, maxdf = 0;
+	uint8_t			*list = NULL;
+	size_t			 maxp = 0;
 	int			 rc;
 
 	if (w->count == 0 && w->nterms == 0)
@@ -640,12 +644,9 @@ lb_segw_write(struct lb_segw *w, const char *path)
 		ord[i].idx = i;
 		if (t->plen > maxp)
 			maxp = t->plen;
-		if (t->df > maxdf)
-			maxdf = t->df;
 	}
 	qsort_r(ord, w->nterms, sizeof(*ord), sw_cmp, w);
-	if ((list = malloc(maxp + LB_VARINT_MAX)) == NULL ||
-	    (packed = malloc((size_t)maxdf * LB_VARINT_MAX)) == NULL) {
+	if ((list = malloc(maxp + LB_VARINT_MAX)) == NULL) {
 		rc = ENOMEM;
 		goto fail;
 	}
@@ -676,13 +677,8 @@ lb_segw_write(struct lb_segw *w, const char *path)
 		}
 		if (t->df < LB_PACK_IDS)
 			rc = lb_segout_term(so, sw_ptr(w, t->key), t->klen, t->df, list, n);
-		else {
-			/* Long lists are stored bit-packed: re-encode the gaps. */
-			if ((rc = sw_gaps(list, n, w->first_id, t->df, &ids)) != 0)
-				goto fail;
-			n = lb_postings_encode(ids.ids, ids.n, w->first_id, packed);
-			rc = lb_segout_term(so, sw_ptr(w, t->key), t->klen, t->df, packed, n);
-		}
+		else if ((rc = sw_stream(so, list, n, w->first_id)) == 0)
+			rc = lb_segout_ids_end(so, sw_ptr(w, t->key), t->klen);
 		if (rc != 0)
 			goto fail;
 	}
@@ -691,16 +687,12 @@ lb_segw_write(struct lb_segw *w, const char *path)
 	if (rc != 0)
 		goto fail;
 	free(list);
-	free(packed);
-	lb_postings_free(&ids);
 	free(ord);
 	sw_reset(w);
 	return (0);
  fail:
 	lb_segout_abort(so);
 	free(list);
-	free(packed);
-	lb_postings_free(&ids);
 	free(ord);
 	return (rc);
 }
