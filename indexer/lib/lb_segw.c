@@ -8,7 +8,10 @@
  * addressed by 32-bit references; a term is found through an open-addressing hash table, and
  * its ids after the first are appended as delta varints to a chain of chunks (8, 16, ... 1024
  * bytes, the last 4 bytes of each holding the reference of the next). A term that occurs
- * again in the same message is recognised by its last id and not recorded twice.
+ * again in the same message is recognised by its last id and not recorded twice. Message text
+ * is cut into tokens here, by the rules of lb_tokenize() (the tests hold the two to the same
+ * output), and added in batches whose hash-table slots are prefetched first, so the cache
+ * misses of one batch overlap. Long lists are bit-packed only when written.
  */
 #include <errno.h>
 #include <stdlib.h>
