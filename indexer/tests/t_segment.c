@@ -775,7 +775,10 @@ t_builder_rules(void **state)
 	assert_int_equal(first, 10);
 	assert_int_equal(last, 12);
 	assert_true(tmin == 3 && tmax == 5);
+	m0 = lb_segw_mem(w);
 	assert_ok(lb_segw_write(w, path));
+	/* The term and id memory is given back; the table and term array stay for reuse. */
+	assert_true(lb_segw_mem(w) < m0);
 	/* Written: the builder is empty again. */
 	lb_segw_stats(w, &count, &first, &last, &tmin, &tmax);
 	assert_int_equal(count, 0);
