@@ -23,7 +23,37 @@
 /* (section owned by lb_msgfile.c) */
 
 /* ---------------------------------------------------------------- segment file (lb_segment.c) */
-/* (section owned by lb_segment.c) */
+/*
+ * <day>/index/<first>-<last>.seg: header | postings | dictionary | block index (FORMAT.md §4).
+ * Offsets below are byte offsets in the 128-byte header; all integers little-endian.
+ */
+#define LB_SEG_MAGIC		"LBSEG\r\n\x1a"	/* 8 bytes at offset 0 */
+#define LB_SEG_MAGIC_LEN	8
+#define LB_SEG_VERSION		1
+#define LB_SEG_HDR_SIZE		128		/* the postings section starts here */
+#define LB_SEG_H_VERSION	8		/* u32 format version */
+#define LB_SEG_H_FLAGS		12		/* u32, 0 */
+#define LB_SEG_H_FIRST		16		/* u64 smallest id */
+#define LB_SEG_H_LAST		24		/* u64 largest id */
+#define LB_SEG_H_COUNT		32		/* u64 messages */
+#define LB_SEG_H_TMIN		40		/* i64 receive-time range, µs */
+#define LB_SEG_H_TMAX		48
+#define LB_SEG_H_NTERMS		56		/* u64 distinct terms */
+#define LB_SEG_H_POSTLEN	64		/* u64 postings section length */
+#define LB_SEG_H_DICTOFF	72		/* u64 dictionary section offset */
+#define LB_SEG_H_DICTLEN	80		/* u64 dictionary section length */
+#define LB_SEG_H_IDXOFF		88		/* u64 block index offset */
+#define LB_SEG_H_IDXLEN		96		/* u64 block index length */
+#define LB_SEG_H_NBLOCKS	104		/* u32 dictionary blocks */
+#define LB_SEG_H_POSTCRC	108		/* u32 CRC of the postings section */
+#define LB_SEG_H_IDXCRC		112		/* u32 CRC of the block index */
+#define LB_SEG_H_RESERVED	116		/* 8 bytes, 0 */
+#define LB_SEG_H_CRC		124		/* u32 CRC of header bytes 0..123 */
+#define LB_SEG_IDX_ENTRY	16		/* u64 block offset, u32 key offset, u32 key length */
+#define LB_SEG_BLOCK_TERMS	128		/* at most this many terms per dictionary block */
+#define LB_SEG_BLOCK_BYTES	4096		/* a block is closed once its entries reach this */
+#define LB_SEG_BIGLIST		64		/* id lists this long (bytes) carry their own CRC */
+#define LB_SEG_TERM_MAX		1024		/* longest term, namespace byte included */
 
 /* ---------------------------------------------------------------- catalog (lb_catalog.c) */
 #define LB_CAT_VERSION		1		/* catalog format version, in the meta record */

@@ -258,7 +258,10 @@ void	lb_segw_stats(const struct lb_segw *w, uint64_t *count, uint64_t *first_id,
  */
 int	lb_segw_write(struct lb_segw *w, const char *path);
 
-/* A segment file opened for reading (mmap'ed, checked at open). */
+/*
+ * A segment file opened for reading (mmap'ed, checked at open). One thread at a time per
+ * struct lb_segment: it remembers the last dictionary block it decoded.
+ */
 struct lb_segment;
 
 /* Opens and checks (header, sections, checksums). LB_EFORMAT / LB_ECORRUPT on damage. */

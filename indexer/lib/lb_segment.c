@@ -1,0 +1,1069 @@
+/*
+ * lb_segment.c — segment files (FORMAT.md §4): the streaming writer that lb_segw_write() and
+ * lb_segment_merge() feed, the reader (mmap, binary search of the block index, prefix-compressed
+ * dictionary blocks, delta-coded id lists), full verification, and the merge. It does not know
+ * how terms are made from messages (lb_segw.c) or what a query is.
+ *
+ * The one idea: nothing read from the file is trusted. Open checks the header and the block
+ * index (both small, both checksummed); a dictionary block is checked against its CRC before
+ * any byte of it is used, and an id list against the CRC its block holds for it, so a damaged
+ * file gives LB_ECORRUPT and never a wrong answer or a read out of bounds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "logbox.h"
+#include "lb_format.h"
+#include "lb_util.h"
+#include "lb_postings.h"
+
+#define OBUF_SIZE	(256 * 1024)
+#define BLK_HDR_MAX	(2 * LB_VARINT_MAX + 4)
+#define ENTRY_MAX	(4 * LB_VARINT_MAX + LB_SEG_TERM_MAX + 4)
+
+static uint32_t
+crc_update(uint32_t crc, const uint8_t *p, size_t len)
+{
+	while (len > 0) {
+		uInt n = len > 0x40000000 ? 0x40000000 : (uInt)len;
+
+		crc = (uint32_t)crc32(crc, p, n);
+		p += n;
+		len -= n;
+	}
+	return (crc);
+}
+
+static int
+term_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (c != 0)
+		return (c);
+	return (alen < blen ? -1 : alen > blen);
+}
+
+/* ---------------------------------------------------------------- writer */
+
+/* A buffered output stream that counts and checksums what goes through it. */
+struct obuf {
+	int		 fd;
+	uint8_t		*buf;
+	size_t		 n;
+	uint64_t	 total;		/* bytes written through the stream */
+	uint32_t	 crc;		/* CRC of those bytes */
+};
+
+static int
+ob_flush(struct obuf *o)
+{
+	int rc;
+
+	if (o->n > 0 && (rc = lb_write_all(o->fd, o->buf, o->n)) != 0)
+		return (rc);
+	o->n = 0;
+	return (0);
+}
+
+static int
+ob_write(struct obuf *o, const void *p, size_t len)
+{
+	int rc;
+
+	o->crc = crc_update(o->crc, p, len);
+	o->total += len;
+	if (o->n + len > OBUF_SIZE) {
+		if ((rc = ob_flush(o)) != 0)
+			return (rc);
+		if (len >= OBUF_SIZE)
+			return (lb_write_all(o->fd, p, len));
+	}
+	memcpy(o->buf + o->n, p, len);
+	o->n += len;
+	return (0);
+}
+
+struct lb_segout {
+	char		 path[PATH_MAX];
+	char		 tmp[PATH_MAX];
+	int		 fd;		/* path.tmp: header, postings, then the rest */
+	int		 dfd;		/* unlinked scratch file: the dictionary */
+	struct obuf	 post, dict;
+	struct lb_segmeta meta;
+	uint64_t	 nterms;
+	uint8_t		 blk[LB_SEG_BLOCK_BYTES + ENTRY_MAX];	/* entries of the open block */
+	size_t		 blen;
+	uint32_t	 bn;		/* terms in the open block */
+	uint64_t	 bpoff;		/* postings offset of its first term */
+	uint32_t	 bsmall;	/* CRC of its short id lists */
+	uint8_t		 prev[LB_SEG_TERM_MAX];
+	size_t		 prevlen;
+	uint8_t		*idx;		/* block index entries */
+	size_t		 idxlen, idxcap;
+	uint8_t		*keys;		/* first term of each block */
+	size_t		 keyslen, keyscap;
+	uint32_t	 nblocks;
+	uint64_t	 lstart;	/* postings offset of the list being written */
+	uint32_t	 lcrc;		/* its CRC so far */
+	uint8_t		 lhead[LB_SEG_BIGLIST];	/* its first bytes (the block's short CRC) */
+	struct lb_penc	 enc;		/* lb_segout_ids() */
+	uint8_t		 encbuf[LB_PENC_OUT];
+};
+
+static int
+grow(uint8_t **buf, size_t *cap, size_t need)
+{
+	uint8_t	*b;
+	size_t	 c = *cap ? *cap : 4096;
+
+	if (need <= *cap)
+		return (0);
+	while (c < need)
+		c *= 2;
+	if ((b = realloc(*buf, c)) == NULL)
+		return (ENOMEM);
+	*buf = b;
+	*cap = c;
+	return (0);
+}
+
+void
+lb_segout_abort(struct lb_segout *so)
+{
+	if (so == NULL)
+		return;
+	if (so->fd != -1) {
+		close(so->fd);
+		unlink(so->tmp);
+	}
+	if (so->dfd != -1)
+		close(so->dfd);
+	free(so->post.buf);
+	free(so->dict.buf);
+	free(so->idx);
+	free(so->keys);
+	free(so);
+}
+
+int
+lb_segout_begin(const char *path, const struct lb_segmeta *meta, struct lb_segout **out)
+{
+	struct lb_segout	*so;
+	uint8_t			 hdr[LB_SEG_HDR_SIZE];
+	char			 dtmp[PATH_MAX];
+	int			 rc;
+
+	if (meta->first_id > meta->last_id)
+		return (EINVAL);
+	if ((so = calloc(1, sizeof(*so))) == NULL)
+		return (ENOMEM);
+	so->fd = so->dfd = -1;
+	so->meta = *meta;
+	lb_penc_init(&so->enc, meta->first_id);
+	if ((rc = lb_path(so->path, sizeof(so->path), "%s", path)) != 0 ||
+	    (rc = lb_path(so->tmp, sizeof(so->tmp), "%s.tmp", path)) != 0 ||
+	    (rc = lb_path(dtmp, sizeof(dtmp), "%s.dict.tmp", path)) != 0)
+		goto fail;
+	if ((so->post.buf = malloc(OBUF_SIZE)) == NULL ||
+	    (so->dict.buf = malloc(OBUF_SIZE)) == NULL) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	if ((so->fd = open(so->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640)) == -1) {
+		rc = errno;
+		goto fail;
+	}
+	if ((so->dfd = open(dtmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) == -1) {
+		rc = errno;
+		goto fail;
+	}
+	unlink(dtmp);
+	so->post.fd = so->fd;
+	so->dict.fd = so->dfd;
+	/* The header is written last; reserve its place. */
+	memset(hdr, 0, sizeof(hdr));
+	if ((rc = lb_write_all(so->fd, hdr, sizeof(hdr))) != 0)
+		goto fail;
+	*out = so;
+	return (0);
+ fail:
+	lb_segout_abort(so);
+	return (rc);
+}
+
+static int
+so_flush_block(struct lb_segout *so)
+{
+	uint8_t		 hdr[BLK_HDR_MAX], c[4];
+	size_t		 hn;
+	uint32_t	 crc;
+	int		 rc;
+
+	hn = lb_varint_put(hdr, so->bn);
+	hn += lb_varint_put(hdr + hn, so->bpoff);
+	lb_put32(hdr + hn, so->bsmall);
+	hn += 4;
+	crc = crc_update(crc_update(0, hdr, hn), so->blk, so->blen);
+	lb_put32(c, crc);
+	if ((rc = ob_write(&so->dict, hdr, hn)) != 0 ||
+	    (rc = ob_write(&so->dict, so->blk, so->blen)) != 0 ||
+	    (rc = ob_write(&so->dict, c, 4)) != 0)
+		return (rc);
+	so->bn = 0;
+	so->blen = 0;
+	so->nblocks++;
+	return (0);
+}
+
+/* Appends bytes to the list being written. */
+static int
+so_list_bytes(struct lb_segout *so, const uint8_t *p, size_t n)
+{
+	uint64_t	 have = so->post.total - so->lstart;
+
+	if (have < LB_SEG_BIGLIST)
+		memcpy(so->lhead + have, p, n < LB_SEG_BIGLIST - have ? n : LB_SEG_BIGLIST - have);
+	so->lcrc = crc_update(so->lcrc, p, n);
+	return (ob_write(&so->post, p, n));
+}
+
+/* Adds the dictionary entry of the list just written. */
+static int
+so_entry(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df)
+{
+	size_t		 shared = 0, n;
+	uint64_t	 listlen = so->post.total - so->lstart;
+	uint8_t		*e;
+	int		 rc;
+
+	if (len == 0 || len > LB_SEG_TERM_MAX || df == 0 || listlen == 0)
+		return (EINVAL);
+	if (df > UINT32_MAX)
+		return (LB_ETOOBIG);
+	if (so->nterms > 0 && term_cmp(so->prev, so->prevlen, term, len) >= 0)
+		return (EINVAL);
+	if (so->bn == 0) {
+		if (so->nblocks == UINT32_MAX || so->keyslen + len > UINT32_MAX)
+			return (LB_ETOOBIG);
+		if ((rc = grow(&so->idx, &so->idxcap, so->idxlen + LB_SEG_IDX_ENTRY)) != 0 ||
+		    (rc = grow(&so->keys, &so->keyscap, so->keyslen + len)) != 0)
+			return (rc);
+		lb_put64(so->idx + so->idxlen, so->dict.total);
+		lb_put32(so->idx + so->idxlen + 8, (uint32_t)so->keyslen);
+		lb_put32(so->idx + so->idxlen + 12, (uint32_t)len);
+		so->idxlen += LB_SEG_IDX_ENTRY;
+		memcpy(so->keys + so->keyslen, term, len);
+		so->keyslen += len;
+		so->bpoff = so->lstart;
+		so->bsmall = 0;
+	} else {
+		n = so->prevlen < len ? so->prevlen : len;
+		while (shared < n && so->prev[shared] == term[shared])
+			shared++;
+	}
+	e = so->blk + so->blen;
+	n = lb_varint_put(e, shared);
+	n += lb_varint_put(e + n, len - shared);
+	memcpy(e + n, term + shared, len - shared);
+	n += len - shared;
+	n += lb_varint_put(e + n, df);
+	n += lb_varint_put(e + n, listlen);
+	if (listlen >= LB_SEG_BIGLIST) {
+		lb_put32(e + n, so->lcrc);
+		n += 4;
+	} else
+		so->bsmall = crc_update(so->bsmall, so->lhead, (size_t)listlen);
+	so->blen += n;
+	memcpy(so->prev, term, len);
+	so->prevlen = len;
+	so->bn++;
+	so->nterms++;
+	/* The next list starts here. */
+	so->lstart = so->post.total;
+	so->lcrc = 0;
+	lb_penc_init(&so->enc, so->meta.first_id);
+	if (so->bn == LB_SEG_BLOCK_TERMS || so->blen >= LB_SEG_BLOCK_BYTES)
+		return (so_flush_block(so));
+	return (0);
+}
+
+int
+lb_segout_term(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df,
+    const uint8_t *list, size_t listlen)
+{
+	int rc;
+
+	if (so->post.total != so->lstart || so->enc.n != 0)
+		return (EINVAL);
+	if ((rc = so_list_bytes(so, list, listlen)) != 0)
+		return (rc);
+	return (so_entry(so, term, len, df));
+}
+
+int
+lb_segout_ids(struct lb_segout *so, const uint64_t *ids, size_t n)
+{
+	size_t	k;
+	int	rc;
+
+	for (size_t i = 0; i < n; i++) {
+		if (ids[i] < so->meta.first_id || ids[i] > so->meta.last_id ||
+		    (so->enc.n > 0 && ids[i] <= (so->enc.np > 0 ?
+		    so->enc.pend[so->enc.np - 1] : so->enc.prev)))
+			return (EINVAL);
+		if ((k = lb_penc_add(&so->enc, ids[i], so->encbuf)) > 0 &&
+		    (rc = so_list_bytes(so, so->encbuf, k)) != 0)
+			return (rc);
+	}
+	return (0);
+}
+
+int
+lb_segout_ids_end(struct lb_segout *so, const uint8_t *term, size_t len)
+{
+	size_t	k;
+	int	rc;
+
+	if ((k = lb_penc_finish(&so->enc, so->encbuf)) > 0 &&
+	    (rc = so_list_bytes(so, so->encbuf, k)) != 0)
+		return (rc);
+	return (so_entry(so, term, len, so->enc.n));
+}
+
+/* Copies the dictionary scratch file to the end of the segment. */
+static int
+so_copy_dict(struct lb_segout *so)
+{
+	uint8_t		*buf = so->dict.buf;
+	uint64_t	 off = 0;
+	size_t		 n;
+	int		 rc;
+
+	while (off < so->dict.total) {
+		n = so->dict.total - off > OBUF_SIZE ? OBUF_SIZE : (size_t)(so->dict.total - off);
+		if ((rc = lb_pread_all(so->dfd, buf, n, off)) != 0 ||
+		    (rc = lb_write_all(so->fd, buf, n)) != 0)
+			return (rc);
+		off += n;
+	}
+	return (0);
+}
+
+int
+lb_segout_finish(struct lb_segout *so)
+{
+	uint8_t		 hdr[LB_SEG_HDR_SIZE];
+	char		 dir[PATH_MAX], *slash;
+	uint64_t	 dictoff, idxoff;
+	uint32_t	 idxcrc;
+	int		 rc;
+
+	if (so->bn > 0 && (rc = so_flush_block(so)) != 0)
+		goto fail;
+	if ((rc = ob_flush(&so->post)) != 0 || (rc = ob_flush(&so->dict)) != 0 ||
+	    (rc = so_copy_dict(so)) != 0)
+		goto fail;
+	idxcrc = crc_update(crc_update(0, so->idx, so->idxlen), so->keys, so->keyslen);
+	if ((so->idxlen > 0 && (rc = lb_write_all(so->fd, so->idx, so->idxlen)) != 0) ||
+	    (so->keyslen > 0 && (rc = lb_write_all(so->fd, so->keys, so->keyslen)) != 0))
+		goto fail;
+	dictoff = LB_SEG_HDR_SIZE + so->post.total;
+	idxoff = dictoff + so->dict.total;
+	memset(hdr, 0, sizeof(hdr));
+	memcpy(hdr, LB_SEG_MAGIC, LB_SEG_MAGIC_LEN);
+	lb_put32(hdr + LB_SEG_H_VERSION, LB_SEG_VERSION);
+	lb_put64(hdr + LB_SEG_H_FIRST, so->meta.first_id);
+	lb_put64(hdr + LB_SEG_H_LAST, so->meta.last_id);
+	lb_put64(hdr + LB_SEG_H_COUNT, so->meta.count);
+	lb_put64(hdr + LB_SEG_H_TMIN, (uint64_t)so->meta.tmin);
+	lb_put64(hdr + LB_SEG_H_TMAX, (uint64_t)so->meta.tmax);
+	lb_put64(hdr + LB_SEG_H_NTERMS, so->nterms);
+	lb_put64(hdr + LB_SEG_H_POSTLEN, so->post.total);
+	lb_put64(hdr + LB_SEG_H_DICTOFF, dictoff);
+	lb_put64(hdr + LB_SEG_H_DICTLEN, so->dict.total);
+	lb_put64(hdr + LB_SEG_H_IDXOFF, idxoff);
+	lb_put64(hdr + LB_SEG_H_IDXLEN, so->idxlen + so->keyslen);
+	lb_put32(hdr + LB_SEG_H_NBLOCKS, so->nblocks);
+	lb_put32(hdr + LB_SEG_H_POSTCRC, so->post.crc);
+	lb_put32(hdr + LB_SEG_H_IDXCRC, idxcrc);
+	lb_put32(hdr + LB_SEG_H_CRC, lb_crc32(hdr, LB_SEG_H_CRC));
+	if (pwrite(so->fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr)) {
+		rc = errno ? errno : EIO;
+		goto fail;
+	}
+	if (fsync(so->fd) == -1 || rename(so->tmp, so->path) == -1) {
+		rc = errno;
+		goto fail;
+	}
+	close(so->fd);
+	so->fd = -1;
+	memcpy(dir, so->path, sizeof(dir));
+	if ((slash = strrchr(dir, '/')) == NULL)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	rc = lb_fsync_dir(dir);
+	lb_segout_abort(so);
+	return (rc);
+ fail:
+	lb_segout_abort(so);
+	return (rc);
+}
+
+/* ---------------------------------------------------------------- reader */
+
+/* Where one term's id list is, as its dictionary entry says. */
+struct blkent {
+	uint32_t	 df;
+	uint64_t	 lpoff, plen;	/* offset in the postings section, bytes */
+	uint32_t	 lcrc;		/* the list's CRC when plen >= LB_SEG_BIGLIST */
+};
+
+struct lb_segment {
+	uint8_t		*map;
+	size_t		 size;
+	uint64_t	 first_id, last_id, count, nterms;
+	int64_t		 tmin, tmax;
+	const uint8_t	*post;		/* postings section */
+	uint64_t	 postlen;
+	const uint8_t	*dict;		/* dictionary section */
+	uint64_t	 dictlen;
+	const uint8_t	*idx;		/* block index entries */
+	uint32_t	 nblocks;
+	const uint8_t	*keys;		/* block index keys */
+	uint64_t	 keyslen;
+	uint32_t	 postcrc;
+	uint64_t	 cbi;		/* block whose entries cent holds (checked), or UINT64_MAX */
+	uint32_t	 cn;
+	struct blkent	 cent[LB_SEG_BLOCK_TERMS];
+};
+
+/* A walk through one dictionary block. */
+struct blkcur {
+	const struct lb_segment *sg;
+	uint64_t	 bi;		/* block number */
+	const uint8_t	*p, *end;	/* entries not read yet; end is the block's CRC */
+	uint32_t	 n, i;		/* terms in the block, entries read */
+	uint64_t	 poff;		/* postings offset of the next entry */
+	uint32_t	 small;		/* the block's CRC of its short lists */
+	uint8_t		 term[LB_SEG_TERM_MAX];	/* the current entry */
+	size_t		 tlen;
+	uint32_t	 df;
+	uint64_t	 lpoff, plen;	/* its id list in the postings section */
+	uint32_t	 lcrc;		/* the list's CRC when plen >= LB_SEG_BIGLIST */
+};
+
+static inline const uint8_t *
+idx_key(const struct lb_segment *sg, uint64_t bi, size_t *len)
+{
+	const uint8_t *e = sg->idx + bi * LB_SEG_IDX_ENTRY;
+
+	*len = lb_get32(e + 12);
+	return (sg->keys + lb_get32(e + 8));
+}
+
+static inline uint64_t
+idx_off(const struct lb_segment *sg, uint64_t bi)
+{
+	return (bi == sg->nblocks ? sg->dictlen : lb_get64(sg->idx + bi * LB_SEG_IDX_ENTRY));
+}
+
+/* The last block whose first term is <= term, or -1. */
+static int64_t
+idx_find(const struct lb_segment *sg, const uint8_t *term, size_t len)
+{
+	uint64_t	 lo = 0, hi = sg->nblocks, mid;
+	const uint8_t	*k;
+	size_t		 klen;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		k = idx_key(sg, mid, &klen);
+		if (term_cmp(k, klen, term, len) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return ((int64_t)lo - 1);
+}
+
+static int
+blk_open(const struct lb_segment *sg, uint64_t bi, struct blkcur *c)
+{
+	const uint8_t	*b;
+	uint64_t	 off = idx_off(sg, bi), len = idx_off(sg, bi + 1) - off, v;
+	size_t		 k;
+
+	b = sg->dict + off;
+	if (len < 4 + 1 + 1 + 4 + 4)
+		return (LB_ECORRUPT);
+	len -= 4;
+	if (crc_update(0, b, len) != lb_get32(b + len))
+		return (LB_ECORRUPT);
+	c->sg = sg;
+	c->bi = bi;
+	c->end = b + len;
+	if ((k = lb_varint_get(b, len, &v)) == 0 || v == 0 || v > LB_SEG_BLOCK_TERMS)
+		return (LB_ECORRUPT);
+	c->n = (uint32_t)v;
+	b += k;
+	if ((k = lb_varint_get(b, (size_t)(c->end - b), &v)) == 0 || v > sg->postlen)
+		return (LB_ECORRUPT);
+	c->poff = v;
+	b += k;
+	if (c->end - b < 4)
+		return (LB_ECORRUPT);
+	c->small = lb_get32(b);
+	c->p = b + 4;
+	c->i = 0;
+	c->tlen = 0;
+	return (0);
+}
+
+/* Reads the next entry: 0, 1 at the end of the block, or LB_ECORRUPT. */
+static int
+blk_next(struct blkcur *c)
+{
+	const struct lb_segment	*sg = c->sg;
+	uint64_t		 shared, sfx, df, plen;
+	size_t			 k;
+
+	if (c->i == c->n)
+		return (c->p == c->end ? 1 : LB_ECORRUPT);
+	if ((k = lb_varint_get(c->p, (size_t)(c->end - c->p), &shared)) == 0)
+		return (LB_ECORRUPT);
+	c->p += k;
+	if ((k = lb_varint_get(c->p, (size_t)(c->end - c->p), &sfx)) == 0)
+		return (LB_ECORRUPT);
+	c->p += k;
+	if (shared > c->tlen || (c->i == 0 && shared != 0) || sfx == 0 ||
+	    sfx > LB_SEG_TERM_MAX - shared || sfx > (uint64_t)(c->end - c->p))
+		return (LB_ECORRUPT);
+	if (c->i > 0 && term_cmp(c->p, (size_t)sfx, c->term + shared,
+	    c->tlen - (size_t)shared) <= 0)
+		return (LB_ECORRUPT);
+	memcpy(c->term + shared, c->p, (size_t)sfx);
+	c->tlen = (size_t)(shared + sfx);
+	c->p += sfx;
+	if (c->i == 0) {
+		const uint8_t	*key;
+		size_t		 klen;
+
+		key = idx_key(sg, c->bi, &klen);
+		if (term_cmp(key, klen, c->term, c->tlen) != 0)
+			return (LB_ECORRUPT);
+	}
+	if ((k = lb_varint_get(c->p, (size_t)(c->end - c->p), &df)) == 0 || df == 0 ||
+	    df > UINT32_MAX)
+		return (LB_ECORRUPT);
+	c->p += k;
+	if ((k = lb_varint_get(c->p, (size_t)(c->end - c->p), &plen)) == 0 || plen == 0 ||
+	    plen > sg->postlen - c->poff || df / LB_PACK_IDS > plen ||
+	    (df < LB_PACK_IDS && df > plen))
+		return (LB_ECORRUPT);
+	c->p += k;
+	if (plen >= LB_SEG_BIGLIST) {
+		if (c->end - c->p < 4)
+			return (LB_ECORRUPT);
+		c->lcrc = lb_get32(c->p);
+		c->p += 4;
+	}
+	c->df = (uint32_t)df;
+	c->lpoff = c->poff;
+	c->plen = plen;
+	c->poff += plen;
+	c->i++;
+	return (0);
+}
+
+/*
+ * Walks all of block bi, checks the CRC of its short lists, and finds the entry equal to
+ * term (term != NULL) or number ei. 0, LB_ENOTFOUND or LB_ECORRUPT. A block that checks out
+ * is remembered in sg->cent, so that lb_segment_postings() on the terms of the block a walk
+ * is in costs no second pass.
+ */
+static int
+blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
+    uint32_t ei, struct blkent *out)
+{
+	struct blkcur	 c;
+	uint32_t	 small = 0;
+	int		 rc, found = 0;
+
+	sg->cbi = UINT64_MAX;
+	if ((rc = blk_open(sg, bi, &c)) != 0)
+		return (rc);
+	while ((rc = blk_next(&c)) == 0) {
+		struct blkent *e = &sg->cent[c.i - 1];
+
+		e->df = c.df;
+		e->lpoff = c.lpoff;
+		e->plen = c.plen;
+		e->lcrc = c.lcrc;
+		if (c.plen < LB_SEG_BIGLIST)
+			small = crc_update(small, sg->post + c.lpoff, (size_t)c.plen);
+		if (!found && (term != NULL ? term_cmp(c.term, c.tlen, term, len) == 0 :
+		    c.i - 1 == ei)) {
+			found = 1;
+			*out = *e;
+		}
+	}
+	if (rc != 1)
+		return (rc);
+	if (small != c.small)
+		return (LB_ECORRUPT);
+	sg->cbi = bi;
+	sg->cn = c.n;
+	return (found ? 0 : LB_ENOTFOUND);
+}
+
+/* Checks a list's own CRC (long lists) and appends its ids to *out. */
+static int
+seg_list(const struct lb_segment *sg, const struct blkent *e, struct lb_postings *out)
+{
+	const uint8_t *p = sg->post + e->lpoff;
+
+	if (e->plen >= LB_SEG_BIGLIST && crc_update(0, p, (size_t)e->plen) != e->lcrc)
+		return (LB_ECORRUPT);
+	return (lb_postings_decode(p, (size_t)e->plen, sg->first_id, sg->last_id, e->df, out));
+}
+
+void
+lb_segment_close(struct lb_segment *sg)
+{
+	if (sg == NULL)
+		return;
+	if (sg->map != NULL)
+		munmap(sg->map, sg->size);
+	free(sg);
+}
+
+/* Checks the header and the block index of the mapped file. */
+static int
+seg_check(struct lb_segment *sg)
+{
+	const uint8_t	*h = sg->map;
+	uint64_t	 dictoff, idxoff, idxlen, ents;
+	const uint8_t	*pk = NULL, *k;
+	size_t		 pklen = 0, klen;
+
+	if (sg->size < LB_SEG_MAGIC_LEN || memcmp(h, LB_SEG_MAGIC, LB_SEG_MAGIC_LEN) != 0)
+		return (LB_EFORMAT);
+	if (sg->size < LB_SEG_HDR_SIZE)
+		return (LB_ECORRUPT);
+	if (lb_crc32(h, LB_SEG_H_CRC) != lb_get32(h + LB_SEG_H_CRC))
+		return (LB_ECORRUPT);
+	if (lb_get32(h + LB_SEG_H_VERSION) != LB_SEG_VERSION)
+		return (LB_EFORMAT);
+	if (lb_get32(h + LB_SEG_H_FLAGS) != 0 || lb_get64(h + LB_SEG_H_RESERVED) != 0)
+		return (LB_EFORMAT);
+	sg->first_id = lb_get64(h + LB_SEG_H_FIRST);
+	sg->last_id = lb_get64(h + LB_SEG_H_LAST);
+	sg->count = lb_get64(h + LB_SEG_H_COUNT);
+	sg->tmin = (int64_t)lb_get64(h + LB_SEG_H_TMIN);
+	sg->tmax = (int64_t)lb_get64(h + LB_SEG_H_TMAX);
+	sg->nterms = lb_get64(h + LB_SEG_H_NTERMS);
+	sg->postlen = lb_get64(h + LB_SEG_H_POSTLEN);
+	dictoff = lb_get64(h + LB_SEG_H_DICTOFF);
+	sg->dictlen = lb_get64(h + LB_SEG_H_DICTLEN);
+	idxoff = lb_get64(h + LB_SEG_H_IDXOFF);
+	idxlen = lb_get64(h + LB_SEG_H_IDXLEN);
+	sg->nblocks = lb_get32(h + LB_SEG_H_NBLOCKS);
+	sg->postcrc = lb_get32(h + LB_SEG_H_POSTCRC);
+	if (sg->first_id > sg->last_id)
+		return (LB_ECORRUPT);
+	if (sg->postlen > sg->size - LB_SEG_HDR_SIZE || dictoff != LB_SEG_HDR_SIZE + sg->postlen ||
+	    sg->dictlen > sg->size - dictoff || idxoff != dictoff + sg->dictlen ||
+	    idxlen != sg->size - idxoff)
+		return (LB_ECORRUPT);
+	ents = (uint64_t)sg->nblocks * LB_SEG_IDX_ENTRY;
+	if (ents > idxlen || sg->nblocks > sg->nterms || sg->nterms > sg->postlen ||
+	    (sg->nterms == 0) != (sg->nblocks == 0) || (sg->nterms == 0 && sg->dictlen != 0))
+		return (LB_ECORRUPT);
+	if (lb_crc32(h + idxoff, (size_t)idxlen) != lb_get32(h + LB_SEG_H_IDXCRC))
+		return (LB_ECORRUPT);
+	sg->post = h + LB_SEG_HDR_SIZE;
+	sg->dict = h + dictoff;
+	sg->idx = h + idxoff;
+	sg->keys = sg->idx + ents;
+	sg->keyslen = idxlen - ents;
+	for (uint64_t bi = 0; bi < sg->nblocks; bi++) {
+		const uint8_t	*e = sg->idx + bi * LB_SEG_IDX_ENTRY;
+		uint64_t	 off = lb_get64(e), koff = lb_get32(e + 8);
+
+		klen = lb_get32(e + 12);
+		if ((bi == 0 && off != 0) || off >= sg->dictlen ||
+		    (bi > 0 && off <= idx_off(sg, bi - 1)))
+			return (LB_ECORRUPT);
+		if (klen == 0 || klen > LB_SEG_TERM_MAX || koff > sg->keyslen ||
+		    klen > sg->keyslen - koff)
+			return (LB_ECORRUPT);
+		k = sg->keys + koff;
+		if (pk != NULL && term_cmp(pk, pklen, k, klen) >= 0)
+			return (LB_ECORRUPT);
+		pk = k;
+		pklen = klen;
+	}
+	return (0);
+}
+
+int
+lb_segment_open(const char *path, struct lb_segment **out)
+{
+	struct lb_segment	*sg;
+	struct stat		 st;
+	void			*m;
+	int			 fd, rc;
+
+	if ((sg = calloc(1, sizeof(*sg))) == NULL)
+		return (ENOMEM);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		rc = errno;
+		goto fail;
+	}
+	if (fstat(fd, &st) == -1) {
+		rc = errno;
+		close(fd);
+		goto fail;
+	}
+	if (st.st_size < LB_SEG_MAGIC_LEN) {
+		close(fd);
+		rc = LB_EFORMAT;
+		goto fail;
+	}
+	if ((uint64_t)st.st_size > SIZE_MAX) {
+		close(fd);
+		rc = LB_ETOOBIG;
+		goto fail;
+	}
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	rc = errno;
+	close(fd);
+	if (m == MAP_FAILED)
+		goto fail;
+	sg->map = m;
+	sg->size = (size_t)st.st_size;
+	sg->cbi = UINT64_MAX;
+	if ((rc = seg_check(sg)) != 0)
+		goto fail;
+	*out = sg;
+	return (0);
+ fail:
+	lb_segment_close(sg);
+	return (rc);
+}
+
+void
+lb_segment_info(const struct lb_segment *sg, struct lb_seginfo *si)
+{
+	si->first_id = sg->first_id;
+	si->last_id = sg->last_id;
+	si->count = sg->count;
+	si->tmin = sg->tmin;
+	si->tmax = sg->tmax;
+	si->nterms = sg->nterms;
+	si->size = sg->size;
+}
+
+int
+lb_segment_lookup(struct lb_segment *sg, const uint8_t *term, size_t len,
+    struct lb_postings *out)
+{
+	struct blkent	 e;
+	int64_t		 bi;
+	int		 rc;
+
+	out->n = 0;
+	if ((bi = idx_find(sg, term, len)) < 0)
+		return (LB_ENOTFOUND);
+	if ((rc = blk_find(sg, (uint64_t)bi, term, len, 0, &e)) != 0)
+		return (rc);
+	return (seg_list(sg, &e, out));
+}
+
+int
+lb_segment_terms(struct lb_segment *sg, const uint8_t *lo, size_t lolen, const uint8_t *hi,
+    size_t hilen, lb_term_fn fn, void *arg)
+{
+	struct blkcur	 c;
+	uint64_t	 bi = 0;
+	int64_t		 b;
+	int		 rc;
+
+	if (lo != NULL && (b = idx_find(sg, lo, lolen)) > 0)
+		bi = (uint64_t)b;
+	for (; bi < sg->nblocks; bi++) {
+		if ((rc = blk_open(sg, bi, &c)) != 0)
+			return (rc);
+		while ((rc = blk_next(&c)) == 0) {
+			if (lo != NULL && term_cmp(c.term, c.tlen, lo, lolen) < 0)
+				continue;
+			if (hi != NULL && term_cmp(c.term, c.tlen, hi, hilen) >= 0)
+				return (0);
+			if ((rc = fn(arg, c.term, c.tlen, bi << 8 | (c.i - 1), c.df)) != 0)
+				return (rc);
+		}
+		if (rc != 1)
+			return (rc);
+	}
+	return (0);
+}
+
+int
+lb_segment_prefix(struct lb_segment *sg, const uint8_t *prefix, size_t len, lb_term_fn fn,
+    void *arg)
+{
+	uint8_t	hi[LB_SEG_TERM_MAX];
+	size_t	hilen = len;
+
+	if (len == 0)
+		return (lb_segment_terms(sg, NULL, 0, NULL, 0, fn, arg));
+	if (len > LB_SEG_TERM_MAX)
+		return (0);
+	/* The first byte string after every string that starts with prefix. */
+	memcpy(hi, prefix, len);
+	while (hilen > 0 && hi[hilen - 1] == 0xff)
+		hilen--;
+	if (hilen == 0)
+		return (lb_segment_terms(sg, prefix, len, NULL, 0, fn, arg));
+	hi[hilen - 1]++;
+	return (lb_segment_terms(sg, prefix, len, hi, hilen, fn, arg));
+}
+
+int
+lb_segment_postings(struct lb_segment *sg, uint64_t cookie, struct lb_postings *out)
+{
+	struct blkent	 e;
+	uint64_t	 bi = cookie >> 8;
+	int		 rc;
+
+	if (bi >= sg->nblocks)
+		return (EINVAL);
+	if (bi == sg->cbi) {
+		if ((cookie & 0xff) >= sg->cn)
+			return (EINVAL);
+		e = sg->cent[cookie & 0xff];
+	} else if ((rc = blk_find(sg, bi, NULL, 0, (uint32_t)(cookie & 0xff), &e)) != 0)
+		return (rc == LB_ENOTFOUND ? EINVAL : rc);
+	return (seg_list(sg, &e, out));
+}
+
+int
+lb_segment_verify(struct lb_segment *sg, char *why, size_t whylen)
+{
+	struct lb_postings	 p = { NULL, 0, 0 };
+	struct blkcur		 c;
+	const uint8_t		*k;
+	uint8_t			 last[LB_SEG_TERM_MAX];
+	size_t			 lastlen = 0, klen;
+	uint64_t		 poff = 0, nterms = 0;
+	unsigned long long	 at = 0;
+	const char		*what;
+	uint32_t		 small;
+	int			 rc = LB_ECORRUPT;
+
+	if (crc_update(0, sg->post, (size_t)sg->postlen) != sg->postcrc) {
+		what = "postings section CRC mismatch (section at offset %llu)";
+		at = LB_SEG_HDR_SIZE;
+		goto fail;
+	}
+	for (uint64_t bi = 0; bi < sg->nblocks; bi++) {
+		at = (unsigned long long)(sg->dict - sg->map + idx_off(sg, bi));
+		k = idx_key(sg, bi, &klen);
+		if (bi > 0 && term_cmp(last, lastlen, k, klen) >= 0) {
+			what = "dictionary block at offset %llu out of order";
+			goto fail;
+		}
+		if ((rc = blk_open(sg, bi, &c)) != 0) {
+			what = "dictionary block at offset %llu: bad CRC or header";
+			goto fail;
+		}
+		if (c.poff != poff) {
+			rc = LB_ECORRUPT;
+			what = "dictionary block at offset %llu: id lists not contiguous";
+			goto fail;
+		}
+		small = 0;
+		while ((rc = blk_next(&c)) == 0) {
+			struct blkent e = { c.df, c.lpoff, c.plen, c.lcrc };
+
+			if (c.plen < LB_SEG_BIGLIST)
+				small = crc_update(small, sg->post + c.lpoff, (size_t)c.plen);
+			p.n = 0;
+			if ((rc = seg_list(sg, &e, &p)) != 0) {
+				what = "id list at offset %llu is damaged";
+				at = (unsigned long long)(LB_SEG_HDR_SIZE + c.lpoff);
+				goto fail;
+			}
+			nterms++;
+		}
+		if (rc != 1 || small != c.small) {
+			rc = LB_ECORRUPT;
+			what = "dictionary block at offset %llu: bad entry or short-list CRC";
+			goto fail;
+		}
+		poff = c.poff;
+		memcpy(last, c.term, c.tlen);
+		lastlen = c.tlen;
+	}
+	rc = LB_ECORRUPT;
+	if (poff != sg->postlen) {
+		what = "postings section: %llu bytes no term uses";
+		at = (unsigned long long)(sg->postlen - poff);
+		goto fail;
+	}
+	if (nterms != sg->nterms) {
+		what = "header says %llu terms, the dictionary holds another number";
+		at = (unsigned long long)sg->nterms;
+		goto fail;
+	}
+	lb_postings_free(&p);
+	return (0);
+ fail:
+	lb_postings_free(&p);
+	if (why != NULL && whylen > 0)
+		snprintf(why, whylen, what, at);
+	return (rc);
+}
+
+/* ---------------------------------------------------------------- merge */
+
+/* One input of a merge: a dictionary walk whose current entry is the input's next term. */
+struct mcur {
+	struct lb_segment	*sg;
+	struct blkcur		 c;
+	uint64_t		 bi;
+	int			 done;
+};
+
+/* Moves to the next term, opening (and fully checking) the next block when needed. */
+static int
+mc_next(struct mcur *m)
+{
+	struct blkent	 e;
+	int		 rc;
+
+	for (;;) {
+		if (m->bi < m->sg->nblocks && m->c.sg != NULL) {
+			if ((rc = blk_next(&m->c)) == 0)
+				return (0);
+			if (rc != 1)
+				return (rc);
+			m->bi++;
+		}
+		if (m->bi >= m->sg->nblocks) {
+			m->done = 1;
+			return (0);
+		}
+		rc = blk_find(m->sg, m->bi, NULL, 0, UINT32_MAX, &e);
+		if (rc != LB_ENOTFOUND)
+			return (rc == 0 ? LB_ECORRUPT : rc);
+		if ((rc = blk_open(m->sg, m->bi, &m->c)) != 0)
+			return (rc);
+	}
+}
+
+static int
+sg_cmp_first(const void *a, const void *b)
+{
+	const struct lb_segment *x = *(struct lb_segment *const *)a;
+	const struct lb_segment *y = *(struct lb_segment *const *)b;
+
+	return (x->first_id < y->first_id ? -1 : x->first_id > y->first_id);
+}
+
+int
+lb_segment_merge(struct lb_segment **in, int n, const char *path)
+{
+	struct lb_segment	**s = NULL;
+	struct mcur		 *mc = NULL;
+	struct lb_segout	 *so = NULL;
+	struct lb_segmeta	  meta;
+	struct lb_postings	  p = { NULL, 0, 0 };
+	int			  rc, i, lo;
+
+	if (n < 1)
+		return (EINVAL);
+	if ((s = malloc((size_t)n * sizeof(*s))) == NULL ||
+	    (mc = calloc((size_t)n, sizeof(*mc))) == NULL) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	memcpy(s, in, (size_t)n * sizeof(*s));
+	qsort(s, (size_t)n, sizeof(*s), sg_cmp_first);
+	meta.first_id = s[0]->first_id;
+	meta.last_id = s[n - 1]->last_id;
+	meta.count = 0;
+	meta.tmin = meta.tmax = LB_NOTIME;
+	for (i = 0; i < n; i++) {
+		if (i > 0 && s[i]->first_id <= s[i - 1]->last_id) {
+			rc = EINVAL;
+			goto fail;
+		}
+		meta.count += s[i]->count;
+		if (s[i]->tmin != LB_NOTIME && (meta.tmin == LB_NOTIME || s[i]->tmin < meta.tmin))
+			meta.tmin = s[i]->tmin;
+		if (s[i]->tmax != LB_NOTIME && (meta.tmax == LB_NOTIME || s[i]->tmax > meta.tmax))
+			meta.tmax = s[i]->tmax;
+		mc[i].sg = s[i];
+		if ((rc = mc_next(&mc[i])) != 0)
+			goto fail;
+	}
+	if ((rc = lb_segout_begin(path, &meta, &so)) != 0)
+		goto fail;
+	for (;;) {
+		/* The smallest current term; inputs holding it are taken in id order. */
+		for (lo = -1, i = 0; i < n; i++)
+			if (!mc[i].done && (lo == -1 || term_cmp(mc[i].c.term, mc[i].c.tlen,
+			    mc[lo].c.term, mc[lo].c.tlen) < 0))
+				lo = i;
+		if (lo == -1)
+			break;
+		for (i = lo; i < n; i++) {
+			struct blkent e = { mc[i].c.df, mc[i].c.lpoff, mc[i].c.plen, mc[i].c.lcrc };
+
+			if (mc[i].done || term_cmp(mc[i].c.term, mc[i].c.tlen, mc[lo].c.term,
+			    mc[lo].c.tlen) != 0)
+				continue;
+			p.n = 0;
+			if ((rc = seg_list(mc[i].sg, &e, &p)) != 0 ||
+			    (rc = lb_segout_ids(so, p.ids, p.n)) != 0)
+				goto fail;
+		}
+		if ((rc = lb_segout_ids_end(so, mc[lo].c.term, mc[lo].c.tlen)) != 0)
+			goto fail;
+		/* Advance every input that held the term (lo last: the others compare to it). */
+		for (i = n - 1; i >= lo; i--) {
+			if (mc[i].done || (i != lo && term_cmp(mc[i].c.term, mc[i].c.tlen,
+			    mc[lo].c.term, mc[lo].c.tlen) != 0))
+				continue;
+			if ((rc = mc_next(&mc[i])) != 0)
+				goto fail;
+		}
+	}
+	rc = lb_segout_finish(so);
+	so = NULL;
+	if (rc != 0)
+		goto fail;
+	lb_postings_free(&p);
+	free(mc);
+	free(s);
+	return (0);
+ fail:
+	lb_segout_abort(so);
+	lb_postings_free(&p);
+	free(mc);
+	free(s);
+	return (rc);
+}

@@ -1,0 +1,701 @@
+/*
+ * lb_segw.c — the in-memory index of one interval (struct lb_segw): every term of every message
+ * added, each with the ids that contain it, until lb_segw_write() hands the terms in sorted
+ * order to the segment writer in lb_segment.c. It owns the term rules (which bytes of a message
+ * become which terms, FORMAT.md §4) and the memory layout; it does not know the file format.
+ *
+ * The one idea: nothing is allocated per token. Term bytes and id lists live in 1 MiB slabs
+ * addressed by 32-bit references; a term is found through an open-addressing hash table, and
+ * its ids after the first are appended as delta varints to a chain of chunks (8, 16, ... 1024
+ * bytes, the last 4 bytes of each holding the reference of the next). A term that occurs
+ * again in the same message is recognised by its last id and not recorded twice. Message text
+ * is cut into tokens here, by the rules of lb_tokenize() (the tests hold the two to the same
+ * output), and added in batches whose hash-table slots are prefetched first, so the cache
+ * misses of one batch overlap. Long lists are bit-packed only when written.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logbox.h"
+#include "lb_format.h"
+#include "lb_util.h"
+#include "lb_postings.h"
+
+#define SLAB_SHIFT	20
+#define SLAB_SIZE	(1u << SLAB_SHIFT)
+#define SLAB_MAX	4096		/* 32-bit references: 4096 slabs of 1 MiB */
+#define CHUNK_FIRST	8		/* bytes of a term's first chunk, link included */
+#define CHUNK_SHIFTS	7		/* chunks grow to CHUNK_FIRST << 7 = 1 KiB */
+#define TAB_MIN		1024
+#define KEY_INLINE	17		/* term bytes kept in the term (one cache line) */
+#define BATCH		64		/* text tokens hashed and prefetched together */
+
+/* A text token waiting in a batch. */
+struct sw_pend {
+	uint32_t	 off;		/* in kbuf */
+	uint32_t	 len;
+	uint32_t	 hash;
+};
+
+struct sw_term {
+	uint64_t	 first;		/* first id */
+	uint64_t	 last;		/* last id, to drop repeats within a message */
+	uint32_t	 key;		/* reference of the term bytes */
+	uint32_t	 head;		/* reference of the first chunk (df >= 2) */
+	uint32_t	 cur;		/* reference where the next delta byte goes */
+	uint32_t	 end;		/* reference of the current chunk's link word */
+	uint32_t	 df;		/* ids recorded */
+	uint32_t	 plen;		/* delta bytes in the chunks */
+	uint16_t	 klen;		/* term bytes */
+	uint8_t		 cshift;	/* current chunk is CHUNK_FIRST << cshift bytes */
+	uint8_t		 kin[KEY_INLINE];	/* the first term bytes, to compare in-line */
+} __attribute__((aligned(64)));
+
+struct sw_slot {
+	uint32_t	 hash;
+	uint32_t	 idx;		/* term index + 1; 0: empty */
+};
+
+struct lb_segw {
+	uint8_t		**slabs;
+	uint32_t	 nslabs, slabcap;
+	uint32_t	 used;		/* bytes used in the last slab */
+	struct sw_term	*terms;
+	uint32_t	 nterms, termcap;
+	struct sw_slot	*tab;
+	uint32_t	 mask;		/* table slots - 1 */
+	uint64_t	 count;		/* messages added */
+	uint64_t	 first_id, last_id;
+	int		 have_id;	/* first_id/last_id are set */
+	int64_t		 tmin, tmax;
+	uint8_t		*sdbuf;		/* an unescaped structured-data value */
+	size_t		 sdcap;
+	uint64_t	 id;		/* the message being added */
+	size_t		 keypre;	/* bytes of key before the token (tokenizer callbacks) */
+	uint8_t		 key[LB_SEG_TERM_MAX];	/* the term being built */
+	struct sw_pend	 pend[BATCH];
+	uint8_t		 kbuf[BATCH * (LB_TOKEN_MAX + 1)];	/* their bytes */
+};
+
+static inline uint8_t *
+sw_ptr(const struct lb_segw *w, uint32_t ref)
+{
+	return (w->slabs[ref >> SLAB_SHIFT] + (ref & (SLAB_SIZE - 1)));
+}
+
+static int
+sw_alloc(struct lb_segw *w, uint32_t n, uint32_t *ref)
+{
+	uint8_t	**s;
+
+	if (w->nslabs == 0 || w->used + n > SLAB_SIZE) {
+		if (w->nslabs == SLAB_MAX)
+			return (ENOMEM);
+		if (w->nslabs == w->slabcap) {
+			uint32_t cap = w->slabcap ? w->slabcap * 2 : 16;
+
+			if ((s = realloc(w->slabs, cap * sizeof(*s))) == NULL)
+				return (ENOMEM);
+			w->slabs = s;
+			w->slabcap = cap;
+		}
+		if ((w->slabs[w->nslabs] = malloc(SLAB_SIZE)) == NULL)
+			return (ENOMEM);
+		w->nslabs++;
+		w->used = 0;
+	}
+	*ref = (w->nslabs - 1) << SLAB_SHIFT | w->used;
+	w->used += n;
+	return (0);
+}
+
+static inline uint32_t
+sw_hash(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n, v;
+
+	while (n >= 8) {
+		memcpy(&v, p, 8);
+		h = (h ^ v) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+		p += 8;
+		n -= 8;
+	}
+	v = 0;
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	h = (h ^ v) * 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 29;
+	return ((uint32_t)(h ^ h >> 32));
+}
+
+static int
+sw_grow_table(struct lb_segw *w)
+{
+	struct sw_slot	*t;
+	uint32_t	 size = (w->mask + 1) * 2, m = size - 1;
+
+	if (size == 0 || (t = calloc(size, sizeof(*t))) == NULL)
+		return (ENOMEM);
+	for (uint32_t i = 0; i <= w->mask; i++) {
+		uint32_t j;
+
+		if (w->tab[i].idx == 0)
+			continue;
+		for (j = w->tab[i].hash & m; t[j].idx != 0; j = (j + 1) & m)
+			;
+		t[j] = w->tab[i];
+	}
+	free(w->tab);
+	w->tab = t;
+	w->mask = m;
+	return (0);
+}
+
+/* Appends delta v to t's chunk chain. */
+static int
+sw_append(struct lb_segw *w, struct sw_term *t, uint64_t v)
+{
+	uint8_t		 buf[LB_VARINT_MAX];
+	uint32_t	 n, ref, size;
+	int		 rc;
+
+	if (t->df == 1) {
+		if ((rc = sw_alloc(w, CHUNK_FIRST, &ref)) != 0)
+			return (rc);
+		t->head = t->cur = ref;
+		t->end = ref + CHUNK_FIRST - 4;
+		t->cshift = 0;
+	}
+	if (t->end - t->cur >= LB_VARINT_MAX) {
+		n = (uint32_t)lb_varint_put(sw_ptr(w, t->cur), v);
+		t->cur += n;
+	} else {
+		n = (uint32_t)lb_varint_put(buf, v);
+		for (uint32_t i = 0; i < n; i++) {
+			if (t->cur == t->end) {
+				if (t->cshift < CHUNK_SHIFTS)
+					t->cshift++;
+				size = CHUNK_FIRST << t->cshift;
+				if ((rc = sw_alloc(w, size, &ref)) != 0)
+					return (rc);
+				lb_put32(sw_ptr(w, t->end), ref);
+				t->cur = ref;
+				t->end = ref + size - 4;
+			}
+			*sw_ptr(w, t->cur) = buf[i];
+			t->cur++;
+		}
+	}
+	t->plen += n;
+	return (0);
+}
+
+/* Records that term key[0..len) occurs in id. */
+static inline int
+sw_same(const struct lb_segw *w, const struct sw_term *t, const uint8_t *key, size_t len)
+{
+	if (t->klen != len)
+		return (0);
+	if (len <= KEY_INLINE) {
+		for (size_t i = 0; i < len; i++)
+			if (t->kin[i] != key[i])
+				return (0);
+		return (1);
+	}
+	return (memcmp(t->kin, key, KEY_INLINE) == 0 &&
+	    memcmp(sw_ptr(w, t->key) + KEY_INLINE, key + KEY_INLINE, len - KEY_INLINE) == 0);
+}
+
+static int
+sw_add_h(struct lb_segw *w, const uint8_t *key, size_t len, uint32_t h, uint64_t id)
+{
+	struct sw_term	*t;
+	uint32_t	 i, ref;
+	int		 rc;
+
+	for (i = h & w->mask; w->tab[i].idx != 0; i = (i + 1) & w->mask) {
+		if (w->tab[i].hash != h)
+			continue;
+		t = &w->terms[w->tab[i].idx - 1];
+		if (!sw_same(w, t, key, len))
+			continue;
+		if (id <= t->last)
+			return (id == t->last ? 0 : EINVAL);
+		if ((rc = sw_append(w, t, id - t->last)) != 0)
+			return (rc);
+		t->last = id;
+		t->df++;
+		return (0);
+	}
+	if (w->nterms >= (w->mask + 1) / 2) {
+		if ((rc = sw_grow_table(w)) != 0)
+			return (rc);
+		for (i = h & w->mask; w->tab[i].idx != 0; i = (i + 1) & w->mask)
+			;
+	}
+	if (w->nterms == w->termcap) {
+		uint32_t	 cap = w->termcap * 2;
+		void		*nt;
+
+		if (cap <= w->termcap || cap > UINT32_MAX / 2)
+			return (ENOMEM);
+		if (posix_memalign(&nt, 64, (size_t)cap * sizeof(*t)) != 0)
+			return (ENOMEM);
+		memcpy(nt, w->terms, (size_t)w->nterms * sizeof(*t));
+		free(w->terms);
+		w->terms = nt;
+		w->termcap = cap;
+	}
+	if ((rc = sw_alloc(w, (uint32_t)len, &ref)) != 0)
+		return (rc);
+	memcpy(sw_ptr(w, ref), key, len);
+	t = &w->terms[w->nterms];
+	memset(t, 0, sizeof(*t));
+	t->first = t->last = id;
+	t->key = ref;
+	t->klen = (uint16_t)len;
+	memcpy(t->kin, key, len < KEY_INLINE ? len : KEY_INLINE);
+	t->df = 1;
+	w->tab[i].hash = h;
+	w->tab[i].idx = ++w->nterms;
+	return (0);
+}
+
+static inline int
+sw_add(struct lb_segw *w, const uint8_t *key, size_t len, uint64_t id)
+{
+	return (sw_add_h(w, key, len, sw_hash(key, len), id));
+}
+
+/* Adds the batched text tokens: their table slots and terms were prefetched. */
+static int
+sw_flush_batch(struct lb_segw *w, uint32_t np)
+{
+	int rc;
+
+	for (uint32_t k = 0; k < np; k++) {
+		uint32_t idx = w->tab[w->pend[k].hash & w->mask].idx;
+
+		if (idx != 0)
+			__builtin_prefetch(&w->terms[idx - 1], 1);
+	}
+	for (uint32_t k = 0; k < np; k++) {
+		const struct sw_pend *p = &w->pend[k];
+
+		if ((rc = sw_add_h(w, w->kbuf + p->off, p->len, p->hash, w->id)) != 0)
+			return (rc);
+	}
+	return (0);
+}
+
+/*
+ * The message text: the tokens of lb_tokenize() (same delimiters, folding and cut; the
+ * tests hold the two to the same output), built in place with their namespace byte and
+ * added in batches so that the hash table's cache misses overlap.
+ */
+static int
+sw_text(struct lb_segw *w, const struct lb_tokconf *tc, const uint8_t *buf, size_t len)
+{
+	const uint8_t	*delim = tc->delim;
+	size_t		 i = 0, n;
+	uint32_t	 np = 0, off = 0;
+	uint8_t		*k;
+	int		 rc;
+
+	while (i < len) {
+		while (i < len && delim[buf[i]])
+			i++;
+		if (i == len)
+			break;
+		k = w->kbuf + off;
+		k[0] = LB_NS_TEXT;
+		n = 0;
+		while (i < len && !delim[buf[i]]) {
+			if (n < LB_TOKEN_MAX) {
+				uint8_t c = buf[i];
+
+				k[++n] = (c >= 'A' && c <= 'Z') ? (uint8_t)(c + 32) : c;
+			}
+			i++;
+		}
+		w->pend[np].off = off;
+		w->pend[np].len = (uint32_t)n + 1;
+		w->pend[np].hash = sw_hash(k, n + 1);
+		__builtin_prefetch(&w->tab[w->pend[np].hash & w->mask]);
+		off += (uint32_t)n + 1;
+		if (++np == BATCH) {
+			if ((rc = sw_flush_batch(w, np)) != 0)
+				return (rc);
+			np = off = 0;
+		}
+	}
+	return (np > 0 ? sw_flush_batch(w, np) : 0);
+}
+
+int
+lb_segw_new(struct lb_segw **out)
+{
+	struct lb_segw	*w;
+	void		*tp;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return (ENOMEM);
+	w->termcap = TAB_MIN / 2;
+	w->mask = TAB_MIN - 1;
+	w->tmin = w->tmax = LB_NOTIME;
+	if (posix_memalign(&tp, 64, w->termcap * sizeof(*w->terms)) != 0)
+		tp = NULL;
+	w->terms = tp;
+	if (w->terms == NULL ||
+	    (w->tab = calloc(TAB_MIN, sizeof(*w->tab))) == NULL) {
+		lb_segw_free(w);
+		return (ENOMEM);
+	}
+	*out = w;
+	return (0);
+}
+
+/* Forgets every term and message; keeps the table and term array for the next interval. */
+static void
+sw_reset(struct lb_segw *w)
+{
+	for (uint32_t i = 0; i < w->nslabs; i++)
+		free(w->slabs[i]);
+	w->nslabs = 0;
+	w->used = 0;
+	w->nterms = 0;
+	memset(w->tab, 0, ((size_t)w->mask + 1) * sizeof(*w->tab));
+	w->count = 0;
+	w->first_id = w->last_id = 0;
+	w->have_id = 0;
+	w->tmin = w->tmax = LB_NOTIME;
+}
+
+void
+lb_segw_free(struct lb_segw *w)
+{
+	if (w == NULL)
+		return;
+	for (uint32_t i = 0; i < w->nslabs; i++)
+		free(w->slabs[i]);
+	free(w->slabs);
+	free(w->terms);
+	free(w->tab);
+	free(w->sdbuf);
+	free(w);
+}
+
+static void
+sw_note_id(struct lb_segw *w, uint64_t id)
+{
+	if (!w->have_id) {
+		w->first_id = w->last_id = id;
+		w->have_id = 1;
+	} else if (id < w->first_id)
+		w->first_id = id;
+	else if (id > w->last_id)
+		w->last_id = id;
+}
+
+int
+lb_segw_add_term(struct lb_segw *w, const uint8_t *term, size_t len, uint64_t id)
+{
+	int	rc;
+
+	if (len == 0)
+		return (EINVAL);
+	if (len > LB_SEG_TERM_MAX)
+		return (LB_ETOOBIG);
+	if ((rc = sw_add(w, term, len, id)) != 0)
+		return (rc);
+	sw_note_id(w, id);
+	return (0);
+}
+
+/* Tokenizer callback: w->key[0..keypre) is the term's prefix, the token follows. */
+static int
+sw_token(void *arg, const uint8_t *tok, size_t len, uint32_t pos, size_t off)
+{
+	struct lb_segw	*w = arg;
+
+	(void)pos;
+	(void)off;
+	memcpy(w->key + w->keypre, tok, len);
+	return (sw_add(w, w->key, w->keypre + len, w->id));
+}
+
+/* A header field: its whole value, ASCII-folded, cut at LB_TOKEN_MAX; nothing when empty. */
+static int
+sw_field(struct lb_segw *w, uint8_t ns, const struct lb_slice *s)
+{
+	size_t	n = s->len < LB_TOKEN_MAX ? s->len : LB_TOKEN_MAX;
+
+	if (n == 0)
+		return (0);
+	w->key[0] = ns;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = s->p[i];
+
+		w->key[i + 1] = (c >= 'A' && c <= 'Z') ? (uint8_t)(c + 32) : c;
+	}
+	return (sw_add(w, w->key, n + 1, w->id));
+}
+
+static int
+sw_byte(struct lb_segw *w, uint8_t ns, uint8_t v)
+{
+	if (v == LB_NOVALUE)
+		return (0);
+	w->key[0] = ns;
+	w->key[1] = v;
+	return (sw_add(w, w->key, 2, w->id));
+}
+
+/*
+ * Structured data: [id name="value" ...]... Each token of each (unescaped) value becomes
+ * LB_NS_SD "<id>.<name>" 0x00 <token>. Parsing stops at the first malformed byte; what was
+ * indexed before it stays.
+ */
+static int
+sw_sd(struct lb_segw *w, const struct lb_tokconf *tc, const uint8_t *s, size_t n)
+{
+	size_t	 i = 0, id, idlen, name, namelen, vl;
+	int	 rc;
+
+	if (n > w->sdcap) {
+		uint8_t *b;
+
+		if ((b = realloc(w->sdbuf, n)) == NULL)
+			return (ENOMEM);
+		w->sdbuf = b;
+		w->sdcap = n;
+	}
+	while (i < n && s[i] == '[') {
+		id = ++i;
+		while (i < n && s[i] != ' ' && s[i] != ']' && s[i] != '=' && s[i] != '"')
+			i++;
+		if ((idlen = i - id) == 0)
+			return (0);
+		for (;;) {
+			if (i < n && s[i] == ']') {
+				i++;
+				break;
+			}
+			if (i >= n || s[i] != ' ')
+				return (0);
+			while (i < n && s[i] == ' ')
+				i++;
+			name = i;
+			while (i < n && s[i] != ' ' && s[i] != ']' && s[i] != '=' && s[i] != '"')
+				i++;
+			namelen = i - name;
+			if (namelen == 0 || i + 1 >= n || s[i] != '=' || s[i + 1] != '"')
+				return (0);
+			i += 2;
+			for (vl = 0; i < n && s[i] != '"'; vl++) {
+				if (s[i] == '\\' && i + 1 < n &&
+				    (s[i + 1] == '"' || s[i + 1] == '\\' || s[i + 1] == ']'))
+					i++;
+				w->sdbuf[vl] = s[i++];
+			}
+			if (i >= n)
+				return (0);
+			i++;
+			if (3 + idlen + namelen + LB_TOKEN_MAX > LB_SEG_TERM_MAX)
+				continue;
+			w->key[0] = LB_NS_SD;
+			memcpy(w->key + 1, s + id, idlen);
+			w->key[1 + idlen] = '.';
+			memcpy(w->key + 2 + idlen, s + name, namelen);
+			w->key[2 + idlen + namelen] = 0x00;
+			w->keypre = 3 + idlen + namelen;
+			if ((rc = lb_tokenize(tc, w->sdbuf, vl, sw_token, w)) != 0)
+				return (rc);
+		}
+	}
+	return (0);
+}
+
+int
+lb_segw_add(struct lb_segw *w, const struct lb_tokconf *tc, const struct lb_msg *m)
+{
+	int	rc;
+
+	if (w->have_id && m->id <= w->last_id)
+		return (EINVAL);
+	w->id = m->id;
+	if ((rc = sw_text(w, tc, m->message.p, m->message.len)) != 0 ||
+	    (rc = sw_field(w, LB_NS_HOST, &m->host)) != 0 ||
+	    (rc = sw_field(w, LB_NS_PROGRAM, &m->program)) != 0 ||
+	    (rc = sw_field(w, LB_NS_PID, &m->pid)) != 0 ||
+	    (rc = sw_field(w, LB_NS_MSGID, &m->msgid)) != 0 ||
+	    (rc = sw_byte(w, LB_NS_FACILITY, m->facility)) != 0 ||
+	    (rc = sw_byte(w, LB_NS_SEVERITY, m->severity)) != 0 ||
+	    (rc = sw_sd(w, tc, m->sd.p, m->sd.len)) != 0)
+		return (rc);
+	sw_note_id(w, m->id);
+	w->count++;
+	if (m->received != LB_NOTIME) {
+		if (w->tmin == LB_NOTIME || m->received < w->tmin)
+			w->tmin = m->received;
+		if (w->tmax == LB_NOTIME || m->received > w->tmax)
+			w->tmax = m->received;
+	}
+	return (0);
+}
+
+size_t
+lb_segw_mem(const struct lb_segw *w)
+{
+	return (sizeof(*w) + (size_t)w->nslabs * SLAB_SIZE +
+	    (size_t)w->slabcap * sizeof(*w->slabs) +
+	    (size_t)w->termcap * sizeof(*w->terms) +
+	    ((size_t)w->mask + 1) * sizeof(*w->tab) + w->sdcap);
+}
+
+void
+lb_segw_stats(const struct lb_segw *w, uint64_t *count, uint64_t *first_id, uint64_t *last_id,
+    int64_t *tmin, int64_t *tmax)
+{
+	if (count != NULL)
+		*count = w->count;
+	if (first_id != NULL)
+		*first_id = w->first_id;
+	if (last_id != NULL)
+		*last_id = w->last_id;
+	if (tmin != NULL)
+		*tmin = w->tmin;
+	if (tmax != NULL)
+		*tmax = w->tmax;
+}
+
+/* Sort key: the first 8 term bytes big-endian (so integer order is byte order), then all. */
+struct sw_sortent {
+	uint64_t	 pfx;
+	uint32_t	 idx;
+};
+
+static int
+sw_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sw_sortent	*x = a, *y = b;
+	const struct lb_segw	*w = arg;
+	const struct sw_term	*s, *t;
+	size_t			 n;
+	int			 c;
+
+	if (x->pfx != y->pfx)
+		return (x->pfx < y->pfx ? -1 : 1);
+	s = &w->terms[x->idx];
+	t = &w->terms[y->idx];
+	n = s->klen < t->klen ? s->klen : t->klen;
+	if ((c = memcmp(sw_ptr(w, s->key), sw_ptr(w, t->key), n)) != 0)
+		return (c);
+	return (s->klen < t->klen ? -1 : s->klen > t->klen);
+}
+
+/*
+ * Hands a long list to the writer as ids (it stores them bit-packed): the builder's varint
+ * gaps in list[0..len), decoded a batch at a time.
+ */
+static int
+sw_stream(struct lb_segout *so, const uint8_t *list, size_t len, uint64_t base)
+{
+	uint64_t	 batch[256], v, id = base;
+	size_t		 k, off = 0, nb = 0;
+	int		 rc;
+
+	while (off < len) {
+		if ((k = lb_varint_get(list + off, len - off, &v)) == 0)
+			return (EINVAL);
+		off += k;
+		id += v;
+		batch[nb++] = id;
+		if (nb == sizeof(batch) / sizeof(batch[0])) {
+			if ((rc = lb_segout_ids(so, batch, nb)) != 0)
+				return (rc);
+			nb = 0;
+		}
+	}
+	return (lb_segout_ids(so, batch, nb));
+}
+
+int
+lb_segw_write(struct lb_segw *w, const char *path)
+{
+	struct sw_sortent	*ord = NULL;
+	struct lb_segout	*so = NULL;
+	struct lb_segmeta	 meta;
+	uint8_t			*list = NULL;
+	size_t			 maxp = 0;
+	int			 rc;
+
+	if (w->count == 0 && w->nterms == 0)
+		return (EINVAL);
+	if ((ord = malloc(((size_t)w->nterms + 1) * sizeof(*ord))) == NULL)
+		return (ENOMEM);
+	for (uint32_t i = 0; i < w->nterms; i++) {
+		const struct sw_term	*t = &w->terms[i];
+		const uint8_t		*k = sw_ptr(w, t->key);
+		uint64_t		 p = 0;
+
+		for (int j = 0; j < 8; j++)
+			p = p << 8 | (j < t->klen ? k[j] : 0);
+		ord[i].pfx = p;
+		ord[i].idx = i;
+		if (t->plen > maxp)
+			maxp = t->plen;
+	}
+	qsort_r(ord, w->nterms, sizeof(*ord), sw_cmp, w);
+	if ((list = malloc(maxp + LB_VARINT_MAX)) == NULL) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	meta.first_id = w->first_id;
+	meta.last_id = w->last_id;
+	meta.count = w->count;
+	meta.tmin = w->tmin;
+	meta.tmax = w->tmax;
+	if ((rc = lb_segout_begin(path, &meta, &so)) != 0)
+		goto fail;
+	for (uint32_t i = 0; i < w->nterms; i++) {
+		const struct sw_term	*t = &w->terms[ord[i].idx];
+		size_t			 n, left = t->plen, size = CHUNK_FIRST, take;
+		uint32_t		 ref = t->head, shift = 0;
+
+		n = lb_varint_put(list, t->first - w->first_id);
+		while (left > 0) {
+			take = size - 4 < left ? size - 4 : left;
+			memcpy(list + n, sw_ptr(w, ref), take);
+			n += take;
+			left -= take;
+			if (left > 0) {
+				ref = lb_get32(sw_ptr(w, ref + (uint32_t)size - 4));
+				if (shift < CHUNK_SHIFTS)
+					shift++;
+				size = (size_t)CHUNK_FIRST << shift;
+			}
+		}
+		if (t->df < LB_PACK_IDS)
+			rc = lb_segout_term(so, sw_ptr(w, t->key), t->klen, t->df, list, n);
+		else if ((rc = sw_stream(so, list, n, w->first_id)) == 0)
+			rc = lb_segout_ids_end(so, sw_ptr(w, t->key), t->klen);
+		if (rc != 0)
+			goto fail;
+	}
+	rc = lb_segout_finish(so);
+	so = NULL;
+	if (rc != 0)
+		goto fail;
+	free(list);
+	free(ord);
+	sw_reset(w);
+	return (0);
+ fail:
+	lb_segout_abort(so);
+	free(list);
+	free(ord);
+	return (rc);
+}

@@ -1,0 +1,200 @@
+/*
+ * fz_segment.c — arbitrary bytes as a .seg file: open, verify, look up terms (fixed ones, ones
+ * taken from the input, every term the dictionary walk yields), walk prefixes and ranges and
+ * decode every id list. Whatever the bytes, the reader must return codes, not crash, leak or
+ * loop; a file that verifies must also merge into a file that verifies. When the first input
+ * byte is odd, the rest is written with its checksums recomputed (header, block index, each
+ * dictionary block and its short-list CRC, postings), so that mutations reach the structural
+ * checks behind the CRCs instead of stopping at them.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "logbox.h"
+#include "lb_format.h"
+#include "lb_util.h"
+
+struct fz {
+	struct lb_segment	*sg;
+	struct lb_postings	 p;
+	uint64_t		 seen;
+};
+
+static int
+fz_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
+{
+	struct fz	*f = arg;
+	int		 rc;
+
+	f->p.n = 0;
+	rc = lb_segment_postings(f->sg, cookie, &f->p);
+	if (rc == 0 && f->p.n != df)
+		abort();
+	f->p.n = 0;
+	if (f->seen % 16 == 0 && lb_segment_lookup(f->sg, term, len, &f->p) == 0 && rc == 0 &&
+	    f->p.n != df)
+		abort();
+	return (++f->seen > 100000);
+}
+
+static int
+fz_count(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
+{
+	(void)term; (void)len; (void)cookie; (void)df;
+	return (++*(uint64_t *)arg > 100000);
+}
+
+/* Best effort: recompute what checksums the damaged layout still lets us find. */
+static void
+fix_crcs(uint8_t *b, size_t size)
+{
+	uint64_t	 postlen, dictoff, dictlen, idxoff, idxlen, nb;
+
+	if (size < LB_SEG_HDR_SIZE)
+		return;
+	postlen = lb_get64(b + LB_SEG_H_POSTLEN);
+	dictoff = lb_get64(b + LB_SEG_H_DICTOFF);
+	dictlen = lb_get64(b + LB_SEG_H_DICTLEN);
+	idxoff = lb_get64(b + LB_SEG_H_IDXOFF);
+	idxlen = lb_get64(b + LB_SEG_H_IDXLEN);
+	nb = lb_get32(b + LB_SEG_H_NBLOCKS);
+	if (postlen <= size - LB_SEG_HDR_SIZE && dictoff <= size && dictlen <= size - dictoff &&
+	    idxoff <= size && idxlen <= size - idxoff && nb * LB_SEG_IDX_ENTRY <= idxlen) {
+		for (uint64_t i = 0; i < nb; i++) {
+			uint64_t	 off = lb_get64(b + idxoff + i * LB_SEG_IDX_ENTRY);
+			uint64_t	 end = i + 1 < nb ?
+			    lb_get64(b + idxoff + (i + 1) * LB_SEG_IDX_ENTRY) : dictlen;
+			uint8_t		*p, *q, *sp;
+			uint64_t	 n, poff, df, plen, sh, sl;
+			uint32_t	 small = 0;
+			size_t		 k, len;
+
+			if (off >= end || end > dictlen || end - off < 10)
+				continue;
+			p = b + dictoff + off;
+			len = (size_t)(end - off - 4);
+			/* The short-list CRC: walk the entries as a reader would. */
+			q = p;
+			if ((k = lb_varint_get(q, len, &n)) == 0)
+				goto blockcrc;
+			q += k;
+			if ((k = lb_varint_get(q, len - (size_t)(q - p), &poff)) == 0 ||
+			    len - (size_t)(q - p) < k + 4)
+				goto blockcrc;
+			sp = q + k;
+			q = sp + 4;
+			for (uint64_t e = 0; e < n && e < 200; e++) {
+				if ((k = lb_varint_get(q, len - (size_t)(q - p), &sh)) == 0)
+					break;
+				q += k;
+				if ((k = lb_varint_get(q, len - (size_t)(q - p), &sl)) == 0 ||
+				    sl > len - (size_t)(q - p) - k)
+					break;
+				q += k + sl;
+				if ((k = lb_varint_get(q, len - (size_t)(q - p), &df)) == 0)
+					break;
+				q += k;
+				if ((k = lb_varint_get(q, len - (size_t)(q - p), &plen)) == 0)
+					break;
+				q += k;
+				if (poff > postlen || plen > postlen - poff)
+					break;
+				if (plen >= LB_SEG_BIGLIST) {
+					if (len - (size_t)(q - p) < 4)
+						break;
+					lb_put32(q, lb_crc32(b + LB_SEG_HDR_SIZE + poff,
+					    (size_t)plen));
+					q += 4;
+				} else
+					small = (uint32_t)crc32(small, b + LB_SEG_HDR_SIZE + poff,
+					    (uInt)plen);
+				poff += plen;
+			}
+			lb_put32(sp, small);
+ blockcrc:
+			lb_put32(p + len, lb_crc32(p, len));
+		}
+		lb_put32(b + LB_SEG_H_IDXCRC, lb_crc32(b + idxoff, (size_t)idxlen));
+		lb_put32(b + LB_SEG_H_POSTCRC, lb_crc32(b + LB_SEG_HDR_SIZE, (size_t)postlen));
+	}
+	lb_put32(b + LB_SEG_H_CRC, lb_crc32(b, LB_SEG_H_CRC));
+}
+
+int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char	*fixed[] = { "\x01" "error", "\x01" "a", "\x02" "web-01",
+	    "\x06\x03", "\x07\x06", "\x08" "ex@1.user\0" "bob", "" };
+	char			 path[64], out[80];
+	struct fz		 f;
+	struct lb_seginfo	 si;
+	char			 why[200];
+	uint64_t		 n = 0;
+	FILE			*fp;
+	int			 ok;
+
+	snprintf(path, sizeof(path), "/tmp/fz_segment.%d.seg", (int)getpid());
+	snprintf(out, sizeof(out), "%s.merged", path);
+	if ((fp = fopen(path, "wb")) == NULL)
+		return (0);
+	if (size > 0 && (data[0] & 1)) {
+		uint8_t *b = malloc(size);
+
+		if (b == NULL) {
+			fclose(fp);
+			return (0);
+		}
+		memcpy(b, data + 1, size - 1);
+		fix_crcs(b, size - 1);
+		if (size > 1 && fwrite(b, 1, size - 1, fp) != size - 1) {
+			free(b);
+			fclose(fp);
+			return (0);
+		}
+		free(b);
+	} else if (size > 0 && fwrite(data, 1, size, fp) != size) {
+		fclose(fp);
+		return (0);
+	}
+	fclose(fp);
+	memset(&f, 0, sizeof(f));
+	if (lb_segment_open(path, &f.sg) != 0)
+		goto done;
+	lb_segment_info(f.sg, &si);
+	ok = lb_segment_verify(f.sg, why, sizeof(why)) == 0;
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		size_t len = i == 5 ? 14 : strlen(fixed[i]);
+
+		(void)lb_segment_lookup(f.sg, (const uint8_t *)fixed[i], len, &f.p);
+	}
+	for (size_t i = 1; i <= 16 && i <= size; i++) {
+		(void)lb_segment_lookup(f.sg, data + size - i, i, &f.p);
+		(void)lb_segment_prefix(f.sg, data + size - i, i < 3 ? i : 3, fz_count, &n);
+	}
+	if (size > 4)
+		(void)lb_segment_terms(f.sg, data, 2, data + 2, 2, fz_count, &n);
+	(void)lb_segment_terms(f.sg, NULL, 0, NULL, 0, fz_term, &f);
+	(void)lb_segment_postings(f.sg, UINT64_MAX, &f.p);
+	(void)lb_segment_postings(f.sg, 0, &f.p);
+	if (ok) {
+		struct lb_segment *m;
+
+		if (lb_segment_merge(&f.sg, 1, out) != 0)
+			abort();
+		if (lb_segment_open(out, &m) != 0 || lb_segment_verify(m, why, sizeof(why)) != 0)
+			abort();
+		lb_segment_close(m);
+		unlink(out);
+	}
+	lb_segment_close(f.sg);
+ done:
+	lb_postings_free(&f.p);
+	unlink(path);
+	return (0);
+}

@@ -1,0 +1,990 @@
+/*
+ * t_segment.c — segments against an oracle. Random messages (seeded, small vocabularies so
+ * terms repeat, with fields, structured data, long tokens and high bytes) are indexed and
+ * written; every term's lookup, every prefix and range walk, and a merge of several segments
+ * are compared with a brute-force index the test computes itself from the same messages.
+ * Damaged files (every byte flipped, every truncation) must give an error or the right
+ * answer, never a wrong one.
+ */
+#include "t_helper.h"
+#include "lb_format.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- random messages */
+
+static uint64_t
+rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (*s);
+}
+
+#define SDP_MAX	4
+
+struct tmsg {
+	char		 text[8192];
+	size_t		 textlen;
+	char		 host[300];
+	char		 prog[32];
+	char		 pid[16];
+	char		 msgid[16];
+	char		 sd[1200];
+	int		 nsd;			/* oracle: params of the structured data */
+	char		 sdkey[SDP_MAX][64];	/* "<id>.<name>" */
+	char		 sdval[SDP_MAX][128];	/* unescaped value */
+	struct lb_msg	 m;
+};
+
+static const char *words[] = { "Error", "error", "connection", "Connection", "user_42",
+    "10.0.0.1", "web-01", "a", "B", "failed", "ok", "\xc3\xa9t\xc3\xa9", "x.y.z", "bob@ex.com",
+    "123", "1234", "12", "zz", "Zz", "session", "opened", "closed", "for", "root" };
+static const char *seps[] = { " ", " ", " ", ":", "=", "/", ", ", "\t", "[", "]" };
+static const char *hosts[] = { "Web-01", "web-01", "DB.example.COM", "", "mail" };
+static const char *progs[] = { "sshd", "SSHD", "cron", "", "kernel" };
+static const char *sdids[] = { "ex@1", "meta", "origin" };
+static const char *sdnames[] = { "user", "ip", "seq" };
+
+static void
+app(char *buf, size_t cap, size_t *len, const char *s, size_t n)
+{
+	assert_true(*len + n < cap);
+	memcpy(buf + *len, s, n);
+	*len += n;
+	buf[*len] = '\0';
+}
+
+static void
+gen_msg(uint64_t *seed, struct tmsg *t, uint64_t id)
+{
+	size_t	 n = 0, sn = 0;
+	int	 ntok = 1 + (int)(rnd(seed) % 20);
+
+	memset(t, 0, sizeof(*t));
+	for (int i = 0; i < ntok; i++) {
+		uint64_t r = rnd(seed) % 100;
+
+		if (r < 2) {
+			/* A token longer than LB_TOKEN_MAX: only its first 255 bytes count. */
+			char	 lng[300];
+			size_t	 l = 250 + rnd(seed) % 40;
+
+			memset(lng, 'L', l);
+			lng[l - 1] = (char)('a' + rnd(seed) % 3);
+			app(t->text, sizeof(t->text), &n, lng, l);
+		} else if (r < 4) {
+			app(t->text, sizeof(t->text), &n, "nul\0byte", 8);
+		} else {
+			const char *w = words[rnd(seed) % (sizeof(words) / sizeof(words[0]))];
+
+			app(t->text, sizeof(t->text), &n, w, strlen(w));
+		}
+		const char *s = seps[rnd(seed) % (sizeof(seps) / sizeof(seps[0]))];
+
+		app(t->text, sizeof(t->text), &n, s, strlen(s));
+	}
+	t->textlen = n;
+	if (rnd(seed) % 50 == 0) {
+		memset(t->host, 'H', 290);
+		t->host[290] = '\0';
+	} else
+		strcpy(t->host, hosts[rnd(seed) % 5]);
+	strcpy(t->prog, progs[rnd(seed) % 5]);
+	if (rnd(seed) % 3)
+		snprintf(t->pid, sizeof(t->pid), "%u", (unsigned)(rnd(seed) % 20));
+	if (rnd(seed) % 4 == 0)
+		strcpy(t->msgid, rnd(seed) % 2 ? "ID47" : "id47");
+	if (rnd(seed) % 3 == 0) {
+		int nel = 1 + (int)(rnd(seed) % 2);
+
+		for (int e = 0; e < nel; e++) {
+			const char	*sid = sdids[rnd(seed) % 3];
+			int		 np = 1 + (int)(rnd(seed) % 2);
+
+			app(t->sd, sizeof(t->sd), &sn, "[", 1);
+			app(t->sd, sizeof(t->sd), &sn, sid, strlen(sid));
+			for (int p = 0; p < np && t->nsd < SDP_MAX; p++) {
+				const char	*nm = sdnames[rnd(seed) % 3];
+				size_t		 vl = 0;
+				int		 nv = 1 + (int)(rnd(seed) % 3);
+				char		*v = t->sdval[t->nsd];
+
+				snprintf(t->sdkey[t->nsd], sizeof(t->sdkey[0]), "%s.%s", sid, nm);
+				app(t->sd, sizeof(t->sd), &sn, " ", 1);
+				app(t->sd, sizeof(t->sd), &sn, nm, strlen(nm));
+				app(t->sd, sizeof(t->sd), &sn, "=\"", 2);
+				for (int k = 0; k < nv; k++) {
+					const char *w = words[rnd(seed) % (sizeof(words) /
+					    sizeof(words[0]))];
+					static const char *vs[] = { " ", "\"", "\\", "]", "-" };
+					const char *s = vs[rnd(seed) % 5];
+
+					app(v, sizeof(t->sdval[0]), &vl, w, strlen(w));
+					app(t->sd, sizeof(t->sd), &sn, w, strlen(w));
+					app(v, sizeof(t->sdval[0]), &vl, s, 1);
+					if (*s == '"' || *s == '\\' || *s == ']')
+						app(t->sd, sizeof(t->sd), &sn, "\\", 1);
+					app(t->sd, sizeof(t->sd), &sn, s, 1);
+				}
+				app(t->sd, sizeof(t->sd), &sn, "\"", 1);
+				t->nsd++;
+			}
+			app(t->sd, sizeof(t->sd), &sn, "]", 1);
+		}
+	}
+	t->m.id = id;
+	t->m.received = 1700000000000000LL + (int64_t)id * 1000;
+	t->m.timestamp = LB_NOTIME;
+	t->m.facility = rnd(seed) % 10 == 0 ? LB_NOVALUE : (uint8_t)(rnd(seed) % 24);
+	t->m.severity = rnd(seed) % 10 == 0 ? LB_NOVALUE : (uint8_t)(rnd(seed) % 8);
+	t->m.host = (struct lb_slice){ (const uint8_t *)t->host, strlen(t->host) };
+	t->m.program = (struct lb_slice){ (const uint8_t *)t->prog, strlen(t->prog) };
+	t->m.pid = (struct lb_slice){ (const uint8_t *)t->pid, strlen(t->pid) };
+	t->m.msgid = (struct lb_slice){ (const uint8_t *)t->msgid, strlen(t->msgid) };
+	t->m.sd = (struct lb_slice){ (const uint8_t *)t->sd, sn };
+	t->m.message = (struct lb_slice){ (const uint8_t *)t->text, t->textlen };
+}
+
+static struct tmsg *
+gen_msgs(uint64_t seed, size_t n, uint64_t first)
+{
+	struct tmsg	*t = calloc(n, sizeof(*t));
+	uint64_t	 id = first;
+
+	assert_non_null(t);
+	for (size_t i = 0; i < n; i++) {
+		gen_msg(&seed, &t[i], id);
+		id += 1 + rnd(&seed) % 3;
+	}
+	return (t);
+}
+
+/* ---------------------------------------------------------------- the oracle */
+
+struct opair {
+	uint32_t	 off;
+	uint16_t	 len;
+	uint64_t	 id;
+};
+
+struct oterm {
+	const uint8_t	*t;
+	size_t		 len;
+	uint64_t	*ids;
+	size_t		 n;
+};
+
+struct oracle {
+	uint8_t		*arena;
+	size_t		 alen, acap;
+	struct opair	*pairs;
+	size_t		 np, pcap;
+	struct oterm	*terms;
+	size_t		 nt;
+	uint64_t	*ids;
+	uint8_t		 pre[1100];	/* prefix for the tokenizer callback */
+	size_t		 prelen;
+	uint64_t	 cur;
+};
+
+static const uint8_t *g_arena;	/* for qsort */
+
+static void
+or_add(struct oracle *o, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	if (o->alen + alen + blen > o->acap) {
+		o->acap = (o->acap + alen + blen) * 2;
+		assert_non_null(o->arena = realloc(o->arena, o->acap));
+	}
+	if (o->np == o->pcap) {
+		o->pcap = o->pcap ? o->pcap * 2 : 1024;
+		assert_non_null(o->pairs = realloc(o->pairs, o->pcap * sizeof(*o->pairs)));
+	}
+	memcpy(o->arena + o->alen, a, alen);
+	memcpy(o->arena + o->alen + alen, b, blen);
+	o->pairs[o->np++] = (struct opair){ (uint32_t)o->alen, (uint16_t)(alen + blen), o->cur };
+	o->alen += alen + blen;
+}
+
+static int
+or_tok(void *arg, const uint8_t *tok, size_t len, uint32_t pos, size_t off)
+{
+	struct oracle *o = arg;
+
+	(void)pos;
+	(void)off;
+	or_add(o, o->pre, o->prelen, tok, len);
+	return (0);
+}
+
+static void
+or_field(struct oracle *o, uint8_t ns, const char *v)
+{
+	uint8_t	buf[LB_TOKEN_MAX];
+	size_t	n = strlen(v);
+
+	if (n == 0)
+		return;
+	if (n > LB_TOKEN_MAX)
+		n = LB_TOKEN_MAX;
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (uint8_t)((v[i] >= 'A' && v[i] <= 'Z') ? v[i] + 32 : v[i]);
+	or_add(o, &ns, 1, buf, n);
+}
+
+static int
+pair_cmp(const void *a, const void *b)
+{
+	const struct opair *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(g_arena + x->off, g_arena + y->off, n);
+
+	if (c != 0)
+		return (c);
+	if (x->len != y->len)
+		return (x->len < y->len ? -1 : 1);
+	return (x->id < y->id ? -1 : x->id > y->id);
+}
+
+/* Every (term, id) of msgs computed the plain way, then grouped. */
+static void
+or_build(struct oracle *o, const struct lb_tokconf *tc, const struct tmsg *msgs, size_t n)
+{
+	memset(o, 0, sizeof(*o));
+	for (size_t i = 0; i < n; i++) {
+		const struct tmsg *t = &msgs[i];
+		uint8_t b[2];
+
+		o->cur = t->m.id;
+		o->pre[0] = LB_NS_TEXT;
+		o->prelen = 1;
+		assert_ok(lb_tokenize(tc, (const uint8_t *)t->text, t->textlen, or_tok, o));
+		or_field(o, LB_NS_HOST, t->host);
+		or_field(o, LB_NS_PROGRAM, t->prog);
+		or_field(o, LB_NS_PID, t->pid);
+		or_field(o, LB_NS_MSGID, t->msgid);
+		if (t->m.facility != LB_NOVALUE) {
+			b[0] = LB_NS_FACILITY;
+			b[1] = t->m.facility;
+			or_add(o, b, 1, b + 1, 1);
+		}
+		if (t->m.severity != LB_NOVALUE) {
+			b[0] = LB_NS_SEVERITY;
+			b[1] = t->m.severity;
+			or_add(o, b, 1, b + 1, 1);
+		}
+		for (int k = 0; k < t->nsd; k++) {
+			size_t kl = strlen(t->sdkey[k]);
+
+			o->pre[0] = LB_NS_SD;
+			memcpy(o->pre + 1, t->sdkey[k], kl);
+			o->pre[1 + kl] = 0;
+			o->prelen = kl + 2;
+			assert_ok(lb_tokenize(tc, (const uint8_t *)t->sdval[k],
+			    strlen(t->sdval[k]), or_tok, o));
+		}
+	}
+	g_arena = o->arena;
+	qsort(o->pairs, o->np, sizeof(*o->pairs), pair_cmp);
+	assert_non_null(o->terms = calloc(o->np + 1, sizeof(*o->terms)));
+	assert_non_null(o->ids = calloc(o->np + 1, sizeof(*o->ids)));
+	for (size_t i = 0, k = 0; i < o->np; i++) {
+		const struct opair *p = &o->pairs[i];
+		struct oterm *ot = o->nt ? &o->terms[o->nt - 1] : NULL;
+
+		if (ot == NULL || ot->len != p->len || memcmp(ot->t, o->arena + p->off, p->len)) {
+			ot = &o->terms[o->nt++];
+			ot->t = o->arena + p->off;
+			ot->len = p->len;
+			ot->ids = &o->ids[k];
+		}
+		if (ot->n > 0 && ot->ids[ot->n - 1] == p->id)
+			continue;	/* a set: once per message */
+		ot->ids[ot->n++] = p->id;
+		k++;
+	}
+}
+
+static void
+or_free(struct oracle *o)
+{
+	free(o->arena);
+	free(o->pairs);
+	free(o->terms);
+	free(o->ids);
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static void
+build(const struct lb_tokconf *tc, const struct tmsg *msgs, size_t n, const char *path)
+{
+	struct lb_segw *w;
+
+	assert_ok(lb_segw_new(&w));
+	for (size_t i = 0; i < n; i++)
+		assert_ok(lb_segw_add(w, tc, &msgs[i].m));
+	assert_ok(lb_segw_write(w, path));
+	lb_segw_free(w);
+}
+
+static uint8_t *
+slurp(const char *path, size_t *len)
+{
+	FILE	*f = fopen(path, "rb");
+	uint8_t	*b;
+	long	 n;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	assert_non_null(b = malloc((size_t)n + 1));
+	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return (b);
+}
+
+static void
+spit(const char *path, const uint8_t *b, size_t len)
+{
+	FILE *f;
+
+	/* A new file each time: truncating one makes ext4 flush it (auto_da_alloc). */
+	(void)unlink(path);
+	f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(b, 1, len, f), len);
+	fclose(f);
+}
+
+/* A walk that checks each term against the oracle's terms [next, end) in order. */
+struct walk {
+	struct lb_segment	*sg;
+	const struct oterm	*want;
+	size_t			 next, end;
+	int			 lenient;	/* damaged file: stop at the first mismatch */
+	int			 bad;
+	struct lb_postings	 p;
+};
+
+static int
+walk_fn(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
+{
+	struct walk		*wk = arg;
+	const struct oterm	*o;
+	int			 rc;
+
+	if (wk->next >= wk->end) {
+		wk->bad = 1;
+		if (!wk->lenient)
+			fail_msg("walk: extra term");
+		return (1);
+	}
+	o = &wk->want[wk->next++];
+	if (len != o->len || memcmp(term, o->t, len) != 0 || df != o->n) {
+		wk->bad = 1;
+		if (!wk->lenient)
+			fail_msg("walk: term %zu differs", wk->next - 1);
+		return (1);
+	}
+	wk->p.n = 0;
+	rc = lb_segment_postings(wk->sg, cookie, &wk->p);
+	if (rc != 0) {
+		if (!wk->lenient)
+			fail_msg("postings: %s", lb_strerror(rc));
+		return (rc);
+	}
+	if (wk->p.n != o->n || memcmp(wk->p.ids, o->ids, o->n * sizeof(uint64_t)) != 0) {
+		wk->bad = 1;
+		if (!wk->lenient)
+			fail_msg("walk: ids of term %zu differ", wk->next - 1);
+		return (1);
+	}
+	return (0);
+}
+
+/* The oracle terms in [lo, hi) as an index range. */
+static void
+or_range(const struct oracle *o, const uint8_t *lo, size_t lolen, const uint8_t *hi,
+    size_t hilen, size_t *a, size_t *b)
+{
+	size_t i = 0, j;
+
+	while (lo != NULL && i < o->nt) {
+		size_t n = o->terms[i].len < lolen ? o->terms[i].len : lolen;
+		int c = memcmp(o->terms[i].t, lo, n);
+
+		if (c > 0 || (c == 0 && o->terms[i].len >= lolen))
+			break;
+		i++;
+	}
+	for (j = i; hi != NULL && j < o->nt; j++) {
+		size_t n = o->terms[j].len < hilen ? o->terms[j].len : hilen;
+		int c = memcmp(o->terms[j].t, hi, n);
+
+		if (c > 0 || (c == 0 && o->terms[j].len >= hilen))
+			break;
+	}
+	if (hi == NULL)
+		j = o->nt;
+	*a = i;
+	*b = j;
+}
+
+static void
+check_range(struct lb_segment *sg, const struct oracle *o, const uint8_t *lo, size_t lolen,
+    const uint8_t *hi, size_t hilen)
+{
+	struct walk wk = { sg, o->terms, 0, 0, 0, 0, { NULL, 0, 0 } };
+
+	or_range(o, lo, lolen, hi, hilen, &wk.next, &wk.end);
+	assert_ok(lb_segment_terms(sg, lo, lolen, hi, hilen, walk_fn, &wk));
+	assert_int_equal(wk.next, wk.end);
+	lb_postings_free(&wk.p);
+}
+
+static void
+check_prefix(struct lb_segment *sg, const struct oracle *o, const uint8_t *pre, size_t len)
+{
+	struct walk	 wk = { sg, o->terms, 0, 0, 0, 0, { NULL, 0, 0 } };
+	size_t		 i;
+
+	for (i = 0; i < o->nt; i++)
+		if (o->terms[i].len >= len && memcmp(o->terms[i].t, pre, len) >= 0)
+			break;
+	wk.next = i;
+	while (i < o->nt && o->terms[i].len >= len && memcmp(o->terms[i].t, pre, len) == 0)
+		i++;
+	wk.end = i;
+	assert_ok(lb_segment_prefix(sg, pre, len, walk_fn, &wk));
+	assert_int_equal(wk.next, wk.end);
+	lb_postings_free(&wk.p);
+}
+
+/* Every oracle term looks up to exactly its ids; the full walk matches; absent terms miss. */
+static void
+check_all(struct lb_segment *sg, const struct oracle *o)
+{
+	struct lb_postings	 p = { NULL, 0, 0 };
+	struct lb_seginfo	 si;
+	uint8_t			 miss[LB_SEG_TERM_MAX + 1];
+	char			 why[256];
+
+	lb_segment_info(sg, &si);
+	assert_int_equal(si.nterms, o->nt);
+	for (size_t i = 0; i < o->nt; i++) {
+		const struct oterm *t = &o->terms[i];
+
+		assert_ok(lb_segment_lookup(sg, t->t, t->len, &p));
+		assert_int_equal(p.n, t->n);
+		assert_memory_equal(p.ids, t->ids, t->n * sizeof(uint64_t));
+		/* The term plus one byte and minus its last byte are absent (or another term). */
+		memcpy(miss, t->t, t->len);
+		miss[t->len] = 0x7f;
+		if (i + 1 >= o->nt || o->terms[i + 1].len != t->len + 1 ||
+		    memcmp(o->terms[i + 1].t, miss, t->len + 1) != 0)
+			assert_int_equal(lb_segment_lookup(sg, miss, t->len + 1, &p),
+			    LB_ENOTFOUND);
+	}
+	assert_int_equal(lb_segment_lookup(sg, (const uint8_t *)"", 0, &p), LB_ENOTFOUND);
+	assert_int_equal(lb_segment_lookup(sg, (const uint8_t *)"\x00", 1, &p), LB_ENOTFOUND);
+	assert_int_equal(lb_segment_lookup(sg, (const uint8_t *)"\xff\xff", 2, &p),
+	    LB_ENOTFOUND);
+	lb_postings_free(&p);
+	check_range(sg, o, NULL, 0, NULL, 0);
+	assert_ok(lb_segment_verify(sg, why, sizeof(why)));
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void
+t_oracle(void **state)
+{
+	struct lb_tokconf	 tc;
+	struct oracle		 o;
+	struct lb_segment	*sg;
+	struct lb_seginfo	 si;
+	struct tmsg		*msgs;
+	char			 dir[256], path[300];
+	size_t			 n = 4000;
+	uint64_t		 seed = 12345;
+
+	(void)state;
+	lb_tokconf_default(&tc);
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/a.seg", dir);
+	msgs = gen_msgs(7, n, 1000);
+	or_build(&o, &tc, msgs, n);
+	build(&tc, msgs, n, path);
+	assert_ok(lb_segment_open(path, &sg));
+	lb_segment_info(sg, &si);
+	assert_int_equal(si.first_id, 1000);
+	assert_int_equal(si.last_id, msgs[n - 1].m.id);
+	assert_int_equal(si.count, n);
+	assert_true(si.tmin == msgs[0].m.received && si.tmax == msgs[n - 1].m.received);
+	check_all(sg, &o);
+	/* Prefixes: every namespace, a few text prefixes, structured-data keys, everything. */
+	for (int ns = 0; ns <= 9; ns++) {
+		uint8_t b = (uint8_t)ns;
+
+		check_prefix(sg, &o, &b, 1);
+	}
+	check_prefix(sg, &o, (const uint8_t *)"\x01" "co", 3);
+	check_prefix(sg, &o, (const uint8_t *)"\x01" "1", 2);
+	check_prefix(sg, &o, (const uint8_t *)"\x01" "LLL", 4);
+	check_prefix(sg, &o, (const uint8_t *)"\x01" "lll", 4);
+	check_prefix(sg, &o, (const uint8_t *)"\x08" "ex@1.user", 11);
+	check_prefix(sg, &o, (const uint8_t *)"\x02" "web-01", 7);
+	check_prefix(sg, &o, (const uint8_t *)"\xff", 1);
+	check_prefix(sg, &o, (const uint8_t *)"\x01\xff\xff", 3);
+	check_prefix(sg, &o, (const uint8_t *)"", 0);
+	/* Ranges between random oracle terms and random strings. */
+	for (int k = 0; k < 300; k++) {
+		const struct oterm	*a = &o.terms[rnd(&seed) % o.nt];
+		const struct oterm	*b = &o.terms[rnd(&seed) % o.nt];
+		uint8_t			 r[3] = { (uint8_t)(rnd(&seed) % 10),
+		    (uint8_t)('0' + rnd(&seed) % 75), (uint8_t)rnd(&seed) };
+
+		check_range(sg, &o, a->t, a->len, b->t, b->len);
+		check_range(sg, &o, r, 1 + rnd(&seed) % 3, NULL, 0);
+		check_range(sg, &o, NULL, 0, r, 1 + rnd(&seed) % 3);
+		check_range(sg, &o, a->t, a->len - 1 + rnd(&seed) % 2, r, 2);
+	}
+	lb_segment_close(sg);
+	or_free(&o);
+	free(msgs);
+	t_rmtree(dir);
+}
+
+static void
+t_merge(void **state)
+{
+	struct lb_tokconf	 tc;
+	struct oracle		 o;
+	struct lb_segment	*in[5], *sg, *one;
+	struct lb_seginfo	 a, b;
+	struct tmsg		*msgs;
+	char			 dir[256], path[300];
+	size_t			 n = 3000, cut[6] = { 0, 400, 401, 1500, 2200, 3000 };
+	size_t			 la, lb;
+	uint8_t			*fa, *fb;
+	int			 order[5] = { 3, 0, 4, 2, 1 };
+
+	(void)state;
+	lb_tokconf_default(&tc);
+	t_mkdtemp(dir, sizeof(dir));
+	msgs = gen_msgs(99, n, 1);
+	or_build(&o, &tc, msgs, n);
+	for (int i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "%s/in%d.seg", dir, i);
+		build(&tc, msgs + cut[i], cut[i + 1] - cut[i], path);
+	}
+	/* Inputs in any order: the merge sorts them by first id. */
+	for (int i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "%s/in%d.seg", dir, order[i]);
+		assert_ok(lb_segment_open(path, &in[i]));
+	}
+	snprintf(path, sizeof(path), "%s/merged.seg", dir);
+	assert_ok(lb_segment_merge(in, 5, path));
+	assert_ok(lb_segment_open(path, &sg));
+	check_all(sg, &o);
+	snprintf(path, sizeof(path), "%s/one.seg", dir);
+	build(&tc, msgs, n, path);
+	assert_ok(lb_segment_open(path, &one));
+	lb_segment_info(sg, &a);
+	lb_segment_info(one, &b);
+	assert_memory_equal(&a, &b, sizeof(a));
+	/* The encoding is canonical: the merged file is the one-pass file, byte for byte. */
+	snprintf(path, sizeof(path), "%s/merged.seg", dir);
+	fa = slurp(path, &la);
+	snprintf(path, sizeof(path), "%s/one.seg", dir);
+	fb = slurp(path, &lb);
+	assert_int_equal(la, lb);
+	assert_memory_equal(fa, fb, la);
+	free(fa);
+	free(fb);
+	/* Overlapping id ranges are refused. */
+	snprintf(path, sizeof(path), "%s/bad.seg", dir);
+	{
+		struct lb_segment *two[2] = { in[0], in[0] };
+
+		assert_int_equal(lb_segment_merge(two, 2, path), EINVAL);
+		assert_int_equal(lb_segment_merge(two, 0, path), EINVAL);
+	}
+	assert_int_equal(access(path, F_OK), -1);
+	for (int i = 0; i < 5; i++)
+		lb_segment_close(in[i]);
+	lb_segment_close(sg);
+	lb_segment_close(one);
+	or_free(&o);
+	free(msgs);
+	t_rmtree(dir);
+}
+
+/* Opens a damaged copy: every answer must be an error or the original's answer. */
+static int
+damaged_check(const char *path, const struct oracle *o)
+{
+	struct lb_segment	*sg;
+	struct lb_postings	 p = { NULL, 0, 0 };
+	struct walk		 wk;
+	char			 why[256];
+	int			 rc, vrc;
+
+	if (lb_segment_open(path, &sg) != 0)
+		return (1);
+	vrc = lb_segment_verify(sg, why, sizeof(why));
+	for (size_t i = 0; i < o->nt; i++) {
+		const struct oterm *t = &o->terms[i];
+
+		rc = lb_segment_lookup(sg, t->t, t->len, &p);
+		if (rc == 0) {
+			assert_int_equal(p.n, t->n);
+			assert_memory_equal(p.ids, t->ids, t->n * sizeof(uint64_t));
+		}
+	}
+	rc = lb_segment_lookup(sg, (const uint8_t *)"\x01nosuchterm", 11, &p);
+	assert_int_not_equal(rc, 0);
+	memset(&wk, 0, sizeof(wk));
+	wk.sg = sg;
+	wk.want = o->terms;
+	wk.end = o->nt;
+	wk.lenient = 1;
+	rc = lb_segment_terms(sg, NULL, 0, NULL, 0, walk_fn, &wk);
+	assert_false(wk.bad);
+	lb_postings_free(&wk.p);
+	lb_postings_free(&p);
+	lb_segment_close(sg);
+	return (vrc != 0);
+}
+
+static void
+t_damage(void **state)
+{
+	struct lb_tokconf	 tc;
+	struct oracle		 o;
+	struct lb_segment	*sg;
+	struct tmsg		*msgs;
+	char			 dir[256], path[300], bad[300];
+	size_t			 n = 140, len;
+	uint8_t			*orig;
+
+	(void)state;
+	lb_tokconf_default(&tc);
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/a.seg", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.seg", dir);
+	msgs = gen_msgs(3, n, 77);
+	for (size_t i = 0; i < n; i++) {
+		strcpy(msgs[i].host, "Dense");
+		msgs[i].m.host = (struct lb_slice){ (const uint8_t *)msgs[i].host, 5 };
+	}
+	or_build(&o, &tc, msgs, n);
+	build(&tc, msgs, n, path);
+	orig = slurp(path, &len);
+	assert_true(len > 600);
+	/* Some lists are long enough to be bit-packed and to carry their own CRC. */
+	{
+		size_t i;
+
+		for (i = 0; i < o.nt && o.terms[i].n < 128; i++)
+			;
+		assert_true(i < o.nt);
+	}
+	/* Every truncation fails to open. */
+	for (size_t k = 0; k < len; k++) {
+		spit(bad, orig, k);
+		assert_int_not_equal(lb_segment_open(bad, &sg), 0);
+	}
+	/*
+	 * Every single-byte change (the low bit, the high bit or all bits, in turn) is caught
+	 * by open or verify and never misleads a lookup or a walk.
+	 */
+	for (size_t k = 0; k < len; k++) {
+		static const uint8_t x[] = { 0x01, 0x80, 0xff };
+		uint8_t f = x[k % 3];
+
+		orig[k] ^= f;
+		spit(bad, orig, len);
+		if (!damaged_check(bad, &o))
+			fail_msg("byte %zu ^ %02x not detected", k, f);
+		orig[k] ^= f;
+	}
+	/* Not a segment at all. */
+	spit(bad, (const uint8_t *)"hello, world", 12);
+	assert_int_equal(lb_segment_open(bad, &sg), LB_EFORMAT);
+	spit(bad, (const uint8_t *)"", 0);
+	assert_int_equal(lb_segment_open(bad, &sg), LB_EFORMAT);
+	assert_int_equal(lb_segment_open("/nonexistent/x.seg", &sg), ENOENT);
+	free(orig);
+	or_free(&o);
+	free(msgs);
+	t_rmtree(dir);
+}
+
+static void
+t_builder_rules(void **state)
+{
+	struct lb_tokconf	 tc;
+	struct lb_segw		*w;
+	struct lb_segment	*sg;
+	struct lb_postings	 p = { NULL, 0, 0 };
+	struct lb_msg		 m;
+	char			 dir[256], path[300];
+	uint64_t		 count, first, last;
+	int64_t			 tmin, tmax;
+	const char		*sd = "[ex@1 k=\"x\\\"y \\\\z \\]w q\\n\" e=\"\"][b c=\"V\"]";
+	size_t			 m0;
+
+	(void)state;
+	assert_ok(lb_tokconf_set(&tc, "", 0));	/* whitespace only */
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/r.seg", dir);
+	assert_ok(lb_segw_new(&w));
+	assert_int_equal(lb_segw_write(w, path), EINVAL);
+	m0 = lb_segw_mem(w);
+	memset(&m, 0, sizeof(m));
+	m.id = 10;
+	m.received = 5;
+	m.facility = 3;
+	m.severity = LB_NOVALUE;
+	m.message = (struct lb_slice){ (const uint8_t *)"A a A b", 7 };
+	m.host = (struct lb_slice){ (const uint8_t *)"Host", 4 };
+	m.sd = (struct lb_slice){ (const uint8_t *)sd, strlen(sd) };
+	assert_ok(lb_segw_add(w, &tc, &m));
+	/* Ids must grow. */
+	assert_int_equal(lb_segw_add(w, &tc, &m), EINVAL);
+	m.id = 12;
+	m.received = 3;
+	m.message = (struct lb_slice){ (const uint8_t *)"b", 1 };
+	m.sd = (struct lb_slice){ (const uint8_t *)"[bad", 4 };
+	assert_ok(lb_segw_add(w, &tc, &m));
+	assert_ok(lb_segw_add_term(w, (const uint8_t *)"\x01zz", 3, 11));
+	assert_int_equal(lb_segw_add_term(w, (const uint8_t *)"\x01zz", 3, 9), EINVAL);
+	assert_int_equal(lb_segw_add_term(w, (const uint8_t *)"", 0, 20), EINVAL);
+	assert_true(lb_segw_mem(w) > m0);
+	lb_segw_stats(w, &count, &first, &last, &tmin, &tmax);
+	assert_int_equal(count, 2);
+	assert_int_equal(first, 10);
+	assert_int_equal(last, 12);
+	assert_true(tmin == 3 && tmax == 5);
+	m0 = lb_segw_mem(w);
+	assert_ok(lb_segw_write(w, path));
+	/* The term and id memory is given back; the table and term array stay for reuse. */
+	assert_true(lb_segw_mem(w) < m0);
+	/* Written: the builder is empty again. */
+	lb_segw_stats(w, &count, &first, &last, &tmin, &tmax);
+	assert_int_equal(count, 0);
+	assert_true(tmin == LB_NOTIME);
+	assert_int_equal(lb_segw_write(w, path), EINVAL);
+	assert_ok(lb_segment_open(path, &sg));
+	/* "a" three times in message 10: recorded once. */
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x01" "a", 2, &p));
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.ids[0], 10);
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x01" "b", 2, &p));
+	assert_int_equal(p.n, 2);
+	assert_true(p.ids[0] == 10 && p.ids[1] == 12);
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x01" "zz", 3, &p));
+	assert_true(p.n == 1 && p.ids[0] == 11);
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x02" "host", 5, &p));
+	assert_int_equal(p.n, 2);
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x06\x03", 2, &p));
+	assert_int_equal(p.n, 2);
+	assert_int_equal(lb_segment_lookup(sg, (const uint8_t *)"\x07\xff", 2, &p),
+	    LB_ENOTFOUND);
+	/* Empty fields make no term. */
+	assert_int_equal(lb_segment_lookup(sg, (const uint8_t *)"\x03", 1, &p), LB_ENOTFOUND);
+	/* Structured data: escapes undone, names kept as received, value tokens folded. */
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x08" "ex@1.k\0x\"y", 11, &p));
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x08" "ex@1.k\0\\z", 10, &p));
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x08" "ex@1.k\0]w", 10, &p));
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x08" "ex@1.k\0q\\n", 11, &p));
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x08" "b.c\0v", 6, &p));
+	assert_int_equal(p.n, 1);
+	assert_int_equal(lb_segment_lookup(sg, (const uint8_t *)"\x08" "b.c\0V", 6, &p),
+	    LB_ENOTFOUND);
+	assert_int_equal(lb_segment_postings(sg, (uint64_t)1 << 40, &p), EINVAL);
+	lb_segment_close(sg);
+	lb_postings_free(&p);
+	lb_segw_free(w);
+	lb_segw_free(NULL);
+	lb_segment_close(NULL);
+	t_rmtree(dir);
+}
+
+/* Lists long enough for their own CRC, many blocks, long shared prefixes. */
+static void
+t_big_lists(void **state)
+{
+	struct lb_segw		*w;
+	struct lb_segment	*sg;
+	struct lb_postings	 p = { NULL, 0, 0 };
+	uint8_t			 term[LB_SEG_TERM_MAX];
+	char			 dir[256], path[300], why[200];
+	struct lb_seginfo	 si;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/b.seg", dir);
+	assert_ok(lb_segw_new(&w));
+	memset(term, 'p', sizeof(term));
+	term[0] = LB_NS_TEXT;
+	for (uint64_t id = 1; id <= 20000; id++) {
+		assert_ok(lb_segw_add_term(w, (const uint8_t *)"\x01" "every", 6, id));
+		if (id % 7 == 0)
+			assert_ok(lb_segw_add_term(w, (const uint8_t *)"\x01" "sev", 4,
+			    id * 1000));
+		snprintf((char *)term + 900, 20, "%08llu", (unsigned long long)id);
+		assert_ok(lb_segw_add_term(w, term, 908, id));
+	}
+	assert_int_equal(lb_segw_add_term(w, term, LB_SEG_TERM_MAX + 1, 1), LB_ETOOBIG);
+	assert_ok(lb_segw_add_term(w, term, LB_SEG_TERM_MAX, 5));
+	assert_ok(lb_segw_write(w, path));
+	assert_ok(lb_segment_open(path, &sg));
+	lb_segment_info(sg, &si);
+	assert_int_equal(si.nterms, 20003);
+	assert_int_equal(si.first_id, 1);
+	assert_int_equal(si.last_id, 19999 * 1000);
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x01" "every", 6, &p));
+	assert_int_equal(p.n, 20000);
+	for (size_t i = 0; i < p.n; i++)
+		assert_int_equal(p.ids[i], i + 1);
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x01" "sev", 4, &p));
+	assert_int_equal(p.n, 20000 / 7);
+	snprintf((char *)term + 900, 20, "%08llu", 12345ULL);
+	assert_ok(lb_segment_lookup(sg, term, 908, &p));
+	assert_true(p.n == 1 && p.ids[0] == 12345);
+	snprintf((char *)term + 900, 20, "%08llu", 20000ULL);
+	assert_ok(lb_segment_lookup(sg, term, LB_SEG_TERM_MAX, &p));
+	assert_true(p.n == 1 && p.ids[0] == 5);
+	assert_ok(lb_segment_verify(sg, why, sizeof(why)));
+	lb_segment_close(sg);
+	lb_postings_free(&p);
+	lb_segw_free(w);
+	t_rmtree(dir);
+}
+
+/* The worked example of FORMAT.md §4.6, byte for byte. */
+static void
+t_golden(void **state)
+{
+	static const uint8_t	 want[] = {
+		0x4c, 0x42, 0x53, 0x45, 0x47, 0x0d, 0x0a, 0x1a, 0x01, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0xe8, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x15, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x03, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x87, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1f, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x16, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+		0xe0, 0x2a, 0x7f, 0xdd, 0x6e, 0x59, 0x94, 0xf5, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x9e, 0x9a, 0x86, 0x52,
+		0x00, 0x01, 0xac, 0x02, 0xad, 0x02, 0x01,
+		0x03, 0x00, 0xe0, 0x2a, 0x7f, 0xdd,
+		0x00, 0x06, 0x01, 0x65, 0x72, 0x72, 0x6f, 0x72, 0x03, 0x04,
+		0x06, 0x01, 0x73, 0x01, 0x02,
+		0x00, 0x02, 0x07, 0x03, 0x01, 0x01,
+		0x96, 0x65, 0x00, 0x51,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x06, 0x00, 0x00, 0x00, 0x01, 0x65, 0x72, 0x72, 0x6f, 0x72,
+	};
+	struct lb_segw		*w;
+	char			 dir[256], path[300];
+	uint8_t			*got;
+	size_t			 len;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/%016llx-%016llx%s", dir, 1000ULL, 1301ULL,
+	    LB_SEG_SUFFIX);
+	assert_ok(lb_segw_new(&w));
+	assert_ok(lb_segw_add_term(w, (const uint8_t *)"\x01" "error", 6, 1000));
+	assert_ok(lb_segw_add_term(w, (const uint8_t *)"\x01" "error", 6, 1001));
+	assert_ok(lb_segw_add_term(w, (const uint8_t *)"\x01" "errors", 7, 1301));
+	assert_ok(lb_segw_add_term(w, (const uint8_t *)"\x01" "error", 6, 1301));
+	assert_ok(lb_segw_add_term(w, (const uint8_t *)"\x07\x03", 2, 1001));
+	assert_ok(lb_segw_write(w, path));
+	got = slurp(path, &len);
+	assert_int_equal(len, sizeof(want));
+	assert_memory_equal(got, want, len);
+	free(got);
+	lb_segw_free(w);
+	t_rmtree(dir);
+}
+
+/* Messages that make no term still make a segment; it merges like any other. */
+static void
+t_no_terms(void **state)
+{
+	struct lb_tokconf	 tc;
+	struct lb_segw		*w;
+	struct lb_segment	*sg, *in[2];
+	struct lb_postings	 p = { NULL, 0, 0 };
+	struct lb_seginfo	 si;
+	struct lb_msg		 m;
+	char			 dir[256], a[300], b[300], c[300], why[100];
+
+	(void)state;
+	lb_tokconf_default(&tc);
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(a, sizeof(a), "%s/a.seg", dir);
+	snprintf(b, sizeof(b), "%s/b.seg", dir);
+	snprintf(c, sizeof(c), "%s/c.seg", dir);
+	assert_ok(lb_segw_new(&w));
+	memset(&m, 0, sizeof(m));
+	m.id = 7;
+	m.received = 70;
+	m.facility = m.severity = LB_NOVALUE;
+	m.message = (struct lb_slice){ (const uint8_t *)" ::: ", 5 };
+	assert_ok(lb_segw_add(w, &tc, &m));
+	assert_ok(lb_segw_write(w, a));
+	m.id = 9;
+	m.received = 90;
+	m.message = (struct lb_slice){ (const uint8_t *)"x", 1 };
+	assert_ok(lb_segw_add(w, &tc, &m));
+	assert_ok(lb_segw_write(w, b));
+	assert_ok(lb_segment_open(a, &in[0]));
+	assert_ok(lb_segment_open(b, &in[1]));
+	lb_segment_info(in[0], &si);
+	assert_true(si.nterms == 0 && si.count == 1 && si.size == LB_SEG_HDR_SIZE);
+	assert_int_equal(lb_segment_lookup(in[0], (const uint8_t *)"\x01x", 2, &p),
+	    LB_ENOTFOUND);
+	assert_ok(lb_segment_verify(in[0], why, sizeof(why)));
+	assert_ok(lb_segment_merge(in, 2, c));
+	assert_ok(lb_segment_open(c, &sg));
+	lb_segment_info(sg, &si);
+	assert_true(si.first_id == 7 && si.last_id == 9 && si.count == 2 && si.nterms == 1);
+	assert_true(si.tmin == 70 && si.tmax == 90);
+	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x01x", 2, &p));
+	assert_true(p.n == 1 && p.ids[0] == 9);
+	lb_segment_close(sg);
+	lb_segment_close(in[0]);
+	lb_segment_close(in[1]);
+	lb_postings_free(&p);
+	lb_segw_free(w);
+	t_rmtree(dir);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_golden),
+		cmocka_unit_test(t_builder_rules),
+		cmocka_unit_test(t_oracle),
+		cmocka_unit_test(t_merge),
+		cmocka_unit_test(t_big_lists),
+		cmocka_unit_test(t_no_terms),
+		cmocka_unit_test(t_damage),
+	};
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
