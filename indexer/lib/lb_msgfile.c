@@ -971,7 +971,8 @@ recover_wal(struct lb_msgfile *mf)
 	mf->wlen = mf->wdone = 0;
 	if ((rc = grow(&mf->wal, &mf->wcap, end - kfirst, 1)) != 0)
 		goto done;
-	memcpy(mf->wal, w + kfirst, end - kfirst);
+	if (end > kfirst)
+		memcpy(mf->wal, w + kfirst, end - kfirst);
 	mf->wlen = mf->wdone = end - kfirst;
 	mf->wbase = kfirst;
 	mf->wstale = kfirst > LB_FHDR_SIZE;
