@@ -925,10 +925,14 @@ recover_messages(struct lb_msgfile *mf)
 	}
 	if ((rc = fsize(mf->mfd, &size)) != 0)
 		return (rc);
-	if (tail || size != mf->mend) {
-		if (ftruncate(mf->mfd, (off_t)mf->mend) == -1 || fdatasync(mf->mfd) == -1)
-			return (errno);
-	}
+	if ((tail || size != mf->mend) && ftruncate(mf->mfd, (off_t)mf->mend) == -1)
+		return (errno);
+	/*
+	 * Blocks a killed writer left unsynced must be durable before the WAL records they
+	 * hold may be dropped (a later seal or sync commit does so).
+	 */
+	if (fdatasync(mf->mfd) == -1)
+		return (errno);
 	return (0);
 }
 
