@@ -423,7 +423,7 @@ bhdr_check(const uint8_t *h, uint64_t off, struct bent *e)
 	if (count == 0 || raw > LB_BLOCK_RAW_MAX || count > raw / LB_REC_MIN || comp == 0 ||
 	    comp > raw || (method == LB_BLK_STORED && comp != raw) ||
 	    method > LB_BLK_DEFLATE || h[45] != 0 || h[46] != 0 || h[47] != 0 ||
-	    first + count < first ||
+	    count > UINT64_MAX - first ||	/* UINT64_MAX is never an id */
 	    (int64_t)lb_get64(h + LB_BHDR_TMIN) > (int64_t)lb_get64(h + LB_BHDR_TMAX))
 		return (LB_ECORRUPT);
 	e->first = first;
@@ -674,6 +674,10 @@ wal_walk(const uint8_t *w, size_t len, uint64_t snext, struct mblk *b, size_t *k
 		    rec_get(body + k + k2, blen - k - k2, unzz(t), &m, &used) != 0 ||
 		    k + k2 + used != blen) {
 			*why = "record does not decode";
+			break;
+		}
+		if (id == UINT64_MAX) {
+			*why = "record id out of range";
 			break;
 		}
 		if (have && id <= prev) {
@@ -1161,6 +1165,8 @@ lb_msgfile_append(struct lb_msgfile *mf, const struct lb_msg *m)
 
 	if (mf->mode != LB_RDWR || m->id != mf->snext + b->n)
 		return (EINVAL);
+	if (m->id == UINT64_MAX)
+		return (LB_ETOOBIG);	/* the id space is used up: next must stay representable */
 	if (m->host.len > LB_FIELD_MAX || m->program.len > LB_FIELD_MAX ||
 	    m->pid.len > LB_FIELD_MAX || m->msgid.len > LB_FIELD_MAX ||
 	    m->sd.len > LB_SD_MAX || m->message.len > LB_MSG_MAX)

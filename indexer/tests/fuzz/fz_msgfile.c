@@ -1,6 +1,9 @@
 /*
  * fz_msgfile.c — the message file readers on arbitrary bytes. An input is
- * [u16 LE n][n bytes of "messages"][the rest: "messages.wal"] (n is clamped to the input).
+ * [u8 flags][u16 LE n][n bytes of "messages"][the rest: "messages.wal"] (n is clamped to the
+ * input). With flags bit 0 the harness first rewrites every checksum it can find (file
+ * headers, block headers and payloads, WAL frames) so that the fuzzer also reaches the
+ * decompressor and the record decoder behind them.
  * Both files are written into a scratch directory; a reader opens them and gets every id it
  * says it has, then verifies; then a writer recovers them, reads everything back, appends one
  * message and reads it back. Nothing may crash, leak, or hand back a message that differs
@@ -15,12 +18,42 @@
 
 #include "logbox.h"
 #include "lb_format.h"
+#include "lb_util.h"
 
 #define MAX_GETS	20000
 
 static char	 dir[256];
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Makes every checksum of messages m[0..ml) and WAL w[0..wl) match what it covers. */
+static void
+fix_crcs(uint8_t *m, size_t ml, uint8_t *w, size_t wl)
+{
+	size_t	 off;
+
+	if (ml >= LB_FHDR_SIZE)
+		lb_put32(m + LB_FHDR_CRC, lb_crc32(m, LB_FHDR_CRC));
+	for (off = LB_FHDR_SIZE; off + LB_BHDR_SIZE <= ml; ) {
+		uint32_t comp = lb_get32(m + off + LB_BHDR_COMP_LEN);
+
+		if (comp > ml - off - LB_BHDR_SIZE)
+			break;
+		lb_put32(m + off + LB_BHDR_PAYLOAD_CRC, lb_crc32(m + off + LB_BHDR_SIZE, comp));
+		lb_put32(m + off + LB_BHDR_CRC, lb_crc32(m + off, LB_BHDR_CRC));
+		off += LB_BHDR_SIZE + comp;
+	}
+	if (wl >= LB_FHDR_SIZE)
+		lb_put32(w + LB_FHDR_CRC, lb_crc32(w, LB_FHDR_CRC));
+	for (off = LB_FHDR_SIZE; off + LB_WREC_HDR <= wl; ) {
+		uint32_t blen = lb_get32(w + off);
+
+		if (blen > wl - off - LB_WREC_HDR)
+			break;
+		lb_put32(w + off + 4, lb_crc32(w + off + LB_WREC_HDR, blen));
+		off += LB_WREC_HDR + blen;
+	}
+}
 
 static void
 put(const char *name, const uint8_t *p, size_t len)
@@ -68,6 +101,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct lb_msg		 m, got;
 	uint64_t		 first, next;
 	size_t			 n;
+	uint8_t			*buf, flags;
 	char			 path[512];
 
 	if (dir[0] == '\0') {
@@ -78,15 +112,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (mkdtemp(dir) == NULL)
 			abort();
 	}
-	if (size < 2)
+	if (size < 3)
 		return (0);
-	n = (size_t)(data[0] | data[1] << 8);
-	data += 2;
-	size -= 2;
+	flags = data[0];
+	n = (size_t)(data[1] | data[2] << 8);
+	data += 3;
+	size -= 3;
 	if (n > size)
 		n = size;
-	put(LB_FILE_MESSAGES, data, n);
-	put(LB_FILE_WAL, data + n, size - n);
+	if ((buf = malloc(size + 1)) == NULL)
+		return (0);
+	memcpy(buf, data, size);
+	if (flags & 1)
+		fix_crcs(buf, n, buf + n, size - n);
+	put(LB_FILE_MESSAGES, buf, n);
+	put(LB_FILE_WAL, buf + n, size - n);
+	free(buf);
 	snprintf(path, sizeof(path), "%s/%s.tmp", dir, LB_FILE_WAL);
 	unlink(path);
 
