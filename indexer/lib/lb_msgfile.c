@@ -745,31 +745,40 @@ read_whole(int fd, uint8_t **buf, size_t *len)
 static int
 wal_read(struct lb_msgfile *mf, int *gap)
 {
+	struct mblk	 nt, ot;
 	uint8_t		*w = NULL;
-	size_t		 len, kfirst, end;
+	size_t		 len = 0, kfirst, end;
 	uint64_t	 first, nkept;
 	const char	*why;
-	int		 fd, rc;
+	int		 fd, rc = 0;
 
 	*gap = 0;
-	mblk_reset(&mf->tail, mf->snext);
-	mf->wsize = 0;
-	if ((fd = open(mf->wpath, O_RDONLY | O_CLOEXEC)) == -1)
-		return (errno == ENOENT ? 0 : errno);
-	rc = read_whole(fd, &w, &len);
-	close(fd);
-	if (rc != 0)
+	/* Built aside and swapped in on success, so that an error keeps what was seen. */
+	memset(&nt, 0, sizeof(nt));
+	mblk_reset(&nt, mf->snext);
+	if ((fd = open(mf->wpath, O_RDONLY | O_CLOEXEC)) == -1) {
+		if (errno != ENOENT)
+			return (errno);
+	} else {
+		rc = read_whole(fd, &w, &len);
+		close(fd);
+		if (rc != 0)
+			return (rc);
+	}
+	if (len >= LB_FHDR_SIZE && fhdr_check(w, LB_WAL_MAGIC, &first) == 0 &&
+	    first == mf->first_id &&
+	    (rc = wal_walk(w, len, mf->snext, &nt, &kfirst, &end, &nkept, gap, &why)) != 0) {
+		mblk_free(&nt);
+		free(w);
 		return (rc);
-	mf->wsize = len;
-	if (len < LB_FHDR_SIZE || fhdr_check(w, LB_WAL_MAGIC, &first) != 0 ||
-	    first != mf->first_id)
-		goto done;	/* no usable WAL: no records (verify says why) */
-	if ((rc = wal_walk(w, len, mf->snext, &mf->tail, &kfirst, &end, &nkept, gap,
-	    &why)) != 0)
-		mblk_reset(&mf->tail, mf->snext);
- done:
+	}
+	/* (A WAL without a usable header holds no records; verify says why.) */
 	free(w);
-	return (rc);
+	mf->wsize = len;
+	ot = mf->tail;
+	mf->tail = nt;
+	mblk_free(&ot);
+	return (0);
 }
 
 /* Reader: picks up blocks sealed and WAL records written since the last look. */

@@ -892,6 +892,7 @@ main(void)
 		cmocka_unit_test(t_flip_every_byte),
 	};
 
+	/* T_FILTER=t_roundtrip runs one test. */
 	if (getenv("T_FILTER") != NULL)
 		cmocka_set_test_filter(getenv("T_FILTER"));
 	return (cmocka_run_group_tests(tests, NULL, NULL));
