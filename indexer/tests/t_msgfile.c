@@ -802,7 +802,80 @@ t_middle_damage(void **state)
 	t_rmtree(dir);
 }
 
-/* Bytes of a block header, checked against FORMAT.md §3's worked example. */
+/*
+ * A WAL whose header is damaged is refused by the writer (nothing is guessed) but a reader
+ * still reads the blocks; bytes after the last block are reported by verify and cut by the
+ * writer.
+ */
+static void
+t_refusals(void **state)
+{
+	char			 dir[256], why[256];
+	struct lb_msgfile	*mf;
+	struct lb_msg		 m;
+	struct snap		 sn;
+	uint64_t		 s = 21, first, next;
+	uint8_t			 junk[40];
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	memset(&sn, 0, sizeof(sn));
+	sn.n = 12;
+	assert_non_null(sn.refs = calloc(sn.n, sizeof(*sn.refs)));
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 1, &mf));
+	for (size_t i = 0; i < sn.n; i++) {
+		gen(&s, &sn.refs[i], 1 + i, 100 + (int64_t)i, 0, 1);
+		assert_ok(lb_msgfile_append(mf, &sn.refs[i].m));
+		if (i == 7)
+			assert_ok(lb_msgfile_seal(mf));
+	}
+	assert_ok(lb_msgfile_commit(mf, 1));
+	lb_msgfile_close(mf);
+	snap_take(&sn, dir);
+
+	sn.wal[LB_FHDR_FIRST_ID] ^= 1;
+	write_file(dir, LB_FILE_WAL, sn.wal, sn.wlen);
+	assert_int_equal(lb_msgfile_open(dir, LB_RDWR, 1, &mf), LB_ECORRUPT);
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(first == 1 && next == 9);
+	assert_ok(lb_msgfile_get(mf, 8, &m));
+	assert_msg(&m, &sn.refs[7].m);
+	assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
+	assert_non_null(strstr(why, LB_FILE_WAL ": offset 0"));
+	lb_msgfile_close(mf);
+	sn.wal[LB_FHDR_FIRST_ID] ^= 1;
+	write_file(dir, LB_FILE_WAL, sn.wal, sn.wlen);
+
+	/* Garbage after the last block. */
+	memset(junk, 0xa5, sizeof(junk));
+	{
+		uint8_t	*both;
+
+		assert_non_null(both = malloc(sn.mlen + sizeof(junk)));
+		memcpy(both, sn.msgs, sn.mlen);
+		memcpy(both + sn.mlen, junk, sizeof(junk));
+		write_file(dir, LB_FILE_MESSAGES, both, sn.mlen + sizeof(junk));
+		free(both);
+	}
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(next == 1 + sn.n);
+	assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
+	lb_msgfile_close(mf);
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 1, &mf));
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(next == 1 + sn.n);
+	check_all(mf, sn.refs, 1, sn.n, sn.n, &s);
+	lb_msgfile_close(mf);
+	free(sn.msgs);
+	free(sn.wal);
+	free_refs(sn.refs, sn.n);
+	t_rmtree(dir);
+}
+
+/* The file header and a WAL record byte for byte, as FORMAT.md §3 shows them. */
 static void
 t_golden(void **state)
 {
@@ -887,6 +960,7 @@ main(void)
 		cmocka_unit_test(t_roundtrip),
 		cmocka_unit_test(t_reader_follows),
 		cmocka_unit_test(t_middle_damage),
+		cmocka_unit_test(t_refusals),
 		cmocka_unit_test(t_crash_every_byte),
 		cmocka_unit_test(t_crash_stale_wal),
 		cmocka_unit_test(t_flip_every_byte),
