@@ -1,0 +1,1439 @@
+/*
+ * lb_msgfile.c — a day's message file: <daydir>/messages (sealed, DEFLATE-compressed blocks
+ * appended back to back) and <daydir>/messages.wal (the records of the block being filled).
+ * It owns both files' bytes (FORMAT.md §3), crash recovery on open, the block index, reading
+ * a message by id and the full check. It does not know days, the catalog or the index.
+ *
+ * The one idea: a message is in exactly one of two places, a sealed block (ids
+ * [first_id, snext)) or the WAL (ids [snext, next)), and a WAL record is dropped only after the
+ * block holding it is fdatasync()ed. Appends build the open block in memory and frame each
+ * record for the WAL; lb_msgfile_commit() writes the frames with one write(2). A full block is
+ * sealed by append with a plain write(2) (no fsync: that would cost a disk flush per 64 KiB);
+ * its WAL records stay in the WAL ("stale") until a commit with sync has fdatasync()ed
+ * messages, which then replaces the WAL by a fresh one holding only the open block's records
+ * (written to messages.wal.tmp, fdatasync, rename). lb_msgfile_seal() seals, fdatasyncs and
+ * truncates the WAL to its header. Recovery therefore keeps WAL records whose ids follow the
+ * last sound block and drops those already sealed.
+ *
+ * Readers never write. They index the block headers at open (pread of headers only) and
+ * re-read the WAL by path whenever asked for an id past what they have seen; if the WAL's
+ * records do not start where their blocks end, a block was sealed meanwhile: they scan the new
+ * block headers and try again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "logbox.h"
+#include "lb_format.h"
+#include "lb_util.h"
+
+#ifndef ZLEVEL
+#define ZLEVEL		1		/* deflate level: see FORMAT.md §3 for the numbers */
+#endif
+#ifndef BLOCK_TARGET
+#define BLOCK_TARGET	LB_BLOCK_RAW_TARGET	/* overridable only to measure */
+#endif
+#define WAL_READ_MAX	(256u << 20)	/* a WAL longer than this is not read (LB_ETOOBIG) */
+#define REC_FIXED_MAX	64		/* record bytes beside the six byte strings, at most */
+#define RESYNC_CHUNK	(64 * 1024)
+
+/* Decoded records: a sealed block (the read cache) or the records past the sealed blocks. */
+struct mblk {
+	uint64_t	 first;		/* id of record 0 */
+	uint32_t	 n;		/* records */
+	uint32_t	 acap;		/* room in off[] and recv[] */
+	uint32_t	*off;		/* offset in buf of record i's fields after the time */
+	int64_t		*recv;		/* record i's receive time */
+	uint8_t		*buf;		/* records (block encoding, or WAL bodies' tails) */
+	size_t		 len;		/* bytes used in buf */
+	size_t		 cap;		/* bytes allocated */
+};
+
+/* One entry of the block index. */
+struct bent {
+	uint64_t	 first;		/* first id */
+	uint64_t	 off;		/* file offset of the block header */
+	uint32_t	 count;		/* records */
+	uint32_t	 comp;		/* payload bytes on disk */
+	uint32_t	 raw;		/* payload bytes decoded */
+	uint8_t		 bad;		/* ids here are damaged: LB_ECORRUPT */
+};
+
+struct lb_msgfile {
+	int		 mode;		/* LB_RDONLY or LB_RDWR */
+	int		 mfd;		/* messages */
+	int		 wfd;		/* messages.wal (writer only; readers open it per refresh) */
+	char		 dir[PATH_MAX];
+	char		 mpath[PATH_MAX];
+	char		 wpath[PATH_MAX];
+	char		 tpath[PATH_MAX];	/* messages.wal.tmp */
+	uint64_t	 first_id;	/* from the messages header */
+	struct bent	*blk;		/* block index, ascending ids */
+	size_t		 nblk, cblk;
+	uint64_t	 snext;		/* one past the last sealed id */
+	uint64_t	 mend;		/* end of the last sound block in messages */
+	uint64_t	 sraw;		/* raw payload bytes of the sealed blocks */
+	struct mblk	 cache;		/* one decoded sealed block */
+	size_t		 cidx;		/* its index in blk, or SIZE_MAX */
+	struct mblk	 tail;		/* ids [snext, next): open block / WAL records */
+	uint64_t	 wsize;		/* reader: WAL bytes seen at the last refresh */
+	/* writer */
+	int64_t		 tmin, tmax, lastrecv;	/* of the open block */
+	uint8_t		*wal;		/* WAL frames of the open block's records */
+	size_t		 wlen, wcap;
+	size_t		 wdone;		/* bytes of wal[] already written to the WAL file */
+	uint64_t	 wbase;		/* WAL file offset of wal[0] */
+	int		 wstale;	/* the WAL file holds records of sealed blocks */
+	int		 mdirty;	/* messages has blocks not yet fdatasync()ed */
+	z_stream	 zd, zi;
+	int		 zdinit, ziinit;
+	uint8_t		*zbuf;		/* a block as stored: header + payload */
+	size_t		 zcap;
+};
+
+/* ------------------------------------------------------------------ small helpers */
+
+static inline uint64_t
+zz(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (0 - ((uint64_t)v >> 63));
+}
+
+static inline int64_t
+unzz(uint64_t v)
+{
+	return ((int64_t)((v >> 1) ^ (0 - (v & 1))));
+}
+
+/* a - b and b + d modulo 2^64, so every int64 pair round-trips. */
+static inline int64_t
+tdiff(int64_t a, int64_t b)
+{
+	return ((int64_t)((uint64_t)a - (uint64_t)b));
+}
+
+static inline int64_t
+tadd(int64_t b, int64_t d)
+{
+	return ((int64_t)((uint64_t)b + (uint64_t)d));
+}
+
+static int
+grow(void *pp, size_t *cap, size_t need, size_t elem)
+{
+	void	*p;
+	size_t	 n = *cap ? *cap : 64;
+
+	if (need <= *cap)
+		return (0);
+	while (n < need)
+		n *= 2;
+	if ((p = realloc(*(void **)pp, n * elem)) == NULL)
+		return (errno);
+	*(void **)pp = p;
+	*cap = n;
+	return (0);
+}
+
+static int
+mblk_reserve(struct mblk *b, size_t bytes, uint32_t recs)
+{
+	size_t	 c = b->acap;
+	int	 rc;
+
+	if ((rc = grow(&b->buf, &b->cap, b->len + bytes, 1)) != 0)
+		return (rc);
+	if ((size_t)b->n + recs > c) {
+		size_t	 nc = c ? c : 64;
+
+		while (nc < (size_t)b->n + recs)
+			nc *= 2;
+		if (nc > UINT32_MAX)
+			return (LB_ETOOBIG);
+		if ((rc = grow(&b->off, &c, nc, sizeof(*b->off))) != 0)
+			return (rc);
+		c = b->acap;
+		if ((rc = grow(&b->recv, &c, nc, sizeof(*b->recv))) != 0)
+			return (rc);
+		b->acap = (uint32_t)nc;
+	}
+	return (0);
+}
+
+static void
+mblk_reset(struct mblk *b, uint64_t first)
+{
+	b->first = first;
+	b->n = 0;
+	b->len = 0;
+}
+
+static void
+mblk_free(struct mblk *b)
+{
+	free(b->off);
+	free(b->recv);
+	free(b->buf);
+	memset(b, 0, sizeof(*b));
+}
+
+static void
+setwhy(char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+setwhy(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (why == NULL || whylen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+}
+
+static int
+pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t	*p = buf;
+	ssize_t		 n;
+
+	while (len > 0) {
+		if ((n = pwrite(fd, p, len, (off_t)off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return (errno);
+		}
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return (0);
+}
+
+static int
+fsize(int fd, uint64_t *size)
+{
+	struct stat	 st;
+
+	if (fstat(fd, &st) == -1)
+		return (errno);
+	*size = (uint64_t)st.st_size;
+	return (0);
+}
+
+/* ------------------------------------------------------------------ records */
+
+/* Bytes rec_put() may write for m, at most. */
+static size_t
+rec_bound(const struct lb_msg *m)
+{
+	return (REC_FIXED_MAX + m->host.len + m->program.len + m->pid.len + m->msgid.len +
+	    m->sd.len + m->message.len);
+}
+
+static size_t
+put_bytes(uint8_t *p, struct lb_slice s)
+{
+	size_t	 n = lb_varint_put(p, s.len);
+
+	if (s.len > 0)
+		memcpy(p + n, s.p, s.len);
+	return (n + s.len);
+}
+
+/* Writes the fields of m that follow the receive time (FORMAT.md §3 "Record"). */
+static size_t
+rec_put(uint8_t *p, const struct lb_msg *m)
+{
+	size_t	 n = 0;
+
+	n += lb_varint_put(p + n, zz(tdiff(m->timestamp, m->received)));
+	n += lb_varint_put(p + n, zz(m->tzoff));
+	p[n++] = m->facility;
+	p[n++] = m->severity;
+	n += lb_varint_put(p + n, m->flags);
+	n += put_bytes(p + n, m->host);
+	n += put_bytes(p + n, m->program);
+	n += put_bytes(p + n, m->pid);
+	n += put_bytes(p + n, m->msgid);
+	n += put_bytes(p + n, m->sd);
+	n += put_bytes(p + n, m->message);
+	return (n);
+}
+
+static int
+get_bytes(const uint8_t *p, size_t len, size_t *i, size_t max, struct lb_slice *s)
+{
+	uint64_t	 v;
+	size_t		 k;
+
+	if ((k = lb_varint_get(p + *i, len - *i, &v)) == 0 || v > max || v > len - *i - k)
+		return (LB_ECORRUPT);
+	s->p = v > 0 ? p + *i + k : (const uint8_t *)"";
+	s->len = (size_t)v;
+	*i += k + (size_t)v;
+	return (0);
+}
+
+/*
+ * Decodes the fields after the receive time from p[0..len) into m (slices into p) and sets
+ * *used. LB_ECORRUPT if they run past len or break a limit.
+ */
+static int
+rec_get(const uint8_t *p, size_t len, int64_t recv, struct lb_msg *m, size_t *used)
+{
+	struct lb_msg	 t;
+	uint64_t	 v;
+	size_t		 i = 0, k;
+
+	memset(&t, 0, sizeof(t));
+	t.received = recv;
+	if ((k = lb_varint_get(p, len, &v)) == 0)
+		return (LB_ECORRUPT);
+	t.timestamp = tadd(recv, unzz(v));
+	i += k;
+	if ((k = lb_varint_get(p + i, len - i, &v)) == 0 || unzz(v) < INT16_MIN ||
+	    unzz(v) > INT16_MAX)
+		return (LB_ECORRUPT);
+	t.tzoff = (int16_t)unzz(v);
+	i += k;
+	if (len - i < 2)
+		return (LB_ECORRUPT);
+	t.facility = p[i++];
+	t.severity = p[i++];
+	if ((k = lb_varint_get(p + i, len - i, &v)) == 0 || v > UINT16_MAX)
+		return (LB_ECORRUPT);
+	t.flags = (uint16_t)v;
+	i += k;
+	if (get_bytes(p, len, &i, LB_FIELD_MAX, &t.host) != 0 ||
+	    get_bytes(p, len, &i, LB_FIELD_MAX, &t.program) != 0 ||
+	    get_bytes(p, len, &i, LB_FIELD_MAX, &t.pid) != 0 ||
+	    get_bytes(p, len, &i, LB_FIELD_MAX, &t.msgid) != 0 ||
+	    get_bytes(p, len, &i, LB_SD_MAX, &t.sd) != 0 ||
+	    get_bytes(p, len, &i, LB_MSG_MAX, &t.message) != 0)
+		return (LB_ECORRUPT);
+	*m = t;
+	*used = i;
+	return (0);
+}
+
+/*
+ * Decodes a block payload p[0..len) of count records starting at id first into b (which
+ * takes a copy only of the offsets and times: b->buf must already hold p). Checks that the
+ * records fill the payload exactly and that their times span [tmin, tmax].
+ */
+static int
+block_decode(struct mblk *b, uint32_t count, int64_t tmin, int64_t tmax)
+{
+	struct lb_msg	 m;
+	int64_t		 prev = 0, lo = INT64_MAX, hi = INT64_MIN;
+	uint64_t	 v;
+	size_t		 i = 0, k, used;
+	int		 rc;
+
+	b->n = 0;
+	if ((rc = mblk_reserve(b, 0, count)) != 0)
+		return (rc);
+	for (uint32_t r = 0; r < count; r++) {
+		if ((k = lb_varint_get(b->buf + i, b->len - i, &v)) == 0)
+			return (LB_ECORRUPT);
+		prev = tadd(prev, unzz(v));
+		i += k;
+		if ((rc = rec_get(b->buf + i, b->len - i, prev, &m, &used)) != 0)
+			return (rc);
+		b->off[r] = (uint32_t)i;
+		b->recv[r] = prev;
+		if (prev < lo)
+			lo = prev;
+		if (prev > hi)
+			hi = prev;
+		i += used;
+	}
+	if (i != b->len || lo != tmin || hi != tmax)
+		return (LB_ECORRUPT);
+	b->n = count;
+	return (0);
+}
+
+static int
+mblk_msg(const struct mblk *b, uint64_t id, struct lb_msg *m)
+{
+	uint32_t	 i = (uint32_t)(id - b->first);
+	size_t		 used;
+	int		 rc;
+
+	if ((rc = rec_get(b->buf + b->off[i], b->len - b->off[i], b->recv[i], m,
+	    &used)) != 0)
+		return (rc);
+	m->id = id;
+	return (0);
+}
+
+/* ------------------------------------------------------------------ headers */
+
+static void
+fhdr_put(uint8_t *h, uint32_t magic, uint64_t first_id)
+{
+	memset(h, 0, LB_FHDR_SIZE);
+	lb_put32(h + LB_FHDR_MAGIC, magic);
+	lb_put32(h + LB_FHDR_VERSION, LB_MSGF_VERSION);
+	lb_put64(h + LB_FHDR_FIRST_ID, first_id);
+	lb_put32(h + LB_FHDR_CRC, lb_crc32(h, LB_FHDR_CRC));
+}
+
+static int
+fhdr_check(const uint8_t *h, uint32_t magic, uint64_t *first_id)
+{
+	if (lb_get32(h + LB_FHDR_MAGIC) != magic ||
+	    lb_get32(h + LB_FHDR_VERSION) != LB_MSGF_VERSION)
+		return (LB_EFORMAT);
+	if (lb_get32(h + LB_FHDR_CRC) != lb_crc32(h, LB_FHDR_CRC) ||
+	    lb_get32(h + LB_FHDR_RESERVED) != 0)
+		return (LB_ECORRUPT);
+	*first_id = lb_get64(h + LB_FHDR_FIRST_ID);
+	return (0);
+}
+
+/* Checks a block header on its own (not its place in the file). Fills e. */
+static int
+bhdr_check(const uint8_t *h, uint64_t off, struct bent *e)
+{
+	uint32_t	 count, raw, comp;
+	uint64_t	 first;
+	uint8_t		 method;
+
+	if (lb_get32(h + LB_BHDR_MAGIC) != LB_BLK_MAGIC ||
+	    lb_get32(h + LB_BHDR_CRC) != lb_crc32(h, LB_BHDR_CRC))
+		return (LB_ECORRUPT);
+	count = lb_get32(h + LB_BHDR_COUNT);
+	first = lb_get64(h + LB_BHDR_FIRST_ID);
+	raw = lb_get32(h + LB_BHDR_RAW_LEN);
+	comp = lb_get32(h + LB_BHDR_COMP_LEN);
+	method = h[LB_BHDR_METHOD];
+	if (count == 0 || raw > LB_BLOCK_RAW_MAX || count > raw / LB_REC_MIN || comp == 0 ||
+	    comp > raw || (method == LB_BLK_STORED && comp != raw) ||
+	    method > LB_BLK_DEFLATE || h[45] != 0 || h[46] != 0 || h[47] != 0 ||
+	    count > UINT64_MAX - first ||	/* UINT64_MAX is never an id */
+	    (int64_t)lb_get64(h + LB_BHDR_TMIN) > (int64_t)lb_get64(h + LB_BHDR_TMAX))
+		return (LB_ECORRUPT);
+	e->first = first;
+	e->off = off;
+	e->count = count;
+	e->comp = comp;
+	e->raw = raw;
+	e->bad = 0;
+	return (0);
+}
+
+static int
+push_block(struct lb_msgfile *mf, const struct bent *e)
+{
+	int	 rc;
+
+	if ((rc = grow(&mf->blk, &mf->cblk, mf->nblk + 1, sizeof(*mf->blk))) != 0)
+		return (rc);
+	mf->blk[mf->nblk++] = *e;
+	return (0);
+}
+
+/*
+ * Searches messages from off for the next sound block header (whose block fits in size and
+ * whose first id is at least snext). *found is its offset, or size when there is none.
+ */
+static int
+resync(struct lb_msgfile *mf, uint64_t off, uint64_t size, uint64_t *found)
+{
+	uint8_t		*buf;
+	struct bent	 e;
+	uint64_t	 pos = off;
+	size_t		 n;
+	int		 rc = 0;
+
+	if ((buf = malloc(RESYNC_CHUNK + LB_BHDR_SIZE)) == NULL)
+		return (errno);
+	*found = size;
+	while (pos + LB_BHDR_SIZE <= size) {
+		n = size - pos < RESYNC_CHUNK + LB_BHDR_SIZE ? (size_t)(size - pos) :
+		    RESYNC_CHUNK + LB_BHDR_SIZE;
+		if ((rc = lb_pread_all(mf->mfd, buf, n, pos)) != 0)
+			break;
+		for (size_t i = 0; i + LB_BHDR_SIZE <= n; i++) {
+			if (buf[i] != 'L' || lb_get32(buf + i) != LB_BLK_MAGIC)
+				continue;
+			if (bhdr_check(buf + i, pos + i, &e) == 0 && e.first >= mf->snext &&
+			    pos + i + LB_BHDR_SIZE + e.comp <= size) {
+				*found = pos + i;
+				goto done;
+			}
+		}
+		pos += n - LB_BHDR_SIZE + 1;
+	}
+ done:
+	free(buf);
+	return (rc);
+}
+
+/*
+ * Indexes the block headers from mf->mend to the end of messages. Stops at an incomplete or
+ * unsound block at the end (a torn write, or one in progress). A block that does not follow
+ * on (bad header, id gap) with sound blocks after it is damage in the middle: the reader
+ * records the missing ids as a bad entry and goes on; *damage is set. *tail is set when bytes
+ * that are not a sound block follow the last sound block.
+ */
+static int
+scan_blocks(struct lb_msgfile *mf, int *damage, int *tail)
+{
+	uint8_t		 h[LB_BHDR_SIZE];
+	struct bent	 e, g;
+	uint64_t	 size = 0, off = mf->mend, at;
+	int		 rc;
+
+	*damage = *tail = 0;
+	if ((rc = fsize(mf->mfd, &size)) != 0)
+		return (rc);
+	while (off < size) {
+		if (size - off < LB_BHDR_SIZE) {
+			*tail = 1;
+			break;
+		}
+		if ((rc = lb_pread_all(mf->mfd, h, sizeof(h), off)) != 0)
+			return (rc);
+		at = off;
+		if (bhdr_check(h, off, &e) != 0 || e.first < mf->snext) {
+			if ((rc = resync(mf, off + 1, size, &at)) != 0)
+				return (rc);
+			if (at == size) {
+				*tail = 1;
+				break;
+			}
+			if ((rc = lb_pread_all(mf->mfd, h, sizeof(h), at)) != 0)
+				return (rc);
+			if ((rc = bhdr_check(h, at, &e)) != 0)
+				return (rc);
+			*damage = 1;
+		} else if (off + LB_BHDR_SIZE + e.comp > size) {
+			*tail = 1;
+			break;
+		}
+		if (e.first > mf->snext) {
+			/* Ids with no block: a damaged range. */
+			g.first = mf->snext;
+			g.off = off;
+			g.count = (uint32_t)(e.first - mf->snext > UINT32_MAX ? UINT32_MAX :
+			    e.first - mf->snext);
+			g.comp = g.raw = 0;
+			g.bad = 1;
+			if (e.first - mf->snext > UINT32_MAX)
+				return (LB_ECORRUPT);
+			if ((rc = push_block(mf, &g)) != 0)
+				return (rc);
+			*damage = 1;
+		}
+		if ((rc = push_block(mf, &e)) != 0)
+			return (rc);
+		mf->snext = e.first + e.count;
+		mf->sraw += e.raw;
+		off = at + LB_BHDR_SIZE + e.comp;
+		mf->mend = off;
+	}
+	return (0);
+}
+
+/* ------------------------------------------------------------------ reading blocks */
+
+static int
+inflate_into(struct lb_msgfile *mf, const uint8_t *src, uint32_t comp, uint8_t *dst,
+    uint32_t raw)
+{
+	int	 zr;
+
+	if (!mf->ziinit) {
+		memset(&mf->zi, 0, sizeof(mf->zi));
+		if (inflateInit2(&mf->zi, -15) != Z_OK)
+			return (ENOMEM);
+		mf->ziinit = 1;
+	} else if (inflateReset(&mf->zi) != Z_OK)
+		return (LB_ECORRUPT);
+	mf->zi.next_in = (Bytef *)(uintptr_t)src;
+	mf->zi.avail_in = comp;
+	mf->zi.next_out = dst;
+	mf->zi.avail_out = raw;
+	zr = inflate(&mf->zi, Z_FINISH);
+	if (zr != Z_STREAM_END || mf->zi.avail_in != 0 || mf->zi.avail_out != 0)
+		return (zr == Z_MEM_ERROR ? ENOMEM : LB_ECORRUPT);
+	return (0);
+}
+
+/*
+ * Reads the block at off (header e expected there when e != NULL), checks it and decodes it
+ * into b. With e == NULL the header is read and checked from the file and returned in *got.
+ */
+static int
+block_load(struct lb_msgfile *mf, uint64_t off, const struct bent *e, struct mblk *b,
+    struct bent *got, const char **what)
+{
+	struct bent	 h;
+	uint8_t		*p;
+	int		 rc;
+
+	*what = "cannot read block header";
+	if ((rc = grow(&mf->zbuf, &mf->zcap, LB_BHDR_SIZE, 1)) != 0)
+		return (rc);
+	if ((rc = lb_pread_all(mf->mfd, mf->zbuf, LB_BHDR_SIZE, off)) != 0)
+		return (rc);
+	*what = "bad block header";
+	if ((rc = bhdr_check(mf->zbuf, off, &h)) != 0)
+		return (rc);
+	*what = "block header differs from the one indexed";
+	if (e != NULL && (h.first != e->first || h.count != e->count || h.comp != e->comp ||
+	    h.raw != e->raw))
+		return (LB_ECORRUPT);
+	if (got != NULL)
+		*got = h;
+	*what = "cannot read block payload";
+	if ((rc = grow(&mf->zbuf, &mf->zcap, LB_BHDR_SIZE + (size_t)h.comp, 1)) != 0)
+		return (rc);
+	p = mf->zbuf + LB_BHDR_SIZE;
+	if ((rc = lb_pread_all(mf->mfd, p, h.comp, off + LB_BHDR_SIZE)) != 0)
+		return (rc);
+	*what = "payload checksum mismatch";
+	if (lb_crc32(p, h.comp) != lb_get32(mf->zbuf + LB_BHDR_PAYLOAD_CRC))
+		return (LB_ECORRUPT);
+	b->len = 0;
+	b->n = 0;
+	if ((rc = mblk_reserve(b, h.raw, 0)) != 0)
+		return (rc);
+	*what = "payload does not decompress to its raw length";
+	if (mf->zbuf[LB_BHDR_METHOD] == LB_BLK_STORED)
+		memcpy(b->buf, p, h.raw);
+	else if ((rc = inflate_into(mf, p, h.comp, b->buf, h.raw)) != 0)
+		return (rc);
+	b->len = h.raw;
+	b->first = h.first;
+	*what = "records do not decode or do not match the header";
+	return (block_decode(b, h.count, (int64_t)lb_get64(mf->zbuf + LB_BHDR_TMIN),
+	    (int64_t)lb_get64(mf->zbuf + LB_BHDR_TMAX)));
+}
+
+/* ------------------------------------------------------------------ the WAL */
+
+/*
+ * Walks WAL bytes w[0..len) (header already checked) from offset LB_FHDR_SIZE. Records with
+ * ids below snext are skipped (already sealed); kept records must be snext, snext+1, ... .
+ * Appends the kept ones to b (which holds only the fields after the time) unless b is NULL.
+ * *end is where the walk stopped (first torn, unsound or out-of-sequence record, or len);
+ * *kfirst the offset of the first kept record (or *end); *gap is set when a sound record
+ * with an id past the sequence stopped the walk. With why set, reports the first problem.
+ */
+static int
+wal_walk(const uint8_t *w, size_t len, uint64_t snext, struct mblk *b, size_t *kfirst,
+    size_t *end, uint64_t *nkept, int *gap, const char **why)
+{
+	struct lb_msg	 m;
+	uint64_t	 id = 0, t = 0, prev = 0, expect = snext, kept = 0;
+	size_t		 off = LB_FHDR_SIZE, k, k2, used;
+	uint32_t	 blen;
+	int		 rc, have = 0;
+
+	*kfirst = SIZE_MAX;
+	*gap = 0;
+	*why = NULL;
+	while (off < len) {
+		const uint8_t	*body;
+
+		if (len - off < LB_WREC_HDR) {
+			*why = "torn record frame";
+			break;
+		}
+		blen = lb_get32(w + off);
+		if (blen == 0 || blen > LB_WREC_MAX) {
+			*why = "bad record length";
+			break;
+		}
+		if (len - off - LB_WREC_HDR < blen) {
+			*why = "torn record";
+			break;
+		}
+		body = w + off + LB_WREC_HDR;
+		if (lb_crc32(body, blen) != lb_get32(w + off + 4)) {
+			*why = "record checksum mismatch";
+			break;
+		}
+		if ((k = lb_varint_get(body, blen, &id)) == 0 ||
+		    (k2 = lb_varint_get(body + k, blen - k, &t)) == 0 ||
+		    rec_get(body + k + k2, blen - k - k2, unzz(t), &m, &used) != 0 ||
+		    k + k2 + used != blen) {
+			*why = "record does not decode";
+			break;
+		}
+		if (id == UINT64_MAX) {
+			*why = "record id out of range";
+			break;
+		}
+		if (have && id <= prev) {
+			*why = "record ids do not ascend";
+			break;
+		}
+		if (id >= snext && id != expect) {
+			*gap = 1;
+			*why = "record id does not follow the last id";
+			break;
+		}
+		have = 1;
+		prev = id;
+		if (id >= snext) {
+			if (*kfirst == SIZE_MAX)
+				*kfirst = off;
+			if (b != NULL) {
+				if ((rc = mblk_reserve(b, used, 1)) != 0)
+					return (rc);
+				memcpy(b->buf + b->len, body + k + k2, used);
+				b->off[b->n] = (uint32_t)b->len;
+				b->recv[b->n] = unzz(t);
+				b->n++;
+				b->len += used;
+			}
+			expect++;
+			kept++;
+		}
+		off += LB_WREC_HDR + blen;
+	}
+	*end = off;
+	if (*kfirst == SIZE_MAX)
+		*kfirst = off;
+	*nkept = kept;
+	return (0);
+}
+
+/* Reads the whole file at fd into a malloc'ed *buf. */
+static int
+read_whole(int fd, uint8_t **buf, size_t *len)
+{
+	uint64_t	 size = 0;
+	uint8_t		*p;
+	int		 rc;
+
+	if ((rc = fsize(fd, &size)) != 0)
+		return (rc);
+	if (size > WAL_READ_MAX)
+		return (LB_ETOOBIG);
+	if ((p = malloc(size ? (size_t)size : 1)) == NULL)
+		return (errno);
+	if ((rc = lb_pread_all(fd, p, (size_t)size, 0)) != 0) {
+		free(p);
+		return (rc);
+	}
+	*buf = p;
+	*len = (size_t)size;
+	return (0);
+}
+
+/*
+ * Reader: rebuilds mf->tail from the WAL. *gap is set when the WAL's records start past
+ * snext (a block was sealed since the blocks were scanned).
+ */
+static int
+wal_read(struct lb_msgfile *mf, int *gap)
+{
+	struct mblk	 nt, ot;
+	uint8_t		*w = NULL;
+	size_t		 len = 0, kfirst, end;
+	uint64_t	 first, nkept;
+	const char	*why;
+	int		 fd, rc = 0;
+
+	*gap = 0;
+	/* Built aside and swapped in on success, so that an error keeps what was seen. */
+	memset(&nt, 0, sizeof(nt));
+	mblk_reset(&nt, mf->snext);
+	if ((fd = open(mf->wpath, O_RDONLY | O_CLOEXEC)) == -1) {
+		if (errno != ENOENT)
+			return (errno);
+	} else {
+		rc = read_whole(fd, &w, &len);
+		close(fd);
+		if (rc != 0)
+			return (rc);
+	}
+	if (len >= LB_FHDR_SIZE && fhdr_check(w, LB_WAL_MAGIC, &first) == 0 &&
+	    first == mf->first_id &&
+	    (rc = wal_walk(w, len, mf->snext, &nt, &kfirst, &end, &nkept, gap, &why)) != 0) {
+		mblk_free(&nt);
+		free(w);
+		return (rc);
+	}
+	/* (A WAL without a usable header holds no records; verify says why.) */
+	free(w);
+	mf->wsize = len;
+	ot = mf->tail;
+	mf->tail = nt;
+	mblk_free(&ot);
+	return (0);
+}
+
+/* Reader: picks up blocks sealed and WAL records written since the last look. */
+static int
+refresh(struct lb_msgfile *mf)
+{
+	int	 damage, tail, gap = 0, rc;
+
+	for (int tries = 0; tries < 3; tries++) {
+		if ((rc = scan_blocks(mf, &damage, &tail)) != 0)
+			return (rc);
+		if ((rc = wal_read(mf, &gap)) != 0)
+			return (rc);
+		if (!gap)
+			break;
+	}
+	return (0);
+}
+
+/* ------------------------------------------------------------------ open and close */
+
+/* Creates path holding only a file header, atomically (tmp, fsync, rename, fsync dir). */
+static int
+create_file(struct lb_msgfile *mf, const char *path, uint32_t magic, uint64_t first_id)
+{
+	char	 tmp[PATH_MAX];
+	uint8_t	 h[LB_FHDR_SIZE];
+	int	 fd, rc;
+
+	if ((rc = lb_path(tmp, sizeof(tmp), "%s.tmp", path)) != 0)
+		return (rc);
+	fhdr_put(h, magic, first_id);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640)) == -1)
+		return (errno);
+	if ((rc = lb_write_all(fd, h, sizeof(h))) == 0 && fdatasync(fd) == -1)
+		rc = errno;
+	close(fd);
+	if (rc == 0 && rename(tmp, path) == -1)
+		rc = errno;
+	if (rc == 0)
+		rc = lb_fsync_dir(mf->dir);
+	if (rc != 0)
+		unlink(tmp);
+	return (rc);
+}
+
+/* Opens path read-write, creating it (header only) when it is missing or shorter than one. */
+static int
+open_or_create(struct lb_msgfile *mf, const char *path, uint32_t magic, uint64_t first_id,
+    int *fdp)
+{
+	uint64_t	 size;
+	int		 fd, rc;
+
+	if ((fd = open(path, O_RDWR | O_CLOEXEC)) == -1 && errno != ENOENT)
+		return (errno);
+	if (fd != -1) {
+		if ((rc = fsize(fd, &size)) != 0) {
+			close(fd);
+			return (rc);
+		}
+		if (size >= LB_FHDR_SIZE) {
+			*fdp = fd;
+			return (0);
+		}
+		close(fd);	/* a header never written whole: start again */
+	}
+	if ((rc = create_file(mf, path, magic, first_id)) != 0)
+		return (rc);
+	if ((fd = open(path, O_RDWR | O_CLOEXEC)) == -1)
+		return (errno);
+	*fdp = fd;
+	return (0);
+}
+
+static int
+read_fhdr(int fd, uint32_t magic, uint64_t *first_id)
+{
+	uint8_t	 h[LB_FHDR_SIZE];
+	int	 rc;
+
+	if ((rc = lb_pread_all(fd, h, sizeof(h), 0)) != 0)
+		return (rc == LB_ECORRUPT ? LB_EFORMAT : rc);
+	return (fhdr_check(h, magic, first_id));
+}
+
+/* The first id a valid WAL header names, else dflt (to re-create a lost messages file). */
+static uint64_t
+wal_first_id(const char *wpath, uint64_t dflt)
+{
+	uint64_t	 first;
+	int		 fd;
+
+	if ((fd = open(wpath, O_RDONLY | O_CLOEXEC)) == -1)
+		return (dflt);
+	if (read_fhdr(fd, LB_WAL_MAGIC, &first) != 0)
+		first = dflt;
+	close(fd);
+	return (first);
+}
+
+/* Appends one already-checked WAL body's record to the open block (writer recovery). */
+static int
+tail_add(struct lb_msgfile *mf, int64_t recv, const uint8_t *rest, size_t rlen)
+{
+	struct mblk	*b = &mf->tail;
+	size_t		 k;
+	int		 rc;
+
+	if ((rc = mblk_reserve(b, LB_VARINT_MAX + rlen, 1)) != 0)
+		return (rc);
+	k = lb_varint_put(b->buf + b->len, zz(tdiff(recv, b->n ? mf->lastrecv : 0)));
+	memcpy(b->buf + b->len + k, rest, rlen);
+	b->off[b->n] = (uint32_t)(b->len + k);
+	b->recv[b->n] = recv;
+	b->n++;
+	b->len += k + rlen;
+	if (b->n == 1 || recv < mf->tmin)
+		mf->tmin = recv;
+	if (b->n == 1 || recv > mf->tmax)
+		mf->tmax = recv;
+	mf->lastrecv = recv;
+	return (0);
+}
+
+/*
+ * Writer recovery of messages: indexes the blocks, cuts a torn or unsound tail, and checks
+ * the last block's payload (a crash may leave a full-length block of garbage); refuses
+ * damage in the middle (LB_ECORRUPT: run verify).
+ */
+static int
+recover_messages(struct lb_msgfile *mf)
+{
+	struct mblk	 tmp;
+	struct bent	 last;
+	const char	*what;
+	uint64_t	 size = 0;
+	int		 damage, tail, rc;
+
+	if ((rc = scan_blocks(mf, &damage, &tail)) != 0)
+		return (rc);
+	if (damage)
+		return (LB_ECORRUPT);
+	if (mf->nblk > 0) {
+		memset(&tmp, 0, sizeof(tmp));
+		last = mf->blk[mf->nblk - 1];
+		rc = block_load(mf, last.off, &last, &tmp, NULL, &what);
+		mblk_free(&tmp);
+		if (rc == LB_ECORRUPT) {
+			mf->nblk--;
+			mf->snext = last.first;
+			mf->sraw -= last.raw;
+			mf->mend = last.off;
+			tail = 1;
+		} else if (rc != 0)
+			return (rc);
+	}
+	if ((rc = fsize(mf->mfd, &size)) != 0)
+		return (rc);
+	if ((tail || size != mf->mend) && ftruncate(mf->mfd, (off_t)mf->mend) == -1)
+		return (errno);
+	/*
+	 * Blocks a killed writer left unsynced must be durable before the WAL records they
+	 * hold may be dropped (a later seal or sync commit does so).
+	 */
+	if (fdatasync(mf->mfd) == -1)
+		return (errno);
+	return (0);
+}
+
+/*
+ * Writer recovery of the WAL: keeps the records that follow the sealed blocks, rebuilds the
+ * open block from them, and cuts the WAL after the last one kept.
+ */
+static int
+recover_wal(struct lb_msgfile *mf)
+{
+	uint8_t		*w = NULL;
+	size_t		 len, kfirst, end, off;
+	uint64_t	 first, nkept, id = 0, t = 0;
+	const char	*why;
+	int		 gap, rc;
+
+	if ((rc = read_whole(mf->wfd, &w, &len)) != 0)
+		return (rc);
+	if ((rc = fhdr_check(w, LB_WAL_MAGIC, &first)) != 0)
+		goto done;
+	if (first != mf->first_id) {
+		rc = LB_ECORRUPT;
+		goto done;
+	}
+	if ((rc = wal_walk(w, len, mf->snext, NULL, &kfirst, &end, &nkept, &gap, &why)) != 0)
+		goto done;
+	/* Rebuild the open block and its WAL frames from the kept records. */
+	mblk_reset(&mf->tail, mf->snext);
+	for (off = kfirst; off < end; ) {
+		uint32_t	 blen = lb_get32(w + off);
+		const uint8_t	*body = w + off + LB_WREC_HDR;
+		size_t		 k, k2;
+
+		k = lb_varint_get(body, blen, &id);
+		k2 = lb_varint_get(body + k, blen - k, &t);
+		if ((rc = tail_add(mf, unzz(t), body + k + k2, blen - k - k2)) != 0)
+			goto done;
+		off += LB_WREC_HDR + blen;
+	}
+	mf->wlen = mf->wdone = 0;
+	if ((rc = grow(&mf->wal, &mf->wcap, end - kfirst, 1)) != 0)
+		goto done;
+	if (end > kfirst)
+		memcpy(mf->wal, w + kfirst, end - kfirst);
+	mf->wlen = mf->wdone = end - kfirst;
+	mf->wbase = kfirst;
+	mf->wstale = kfirst > LB_FHDR_SIZE;
+	if (end != len) {
+		if (ftruncate(mf->wfd, (off_t)end) == -1 || fdatasync(mf->wfd) == -1) {
+			rc = errno;
+			goto done;
+		}
+	}
+ done:
+	free(w);
+	return (rc);
+}
+
+int
+lb_msgfile_open(const char *daydir, int mode, uint64_t first_id, struct lb_msgfile **out)
+{
+	struct lb_msgfile	*mf;
+	int			 rc;
+
+	if (mode != LB_RDONLY && mode != LB_RDWR)
+		return (EINVAL);
+	if ((mf = calloc(1, sizeof(*mf))) == NULL)
+		return (errno);
+	mf->mfd = mf->wfd = -1;
+	mf->mode = mode;
+	mf->cidx = SIZE_MAX;
+	if ((rc = lb_path(mf->dir, sizeof(mf->dir), "%s", daydir)) != 0 ||
+	    (rc = lb_path(mf->mpath, sizeof(mf->mpath), "%s/%s", daydir,
+	    LB_FILE_MESSAGES)) != 0 ||
+	    (rc = lb_path(mf->wpath, sizeof(mf->wpath), "%s/%s", daydir, LB_FILE_WAL)) != 0 ||
+	    (rc = lb_path(mf->tpath, sizeof(mf->tpath), "%s.tmp", mf->wpath)) != 0)
+		goto fail;
+	if (mode == LB_RDONLY) {
+		if ((mf->mfd = open(mf->mpath, O_RDONLY | O_CLOEXEC)) == -1) {
+			rc = errno;
+			goto fail;
+		}
+		if ((rc = read_fhdr(mf->mfd, LB_MSGF_MAGIC, &mf->first_id)) != 0)
+			goto fail;
+		mf->snext = mf->first_id;
+		mf->mend = LB_FHDR_SIZE;
+		mblk_reset(&mf->tail, mf->snext);
+		if ((rc = refresh(mf)) != 0)
+			goto fail;
+		*out = mf;
+		return (0);
+	}
+	if ((rc = lb_mkdirs(daydir)) != 0 ||
+	    (rc = open_or_create(mf, mf->mpath, LB_MSGF_MAGIC,
+	    wal_first_id(mf->wpath, first_id), &mf->mfd)) != 0 ||
+	    (rc = read_fhdr(mf->mfd, LB_MSGF_MAGIC, &mf->first_id)) != 0)
+		goto fail;
+	mf->snext = mf->first_id;
+	mf->mend = LB_FHDR_SIZE;
+	if ((rc = recover_messages(mf)) != 0 ||
+	    (rc = open_or_create(mf, mf->wpath, LB_WAL_MAGIC, mf->first_id, &mf->wfd)) != 0 ||
+	    (rc = recover_wal(mf)) != 0)
+		goto fail;
+	*out = mf;
+	return (0);
+ fail:
+	lb_msgfile_close(mf);
+	return (rc);
+}
+
+void
+lb_msgfile_close(struct lb_msgfile *mf)
+{
+	if (mf == NULL)
+		return;
+	if (mf->mfd != -1)
+		close(mf->mfd);
+	if (mf->wfd != -1)
+		close(mf->wfd);
+	if (mf->zdinit)
+		deflateEnd(&mf->zd);
+	if (mf->ziinit)
+		inflateEnd(&mf->zi);
+	mblk_free(&mf->cache);
+	mblk_free(&mf->tail);
+	free(mf->blk);
+	free(mf->wal);
+	free(mf->zbuf);
+	free(mf);
+}
+
+void
+lb_msgfile_range(struct lb_msgfile *mf, uint64_t *first, uint64_t *next)
+{
+	if (mf->mode == LB_RDONLY)
+		(void)refresh(mf);	/* best effort: on error, what was seen before */
+	*first = mf->first_id;
+	*next = mf->snext + mf->tail.n;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+/* Compresses the open block and appends it to messages (no fsync). */
+static int
+seal_block(struct lb_msgfile *mf)
+{
+	struct mblk	*b = &mf->tail;
+	struct bent	 e;
+	uint8_t		*h;
+	uint32_t	 comp;
+	uint8_t		 method = LB_BLK_DEFLATE;
+	int		 zr, rc;
+
+	if (b->n == 0)
+		return (0);
+	if ((rc = grow(&mf->zbuf, &mf->zcap, LB_BHDR_SIZE + b->len, 1)) != 0)
+		return (rc);
+	if (!mf->zdinit) {
+		memset(&mf->zd, 0, sizeof(mf->zd));
+		if (deflateInit2(&mf->zd, ZLEVEL, Z_DEFLATED, -15, 8,
+		    Z_DEFAULT_STRATEGY) != Z_OK)
+			return (ENOMEM);
+		mf->zdinit = 1;
+	} else if (deflateReset(&mf->zd) != Z_OK)
+		return (ENOMEM);
+	h = mf->zbuf;
+	mf->zd.next_in = b->buf;
+	mf->zd.avail_in = (uInt)b->len;
+	mf->zd.next_out = h + LB_BHDR_SIZE;
+	mf->zd.avail_out = (uInt)b->len - 1;	/* must come out smaller */
+	zr = deflate(&mf->zd, Z_FINISH);
+	if (zr == Z_STREAM_END)
+		comp = (uint32_t)(b->len - 1 - mf->zd.avail_out);
+	else {
+		method = LB_BLK_STORED;
+		comp = (uint32_t)b->len;
+		memcpy(h + LB_BHDR_SIZE, b->buf, b->len);
+	}
+	memset(h, 0, LB_BHDR_SIZE);
+	lb_put32(h + LB_BHDR_MAGIC, LB_BLK_MAGIC);
+	lb_put32(h + LB_BHDR_COUNT, b->n);
+	lb_put64(h + LB_BHDR_FIRST_ID, b->first);
+	lb_put64(h + LB_BHDR_TMIN, (uint64_t)mf->tmin);
+	lb_put64(h + LB_BHDR_TMAX, (uint64_t)mf->tmax);
+	lb_put32(h + LB_BHDR_RAW_LEN, (uint32_t)b->len);
+	lb_put32(h + LB_BHDR_COMP_LEN, comp);
+	lb_put32(h + LB_BHDR_PAYLOAD_CRC, lb_crc32(h + LB_BHDR_SIZE, comp));
+	h[LB_BHDR_METHOD] = method;
+	lb_put32(h + LB_BHDR_CRC, lb_crc32(h, LB_BHDR_CRC));
+	if ((rc = pwrite_all(mf->mfd, h, LB_BHDR_SIZE + (size_t)comp, mf->mend)) != 0) {
+		if (ftruncate(mf->mfd, (off_t)mf->mend) == -1)
+			rc = rc ? rc : errno;	/* recovery cuts it */
+		return (rc);
+	}
+	e.first = b->first;
+	e.off = mf->mend;
+	e.count = b->n;
+	e.comp = comp;
+	e.raw = (uint32_t)b->len;
+	e.bad = 0;
+	if ((rc = push_block(mf, &e)) != 0) {
+		if (ftruncate(mf->mfd, (off_t)mf->mend) == -1)
+			rc = rc ? rc : errno;	/* recovery cuts it */
+		return (rc);
+	}
+	mf->mend += LB_BHDR_SIZE + (uint64_t)comp;
+	mf->snext += b->n;
+	mf->sraw += b->len;
+	mf->mdirty = 1;
+	/* The block's frames not yet written are not needed; those written become stale. */
+	mf->wbase += mf->wdone;
+	if (mf->wbase > LB_FHDR_SIZE)
+		mf->wstale = 1;
+	mf->wlen = mf->wdone = 0;
+	mblk_reset(b, mf->snext);
+	return (0);
+}
+
+int
+lb_msgfile_append(struct lb_msgfile *mf, const struct lb_msg *m)
+{
+	struct mblk	*b = &mf->tail;
+	uint8_t		*q;
+	size_t		 need, k, rn, roff, hb;
+	int		 rc;
+
+	if (mf->mode != LB_RDWR || m->id != mf->snext + b->n)
+		return (EINVAL);
+	if (m->id == UINT64_MAX)
+		return (LB_ETOOBIG);	/* the id space is used up: next must stay representable */
+	if (m->host.len > LB_FIELD_MAX || m->program.len > LB_FIELD_MAX ||
+	    m->pid.len > LB_FIELD_MAX || m->msgid.len > LB_FIELD_MAX ||
+	    m->sd.len > LB_SD_MAX || m->message.len > LB_MSG_MAX)
+		return (LB_ETOOBIG);
+	if (b->len >= BLOCK_TARGET && (rc = seal_block(mf)) != 0)
+		return (rc);
+	need = rec_bound(m);
+	if ((rc = mblk_reserve(b, LB_VARINT_MAX + need, 1)) != 0 ||
+	    (rc = grow(&mf->wal, &mf->wcap, mf->wlen + LB_WREC_HDR + 2 * LB_VARINT_MAX + need,
+	    1)) != 0)
+		return (rc);
+	k = lb_varint_put(b->buf + b->len, zz(tdiff(m->received, b->n ? mf->lastrecv : 0)));
+	roff = b->len + k;
+	rn = rec_put(b->buf + roff, m);
+	/* The WAL frame: length, CRC, id, absolute receive time, then the same bytes. */
+	q = mf->wal + mf->wlen;
+	hb = lb_varint_put(q + LB_WREC_HDR, m->id);
+	hb += lb_varint_put(q + LB_WREC_HDR + hb, zz(m->received));
+	memcpy(q + LB_WREC_HDR + hb, b->buf + roff, rn);
+	lb_put32(q, (uint32_t)(hb + rn));
+	lb_put32(q + 4, lb_crc32(q + LB_WREC_HDR, hb + rn));
+	mf->wlen += LB_WREC_HDR + hb + rn;
+	b->off[b->n] = (uint32_t)roff;
+	b->recv[b->n] = m->received;
+	b->n++;
+	b->len = roff + rn;
+	if (b->n == 1 || m->received < mf->tmin)
+		mf->tmin = m->received;
+	if (b->n == 1 || m->received > mf->tmax)
+		mf->tmax = m->received;
+	mf->lastrecv = m->received;
+	return (0);
+}
+
+/*
+ * Replaces the WAL by one holding only the open block's frames: messages.wal.tmp, fdatasync,
+ * rename, fsync of the directory. Used once messages is durable and the WAL holds stale
+ * records, so that the WAL stays about one block long.
+ */
+static int
+wal_replace(struct lb_msgfile *mf)
+{
+	uint8_t	 h[LB_FHDR_SIZE];
+	int	 fd, rc;
+
+	fhdr_put(h, LB_WAL_MAGIC, mf->first_id);
+	if ((fd = open(mf->tpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640)) == -1)
+		return (errno);
+	if ((rc = lb_write_all(fd, h, sizeof(h))) != 0 ||
+	    (rc = lb_write_all(fd, mf->wal, mf->wlen)) != 0)
+		goto fail;
+	if (fdatasync(fd) == -1 || rename(mf->tpath, mf->wpath) == -1) {
+		rc = errno;
+		goto fail;
+	}
+	close(mf->wfd);
+	mf->wfd = fd;
+	mf->wbase = LB_FHDR_SIZE;
+	mf->wdone = mf->wlen;
+	mf->wstale = 0;
+	return (lb_fsync_dir(mf->dir));
+ fail:
+	close(fd);
+	unlink(mf->tpath);
+	return (rc);
+}
+
+int
+lb_msgfile_commit(struct lb_msgfile *mf, int sync)
+{
+	int	 rc;
+
+	if (mf->mode != LB_RDWR)
+		return (EINVAL);
+	if (sync && mf->mdirty) {
+		if (fdatasync(mf->mfd) == -1)
+			return (errno);
+		mf->mdirty = 0;
+	}
+	if (sync && mf->wstale)
+		return (wal_replace(mf));
+	if (mf->wdone < mf->wlen) {
+		if ((rc = pwrite_all(mf->wfd, mf->wal + mf->wdone, mf->wlen - mf->wdone,
+		    mf->wbase + mf->wdone)) != 0) {
+			/* A partial frame is cut on recovery; rewrite from wdone next time. */
+			return (rc);
+		}
+		mf->wdone = mf->wlen;
+	}
+	if (sync && fdatasync(mf->wfd) == -1)
+		return (errno);
+	return (0);
+}
+
+int
+lb_msgfile_seal(struct lb_msgfile *mf)
+{
+	int	 rc;
+
+	if (mf->mode != LB_RDWR)
+		return (EINVAL);
+	if ((rc = seal_block(mf)) != 0)
+		return (rc);
+	if (mf->mdirty) {
+		if (fdatasync(mf->mfd) == -1)
+			return (errno);
+		mf->mdirty = 0;
+	}
+	if (mf->wbase > LB_FHDR_SIZE) {
+		/* Every record in the WAL is in a durable block now. */
+		if (ftruncate(mf->wfd, LB_FHDR_SIZE) == -1 || fdatasync(mf->wfd) == -1)
+			return (errno);
+		mf->wbase = LB_FHDR_SIZE;
+		mf->wstale = 0;
+	}
+	return (0);
+}
+
+/* ------------------------------------------------------------------ reading */
+
+int
+lb_msgfile_get(struct lb_msgfile *mf, uint64_t id, struct lb_msg *m)
+{
+	const char	*what;
+	size_t		 lo, hi, mid;
+	int		 rc;
+
+	if (id < mf->first_id)
+		return (LB_ENOTFOUND);
+	if (id >= mf->snext + mf->tail.n && mf->mode == LB_RDONLY &&
+	    (rc = refresh(mf)) != 0)
+		return (rc);
+	if (id >= mf->snext + mf->tail.n)
+		return (LB_ENOTFOUND);
+	if (id >= mf->snext)
+		return (mblk_msg(&mf->tail, id, m));
+	lo = 0;
+	hi = mf->nblk;
+	while (hi - lo > 1) {
+		mid = lo + (hi - lo) / 2;
+		if (mf->blk[mid].first <= id)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (mf->nblk == 0 || mf->blk[lo].bad || id < mf->blk[lo].first ||
+	    id - mf->blk[lo].first >= mf->blk[lo].count)
+		return (LB_ECORRUPT);
+	if (mf->cidx != lo) {
+		mf->cidx = SIZE_MAX;
+		if ((rc = block_load(mf, mf->blk[lo].off, &mf->blk[lo], &mf->cache, NULL,
+		    &what)) != 0) {
+			if (rc == LB_ECORRUPT)
+				mf->blk[lo].bad = 1;
+			return (rc);
+		}
+		mf->cidx = lo;
+	}
+	return (mblk_msg(&mf->cache, id, m));
+}
+
+static int
+verify_wal(struct lb_msgfile *mf, uint64_t snext, char *why, size_t whylen)
+{
+	uint8_t		*w = NULL;
+	size_t		 len, kfirst, end;
+	uint64_t	 first, nkept;
+	const char	*what;
+	int		 fd, gap, rc;
+
+	if ((fd = open(mf->wpath, O_RDONLY | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			return (0);
+		setwhy(why, whylen, "%s: cannot open: %s", mf->wpath, strerror(errno));
+		return (errno);
+	}
+	rc = read_whole(fd, &w, &len);
+	close(fd);
+	if (rc != 0) {
+		setwhy(why, whylen, "%s: cannot read: %s", mf->wpath, lb_strerror(rc));
+		return (rc);
+	}
+	if (len < LB_FHDR_SIZE || (rc = fhdr_check(w, LB_WAL_MAGIC, &first)) != 0) {
+		setwhy(why, whylen, "%s: offset 0: bad file header", mf->wpath);
+		rc = LB_ECORRUPT;
+		goto done;
+	}
+	if (first != mf->first_id) {
+		setwhy(why, whylen, "%s: offset %d: first id %llu, messages says %llu",
+		    mf->wpath, LB_FHDR_FIRST_ID, (unsigned long long)first,
+		    (unsigned long long)mf->first_id);
+		rc = LB_ECORRUPT;
+		goto done;
+	}
+	if ((rc = wal_walk(w, len, snext, NULL, &kfirst, &end, &nkept, &gap, &what)) != 0)
+		goto done;
+	if (end != len) {
+		setwhy(why, whylen, "%s: offset %zu: %s (after id %llu)", mf->wpath, end,
+		    what != NULL ? what : "trailing bytes",
+		    (unsigned long long)(snext + nkept - 1));
+		rc = LB_ECORRUPT;
+	}
+ done:
+	free(w);
+	return (rc);
+}
+
+int
+lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen)
+{
+	struct bent	 e;
+	const char	*what;
+	uint64_t	 size = 0, off = LB_FHDR_SIZE, next, first;
+	int		 rc;
+
+	setwhy(why, whylen, "ok");
+	if ((rc = read_fhdr(mf->mfd, LB_MSGF_MAGIC, &first)) != 0 || first != mf->first_id) {
+		setwhy(why, whylen, "%s: offset 0: bad file header", mf->mpath);
+		return (rc != 0 ? rc : LB_ECORRUPT);
+	}
+	if ((rc = fsize(mf->mfd, &size)) != 0)
+		return (rc);
+	next = mf->first_id;
+	mf->cidx = SIZE_MAX;	/* the cache is used as the work buffer */
+	while (off < size) {
+		if (size - off < LB_BHDR_SIZE) {
+			setwhy(why, whylen, "%s: offset %llu: %llu trailing bytes (torn block "
+			    "header), expected block first id %llu", mf->mpath,
+			    (unsigned long long)off, (unsigned long long)(size - off),
+			    (unsigned long long)next);
+			return (LB_ECORRUPT);
+		}
+		if ((rc = block_load(mf, off, NULL, &mf->cache, &e, &what)) == 0 &&
+		    e.first != next) {
+			what = "block first id does not follow the previous block";
+			rc = LB_ECORRUPT;
+		}
+		if (rc != 0) {
+			setwhy(why, whylen, "%s: offset %llu: block first id %llu: %s",
+			    mf->mpath, (unsigned long long)off, (unsigned long long)next,
+			    rc == LB_ECORRUPT ? what : lb_strerror(rc));
+			return (rc);
+		}
+		next += e.count;
+		off += LB_BHDR_SIZE + (uint64_t)e.comp;
+	}
+	return (verify_wal(mf, next, why, whylen));
+}
+
+void
+lb_msgfile_sizes(struct lb_msgfile *mf, uint64_t *disk, uint64_t *raw)
+{
+	uint64_t	 wal;
+
+	if (mf->mode == LB_RDWR)
+		wal = mf->wbase + mf->wdone;
+	else
+		wal = mf->wsize;
+	*disk = mf->mend + wal;
+	*raw = mf->sraw + mf->tail.len;
+}

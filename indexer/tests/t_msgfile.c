@@ -1,0 +1,973 @@
+/*
+ * t_msgfile.c — the message file on real files: byte-exact round trips of random messages
+ * across seals and reopens, readers following a writer, crash recovery after cutting either
+ * file at every byte, and damage (a flipped byte anywhere) that verify and get must report
+ * and never turn into wrong data.
+ */
+#include "t_helper.h"
+#include "lb_format.h"
+#include "lb_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A message and the memory its slices point into. */
+struct ref {
+	struct lb_msg	 m;
+	uint8_t		*mem;
+};
+
+static uint64_t
+rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (*s);
+}
+
+static size_t
+pick_len(uint64_t *s, size_t max)
+{
+	switch (rnd(s) % 6) {
+	case 0:
+		return (0);
+	case 1:
+		return (max);
+	case 2:
+		return (1);
+	default:
+		return (rnd(s) % (max < 24 ? max + 1 : 24));
+	}
+}
+
+static void
+fill(uint64_t *s, uint8_t *p, size_t len, int kind)
+{
+	static const char text[] = "Accepted password for root from 10.0.0.1 port 22 ssh2 ";
+
+	for (size_t i = 0; i < len; i++) {
+		switch (kind) {
+		case 0:		/* text */
+			p[i] = (uint8_t)text[(i + rnd(s) % 3) % (sizeof(text) - 1)];
+			break;
+		case 1:		/* multi-line */
+			p[i] = rnd(s) % 9 == 0 ? '\n' : (uint8_t)text[i % (sizeof(text) - 1)];
+			break;
+		case 2:		/* binary with NULs */
+			p[i] = rnd(s) % 4 == 0 ? 0 : (uint8_t)rnd(s);
+			break;
+		default:	/* 0x80-0xff */
+			p[i] = (uint8_t)(0x80 | rnd(s));
+			break;
+		}
+	}
+}
+
+/*
+ * A random message with id id received at recv. big allows a message of exactly LB_MSG_MAX
+ * bytes. small keeps every field short (for the byte-by-byte tests).
+ */
+static void
+gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
+{
+	struct lb_slice	*f[5];
+	size_t		 lens[6], max[5] = { LB_FIELD_MAX, LB_FIELD_MAX, LB_FIELD_MAX,
+	    LB_FIELD_MAX, LB_SD_MAX }, total = 0, off;
+	uint8_t		*p;
+	int		 kind = (int)(rnd(s) % 4);
+
+	memset(r, 0, sizeof(*r));
+	f[0] = &r->m.host;
+	f[1] = &r->m.program;
+	f[2] = &r->m.pid;
+	f[3] = &r->m.msgid;
+	f[4] = &r->m.sd;
+	for (int i = 0; i < 5; i++) {
+		lens[i] = small ? rnd(s) % 6 : pick_len(s, max[i]);
+		if (i == 4 && !small && rnd(s) % 4 != 0)
+			lens[i] = rnd(s) % 40;
+		total += lens[i];
+	}
+	switch (small ? 9 : rnd(s) % 12) {
+	case 0:
+		lens[5] = 0;
+		break;
+	case 1:
+		lens[5] = big ? LB_MSG_MAX : 3000;
+		break;
+	case 2:
+		lens[5] = 1000 + rnd(s) % 4000;
+		break;
+	default:
+		lens[5] = small ? rnd(s) % 30 : rnd(s) % 300;
+		break;
+	}
+	total += lens[5];
+	assert_non_null(r->mem = malloc(total + 1));
+	p = r->mem;
+	off = 0;
+	for (int i = 0; i < 5; i++) {
+		fill(s, p + off, lens[i], kind);
+		f[i]->p = p + off;
+		f[i]->len = lens[i];
+		off += lens[i];
+	}
+	fill(s, p + off, lens[5], kind);
+	r->m.message.p = p + off;
+	r->m.message.len = lens[5];
+	r->m.id = id;
+	r->m.received = recv;
+	switch (rnd(s) % 5) {
+	case 0:
+		r->m.timestamp = LB_NOTIME;
+		break;
+	case 1:
+		r->m.timestamp = (int64_t)rnd(s);
+		break;
+	default:
+		r->m.timestamp = recv - (int64_t)(rnd(s) % 5000000);
+		break;
+	}
+	r->m.tzoff = (int16_t)rnd(s);
+	r->m.facility = (uint8_t)(rnd(s) % 3 == 0 ? LB_NOVALUE : rnd(s) % 24);
+	r->m.severity = (uint8_t)(rnd(s) % 3 == 0 ? rnd(s) : rnd(s) % 8);
+	r->m.flags = (uint16_t)rnd(s);
+}
+
+static void
+assert_slice(struct lb_slice a, struct lb_slice b)
+{
+	assert_int_equal(a.len, b.len);
+	if (a.len > 0)
+		assert_memory_equal(a.p, b.p, a.len);
+}
+
+static void
+assert_msg(const struct lb_msg *a, const struct lb_msg *b)
+{
+	assert_true(a->id == b->id);
+	assert_true(a->received == b->received);
+	assert_true(a->timestamp == b->timestamp);
+	assert_int_equal(a->tzoff, b->tzoff);
+	assert_int_equal(a->facility, b->facility);
+	assert_int_equal(a->severity, b->severity);
+	assert_int_equal(a->flags, b->flags);
+	assert_slice(a->host, b->host);
+	assert_slice(a->program, b->program);
+	assert_slice(a->pid, b->pid);
+	assert_slice(a->msgid, b->msgid);
+	assert_slice(a->sd, b->sd);
+	assert_slice(a->message, b->message);
+}
+
+static int
+msg_eq(const struct lb_msg *a, const struct lb_msg *b)
+{
+	const struct lb_slice	*sa[6] = { &a->host, &a->program, &a->pid, &a->msgid, &a->sd,
+	    &a->message };
+	const struct lb_slice	*sb[6] = { &b->host, &b->program, &b->pid, &b->msgid, &b->sd,
+	    &b->message };
+
+	if (a->id != b->id || a->received != b->received || a->timestamp != b->timestamp ||
+	    a->tzoff != b->tzoff || a->facility != b->facility || a->severity != b->severity ||
+	    a->flags != b->flags)
+		return (0);
+	for (int i = 0; i < 6; i++)
+		if (sa[i]->len != sb[i]->len ||
+		    (sa[i]->len > 0 && memcmp(sa[i]->p, sb[i]->p, sa[i]->len) != 0))
+			return (0);
+	return (1);
+}
+
+static void
+free_refs(struct ref *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(r[i].mem);
+	free(r);
+}
+
+static void
+read_file(const char *path, uint8_t **buf, size_t *len)
+{
+	struct stat	 st;
+	int		 fd;
+
+	assert_true((fd = open(path, O_RDONLY)) != -1);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_non_null(*buf = malloc((size_t)st.st_size + 1));
+	assert_ok(lb_pread_all(fd, *buf, (size_t)st.st_size, 0));
+	*len = (size_t)st.st_size;
+	close(fd);
+}
+
+static void
+write_file(const char *dir, const char *name, const uint8_t *buf, size_t len)
+{
+	char	 path[512];
+	int	 fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_true((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0640)) != -1);
+	assert_ok(lb_write_all(fd, buf, len));
+	close(fd);
+}
+
+/* Gets nrand ids in random order, then all n in order, and the ids either side. */
+static void
+check_all(struct lb_msgfile *mf, const struct ref *refs, uint64_t first, size_t n,
+    size_t nrand, uint64_t *s)
+{
+	struct lb_msg	 m;
+	size_t		*order;
+
+	assert_non_null(order = malloc(n * sizeof(*order)));
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	for (size_t i = n; i > 1; i--) {
+		size_t j = (size_t)(rnd(s) % i), t = order[i - 1];
+
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+	for (size_t i = 0; i < nrand && i < n; i++) {
+		assert_ok(lb_msgfile_get(mf, first + order[i], &m));
+		assert_msg(&m, &refs[order[i]].m);
+	}
+	/* And in order, which the block cache serves. */
+	for (size_t i = 0; i < n; i++) {
+		assert_ok(lb_msgfile_get(mf, first + i, &m));
+		assert_msg(&m, &refs[i].m);
+	}
+	assert_int_equal(lb_msgfile_get(mf, first + n, &m), LB_ENOTFOUND);
+	if (first > 0)
+		assert_int_equal(lb_msgfile_get(mf, first - 1, &m), LB_ENOTFOUND);
+	free(order);
+}
+
+static void
+t_roundtrip(void **state)
+{
+	char			 dir[256], why[256];
+	struct lb_msgfile	*mf;
+	struct lb_msg		 m;
+	struct ref		*refs;
+	uint64_t		 s = 0x9e3779b97f4a7c15ULL, first, next, disk, raw;
+	const size_t		 n = 6000, first_id = 1000;
+	int64_t			 t = 1700000000000000LL;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_non_null(refs = calloc(n, sizeof(*refs)));
+	for (size_t i = 0; i < n; i++) {
+		/* Receive times mostly rise, sometimes step back or jump to extremes. */
+		t += (int64_t)(rnd(&s) % 3000) - (rnd(&s) % 10 == 0 ? 5000 : 0);
+		gen(&s, &refs[i], first_id + i, i == 7 ? INT64_MIN : i == 8 ? INT64_MAX : t,
+		    i % 1500 == 3, 0);
+	}
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(first == first_id && next == first_id);
+	for (size_t i = 0; i < n; i++) {
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+		if (rnd(&s) % 50 == 0)
+			assert_ok(lb_msgfile_commit(mf, (int)(rnd(&s) % 2)));
+		if (rnd(&s) % 700 == 0)
+			assert_ok(lb_msgfile_seal(mf));
+		if (rnd(&s) % 20 == 0) {
+			size_t	 k = (size_t)(rnd(&s) % (i + 1));
+
+			assert_ok(lb_msgfile_get(mf, first_id + k, &m));
+			assert_msg(&m, &refs[k].m);
+		}
+	}
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(first == first_id && next == first_id + n);
+	check_all(mf, refs, first_id, n, 500, &s);
+	assert_ok(lb_msgfile_commit(mf, 1));
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_sizes(mf, &disk, &raw);
+	assert_true(disk > 0 && raw > disk);
+	lb_msgfile_close(mf);
+
+	/* A reader sees the same, blocks and WAL. */
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(first == first_id && next == first_id + n);
+	check_all(mf, refs, first_id, n, n, &s);
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	assert_int_equal(lb_msgfile_append(mf, &refs[0].m), EINVAL);
+	lb_msgfile_close(mf);
+
+	/* The writer reopens (first_id is ignored now), recovers the WAL, seals, goes on. */
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 5, &mf));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(first == first_id && next == first_id + n);
+	check_all(mf, refs, first_id, n, 500, &s);
+	assert_ok(lb_msgfile_seal(mf));
+	check_all(mf, refs, first_id, n, 500, &s);
+	lb_msgfile_close(mf);
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	check_all(mf, refs, first_id, n, 500, &s);
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_close(mf);
+
+	free_refs(refs, n);
+	t_rmtree(dir);
+}
+
+static void
+t_limits(void **state)
+{
+	char			 dir[256], sub[300];
+	struct lb_msgfile	*mf;
+	struct lb_msg		 m;
+	struct ref		 r;
+	uint64_t		 s = 7, first, next;
+	uint8_t			 junk[100];
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(sub, sizeof(sub), "%s/2026/11-22", dir);
+	assert_int_equal(lb_msgfile_open(sub, LB_RDONLY, 0, &mf), ENOENT);
+	assert_int_equal(lb_msgfile_open(sub, 7, 0, &mf), EINVAL);
+	assert_ok(lb_msgfile_open(sub, LB_RDWR, 0, &mf));	/* creates the directory */
+	gen(&s, &r, 0, 1, 0, 1);
+	r.m.id = 1;
+	assert_int_equal(lb_msgfile_append(mf, &r.m), EINVAL);
+	r.m.id = 0;
+	r.m.message.len = LB_MSG_MAX + 1;
+	assert_int_equal(lb_msgfile_append(mf, &r.m), LB_ETOOBIG);
+	r.m.message.len = 0;
+	r.m.host.len = LB_FIELD_MAX + 1;
+	assert_int_equal(lb_msgfile_append(mf, &r.m), LB_ETOOBIG);
+	r.m.host.len = 0;
+	r.m.sd.len = LB_SD_MAX + 1;
+	assert_int_equal(lb_msgfile_append(mf, &r.m), LB_ETOOBIG);
+	r.m.sd.len = 0;
+	assert_int_equal(lb_msgfile_get(mf, 0, &m), LB_ENOTFOUND);
+	assert_ok(lb_msgfile_append(mf, &r.m));
+	assert_ok(lb_msgfile_get(mf, 0, &m));
+	assert_msg(&m, &r.m);
+	assert_ok(lb_msgfile_seal(mf));
+	assert_ok(lb_msgfile_seal(mf));		/* nothing open: a no-op */
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(first == 0 && next == 1);
+	lb_msgfile_close(mf);
+	lb_msgfile_close(NULL);
+	free(r.mem);
+
+	/* Not a message file. */
+	memset(junk, 'x', sizeof(junk));
+	write_file(sub, LB_FILE_MESSAGES, junk, sizeof(junk));
+	assert_int_equal(lb_msgfile_open(sub, LB_RDONLY, 0, &mf), LB_EFORMAT);
+	assert_int_equal(lb_msgfile_open(sub, LB_RDWR, 0, &mf), LB_EFORMAT);
+	write_file(sub, LB_FILE_MESSAGES, junk, 3);
+	assert_int_equal(lb_msgfile_open(sub, LB_RDONLY, 0, &mf), LB_EFORMAT);
+	t_rmtree(dir);
+}
+
+/* A reader opened early sees what the writer adds: WAL records, sealed blocks, replaced WALs. */
+static void
+t_reader_follows(void **state)
+{
+	char			 dir[256], why[256];
+	struct lb_msgfile	*w, *r;
+	struct lb_msg		 m;
+	struct ref		*refs;
+	uint64_t		 s = 42, first, next;
+	const size_t		 n = 3000;
+	size_t			 done = 0;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_non_null(refs = calloc(n, sizeof(*refs)));
+	for (size_t i = 0; i < n; i++)
+		gen(&s, &refs[i], 1 + i, 1000 + (int64_t)i, 0, 0);
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 1, &w));
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &r));
+	lb_msgfile_range(r, &first, &next);
+	assert_true(first == 1 && next == 1);
+	assert_int_equal(lb_msgfile_get(r, 1, &m), LB_ENOTFOUND);
+	while (done < n) {
+		size_t	 k = 1 + (size_t)(rnd(&s) % 200), op = (size_t)(rnd(&s) % 4);
+
+		for (size_t i = 0; i < k && done < n; i++, done++)
+			assert_ok(lb_msgfile_append(w, &refs[done].m));
+		if (op == 3)
+			assert_ok(lb_msgfile_seal(w));
+		else
+			assert_ok(lb_msgfile_commit(w, (int)op % 2));
+		/* The newest first (refresh), then a few older ones. */
+		assert_ok(lb_msgfile_get(r, done, &m));
+		assert_msg(&m, &refs[done - 1].m);
+		for (int j = 0; j < 5; j++) {
+			size_t	 i = (size_t)(rnd(&s) % done);
+
+			assert_ok(lb_msgfile_get(r, 1 + i, &m));
+			assert_msg(&m, &refs[i].m);
+		}
+		lb_msgfile_range(r, &first, &next);
+		assert_true(next == 1 + done);
+	}
+	check_all(r, refs, 1, n, n, &s);
+	assert_ok(lb_msgfile_verify(r, why, sizeof(why)));
+	lb_msgfile_close(r);
+	lb_msgfile_close(w);
+	free_refs(refs, n);
+	t_rmtree(dir);
+}
+
+/* The state of a day directory saved as bytes, and the messages it should hold. */
+struct snap {
+	uint8_t		*msgs, *wal;
+	size_t		 mlen, wlen;
+	struct ref	*refs;
+	size_t		 n;
+};
+
+/* The ids a writer must keep after messages is cut to mcut and the WAL to wcut. */
+static uint64_t
+expect_next(const struct snap *sn, size_t mcut, size_t wcut, uint64_t first_id)
+{
+	uint64_t	 next = first_id, id;
+	size_t		 off = LB_FHDR_SIZE;
+
+	if (mcut < LB_FHDR_SIZE)
+		mcut = 0;
+	while (mcut >= LB_FHDR_SIZE && off + LB_BHDR_SIZE <= mcut) {
+		uint32_t comp = lb_get32(sn->msgs + off + LB_BHDR_COMP_LEN);
+
+		if (off + LB_BHDR_SIZE + comp > mcut)
+			break;
+		next = lb_get64(sn->msgs + off + LB_BHDR_FIRST_ID) +
+		    lb_get32(sn->msgs + off + LB_BHDR_COUNT);
+		off += LB_BHDR_SIZE + comp;
+	}
+	if (wcut < LB_FHDR_SIZE)
+		return (next);
+	for (off = LB_FHDR_SIZE; off + LB_WREC_HDR <= wcut; ) {
+		uint32_t blen = lb_get32(sn->wal + off);
+
+		if (off + LB_WREC_HDR + blen > wcut)
+			break;
+		assert_int_not_equal(lb_varint_get(sn->wal + off + LB_WREC_HDR, blen, &id), 0);
+		if (id > next)
+			break;
+		if (id == next)
+			next++;
+		off += LB_WREC_HDR + blen;
+	}
+	return (next);
+}
+
+/* Writes the snapshot cut at mcut/wcut into dir, recovers, checks, appends, verifies. */
+static void
+recover_one(const struct snap *sn, const char *dir, size_t mcut, size_t wcut,
+    uint64_t first_id)
+{
+	char			 why[256];
+	struct lb_msgfile	*mf;
+	struct lb_msg		 m;
+	struct ref		 extra;
+	uint64_t		 first, next, want = expect_next(sn, mcut, wcut, first_id), s = mcut;
+
+	write_file(dir, LB_FILE_MESSAGES, sn->msgs, mcut);
+	write_file(dir, LB_FILE_WAL, sn->wal, wcut);
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	lb_msgfile_range(mf, &first, &next);
+	if (first != first_id || next != want)
+		print_error("mcut %zu wcut %zu: range [%llu, %llu), want next %llu\n", mcut,
+		    wcut, (unsigned long long)first, (unsigned long long)next,
+		    (unsigned long long)want);
+	assert_true(first == first_id && next == want);
+	for (uint64_t id = first; id < next; id++) {
+		assert_ok(lb_msgfile_get(mf, id, &m));
+		assert_msg(&m, &sn->refs[id - first_id].m);
+	}
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	gen(&s, &extra, next, 5, 0, 1);
+	assert_ok(lb_msgfile_append(mf, &extra.m));
+	assert_ok(lb_msgfile_commit(mf, 0));
+	lb_msgfile_close(mf);
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	if (lb_msgfile_verify(mf, why, sizeof(why)) != 0)
+		print_error("mcut %zu wcut %zu: %s\n", mcut, wcut, why);
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	assert_ok(lb_msgfile_get(mf, next, &m));
+	assert_msg(&m, &extra.m);
+	lb_msgfile_close(mf);
+	free(extra.mem);
+}
+
+static void
+snap_take(struct snap *sn, const char *dir)
+{
+	char	 path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
+	read_file(path, &sn->msgs, &sn->mlen);
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
+	read_file(path, &sn->wal, &sn->wlen);
+}
+
+/*
+ * Small sealed blocks (explicit seals) and a WAL with the open block's records: cut each
+ * file at every byte.
+ */
+static void
+t_crash_every_byte(void **state)
+{
+	char			 dir[256], work[300];
+	struct lb_msgfile	*mf;
+	struct snap		 sn;
+	uint64_t		 s = 3;
+	const uint64_t		 first_id = 77;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(work, sizeof(work), "%s/w", dir);
+	assert_int_equal(mkdir(work, 0750), 0);
+	memset(&sn, 0, sizeof(sn));
+	sn.n = 40;
+	assert_non_null(sn.refs = calloc(sn.n, sizeof(*sn.refs)));
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	for (size_t i = 0; i < sn.n; i++) {
+		gen(&s, &sn.refs[i], first_id + i, 1000 + 7 * (int64_t)i, 0, 1);
+		assert_ok(lb_msgfile_append(mf, &sn.refs[i].m));
+		assert_ok(lb_msgfile_commit(mf, 0));
+		if (i % 10 == 9 && i < 30)
+			assert_ok(lb_msgfile_seal(mf));
+	}
+	lb_msgfile_close(mf);
+	snap_take(&sn, dir);
+	assert_true(sn.wlen > LB_FHDR_SIZE);
+	for (size_t cut = 0; cut <= sn.mlen; cut++)
+		recover_one(&sn, work, cut, sn.wlen, first_id);
+	for (size_t cut = 0; cut <= sn.wlen; cut++)
+		recover_one(&sn, work, sn.mlen, cut, first_id);
+	free(sn.msgs);
+	free(sn.wal);
+	free_refs(sn.refs, sn.n);
+	t_rmtree(dir);
+}
+
+/*
+ * Blocks sealed by append (no fsync) leave their records in the WAL ("stale") until a commit
+ * with sync: losing such a block must bring its records back from the WAL.
+ */
+static void
+t_crash_stale_wal(void **state)
+{
+	char			 dir[256], work[300];
+	struct lb_msgfile	*mf;
+	struct snap		 sn;
+	uint64_t		 s = 11;
+	const uint64_t		 first_id = 1;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(work, sizeof(work), "%s/w", dir);
+	assert_int_equal(mkdir(work, 0750), 0);
+	memset(&sn, 0, sizeof(sn));
+	sn.n = 30;
+	assert_non_null(sn.refs = calloc(sn.n, sizeof(*sn.refs)));
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	for (size_t i = 0; i < sn.n; i++) {
+		struct ref	*r = &sn.refs[i];
+
+		gen(&s, r, first_id + i, 50 + (int64_t)i, 0, 1);
+		/* 8 KiB of compressible text: a block every eight messages. */
+		free(r->mem);
+		assert_non_null(r->mem = malloc(8 * 1024));
+		memset(r->mem, 'a' + (int)(i % 26), 8 * 1024);
+		r->m.host = r->m.program = r->m.pid = r->m.msgid = r->m.sd =
+		    (struct lb_slice){ r->mem, 3 };
+		r->m.message = (struct lb_slice){ r->mem, 8 * 1024 };
+		assert_ok(lb_msgfile_append(mf, &r->m));
+		assert_ok(lb_msgfile_commit(mf, 0));
+	}
+	lb_msgfile_close(mf);
+	snap_take(&sn, dir);
+	assert_true(sn.wlen > 20 * 8 * 1024);	/* stale records are still there */
+	/* A dense sample of messages cuts, and every block boundary with a byte either side. */
+	for (size_t cut = 0; cut <= sn.mlen; cut += cut < LB_FHDR_SIZE + 2 ? 1 : 5)
+		recover_one(&sn, work, cut, sn.wlen, first_id);
+	for (size_t off = LB_FHDR_SIZE; off < sn.mlen; off += LB_BHDR_SIZE +
+	    lb_get32(sn.msgs + off + LB_BHDR_COMP_LEN))
+		for (size_t d = off - 1; d <= off + 1; d++)
+			recover_one(&sn, work, d, sn.wlen, first_id);
+	recover_one(&sn, work, sn.mlen - 1, sn.wlen, first_id);
+	for (size_t cut = 0; cut <= sn.wlen; cut += cut < 64 ? 1 : 1021)
+		recover_one(&sn, work, sn.mlen, cut, first_id);
+	/* Every record boundary, and one byte either side. */
+	for (size_t off = LB_FHDR_SIZE; off < sn.wlen; off += LB_WREC_HDR +
+	    lb_get32(sn.wal + off))
+		for (size_t d = off - 1; d <= off + 1 && d <= sn.wlen; d++)
+			recover_one(&sn, work, sn.mlen, d, first_id);
+	recover_one(&sn, work, sn.mlen, sn.wlen - 1, first_id);
+
+	/* A sync commit replaces the WAL with the open block's records only. */
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	assert_ok(lb_msgfile_commit(mf, 1));
+	lb_msgfile_close(mf);
+	free(sn.wal);
+	{
+		char	 path[512];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
+		read_file(path, &sn.wal, &sn.wlen);
+	}
+	assert_true(sn.wlen < 8 * (8 * 1024 + 64));
+	free(sn.msgs);
+	free(sn.wal);
+	free_refs(sn.refs, sn.n);
+	t_rmtree(dir);
+}
+
+/*
+ * Every byte of a small sealed file (and its WAL) flipped in turn: a reader either refuses
+ * to open, or verify reports damage, and get never returns a message that differs.
+ */
+static void
+t_flip_every_byte(void **state)
+{
+	char			 dir[256], work[300], why[256];
+	struct lb_msgfile	*mf;
+	struct lb_msg		 m;
+	struct snap		 sn;
+	uint64_t		 s = 5, first, next;
+	const uint64_t		 first_id = 10;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(work, sizeof(work), "%s/w", dir);
+	assert_int_equal(mkdir(work, 0750), 0);
+	memset(&sn, 0, sizeof(sn));
+	sn.n = 30;
+	assert_non_null(sn.refs = calloc(sn.n, sizeof(*sn.refs)));
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	for (size_t i = 0; i < sn.n; i++) {
+		gen(&s, &sn.refs[i], first_id + i, 1000 + 7 * (int64_t)i, 0, 1);
+		assert_ok(lb_msgfile_append(mf, &sn.refs[i].m));
+		if (i % 8 == 7)
+			assert_ok(lb_msgfile_seal(mf));
+	}
+	assert_ok(lb_msgfile_commit(mf, 1));
+	lb_msgfile_close(mf);
+	snap_take(&sn, dir);
+	for (int which = 0; which < 2; which++) {
+		uint8_t	*buf = which == 0 ? sn.msgs : sn.wal;
+		size_t	 len = which == 0 ? sn.mlen : sn.wlen;
+
+		for (size_t pos = 0; pos < len; pos++) {
+			uint8_t	 save = buf[pos];
+			int	 rc;
+
+			buf[pos] ^= (uint8_t)(1 + rnd(&s) % 255);
+			write_file(work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
+			write_file(work, LB_FILE_WAL, sn.wal, sn.wlen);
+			buf[pos] = save;
+			rc = lb_msgfile_open(work, LB_RDONLY, 0, &mf);
+			if (rc != 0) {
+				assert_true(rc == LB_EFORMAT || rc == LB_ECORRUPT);
+				continue;
+			}
+			assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
+			assert_non_null(strstr(why, "offset"));
+			lb_msgfile_range(mf, &first, &next);
+			for (uint64_t id = first; id < next + 2; id++) {
+				rc = lb_msgfile_get(mf, id, &m);
+				if (rc == 0) {
+					assert_true(id >= first_id && id < first_id + sn.n);
+					assert_true(msg_eq(&m, &sn.refs[id - first_id].m));
+				} else {
+					assert_true(rc == LB_ECORRUPT || rc == LB_ENOTFOUND);
+				}
+			}
+			lb_msgfile_close(mf);
+		}
+		/* The flip was undone: the copy is sound again. */
+		write_file(work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
+		write_file(work, LB_FILE_WAL, sn.wal, sn.wlen);
+		assert_ok(lb_msgfile_open(work, LB_RDONLY, 0, &mf));
+		assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+		lb_msgfile_close(mf);
+	}
+	free(sn.msgs);
+	free(sn.wal);
+	free_refs(sn.refs, sn.n);
+	t_rmtree(dir);
+}
+
+/*
+ * Damage in the middle: a reader still reads the sound blocks and reports the damaged ones;
+ * verify names the file, offset and block; a writer refuses a damaged header in the middle.
+ */
+static void
+t_middle_damage(void **state)
+{
+	char			 dir[256], work[300], why[256], want[64];
+	struct lb_msgfile	*mf;
+	struct lb_msg		 m;
+	struct snap		 sn;
+	uint64_t		 s = 9, bfirst[8];
+	size_t			 boff[8], nb = 0;
+	const uint64_t		 first_id = 100;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(work, sizeof(work), "%s/w", dir);
+	assert_int_equal(mkdir(work, 0750), 0);
+	memset(&sn, 0, sizeof(sn));
+	sn.n = 40;
+	assert_non_null(sn.refs = calloc(sn.n, sizeof(*sn.refs)));
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	for (size_t i = 0; i < sn.n; i++) {
+		gen(&s, &sn.refs[i], first_id + i, 1000 + 7 * (int64_t)i, 0, 1);
+		assert_ok(lb_msgfile_append(mf, &sn.refs[i].m));
+		if (i % 10 == 9)
+			assert_ok(lb_msgfile_seal(mf));
+	}
+	lb_msgfile_close(mf);
+	snap_take(&sn, dir);
+	for (size_t off = LB_FHDR_SIZE; off < sn.mlen; nb++) {
+		boff[nb] = off;
+		bfirst[nb] = lb_get64(sn.msgs + off + LB_BHDR_FIRST_ID);
+		off += LB_BHDR_SIZE + lb_get32(sn.msgs + off + LB_BHDR_COMP_LEN);
+	}
+	assert_int_equal(nb, 4);
+
+	/* Payload of block 1 damaged. */
+	sn.msgs[boff[1] + LB_BHDR_SIZE + 2] ^= 0x40;
+	write_file(work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
+	write_file(work, LB_FILE_WAL, sn.wal, sn.wlen);
+	assert_ok(lb_msgfile_open(work, LB_RDONLY, 0, &mf));
+	for (uint64_t id = first_id; id < first_id + sn.n; id++) {
+		int rc = lb_msgfile_get(mf, id, &m);
+
+		if (id >= bfirst[1] && id < bfirst[2])
+			assert_int_equal(rc, LB_ECORRUPT);
+		else {
+			assert_ok(rc);
+			assert_msg(&m, &sn.refs[id - first_id].m);
+		}
+	}
+	assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
+	snprintf(want, sizeof(want), "offset %zu: block first id %llu", boff[1],
+	    (unsigned long long)bfirst[1]);
+	assert_non_null(strstr(why, want));
+	assert_non_null(strstr(why, LB_FILE_MESSAGES));
+	lb_msgfile_close(mf);
+	sn.msgs[boff[1] + LB_BHDR_SIZE + 2] ^= 0x40;
+
+	/* Header of block 1 damaged: the reader resynchronises on block 2. */
+	sn.msgs[boff[1] + LB_BHDR_TMIN] ^= 0x01;
+	write_file(work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
+	assert_ok(lb_msgfile_open(work, LB_RDONLY, 0, &mf));
+	for (uint64_t id = first_id; id < first_id + sn.n; id++) {
+		int rc = lb_msgfile_get(mf, id, &m);
+
+		if (id >= bfirst[1] && id < bfirst[2])
+			assert_int_equal(rc, LB_ECORRUPT);
+		else {
+			assert_ok(rc);
+			assert_msg(&m, &sn.refs[id - first_id].m);
+		}
+	}
+	assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
+	assert_non_null(strstr(why, "bad block header"));
+	lb_msgfile_close(mf);
+	assert_int_equal(lb_msgfile_open(work, LB_RDWR, 0, &mf), LB_ECORRUPT);
+	sn.msgs[boff[1] + LB_BHDR_TMIN] ^= 0x01;
+
+	/* The last block damaged: the writer cuts it and takes its records from nowhere. */
+	sn.msgs[sn.mlen - 1] ^= 0x01;
+	write_file(work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
+	assert_ok(lb_msgfile_open(work, LB_RDWR, 0, &mf));
+	{
+		uint64_t	 first, next;
+
+		lb_msgfile_range(mf, &first, &next);
+		assert_true(next == bfirst[3]);
+	}
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_close(mf);
+	free(sn.msgs);
+	free(sn.wal);
+	free_refs(sn.refs, sn.n);
+	t_rmtree(dir);
+}
+
+/*
+ * A WAL whose header is damaged is refused by the writer (nothing is guessed) but a reader
+ * still reads the blocks; bytes after the last block are reported by verify and cut by the
+ * writer.
+ */
+static void
+t_refusals(void **state)
+{
+	char			 dir[256], why[256];
+	struct lb_msgfile	*mf;
+	struct lb_msg		 m;
+	struct snap		 sn;
+	uint64_t		 s = 21, first, next;
+	uint8_t			 junk[40];
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	memset(&sn, 0, sizeof(sn));
+	sn.n = 12;
+	assert_non_null(sn.refs = calloc(sn.n, sizeof(*sn.refs)));
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 1, &mf));
+	for (size_t i = 0; i < sn.n; i++) {
+		gen(&s, &sn.refs[i], 1 + i, 100 + (int64_t)i, 0, 1);
+		assert_ok(lb_msgfile_append(mf, &sn.refs[i].m));
+		if (i == 7)
+			assert_ok(lb_msgfile_seal(mf));
+	}
+	assert_ok(lb_msgfile_commit(mf, 1));
+	lb_msgfile_close(mf);
+	snap_take(&sn, dir);
+
+	sn.wal[LB_FHDR_FIRST_ID] ^= 1;
+	write_file(dir, LB_FILE_WAL, sn.wal, sn.wlen);
+	assert_int_equal(lb_msgfile_open(dir, LB_RDWR, 1, &mf), LB_ECORRUPT);
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(first == 1 && next == 9);
+	assert_ok(lb_msgfile_get(mf, 8, &m));
+	assert_msg(&m, &sn.refs[7].m);
+	assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
+	assert_non_null(strstr(why, LB_FILE_WAL ": offset 0"));
+	lb_msgfile_close(mf);
+	sn.wal[LB_FHDR_FIRST_ID] ^= 1;
+	write_file(dir, LB_FILE_WAL, sn.wal, sn.wlen);
+
+	/* Garbage after the last block. */
+	memset(junk, 0xa5, sizeof(junk));
+	{
+		uint8_t	*both;
+
+		assert_non_null(both = malloc(sn.mlen + sizeof(junk)));
+		memcpy(both, sn.msgs, sn.mlen);
+		memcpy(both + sn.mlen, junk, sizeof(junk));
+		write_file(dir, LB_FILE_MESSAGES, both, sn.mlen + sizeof(junk));
+		free(both);
+	}
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(next == 1 + sn.n);
+	assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
+	lb_msgfile_close(mf);
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 1, &mf));
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(next == 1 + sn.n);
+	check_all(mf, sn.refs, 1, sn.n, sn.n, &s);
+	lb_msgfile_close(mf);
+	free(sn.msgs);
+	free(sn.wal);
+	free_refs(sn.refs, sn.n);
+	t_rmtree(dir);
+}
+
+/* The file header and a WAL record byte for byte, as FORMAT.md §3 shows them. */
+static void
+t_golden(void **state)
+{
+	char			 dir[256], path[512];
+	struct lb_msgfile	*mf;
+	struct lb_msg		 m;
+	uint8_t			*buf;
+	size_t			 len;
+	static const uint8_t	 fhdr[LB_FHDR_SIZE] = {
+		0x4c, 0x42, 0x4d, 0x46, 0x01, 0x00, 0x00, 0x00,
+		0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00,
+	};
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	memset(&m, 0, sizeof(m));
+	m.id = 7;
+	m.received = 1000000;
+	m.timestamp = 999000;
+	m.tzoff = -60;
+	m.facility = 4;
+	m.severity = 6;
+	m.flags = LB_MSG_RFC3164;
+	m.host = (struct lb_slice){ (const uint8_t *)"web1", 4 };
+	m.program = (struct lb_slice){ (const uint8_t *)"sshd", 4 };
+	m.pid = (struct lb_slice){ (const uint8_t *)"42", 2 };
+	m.message = (struct lb_slice){ (const uint8_t *)"hi\0\n", 4 };
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 7, &mf));
+	assert_ok(lb_msgfile_append(mf, &m));
+	assert_ok(lb_msgfile_commit(mf, 1));
+	lb_msgfile_close(mf);
+
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
+	read_file(path, &buf, &len);
+	assert_int_equal(len, LB_FHDR_SIZE);
+	assert_memory_equal(buf, fhdr, LB_FHDR_CRC);
+	assert_int_equal(lb_get32(buf + LB_FHDR_CRC), lb_crc32(buf, LB_FHDR_CRC));
+	free(buf);
+
+	/* The WAL record: frame, then id 7, time 1000000, and the fields (FORMAT.md §3). */
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
+	read_file(path, &buf, &len);
+	{
+		static const uint8_t body[] = {
+			0x07,				/* id 7 */
+			0x80, 0x89, 0x7a,		/* zigzag(1000000) = 2000000 */
+			0xcf, 0x0f,			/* zigzag(-1000) = 1999 */
+			0x77,				/* zigzag(-60) = 119 */
+			0x04, 0x06, 0x04,		/* facility, severity, flags */
+			0x04, 'w', 'e', 'b', '1',
+			0x04, 's', 's', 'h', 'd',
+			0x02, '4', '2',
+			0x00, 0x00,			/* msgid, sd */
+			0x04, 'h', 'i', 0x00, '\n',
+		};
+
+		assert_int_equal(len, LB_FHDR_SIZE + LB_WREC_HDR + sizeof(body));
+		assert_int_equal(lb_get32(buf + LB_FHDR_SIZE), sizeof(body));
+		assert_int_equal(lb_get32(buf + LB_FHDR_SIZE + 4), lb_crc32(body, sizeof(body)));
+		assert_memory_equal(buf + LB_FHDR_SIZE + LB_WREC_HDR, body, sizeof(body));
+	}
+	free(buf);
+	t_rmtree(dir);
+}
+
+int
+main(void)
+{
+	struct stat	 st;
+
+	/*
+	 * The crash tests recover thousands of times and every recovery fdatasync()s: run on
+	 * tmpfs when there is one and TMPDIR does not say otherwise (the files are as real).
+	 */
+	if (getenv("TMPDIR") == NULL && stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) &&
+	    access("/dev/shm", W_OK) == 0)
+		setenv("TMPDIR", "/dev/shm", 0);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_golden),
+		cmocka_unit_test(t_limits),
+		cmocka_unit_test(t_roundtrip),
+		cmocka_unit_test(t_reader_follows),
+		cmocka_unit_test(t_middle_damage),
+		cmocka_unit_test(t_refusals),
+		cmocka_unit_test(t_crash_every_byte),
+		cmocka_unit_test(t_crash_stale_wal),
+		cmocka_unit_test(t_flip_every_byte),
+	};
+
+	/* T_FILTER=t_roundtrip runs one test. */
+	if (getenv("T_FILTER") != NULL)
+		cmocka_set_test_filter(getenv("T_FILTER"));
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
