@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -213,3 +214,19 @@ def parse_ids(p: subprocess.CompletedProcess[bytes]) -> list[int]:
         raise CliError(
             p.args, p.returncode, p.stdout[:400].decode(errors="replace"), "printed a non-id"
         ) from e
+
+
+_SUMMARY = re.compile(r"ingested (\d+) messages \(ids (\d+)-(\d+)\)")
+
+
+def ingest_summary(stderr: bytes | str) -> tuple[int, int, int]:
+    """(count, first id, last id) from ingest's final "logbox: ingested N messages (ids A-B)
+    in ..." line.
+
+    :raises AssertionError: if stderr has no such line.
+    """
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+    found = _SUMMARY.findall(text)
+    assert found, f"ingest printed no 'ingested N messages (ids A-B)' summary:\n{text[-2000:]}"
+    n, a, b = found[-1]
+    return int(n), int(a), int(b)
