@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from lbtest.cli import has_verb
 
 TOP = Path(__file__).resolve().parent.parent
+STORE_VERBS = ("ingest", "cat", "lookup", "verify", "stats")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "slow: takes more than a few seconds (deselect: -m 'not slow')"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -19,3 +28,50 @@ def top() -> Path:
 def bin_dir(top: Path) -> Path:
     """Where `make build` puts the programs."""
     return top / "build" / "bin"
+
+
+def _need(binary: Path, verbs: tuple[str, ...]) -> Path:
+    if not binary.is_file():
+        pytest.skip(f"{binary} is not built (make build)")
+    missing = [v for v in verbs if not has_verb(binary, v)]
+    if missing:
+        pytest.skip(f"{binary} has no `{' '.join(missing)}` verb yet")
+    return binary
+
+
+@pytest.fixture(scope="session")
+def logbox_bin(top: Path) -> Path:
+    """The logbox CLI for functional tests: $LOGBOX_BIN, else the release build, else the ASan
+    build. Skips when none is built."""
+    if os.environ.get("LOGBOX_BIN"):
+        return _need(Path(os.environ["LOGBOX_BIN"]), ())
+    for p in (top / "build" / "bin" / "logbox", top / "build" / "asan" / "logbox"):
+        if p.is_file():
+            return p
+    pytest.skip("no logbox binary under build/ (make build)")
+
+
+@pytest.fixture(scope="session")
+def logbox_asan(top: Path) -> Path:
+    """The ASan+UBSan build of the CLI ($LOGBOX_ASAN_BIN, else build/asan/logbox)."""
+    return _need(Path(os.environ.get("LOGBOX_ASAN_BIN", top / "build" / "asan" / "logbox")), ())
+
+
+@pytest.fixture(scope="session")
+def store_cli(logbox_bin: Path) -> Path:
+    """logbox_bin, skipping the test while the store verbs (CLI.md) are not implemented."""
+    return _need(logbox_bin, STORE_VERBS)
+
+
+@pytest.fixture(scope="session")
+def store_cli_asan(logbox_asan: Path) -> Path:
+    """logbox_asan, skipping the test while the store verbs are not implemented."""
+    return _need(logbox_asan, STORE_VERBS)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """An empty data directory for one test's store."""
+    data = tmp_path / "data"
+    data.mkdir()
+    return data

@@ -1,0 +1,2 @@
+"""Helpers the store suites share: a Python oracle of the tokenizer, corpus generators and thin
+wrappers around the `logbox` CLI verbs (see CLI.md for the contract they follow)."""
