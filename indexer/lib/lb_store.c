@@ -1120,7 +1120,11 @@ lb_store_verify(struct lb_store *st,
 		if ((rc = day_dir(st, d->day, path, sizeof(path))) != 0)
 			goto done;
 		if ((rc = days_file(st, i, &mf)) != 0) {
-			vreport(&v, path, "cannot open the message file: %s", lb_strerror(rc));
+			char file[PATH_MAX];
+
+			if (lb_path(file, sizeof(file), "%s/%s", path, LB_FILE_MESSAGES) != 0)
+				snprintf(file, sizeof(file), "%s", path);
+			vreport(&v, file, "cannot open the message file: %s", lb_strerror(rc));
 			continue;
 		}
 		why[0] = '\0';
