@@ -39,6 +39,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,7 @@ struct lb_msgfile {
 	pthread_cond_t	 cv_work;	/* a slot was queued, or qstop set */
 	pthread_cond_t	 cv_done;	/* a slot is done */
 	int		 qstop;		/* under mu */
+	atomic_int	 tfail;		/* the thread has failed a block (set under mu too) */
 	/* thread only */
 	unsigned	 qwork;		/* next slot to compress */
 	uint64_t	 woff;		/* where the next block goes in messages */
@@ -1251,8 +1253,10 @@ compressor(void *arg)
 		pthread_mutex_unlock(&mf->mu);
 		rc = failed ? failed : block_write(mf, s);
 		pthread_mutex_lock(&mf->mu);
-		if (rc != 0)
+		if (rc != 0) {
 			failed = rc;
+			atomic_store_explicit(&mf->tfail, 1, memory_order_relaxed);
+		}
 		s->rc = rc;
 		s->state = Q_DONE;
 		mf->qwork = (mf->qwork + 1) % QDEPTH;
@@ -1382,6 +1386,9 @@ lb_msgfile_append(struct lb_msgfile *mf, const struct lb_msg *m)
 
 	if (mf->mode != LB_RDWR || m->id != mf->snext + b->n)
 		return (EINVAL);
+	/* (The failed block and those before it are done: reap reaches it without waiting.) */
+	if (atomic_load_explicit(&mf->tfail, memory_order_relaxed))
+		(void)reap(mf, QDEPTH);
 	if (mf->terr != 0)
 		return (mf->terr);
 	if (m->id == UINT64_MAX)
@@ -1530,6 +1537,9 @@ lb_msgfile_get(struct lb_msgfile *mf, uint64_t id, struct lb_msg *m)
 		return (mblk_msg(&mf->tail, id, m));
 	if (mf->nq > 0 && (rc = reap(mf, QDEPTH)) != 0)
 		return (rc);
+	if (mf->terr != 0 && id >= (mf->nblk > 0 ? mf->blk[mf->nblk - 1].first +
+	    mf->blk[mf->nblk - 1].count : mf->first_id))
+		return (mf->terr);	/* its block was lost to a failed write */
 	/* Blocks still queued: read their records in memory (the thread only reads them). */
 	for (unsigned i = 0; i < mf->nq; i++) {
 		const struct mblk	*b = &mf->q[(mf->qhead + i) % QDEPTH].b;
