@@ -73,14 +73,18 @@ struct lb_store {
 	int64_t			 last_step;	/* time map: last step recorded */
 	int64_t			 last_sync;	/* monotonic ms of the last fdatasync */
 	int			 dirty;		/* appended since the last commit */
+	int64_t			 dnum;		/* UTC day number of the last receive time */
 };
+
+#define US_PER_DAY	(86400LL * 1000000)
 
 static int64_t
 mono_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* Coarse (a few ms) is enough for flush intervals and cheaper on every append. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
@@ -902,7 +906,7 @@ int
 lb_store_append(struct lb_store *st, struct lb_msg *m)
 {
 	uint32_t	day;
-	int64_t		step, now;
+	int64_t		step, now, dnum;
 	size_t		len;
 	int		rc;
 
@@ -912,7 +916,14 @@ lb_store_append(struct lb_store *st, struct lb_msg *m)
 		m->received = now_us();
 	if (m->received < st->last_received)
 		m->received = st->last_received;
-	day = day_of(m->received);
+	/* gmtime only when the UTC day number changes (a day is 86400 s in time_t). */
+	dnum = m->received >= 0 ? m->received / US_PER_DAY :
+	    (m->received - US_PER_DAY + 1) / US_PER_DAY;
+	if (st->mf == NULL || dnum != st->dnum) {
+		day = day_of(m->received);
+		st->dnum = dnum;
+	} else
+		day = st->day.day;
 	if (st->mf == NULL || day != st->day.day) {
 		if (st->mf != NULL && (rc = end_day(st)) != 0)
 			return (rc);
