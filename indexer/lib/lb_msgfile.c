@@ -8,12 +8,26 @@
  * [first_id, snext)) or the WAL (ids [snext, next)), and a WAL record is dropped only after the
  * block holding it is fdatasync()ed. Appends build the open block in memory and frame each
  * record for the WAL; lb_msgfile_commit() writes the frames with one write(2). A full block is
- * sealed by append with a plain write(2) (no fsync: that would cost a disk flush per 64 KiB);
- * its WAL records stay in the WAL ("stale") until a commit with sync has fdatasync()ed
- * messages, which then replaces the WAL by a fresh one holding only the open block's records
+ * sealed with a plain write(2) (no fsync: that would cost a disk flush per 64 KiB); its WAL
+ * records stay in the WAL ("stale") until a commit with sync has fdatasync()ed messages, which
+ * then replaces the WAL by a fresh one holding only the records not yet in a written block
  * (written to messages.wal.tmp, fdatasync, rename). lb_msgfile_seal() seals, fdatasyncs and
  * truncates the WAL to its header. Recovery therefore keeps WAL records whose ids follow the
  * last sound block and drops those already sealed.
+ *
+ * Threads: a writer compresses in a second thread. When the open block is full, append hands
+ * its records to a queue of QDEPTH blocks (waiting when the queue is full) and goes on with a
+ * new open block; the compressor thread deflates the queued blocks in id order and appends
+ * them to messages. The appender takes finished blocks back ("reap", at the next hand-off,
+ * commit, get, seal or verify): only then do they join the block index and do their records'
+ * WAL frames leave wal[]. Until then those frames are written to the WAL by commits like the
+ * open block's, so a commit never waits for the thread and the rule above holds unchanged;
+ * get serves queued ids from the queued records; seal and verify wait for the queue to drain;
+ * close lets the thread write what is queued and joins it. A write the thread fails (ENOSPC,
+ * EIO) is cut from messages and its error is returned by the next append, commit, seal or get
+ * and by every call after it: the handle must be closed and reopened (recovery). The thread
+ * touches only the queued slots' records, its own deflate state and buffer, and messages past
+ * the last reaped block; the slot states are handed over under one mutex.
  *
  * Readers never write. They index the block headers at open (pread of headers only) and
  * re-read the WAL by path whenever asked for an id past what they have seen; if the WAL's
@@ -23,7 +37,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +60,7 @@
 #define WAL_READ_MAX	(256u << 20)	/* a WAL longer than this is not read (LB_ETOOBIG) */
 #define REC_FIXED_MAX	64		/* record bytes beside the six byte strings, at most */
 #define RESYNC_CHUNK	(64 * 1024)
+#define QDEPTH		4		/* full blocks waiting for or in the compressor thread */
 
 /* Decoded records: a sealed block (the read cache) or the records past the sealed blocks. */
 struct mblk {
@@ -56,6 +73,25 @@ struct mblk {
 	size_t		 len;		/* bytes used in buf */
 	size_t		 cap;		/* bytes allocated */
 };
+
+/*
+ * A full block handed to the compressor thread. The appender fills it and sets state to
+ * Q_QUEUED; the thread compresses and writes it, fills off/comp/rc and sets Q_DONE; the
+ * appender takes the result (reap) and sets Q_FREE. state is read and written under mu; the
+ * other fields belong to whoever the state says, and b is only read while queued.
+ */
+struct qslot {
+	struct mblk	 b;		/* the block's records */
+	int64_t		 tmin, tmax;
+	size_t		 wend;		/* end of its records' frames in wal[] */
+	int		 state;
+	int		 rc;		/* the thread's result */
+	uint64_t	 off;		/* where the thread wrote the block */
+	uint32_t	 comp;		/* payload bytes written */
+	uint8_t		 method;
+};
+
+enum { Q_FREE, Q_QUEUED, Q_DONE };
 
 /* One entry of the block index. */
 struct bent {
@@ -93,10 +129,29 @@ struct lb_msgfile {
 	uint64_t	 wbase;		/* WAL file offset of wal[0] */
 	int		 wstale;	/* the WAL file holds records of sealed blocks */
 	int		 mdirty;	/* messages has blocks not yet fdatasync()ed */
-	z_stream	 zd, zi;
-	int		 zdinit, ziinit;
-	uint8_t		*zbuf;		/* a block as stored: header + payload */
+	z_stream	 zi;
+	int		 ziinit;
+	uint8_t		*zbuf;		/* a block as read: header + payload */
 	size_t		 zcap;
+	/* the compressor thread and its queue */
+	struct qslot	 q[QDEPTH];
+	unsigned	 qhead, nq;	/* appender: oldest slot not reaped, slots in use */
+	uint64_t	 qraw;		/* raw bytes of the queued blocks */
+	int		 terr;		/* sticky: the thread failed to write a block */
+	int		 thr_on;
+	pthread_t	 thr;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv_work;	/* a slot was queued, or qstop set */
+	pthread_cond_t	 cv_done;	/* a slot is done */
+	int		 qstop;		/* under mu */
+	atomic_int	 tfail;		/* the thread has failed a block (set under mu too) */
+	/* thread only */
+	unsigned	 qwork;		/* next slot to compress */
+	uint64_t	 woff;		/* where the next block goes in messages */
+	z_stream	 zd;
+	int		 zdinit;
+	uint8_t		*tbuf;		/* a block as stored: header + payload */
+	size_t		 tcap;
 };
 
 /* ------------------------------------------------------------------ small helpers */
@@ -1016,6 +1071,21 @@ lb_msgfile_open(const char *daydir, int mode, uint64_t first_id, struct lb_msgfi
 		return (errno);
 	mf->mfd = mf->wfd = -1;
 	mf->mode = mode;
+	if ((rc = pthread_mutex_init(&mf->mu, NULL)) != 0) {
+		free(mf);
+		return (rc);
+	}
+	if ((rc = pthread_cond_init(&mf->cv_work, NULL)) != 0) {
+		pthread_mutex_destroy(&mf->mu);
+		free(mf);
+		return (rc);
+	}
+	if ((rc = pthread_cond_init(&mf->cv_done, NULL)) != 0) {
+		pthread_cond_destroy(&mf->cv_work);
+		pthread_mutex_destroy(&mf->mu);
+		free(mf);
+		return (rc);
+	}
 	mf->cidx = SIZE_MAX;
 	if ((rc = lb_path(mf->dir, sizeof(mf->dir), "%s", daydir)) != 0 ||
 	    (rc = lb_path(mf->mpath, sizeof(mf->mpath), "%s/%s", daydir,
@@ -1061,6 +1131,20 @@ lb_msgfile_close(struct lb_msgfile *mf)
 {
 	if (mf == NULL)
 		return;
+	if (mf->thr_on) {
+		/* The thread writes what is queued, then exits. */
+		pthread_mutex_lock(&mf->mu);
+		mf->qstop = 1;
+		pthread_cond_signal(&mf->cv_work);
+		pthread_mutex_unlock(&mf->mu);
+		pthread_join(mf->thr, NULL);
+	}
+	pthread_cond_destroy(&mf->cv_work);
+	pthread_cond_destroy(&mf->cv_done);
+	pthread_mutex_destroy(&mf->mu);
+	for (unsigned i = 0; i < QDEPTH; i++)
+		mblk_free(&mf->q[i].b);
+	free(mf->tbuf);
 	if (mf->mfd != -1)
 		close(mf->mfd);
 	if (mf->wfd != -1)
@@ -1088,20 +1172,20 @@ lb_msgfile_range(struct lb_msgfile *mf, uint64_t *first, uint64_t *next)
 
 /* ------------------------------------------------------------------ writing */
 
-/* Compresses the open block and appends it to messages (no fsync). */
+/*
+ * Thread: compresses the queued block s and appends it to messages at mf->woff (no fsync).
+ * On failure cuts what it wrote (recovery would too).
+ */
 static int
-seal_block(struct lb_msgfile *mf)
+block_write(struct lb_msgfile *mf, struct qslot *s)
 {
-	struct mblk	*b = &mf->tail;
-	struct bent	 e;
+	struct mblk	*b = &s->b;
 	uint8_t		*h;
 	uint32_t	 comp;
 	uint8_t		 method = LB_BLK_DEFLATE;
 	int		 zr, rc;
 
-	if (b->n == 0)
-		return (0);
-	if ((rc = grow(&mf->zbuf, &mf->zcap, LB_BHDR_SIZE + b->len, 1)) != 0)
+	if ((rc = grow(&mf->tbuf, &mf->tcap, LB_BHDR_SIZE + b->len, 1)) != 0)
 		return (rc);
 	if (!mf->zdinit) {
 		memset(&mf->zd, 0, sizeof(mf->zd));
@@ -1111,7 +1195,7 @@ seal_block(struct lb_msgfile *mf)
 		mf->zdinit = 1;
 	} else if (deflateReset(&mf->zd) != Z_OK)
 		return (ENOMEM);
-	h = mf->zbuf;
+	h = mf->tbuf;
 	mf->zd.next_in = b->buf;
 	mf->zd.avail_in = (uInt)b->len;
 	mf->zd.next_out = h + LB_BHDR_SIZE;
@@ -1128,39 +1212,167 @@ seal_block(struct lb_msgfile *mf)
 	lb_put32(h + LB_BHDR_MAGIC, LB_BLK_MAGIC);
 	lb_put32(h + LB_BHDR_COUNT, b->n);
 	lb_put64(h + LB_BHDR_FIRST_ID, b->first);
-	lb_put64(h + LB_BHDR_TMIN, (uint64_t)mf->tmin);
-	lb_put64(h + LB_BHDR_TMAX, (uint64_t)mf->tmax);
+	lb_put64(h + LB_BHDR_TMIN, (uint64_t)s->tmin);
+	lb_put64(h + LB_BHDR_TMAX, (uint64_t)s->tmax);
 	lb_put32(h + LB_BHDR_RAW_LEN, (uint32_t)b->len);
 	lb_put32(h + LB_BHDR_COMP_LEN, comp);
 	lb_put32(h + LB_BHDR_PAYLOAD_CRC, lb_crc32(h + LB_BHDR_SIZE, comp));
 	h[LB_BHDR_METHOD] = method;
 	lb_put32(h + LB_BHDR_CRC, lb_crc32(h, LB_BHDR_CRC));
-	if ((rc = pwrite_all(mf->mfd, h, LB_BHDR_SIZE + (size_t)comp, mf->mend)) != 0) {
-		if (ftruncate(mf->mfd, (off_t)mf->mend) == -1)
+	if ((rc = pwrite_all(mf->mfd, h, LB_BHDR_SIZE + (size_t)comp, mf->woff)) != 0) {
+		if (ftruncate(mf->mfd, (off_t)mf->woff) == -1)
 			rc = rc ? rc : errno;	/* recovery cuts it */
 		return (rc);
 	}
-	e.first = b->first;
-	e.off = mf->mend;
-	e.count = b->n;
-	e.comp = comp;
-	e.raw = (uint32_t)b->len;
+	s->off = mf->woff;
+	s->comp = comp;
+	s->method = method;
+	mf->woff += LB_BHDR_SIZE + (uint64_t)comp;
+	return (0);
+}
+
+/*
+ * The compressor thread: takes the queued blocks in slot (= id) order, writes them, marks
+ * them done. After a failure it writes nothing more and fails every later block too. Exits
+ * once asked to and the queue is empty.
+ */
+static void *
+compressor(void *arg)
+{
+	struct lb_msgfile	*mf = arg;
+	struct qslot		*s;
+	int			 failed = 0, rc;
+
+	pthread_mutex_lock(&mf->mu);
+	for (;;) {
+		s = &mf->q[mf->qwork];
+		while (s->state != Q_QUEUED && !mf->qstop)
+			pthread_cond_wait(&mf->cv_work, &mf->mu);
+		if (s->state != Q_QUEUED)
+			break;
+		pthread_mutex_unlock(&mf->mu);
+		rc = failed ? failed : block_write(mf, s);
+		pthread_mutex_lock(&mf->mu);
+		if (rc != 0) {
+			failed = rc;
+			atomic_store_explicit(&mf->tfail, 1, memory_order_relaxed);
+		}
+		s->rc = rc;
+		s->state = Q_DONE;
+		mf->qwork = (mf->qwork + 1) % QDEPTH;
+		pthread_cond_broadcast(&mf->cv_done);
+	}
+	pthread_mutex_unlock(&mf->mu);
+	return (NULL);
+}
+
+/*
+ * A written block joins the index. Its records' WAL frames leave wal[]: those written to the
+ * WAL file become stale, those not written are not needed (uncommitted, and in messages now).
+ */
+static int
+block_done(struct lb_msgfile *mf, struct qslot *s)
+{
+	struct bent	 e;
+	size_t		 w = s->wend;
+	int		 rc;
+
+	e.first = s->b.first;
+	e.off = s->off;
+	e.count = s->b.n;
+	e.comp = s->comp;
+	e.raw = (uint32_t)s->b.len;
 	e.bad = 0;
-	if ((rc = push_block(mf, &e)) != 0) {
-		if (ftruncate(mf->mfd, (off_t)mf->mend) == -1)
-			rc = rc ? rc : errno;	/* recovery cuts it */
+	if ((rc = push_block(mf, &e)) != 0)
 		return (rc);
-	}
-	mf->mend += LB_BHDR_SIZE + (uint64_t)comp;
-	mf->snext += b->n;
-	mf->sraw += b->len;
+	mf->mend = s->off + LB_BHDR_SIZE + s->comp;
+	mf->sraw += s->b.len;
 	mf->mdirty = 1;
-	/* The block's frames not yet written are not needed; those written become stale. */
-	mf->wbase += mf->wdone;
+	if (mf->wdone >= w) {
+		mf->wbase += w;
+		mf->wdone -= w;
+	} else {
+		mf->wbase += mf->wdone;
+		mf->wdone = 0;
+	}
 	if (mf->wbase > LB_FHDR_SIZE)
 		mf->wstale = 1;
-	mf->wlen = mf->wdone = 0;
-	mblk_reset(b, mf->snext);
+	memmove(mf->wal, mf->wal + w, mf->wlen - w);
+	mf->wlen -= w;
+	for (unsigned i = 1; i < mf->nq; i++)
+		mf->q[(mf->qhead + i) % QDEPTH].wend -= w;
+	return (0);
+}
+
+/*
+ * Takes back the blocks the thread has finished, oldest first, waiting until at most maxq
+ * remain queued. Returns the thread's first error (sticky: the handle is unusable after it).
+ */
+static int
+reap(struct lb_msgfile *mf, unsigned maxq)
+{
+	struct qslot	*s;
+	int		 done, rc;
+
+	while (mf->nq > 0) {
+		s = &mf->q[mf->qhead];
+		pthread_mutex_lock(&mf->mu);
+		while (s->state != Q_DONE && mf->nq > maxq)
+			pthread_cond_wait(&mf->cv_done, &mf->mu);
+		done = s->state == Q_DONE;
+		pthread_mutex_unlock(&mf->mu);
+		if (!done)
+			break;
+		if (mf->terr == 0 && s->rc != 0)
+			mf->terr = s->rc;
+		if (mf->terr == 0 && (rc = block_done(mf, s)) != 0)
+			mf->terr = rc;
+		mf->qraw -= s->b.len;
+		pthread_mutex_lock(&mf->mu);
+		s->state = Q_FREE;
+		pthread_mutex_unlock(&mf->mu);
+		mf->qhead = (mf->qhead + 1) % QDEPTH;
+		mf->nq--;
+	}
+	return (mf->terr);
+}
+
+/* Hands the open block to the compressor thread (waiting for room in the queue). */
+static int
+seal_block(struct lb_msgfile *mf)
+{
+	struct qslot	*s;
+	struct mblk	 t;
+	int		 rc;
+
+	if (mf->tail.n == 0)
+		return (mf->terr);
+	if ((rc = reap(mf, QDEPTH - 1)) != 0)
+		return (rc);
+	if (!mf->thr_on) {
+		mf->woff = mf->mend;
+		mf->qwork = mf->qhead;
+		if ((rc = pthread_create(&mf->thr, NULL, compressor, mf)) != 0)
+			return (rc);
+		mf->thr_on = 1;
+	}
+	s = &mf->q[(mf->qhead + mf->nq) % QDEPTH];
+	/* The slot's old buffers become the new open block's. */
+	t = s->b;
+	s->b = mf->tail;
+	mf->tail = t;
+	s->tmin = mf->tmin;
+	s->tmax = mf->tmax;
+	s->wend = mf->wlen;
+	s->rc = 0;
+	pthread_mutex_lock(&mf->mu);
+	s->state = Q_QUEUED;
+	pthread_cond_signal(&mf->cv_work);
+	pthread_mutex_unlock(&mf->mu);
+	mf->nq++;
+	mf->qraw += s->b.len;
+	mf->snext += s->b.n;
+	mblk_reset(&mf->tail, mf->snext);
 	return (0);
 }
 
@@ -1174,6 +1386,11 @@ lb_msgfile_append(struct lb_msgfile *mf, const struct lb_msg *m)
 
 	if (mf->mode != LB_RDWR || m->id != mf->snext + b->n)
 		return (EINVAL);
+	/* (The failed block and those before it are done: reap reaches it without waiting.) */
+	if (atomic_load_explicit(&mf->tfail, memory_order_relaxed))
+		(void)reap(mf, QDEPTH);
+	if (mf->terr != 0)
+		return (mf->terr);
 	if (m->id == UINT64_MAX)
 		return (LB_ETOOBIG);	/* the id space is used up: next must stay representable */
 	if (m->host.len > LB_FIELD_MAX || m->program.len > LB_FIELD_MAX ||
@@ -1250,6 +1467,12 @@ lb_msgfile_commit(struct lb_msgfile *mf, int sync)
 
 	if (mf->mode != LB_RDWR)
 		return (EINVAL);
+	/*
+	 * No wait for queued blocks: their records are still in wal[], so they go to the WAL
+	 * (and stay in a replaced one) until their block is written and made durable.
+	 */
+	if ((rc = reap(mf, QDEPTH)) != 0)
+		return (rc);
 	if (sync && mf->mdirty) {
 		if (fdatasync(mf->mfd) == -1)
 			return (errno);
@@ -1277,7 +1500,7 @@ lb_msgfile_seal(struct lb_msgfile *mf)
 
 	if (mf->mode != LB_RDWR)
 		return (EINVAL);
-	if ((rc = seal_block(mf)) != 0)
+	if ((rc = seal_block(mf)) != 0 || (rc = reap(mf, 0)) != 0)
 		return (rc);
 	if (mf->mdirty) {
 		if (fdatasync(mf->mfd) == -1)
@@ -1312,6 +1535,18 @@ lb_msgfile_get(struct lb_msgfile *mf, uint64_t id, struct lb_msg *m)
 		return (LB_ENOTFOUND);
 	if (id >= mf->snext)
 		return (mblk_msg(&mf->tail, id, m));
+	if (mf->nq > 0 && (rc = reap(mf, QDEPTH)) != 0)
+		return (rc);
+	if (mf->terr != 0 && id >= (mf->nblk > 0 ? mf->blk[mf->nblk - 1].first +
+	    mf->blk[mf->nblk - 1].count : mf->first_id))
+		return (mf->terr);	/* its block was lost to a failed write */
+	/* Blocks still queued: read their records in memory (the thread only reads them). */
+	for (unsigned i = 0; i < mf->nq; i++) {
+		const struct mblk	*b = &mf->q[(mf->qhead + i) % QDEPTH].b;
+
+		if (id >= b->first && id - b->first < b->n)
+			return (mblk_msg(b, id, m));
+	}
 	lo = 0;
 	hi = mf->nblk;
 	while (hi - lo > 1) {
@@ -1392,6 +1627,10 @@ lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen)
 	int		 rc;
 
 	setwhy(why, whylen, "ok");
+	if (mf->mode == LB_RDWR && (rc = reap(mf, 0)) != 0) {
+		setwhy(why, whylen, "%s: cannot write a block: %s", mf->mpath, lb_strerror(rc));
+		return (rc);
+	}
 	if ((rc = read_fhdr(mf->mfd, LB_MSGF_MAGIC, &first)) != 0 || first != mf->first_id) {
 		setwhy(why, whylen, "%s: offset 0: bad file header", mf->mpath);
 		return (rc != 0 ? rc : LB_ECORRUPT);
@@ -1435,5 +1674,5 @@ lb_msgfile_sizes(struct lb_msgfile *mf, uint64_t *disk, uint64_t *raw)
 	else
 		wal = mf->wsize;
 	*disk = mf->mend + wal;
-	*raw = mf->sraw + mf->tail.len;
+	*raw = mf->sraw + mf->qraw + mf->tail.len;
 }

@@ -9,12 +9,21 @@
  * The one idea: the message files are the truth. Everything in segments and the catalog can be
  * rebuilt from them, so recovery only has to find where indexing stopped (the last published
  * segment) and index the rest again.
+ *
+ * Threads: the writer indexes in a second thread (and lb_msgfile.c compresses in a third).
+ * lb_store_append stores the message, then copies what the index needs into a batch; full
+ * batches go to the indexer thread, which adds them to the open interval (st->segw) in id
+ * order. Everything else that touches st->segw (flush, reindex, close) first waits for the
+ * thread to finish what is queued (ix_sync). A failure of the thread is returned by the next
+ * append or flush. Nothing on disk depends on the thread: the message file is written by the
+ * caller's thread before the copy is queued, and a segment is only written after ix_sync.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +38,8 @@
 
 #define STORE_FANOUT		8	/* merge this many same-level segments of a day */
 #define STORE_CACHE_DAYS	4	/* message files a reader keeps open */
+
+struct ixq;
 
 struct store_day {
 	struct lb_dayref	 ref;
@@ -54,6 +65,7 @@ struct lb_store {
 	struct lb_msgfile	*mf;		/* the current day's file (owned here, not in days) */
 	struct lb_dayref	 day;		/* the current day */
 	struct lb_segw		*segw;		/* the open interval */
+	struct ixq		*ix;		/* its indexer thread, once started */
 	uint64_t		 next_id;
 	uint64_t		 indexed_id;	/* every id below is in a published segment */
 	int64_t			 last_received;
@@ -61,14 +73,18 @@ struct lb_store {
 	int64_t			 last_step;	/* time map: last step recorded */
 	int64_t			 last_sync;	/* monotonic ms of the last fdatasync */
 	int			 dirty;		/* appended since the last commit */
+	int64_t			 dnum;		/* UTC day number of the last receive time */
 };
+
+#define US_PER_DAY	(86400LL * 1000000)
 
 static int64_t
 mono_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* Coarse (a few ms) is enough for flush intervals and cheaper on every append. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
@@ -444,6 +460,210 @@ lb_store_open(const char *data, const char *ls, int mode, struct lb_store **out)
 	return (rc);
 }
 
+/* ---------------------------------------------------------------- the indexer thread */
+
+#define IX_DEPTH	4		/* batches: one being filled, the others queued */
+#define IX_MSGS		1024		/* messages per batch */
+#define IX_BYTES	(512 * 1024)	/* their bytes per batch (more than one message's most) */
+
+/* Copies of appended messages for the indexer thread. */
+struct ixbatch {
+	struct lb_msg	*m;
+	uint32_t	 n;
+	uint8_t		*buf;
+	size_t		 len;
+};
+
+/*
+ * lb_store_append copies each message into the batch being filled and queues it when full;
+ * the thread feeds queued batches to st->segw in order. The thread touches st->segw only
+ * while a batch is queued, so anyone else uses it after ix_sync(). nq, stop, err and mem
+ * are under mu; a queued batch belongs to the thread until nq drops below it.
+ */
+struct ixq {
+	struct lb_store	*st;
+	pthread_t	 thr;
+	int		 thr_on;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv_work, cv_done;
+	struct ixbatch	 b[IX_DEPTH];
+	unsigned	 fill;		/* appender: the batch being filled */
+	unsigned	 work;		/* thread: the next batch to index */
+	unsigned	 nq;		/* batches queued */
+	int		 stop;
+	int		 err;		/* sticky: the first lb_segw_add failure */
+	size_t		 mem;		/* lb_segw_mem() after the last batch */
+	int		 aerr;		/* appender's copy of err */
+	size_t		 amem;		/* appender's copy of mem */
+};
+
+static void *
+ix_main(void *arg)
+{
+	struct ixq	*ix = arg;
+	struct ixbatch	*b;
+	struct lb_segw	*w;
+	size_t		 mem;
+	int		 err, rc;
+
+	pthread_mutex_lock(&ix->mu);
+	for (;;) {
+		while (ix->nq == 0 && !ix->stop)
+			pthread_cond_wait(&ix->cv_work, &ix->mu);
+		if (ix->nq == 0)
+			break;
+		b = &ix->b[ix->work];
+		w = ix->st->segw;
+		err = ix->err;
+		pthread_mutex_unlock(&ix->mu);
+		rc = 0;
+		for (uint32_t i = 0; i < b->n && err == 0 && rc == 0; i++)
+			rc = lb_segw_add(w, &ix->st->tc, &b->m[i]);
+		mem = lb_segw_mem(w);
+		pthread_mutex_lock(&ix->mu);
+		if (ix->err == 0)
+			ix->err = rc;
+		ix->mem = mem;
+		ix->work = (ix->work + 1) % IX_DEPTH;
+		ix->nq--;
+		pthread_cond_broadcast(&ix->cv_done);
+	}
+	pthread_mutex_unlock(&ix->mu);
+	return (NULL);
+}
+
+static void
+ix_free(struct ixq *ix)
+{
+	if (ix == NULL)
+		return;
+	if (ix->thr_on) {
+		pthread_mutex_lock(&ix->mu);
+		ix->stop = 1;
+		pthread_cond_signal(&ix->cv_work);
+		pthread_mutex_unlock(&ix->mu);
+		pthread_join(ix->thr, NULL);
+		pthread_cond_destroy(&ix->cv_work);
+		pthread_cond_destroy(&ix->cv_done);
+		pthread_mutex_destroy(&ix->mu);
+	}
+	for (unsigned i = 0; i < IX_DEPTH; i++) {
+		free(ix->b[i].m);
+		free(ix->b[i].buf);
+	}
+	free(ix);
+}
+
+static int
+ix_new(struct lb_store *st, struct ixq **out)
+{
+	struct ixq	*ix;
+	int		 rc;
+
+	if ((ix = calloc(1, sizeof(*ix))) == NULL)
+		return (errno);
+	ix->st = st;
+	for (unsigned i = 0; i < IX_DEPTH; i++)
+		if ((ix->b[i].m = calloc(IX_MSGS, sizeof(*ix->b[i].m))) == NULL ||
+		    (ix->b[i].buf = malloc(IX_BYTES)) == NULL) {
+			rc = ENOMEM;
+			goto fail;
+		}
+	if ((rc = pthread_mutex_init(&ix->mu, NULL)) != 0)
+		goto fail;
+	if ((rc = pthread_cond_init(&ix->cv_work, NULL)) != 0) {
+		pthread_mutex_destroy(&ix->mu);
+		goto fail;
+	}
+	if ((rc = pthread_cond_init(&ix->cv_done, NULL)) != 0) {
+		pthread_cond_destroy(&ix->cv_work);
+		pthread_mutex_destroy(&ix->mu);
+		goto fail;
+	}
+	if ((rc = pthread_create(&ix->thr, NULL, ix_main, ix)) != 0) {
+		pthread_cond_destroy(&ix->cv_done);
+		pthread_cond_destroy(&ix->cv_work);
+		pthread_mutex_destroy(&ix->mu);
+		goto fail;
+	}
+	ix->thr_on = 1;
+	*out = ix;
+	return (0);
+ fail:
+	ix_free(ix);
+	return (rc);
+}
+
+/*
+ * Queues the batch being filled (if not empty); waits for room when wait_all is 0, else until
+ * the thread has indexed everything. Returns the thread's sticky error.
+ */
+static int
+ix_submit(struct ixq *ix, int wait_all)
+{
+	pthread_mutex_lock(&ix->mu);
+	if (ix->b[ix->fill].n > 0) {
+		ix->nq++;
+		ix->fill = (ix->fill + 1) % IX_DEPTH;
+		pthread_cond_signal(&ix->cv_work);
+	}
+	while (ix->nq >= (wait_all ? 1u : IX_DEPTH))
+		pthread_cond_wait(&ix->cv_done, &ix->mu);
+	ix->aerr = ix->err;
+	ix->amem = ix->mem;
+	pthread_mutex_unlock(&ix->mu);
+	ix->b[ix->fill].n = 0;
+	ix->b[ix->fill].len = 0;
+	return (ix->aerr);
+}
+
+/* Every appended message is in st->segw, and the thread leaves it alone until more come. */
+static int
+ix_sync(struct lb_store *st)
+{
+	if (st->ix == NULL)
+		return (0);
+	return (ix_submit(st->ix, 1));
+}
+
+static void
+ix_copy(struct ixbatch *b, struct lb_slice *s)
+{
+	if (s->len > 0)
+		memcpy(b->buf + b->len, s->p, s->len);
+	s->p = b->buf + b->len;
+	b->len += s->len;
+}
+
+/* Hands a copy of m (what lb_segw_add reads) to the indexer thread. */
+static int
+ix_put(struct ixq *ix, const struct lb_msg *m)
+{
+	struct ixbatch	*b = &ix->b[ix->fill];
+	struct lb_msg	*c;
+	size_t		 need;
+	int		 rc;
+
+	need = m->host.len + m->program.len + m->pid.len + m->msgid.len + m->sd.len +
+	    m->message.len;
+	if (b->n == IX_MSGS || b->len + need > IX_BYTES) {
+		if ((rc = ix_submit(ix, 0)) != 0)
+			return (rc);
+		b = &ix->b[ix->fill];
+	} else if (ix->aerr != 0)
+		return (ix->aerr);
+	c = &b->m[b->n++];
+	*c = *m;
+	ix_copy(b, &c->host);
+	ix_copy(b, &c->program);
+	ix_copy(b, &c->pid);
+	ix_copy(b, &c->msgid);
+	ix_copy(b, &c->sd);
+	ix_copy(b, &c->message);
+	return (0);
+}
+
+
 /* ---------------------------------------------------------------- flush and merge */
 
 static int
@@ -643,6 +863,8 @@ lb_store_flush(struct lb_store *st)
 	if (st->mode != LB_RDWR)
 		return (EBADF);
 	st->interval_start = 0;
+	if ((rc = ix_sync(st)) != 0)
+		return (rc);
 	lb_segw_stats(st->segw, &count, &first, &last, &tmin, &tmax);
 	if (count == 0)
 		return (0);
@@ -684,7 +906,7 @@ int
 lb_store_append(struct lb_store *st, struct lb_msg *m)
 {
 	uint32_t	day;
-	int64_t		step, now;
+	int64_t		step, now, dnum;
 	size_t		len;
 	int		rc;
 
@@ -694,7 +916,14 @@ lb_store_append(struct lb_store *st, struct lb_msg *m)
 		m->received = now_us();
 	if (m->received < st->last_received)
 		m->received = st->last_received;
-	day = day_of(m->received);
+	/* gmtime only when the UTC day number changes (a day is 86400 s in time_t). */
+	dnum = m->received >= 0 ? m->received / US_PER_DAY :
+	    (m->received - US_PER_DAY + 1) / US_PER_DAY;
+	if (st->mf == NULL || dnum != st->dnum) {
+		day = day_of(m->received);
+		st->dnum = dnum;
+	} else
+		day = st->day.day;
 	if (st->mf == NULL || day != st->day.day) {
 		if (st->mf != NULL && (rc = end_day(st)) != 0)
 			return (rc);
@@ -723,9 +952,12 @@ lb_store_append(struct lb_store *st, struct lb_msg *m)
 	now = mono_ms();
 	if (st->interval_start == 0)
 		st->interval_start = now;
-	if ((rc = lb_segw_add(st->segw, &st->tc, m)) != 0)
+	if (st->ix == NULL && (rc = ix_new(st, &st->ix)) != 0)
 		return (rc);
-	if (lb_segw_mem(st->segw) >= st->conf.mem_limit / 2 ||
+	if ((rc = ix_put(st->ix, m)) != 0)
+		return (rc);
+	/* (The memory seen when the last batch was queued: a few batches behind at most.) */
+	if (st->ix->amem >= st->conf.mem_limit / 2 ||
 	    now - st->interval_start >= (int64_t)st->conf.flush_ms) {
 		st->interval_start = 0;
 		return (lb_store_flush(st));
@@ -764,6 +996,7 @@ lb_store_close(struct lb_store *st)
 		if (rc == 0)
 			rc = state_save(st);
 	}
+	ix_free(st->ix);	/* (after the flush above: the thread is idle) */
 	lb_msgfile_close(st->mf);
 	days_free(st);
 	lb_segw_free(st->segw);

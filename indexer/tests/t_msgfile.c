@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -942,6 +944,170 @@ t_golden(void **state)
 	t_rmtree(dir);
 }
 
+/*
+ * The compressor thread under a random mix of calls: many blocks appended quickly with
+ * commits (with and without sync), gets of any id (open block, queued blocks, written
+ * blocks) and seals in between; then close, reopen and read everything back.
+ */
+static void
+t_threaded(void **state)
+{
+	char			 dir[256], why[256];
+	struct lb_msgfile	*mf;
+	struct lb_msg		 m;
+	struct ref		*refs;
+	uint64_t		 s = 0x2545f4914f6cdd1dULL, first, next;
+	const size_t		 n = 40000, first_id = 7;
+	int64_t			 t = 1700000000000000LL;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_non_null(refs = calloc(n, sizeof(*refs)));
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	for (size_t i = 0; i < n; i++) {
+		t += (int64_t)(rnd(&s) % 1000);
+		gen(&s, &refs[i], first_id + i, t, 0, 0);
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+		switch (rnd(&s) % 64) {
+		case 0:
+			assert_ok(lb_msgfile_commit(mf, 0));
+			break;
+		case 1:
+			if (rnd(&s) % 4 == 0)
+				assert_ok(lb_msgfile_commit(mf, 1));
+			break;
+		case 2:
+		case 3: {
+			/* The newest ids are the likeliest to sit in a queued block. */
+			size_t j = i - (size_t)(rnd(&s) % (i < 2000 ? i + 1 : 2000));
+
+			if (rnd(&s) % 8 == 0)
+				j = (size_t)(rnd(&s) % (i + 1));
+			assert_ok(lb_msgfile_get(mf, first_id + j, &m));
+			assert_msg(&m, &refs[j].m);
+			break;
+		}
+		case 4:
+			if (rnd(&s) % 16 == 0)
+				assert_ok(lb_msgfile_seal(mf));
+			break;
+		}
+	}
+	assert_ok(lb_msgfile_commit(mf, 0));
+	check_all(mf, refs, first_id, n, 500, &s);
+	lb_msgfile_close(mf);
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(first == first_id && next == first_id + n);
+	check_all(mf, refs, first_id, n, 500, &s);
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_close(mf);
+	/* The writer finds everything again, and close wrote the queued blocks. */
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 0, &mf));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(first == first_id && next == first_id + n);
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_close(mf);
+	free_refs(refs, n);
+	t_rmtree(dir);
+}
+
+static uint64_t
+file_size(const char *dir, const char *name)
+{
+	char		 path[512];
+	struct stat	 st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(stat(path, &st), 0);
+	return ((uint64_t)st.st_size);
+}
+
+/*
+ * A block the thread cannot write (a real EFBIG: RLIMIT_FSIZE set just past the end of
+ * messages) is reported by the next call and every call after it; every message whose commit
+ * succeeded is there after reopening, whether its block made it to messages or not.
+ */
+static void
+t_thread_write_error(void **state)
+{
+	char			 dir[256], why[256];
+	struct lb_msgfile	*mf;
+	struct lb_msg		 m;
+	struct ref		*refs;
+	struct rlimit		 old, lim;
+	uint64_t		 s = 0x853c49e6748fea9bULL, first, next, msize, wsize;
+	const size_t		 n = 20000, first_id = 1;
+	size_t			 i, committed = 0, phase1 = 6000;
+	int64_t			 t = 1700000000000000LL;
+	int			 rc = 0, rc2, rc3;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_non_null(refs = calloc(n, sizeof(*refs)));
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	for (i = 0; i < phase1; i++) {
+		t += 1000;
+		gen(&s, &refs[i], first_id + i, t, 0, 0);
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	}
+	assert_ok(lb_msgfile_commit(mf, 1));
+	assert_ok(lb_msgfile_commit(mf, 1));	/* now the WAL holds only the unwritten */
+	committed = phase1;
+	msize = file_size(dir, LB_FILE_MESSAGES);
+	wsize = file_size(dir, LB_FILE_WAL);
+	/* Room in messages for less than one more block; the WAL stays far below. */
+	assert_true(wsize + 4 * LB_BLOCK_RAW_TARGET < msize + 1000);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	lim = old;
+	lim.rlim_cur = (rlim_t)(msize + 1000);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (; i < n; i++) {
+		t += 1000;
+		gen(&s, &refs[i], first_id + i, t, 0, 0);
+		if ((rc = lb_msgfile_append(mf, &refs[i].m)) != 0)
+			break;
+		if (i % 50 == 0) {
+			if ((rc = lb_msgfile_commit(mf, 0)) != 0)
+				break;
+			committed = i + 1;
+		}
+	}
+	if (rc == 0)
+		rc = lb_msgfile_seal(mf);
+	rc2 = lb_msgfile_commit(mf, 1);
+	rc3 = lb_msgfile_get(mf, first_id + i - 1, &m);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	/* Reported, by append (a hand-off or the flag) well before the end, and sticky. */
+	assert_int_equal(rc, EFBIG);
+	assert_true(i < n);
+	assert_int_equal(rc2, EFBIG);
+	assert_int_equal(rc3, 0);	/* (the open block is still served from memory) */
+	assert_msg(&m, &refs[i - 1].m);
+	if (i + 1 < n) {
+		gen(&s, &refs[i + 1], first_id + i, t, 0, 0);
+		assert_int_equal(lb_msgfile_append(mf, &refs[i + 1].m), EFBIG);
+		free(refs[i + 1].mem);
+		refs[i + 1].mem = NULL;
+	}
+	lb_msgfile_close(mf);
+	/* Recovery: every committed message, byte for byte; the cut block is gone. */
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 0, &mf));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(first == first_id);
+	assert_true(next >= first_id + committed && next <= first_id + i);
+	for (size_t j = 0; j < next - first_id; j++) {
+		assert_ok(lb_msgfile_get(mf, first_id + j, &m));
+		assert_msg(&m, &refs[j].m);
+	}
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_close(mf);
+	free_refs(refs, i + 1 < n ? i + 1 : n);
+	t_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -964,6 +1130,8 @@ main(void)
 		cmocka_unit_test(t_crash_every_byte),
 		cmocka_unit_test(t_crash_stale_wal),
 		cmocka_unit_test(t_flip_every_byte),
+		cmocka_unit_test(t_threaded),
+		cmocka_unit_test(t_thread_write_error),
 	};
 
 	/* T_FILTER=t_roundtrip runs one test. */
