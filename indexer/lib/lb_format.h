@@ -90,9 +90,9 @@
 #define LB_SEG_H_RESERVED	116		/* 8 bytes, 0 */
 #define LB_SEG_H_CRC		124		/* u32 CRC of header bytes 0..123 */
 #define LB_SEG_IDX_ENTRY	16		/* u64 block offset, u32 key offset, u32 key length */
-#define LB_SEG_BLOCK_TERMS	1024		/* at most this many terms per dictionary block */
-#define LB_SEG_BLOCK_BYTES	16384		/* a block is closed once its entries reach this */
-#define LB_SEG_BLOCK_RAW_MAX	18432		/* longest block before compression (a reader's limit) */
+#define LB_SEG_BLOCK_TERMS	512		/* at most this many terms per dictionary block */
+#define LB_SEG_BLOCK_BYTES	8192		/* a block is closed once its entries reach this */
+#define LB_SEG_BLOCK_RAW_MAX	10240		/* longest block before compression (a reader's limit) */
 #define LB_SEG_COOKIE_SHIFT	16		/* a term's cookie: block << 16 | entry */
 #define LB_SEG_BIGLIST		64		/* id lists this long (bytes) carry their own CRC */
 #define LB_SEG_TERM_MAX		1024		/* longest term, namespace byte included */

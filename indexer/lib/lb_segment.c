@@ -674,6 +674,7 @@ blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
 {
 	struct blkcur	 c;
 	uint32_t	 small = 0;
+	uint64_t	 run = 0, runlen = 0;	/* short lists back to back, not summed yet */
 	int		 rc, found = 0;
 
 	sg->cbi = UINT64_MAX;
@@ -686,8 +687,15 @@ blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
 		e->lpoff = c.lpoff;
 		e->plen = c.plen;
 		e->lcrc = c.lcrc;
-		if (c.plen < LB_SEG_BIGLIST)
-			small = crc_update(small, sg->post + c.lpoff, (size_t)c.plen);
+		if (c.plen < LB_SEG_BIGLIST) {
+			if (runlen > 0 && run + runlen != c.lpoff) {
+				small = crc_update(small, sg->post + run, (size_t)runlen);
+				runlen = 0;
+			}
+			if (runlen == 0)
+				run = c.lpoff;
+			runlen += c.plen;
+		}
 		if (!found && (term != NULL ? term_cmp(c.term, c.tlen, term, len) == 0 :
 		    c.i - 1 == ei)) {
 			found = 1;
@@ -696,6 +704,8 @@ blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
 	}
 	if (rc != 1)
 		return (rc);
+	if (runlen > 0)
+		small = crc_update(small, sg->post + run, (size_t)runlen);
 	if (small != c.small)
 		return (LB_ECORRUPT);
 	sg->cbi = bi;
