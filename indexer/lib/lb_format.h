@@ -69,7 +69,7 @@
  */
 #define LB_SEG_MAGIC		"LBSEG\r\n\x1a"	/* 8 bytes at offset 0 */
 #define LB_SEG_MAGIC_LEN	8
-#define LB_SEG_VERSION		1
+#define LB_SEG_VERSION		2
 #define LB_SEG_HDR_SIZE		128		/* the postings section starts here */
 #define LB_SEG_H_VERSION	8		/* u32 format version */
 #define LB_SEG_H_FLAGS		12		/* u32, 0 */
@@ -90,8 +90,10 @@
 #define LB_SEG_H_RESERVED	116		/* 8 bytes, 0 */
 #define LB_SEG_H_CRC		124		/* u32 CRC of header bytes 0..123 */
 #define LB_SEG_IDX_ENTRY	16		/* u64 block offset, u32 key offset, u32 key length */
-#define LB_SEG_BLOCK_TERMS	128		/* at most this many terms per dictionary block */
-#define LB_SEG_BLOCK_BYTES	4096		/* a block is closed once its entries reach this */
+#define LB_SEG_BLOCK_TERMS	512		/* at most this many terms per dictionary block */
+#define LB_SEG_BLOCK_BYTES	8192		/* a block is closed once its entries reach this */
+#define LB_SEG_BLOCK_RAW_MAX	10240		/* longest block before compression (a reader's limit) */
+#define LB_SEG_COOKIE_SHIFT	16		/* a term's cookie: block << 16 | entry */
 #define LB_SEG_BIGLIST		64		/* id lists this long (bytes) carry their own CRC */
 #define LB_SEG_TERM_MAX		1024		/* longest term, namespace byte included */
 

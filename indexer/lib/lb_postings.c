@@ -3,9 +3,11 @@
  * the decoded form, struct lb_postings. It owns the arithmetic and the checks a decoder makes
  * on bytes read from disk; it does not know where a list lives in a file or how it is checked
  * for damage (that is lb_segment.c). The one idea: a list is the first id minus a base, then
- * the gaps between ids; whole groups of 128 ids are bit-packed (gap - 1 in the smallest
- * width that fits the group), the rest are varints, so dense lists cost a few bits an id and
- * a decoder can still reject anything that is not strictly ascending within [base, max].
+ * the gaps between ids; whole groups of 128 ids are bit-packed (gap - 1 in the width that
+ * makes the group smallest, the few values too wide for it patched in afterwards as
+ * exceptions), the rest are varints, so dense lists cost a few bits an id even when a list
+ * jumps now and then, and a decoder can still reject anything that is not strictly
+ * ascending within [base, max].
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -138,7 +140,7 @@ lb_postings_decode(const uint8_t *buf, size_t len, uint64_t base, uint64_t max, 
     struct lb_postings *out)
 {
 	uint64_t	*ids, v, id = base, vals[LB_PACK_IDS];
-	size_t		 i, k, off = 0, groups = 0;
+	size_t		 i, k, vl, off = 0, groups = 0;
 	int		 rc;
 
 	/* A packed group of LB_PACK_IDS ids takes at least one byte, a varint one byte. */
@@ -148,12 +150,34 @@ lb_postings_decode(const uint8_t *buf, size_t len, uint64_t base, uint64_t max, 
 		return (rc);
 	ids = out->ids + out->n;
 	for (i = 0; groups < n / LB_PACK_IDS; groups++) {
-		unsigned b;
+		unsigned	b, ne = 0, pos;
+		int		last = -1;
 
-		if (off >= len || (b = buf[off++]) > 64 || 16 * (size_t)b > len - off)
+		if (off >= len)
+			return (LB_ECORRUPT);
+		b = buf[off] & 0x7f;
+		if (buf[off++] & LB_PACK_EXC) {
+			if (off >= len || b >= 64)
+				return (LB_ECORRUPT);
+			ne = (unsigned)buf[off++] + 1;
+			if (ne > LB_PACK_IDS)
+				return (LB_ECORRUPT);
+		}
+		if (b > 64 || 16 * (size_t)b > len - off)
 			return (LB_ECORRUPT);
 		unpack(buf + off, b, vals);
 		off += 16 * (size_t)b;
+		/* Exceptions: position, then the bits above b (not 0). */
+		for (k = 0; k < ne; k++) {
+			if (off >= len || (pos = buf[off++]) >= LB_PACK_IDS || (int)pos <= last)
+				return (LB_ECORRUPT);
+			last = (int)pos;
+			if ((vl = lb_varint_get(buf + off, len - off, &v)) == 0 || v == 0 ||
+			    v > UINT64_MAX >> b)
+				return (LB_ECORRUPT);
+			off += vl;
+			vals[pos] |= v << b;
+		}
 		for (k = 0; k < LB_PACK_IDS; k++, i++) {
 			v = vals[k];
 			if (i == 0) {
@@ -197,11 +221,47 @@ lb_penc_init(struct lb_penc *e, uint64_t base)
 	e->np = 0;
 }
 
+/* Bits needed for v (0 for 0). */
+static inline unsigned
+nbits(uint64_t v)
+{
+	return (v == 0 ? 0 : 64 - (unsigned)__builtin_clzll(v));
+}
+
+/*
+ * The width for a group: the one giving the fewest bytes (16 * b for the packed values, plus
+ * for exceptions a count byte and, each, a position byte and a varint of the bits above b),
+ * the widest of equals. hist[L] counts the values of L bits.
+ */
+static unsigned
+pick_width(const unsigned *hist, unsigned mx)
+{
+	size_t		 best = 16 * (size_t)mx, cost;
+	unsigned	 bestb = mx, ne;
+
+	for (unsigned b = mx; b-- > 0;) {
+		cost = 16 * (size_t)b + 1;
+		ne = 0;
+		for (unsigned l = b + 1; l <= mx; l++) {
+			ne += hist[l];
+			cost += hist[l] * (size_t)(1 + (l - b + 6) / 7);
+		}
+		if (ne > LB_PACK_IDS || cost > best)
+			continue;
+		if (cost < best) {
+			best = cost;
+			bestb = b;
+		}
+	}
+	return (bestb);
+}
+
 size_t
 lb_penc_add(struct lb_penc *e, uint64_t id, uint8_t *out)
 {
-	uint64_t	 vals[LB_PACK_IDS], mx = 0, prev = e->prev;
-	unsigned	 b;
+	uint64_t	 vals[LB_PACK_IDS], lows[LB_PACK_IDS], mx = 0, prev = e->prev;
+	unsigned	 b, hist[65], wmax, ne = 0;
+	size_t		 off;
 
 	e->pend[e->np++] = id;
 	e->n++;
@@ -214,13 +274,31 @@ lb_penc_add(struct lb_penc *e, uint64_t id, uint8_t *out)
 		prev = e->pend[k];
 		mx |= vals[k];
 	}
-	for (b = 0; b < 64 && (mx >> b) != 0; b++)
-		;
+	wmax = nbits(mx);
+	memset(hist, 0, sizeof(hist));
+	for (size_t k = 0; k < LB_PACK_IDS; k++)
+		hist[nbits(vals[k])]++;
+	b = pick_width(hist, wmax);
+	for (size_t k = 0; k < LB_PACK_IDS; k++) {
+		lows[k] = b == 64 ? vals[k] : vals[k] & ((1ULL << b) - 1);
+		ne += b < 64 && (vals[k] >> b) != 0;
+	}
 	out[0] = (uint8_t)b;
-	pack(vals, b, out + 1);
+	off = 1;
+	if (ne > 0) {
+		out[0] |= LB_PACK_EXC;
+		out[off++] = (uint8_t)(ne - 1);
+	}
+	pack(lows, b, out + off);
+	off += 16 * (size_t)b;
+	for (size_t k = 0; k < LB_PACK_IDS && ne > 0; k++)
+		if ((vals[k] >> b) != 0) {
+			out[off++] = (uint8_t)k;
+			off += lb_varint_put(out + off, vals[k] >> b);
+		}
 	e->prev = prev;
 	e->np = 0;
-	return (1 + 16 * (size_t)b);
+	return (off);
 }
 
 size_t

@@ -12,6 +12,7 @@
 struct lb_postings;
 
 #define LB_PACK_IDS	128	/* ids per bit-packed group (stored on disk: fixed) */
+#define LB_PACK_EXC	0x80	/* group width byte: a count of exceptions follows */
 
 /* Makes room for at least extra more ids in p. 0 or ENOMEM. */
 int	lb_postings_reserve(struct lb_postings *p, size_t extra);
@@ -36,7 +37,7 @@ size_t	lb_postings_encode(const uint64_t *ids, size_t n, uint64_t base, uint8_t 
  * at most LB_PACK_IDS ids. lb_penc_add() returns the bytes of a group when it completes one
  * (0 otherwise); lb_penc_finish() the varints of the ids left. out must hold LB_PENC_OUT.
  */
-#define LB_PENC_OUT	(LB_PACK_IDS * 10)
+#define LB_PENC_OUT	(LB_PACK_IDS * 10)	/* a group never passes 1 + 16 * 64 */
 struct lb_penc {
 	uint64_t	 base;
 	uint64_t	 prev;		/* the id before pend[0] */

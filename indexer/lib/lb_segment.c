@@ -28,6 +28,11 @@
 #define OBUF_SIZE	(256 * 1024)
 #define BLK_HDR_MAX	(2 * LB_VARINT_MAX + 4)
 #define ENTRY_MAX	(4 * LB_VARINT_MAX + LB_SEG_TERM_MAX + 4)
+#define ZLEVEL		6	/* segments are written once per interval: spend CPU on size */
+
+#if BLK_HDR_MAX + LB_SEG_BLOCK_BYTES - 1 + ENTRY_MAX > LB_SEG_BLOCK_RAW_MAX
+#error "a full dictionary block must fit LB_SEG_BLOCK_RAW_MAX"
+#endif
 
 static uint32_t
 crc_update(uint32_t crc, const uint8_t *p, size_t len)
@@ -117,6 +122,11 @@ struct lb_segout {
 	uint8_t		 lhead[LB_SEG_BIGLIST];	/* its first bytes (the block's short CRC) */
 	struct lb_penc	 enc;		/* lb_segout_ids() */
 	uint8_t		 encbuf[LB_PENC_OUT];
+	z_stream	 zs;		/* raw deflate of each dictionary block */
+	int		 zinit;
+	uint8_t		 raw[BLK_HDR_MAX + LB_SEG_BLOCK_BYTES + ENTRY_MAX];
+	uint8_t		*zbuf;		/* LB_VARINT_MAX + deflateBound(raw) + 4 */
+	size_t		 zcap;
 };
 
 static int
@@ -147,6 +157,9 @@ lb_segout_abort(struct lb_segout *so)
 	}
 	if (so->dfd != -1)
 		close(so->dfd);
+	if (so->zinit)
+		deflateEnd(&so->zs);
+	free(so->zbuf);
 	free(so->post.buf);
 	free(so->dict.buf);
 	free(so->idx);
@@ -189,6 +202,16 @@ lb_segout_begin(const char *path, const struct lb_segmeta *meta, struct lb_segou
 	unlink(dtmp);
 	so->post.fd = so->fd;
 	so->dict.fd = so->dfd;
+	if (deflateInit2(&so->zs, ZLEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	so->zinit = 1;
+	so->zcap = LB_VARINT_MAX + deflateBound(&so->zs, sizeof(so->raw)) + 4;
+	if ((so->zbuf = malloc(so->zcap)) == NULL) {
+		rc = ENOMEM;
+		goto fail;
+	}
 	/* The header is written last; reserve its place. */
 	memset(hdr, 0, sizeof(hdr));
 	if ((rc = lb_write_all(so->fd, hdr, sizeof(hdr))) != 0)
@@ -200,23 +223,35 @@ lb_segout_begin(const char *path, const struct lb_segmeta *meta, struct lb_segou
 	return (rc);
 }
 
+/*
+ * Writes the open block: its raw bytes (n, post_off, short_crc, entries) deflated, framed as
+ * varint raw_len | deflate stream | CRC of both.
+ */
 static int
 so_flush_block(struct lb_segout *so)
 {
-	uint8_t		 hdr[BLK_HDR_MAX], c[4];
-	size_t		 hn;
-	uint32_t	 crc;
+	size_t		 hn, zn;
 	int		 rc;
 
-	hn = lb_varint_put(hdr, so->bn);
-	hn += lb_varint_put(hdr + hn, so->bpoff);
-	lb_put32(hdr + hn, so->bsmall);
+	hn = lb_varint_put(so->raw, so->bn);
+	hn += lb_varint_put(so->raw + hn, so->bpoff);
+	lb_put32(so->raw + hn, so->bsmall);
 	hn += 4;
-	crc = crc_update(crc_update(0, hdr, hn), so->blk, so->blen);
-	lb_put32(c, crc);
-	if ((rc = ob_write(&so->dict, hdr, hn)) != 0 ||
-	    (rc = ob_write(&so->dict, so->blk, so->blen)) != 0 ||
-	    (rc = ob_write(&so->dict, c, 4)) != 0)
+	memcpy(so->raw + hn, so->blk, so->blen);
+	hn += so->blen;
+	zn = lb_varint_put(so->zbuf, hn);
+	if (deflateReset(&so->zs) != Z_OK)
+		return (EIO);
+	so->zs.next_in = so->raw;
+	so->zs.avail_in = (uInt)hn;
+	so->zs.next_out = so->zbuf + zn;
+	so->zs.avail_out = (uInt)(so->zcap - zn - 4);
+	if (deflate(&so->zs, Z_FINISH) != Z_STREAM_END)
+		return (EIO);
+	zn += so->zs.total_out;
+	lb_put32(so->zbuf + zn, crc_update(0, so->zbuf, zn));
+	zn += 4;
+	if ((rc = ob_write(&so->dict, so->zbuf, zn)) != 0)
 		return (rc);
 	so->bn = 0;
 	so->blen = 0;
@@ -444,14 +479,17 @@ struct lb_segment {
 	const uint8_t	*keys;		/* block index keys */
 	uint64_t	 keyslen;
 	uint32_t	 postcrc;
+	z_stream	 zs;		/* raw inflate of dictionary blocks */
+	int		 zinit;
 	uint64_t	 cbi;		/* block whose entries cent holds (checked), or UINT64_MAX */
 	uint32_t	 cn;
 	struct blkent	 cent[LB_SEG_BLOCK_TERMS];
 };
 
-/* A walk through one dictionary block. */
+/* A walk through one dictionary block, inflated into raw. */
 struct blkcur {
 	const struct lb_segment *sg;
+	uint8_t		 raw[LB_SEG_BLOCK_RAW_MAX];
 	uint64_t	 bi;		/* block number */
 	const uint8_t	*p, *end;	/* entries not read yet; end is the block's CRC */
 	uint32_t	 n, i;		/* terms in the block, entries read */
@@ -498,23 +536,60 @@ idx_find(const struct lb_segment *sg, const uint8_t *term, size_t len)
 	return ((int64_t)lo - 1);
 }
 
+/*
+ * Checks block bi's CRC, then inflates it into c->raw: the stream must end exactly at the CRC
+ * and give exactly raw_len bytes.
+ */
 static int
-blk_open(const struct lb_segment *sg, uint64_t bi, struct blkcur *c)
+blk_inflate(struct lb_segment *sg, uint64_t bi, struct blkcur *c, uint64_t *rawlen)
 {
 	const uint8_t	*b;
 	uint64_t	 off = idx_off(sg, bi), len = idx_off(sg, bi + 1) - off, v;
 	size_t		 k;
+	int		 zrc;
 
 	b = sg->dict + off;
-	if (len < 4 + 1 + 1 + 4 + 4)
+	if (len < 1 + 1 + 4)
 		return (LB_ECORRUPT);
 	len -= 4;
-	if (crc_update(0, b, len) != lb_get32(b + len))
+	if (crc_update(0, b, (size_t)len) != lb_get32(b + len))
+		return (LB_ECORRUPT);
+	if ((k = lb_varint_get(b, (size_t)len, &v)) == 0 || v == 0 ||
+	    v > LB_SEG_BLOCK_RAW_MAX || k >= len || len - k > UINT_MAX)
+		return (LB_ECORRUPT);
+	if (!sg->zinit) {
+		if (inflateInit2(&sg->zs, -15) != Z_OK)
+			return (ENOMEM);
+		sg->zinit = 1;
+	} else if (inflateReset(&sg->zs) != Z_OK)
+		return (LB_ECORRUPT);
+	sg->zs.next_in = (Bytef *)(uintptr_t)(b + k);
+	sg->zs.avail_in = (uInt)(len - k);
+	sg->zs.next_out = c->raw;
+	sg->zs.avail_out = (uInt)v;
+	zrc = inflate(&sg->zs, Z_FINISH);
+	if (zrc != Z_STREAM_END || sg->zs.avail_in != 0 || sg->zs.avail_out != 0)
+		return (zrc == Z_MEM_ERROR ? ENOMEM : LB_ECORRUPT);
+	*rawlen = v;
+	return (0);
+}
+
+static int
+blk_open(struct lb_segment *sg, uint64_t bi, struct blkcur *c)
+{
+	const uint8_t	*b = c->raw;
+	uint64_t	 len, v;
+	size_t		 k;
+	int		 rc;
+
+	if ((rc = blk_inflate(sg, bi, c, &len)) != 0)
+		return (rc);
+	if (len < 1 + 1 + 4 + 5)
 		return (LB_ECORRUPT);
 	c->sg = sg;
 	c->bi = bi;
 	c->end = b + len;
-	if ((k = lb_varint_get(b, len, &v)) == 0 || v == 0 || v > LB_SEG_BLOCK_TERMS)
+	if ((k = lb_varint_get(b, (size_t)len, &v)) == 0 || v == 0 || v > LB_SEG_BLOCK_TERMS)
 		return (LB_ECORRUPT);
 	c->n = (uint32_t)v;
 	b += k;
@@ -599,6 +674,7 @@ blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
 {
 	struct blkcur	 c;
 	uint32_t	 small = 0;
+	uint64_t	 run = 0, runlen = 0;	/* short lists back to back, not summed yet */
 	int		 rc, found = 0;
 
 	sg->cbi = UINT64_MAX;
@@ -611,8 +687,15 @@ blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
 		e->lpoff = c.lpoff;
 		e->plen = c.plen;
 		e->lcrc = c.lcrc;
-		if (c.plen < LB_SEG_BIGLIST)
-			small = crc_update(small, sg->post + c.lpoff, (size_t)c.plen);
+		if (c.plen < LB_SEG_BIGLIST) {
+			if (runlen > 0 && run + runlen != c.lpoff) {
+				small = crc_update(small, sg->post + run, (size_t)runlen);
+				runlen = 0;
+			}
+			if (runlen == 0)
+				run = c.lpoff;
+			runlen += c.plen;
+		}
 		if (!found && (term != NULL ? term_cmp(c.term, c.tlen, term, len) == 0 :
 		    c.i - 1 == ei)) {
 			found = 1;
@@ -621,6 +704,8 @@ blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
 	}
 	if (rc != 1)
 		return (rc);
+	if (runlen > 0)
+		small = crc_update(small, sg->post + run, (size_t)runlen);
 	if (small != c.small)
 		return (LB_ECORRUPT);
 	sg->cbi = bi;
@@ -646,6 +731,8 @@ lb_segment_close(struct lb_segment *sg)
 		return;
 	if (sg->map != NULL)
 		munmap(sg->map, sg->size);
+	if (sg->zinit)
+		inflateEnd(&sg->zs);
 	free(sg);
 }
 
@@ -811,7 +898,7 @@ lb_segment_terms(struct lb_segment *sg, const uint8_t *lo, size_t lolen, const u
 				continue;
 			if (hi != NULL && term_cmp(c.term, c.tlen, hi, hilen) >= 0)
 				return (0);
-			if ((rc = fn(arg, c.term, c.tlen, bi << 8 | (c.i - 1), c.df)) != 0)
+			if ((rc = fn(arg, c.term, c.tlen, bi << LB_SEG_COOKIE_SHIFT | (c.i - 1), c.df)) != 0)
 				return (rc);
 		}
 		if (rc != 1)
@@ -845,16 +932,19 @@ int
 lb_segment_postings(struct lb_segment *sg, uint64_t cookie, struct lb_postings *out)
 {
 	struct blkent	 e;
-	uint64_t	 bi = cookie >> 8;
+	uint64_t	 bi = cookie >> LB_SEG_COOKIE_SHIFT;
+	uint64_t	 ei = cookie & ((1ULL << LB_SEG_COOKIE_SHIFT) - 1);
 	int		 rc;
 
 	if (bi >= sg->nblocks)
 		return (EINVAL);
 	if (bi == sg->cbi) {
-		if ((cookie & 0xff) >= sg->cn)
+		if (ei >= sg->cn)
 			return (EINVAL);
-		e = sg->cent[cookie & 0xff];
-	} else if ((rc = blk_find(sg, bi, NULL, 0, (uint32_t)(cookie & 0xff), &e)) != 0)
+		e = sg->cent[ei];
+	} else if (ei >= LB_SEG_BLOCK_TERMS)
+		return (EINVAL);
+	else if ((rc = blk_find(sg, bi, NULL, 0, (uint32_t)ei, &e)) != 0)
 		return (rc == LB_ENOTFOUND ? EINVAL : rc);
 	return (seg_list(sg, &e, out));
 }

@@ -45,6 +45,7 @@ t_worked_example(void **state)
 
 	(void)state;
 	uint64_t		 many[129];
+	uint8_t			 exc[] = { 0x80, 0x00, 0x7f, 0xe9, 0x06 };
 	uint8_t			 two[] = { 0x01, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 	    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
@@ -62,6 +63,53 @@ t_worked_example(void **state)
 		many[i] = 1000 + 2 * (uint64_t)i;
 	assert_int_equal(lb_postings_encode(many, 128, 1000, buf), 17);
 	assert_memory_equal(buf, two, 17);
+	/* 1000..1126, 2000: width 0 and one exception, 873 at position 127. */
+	for (int i = 0; i < 127; i++)
+		many[i] = 1000 + (uint64_t)i;
+	many[127] = 2000;
+	assert_int_equal(lb_postings_encode(many, 128, 1000, buf), 5);
+	assert_memory_equal(buf, exc, 5);
+}
+
+/* Groups with exceptions: random jumpy lists round trip; damaged exceptions are refused. */
+static void
+t_exceptions(void **state)
+{
+	struct lb_postings	 p = { NULL, 0, 0 };
+	uint64_t		 ids[1000], seed = 42, id;
+	uint8_t			 buf[1000 * LB_VARINT_MAX];
+	size_t			 len;
+	/* Group of 128 zeros but an exception; each case breaks one rule. */
+	static const uint8_t	 bad[][5] = {
+		{ 0x80, 0x00, 0x80, 0xe9, 0x06 },	/* position 128 */
+		{ 0x80, 0x00, 0x7f, 0x00, 0x00 },	/* high part 0 */
+		{ 0x80, 0x80, 0x7f, 0xe9, 0x06 },	/* 129 exceptions */
+		{ 0xc0, 0x00, 0x7f, 0xe9, 0x06 },	/* width 64 with exceptions */
+		{ 0x80, 0x01, 0x7f, 0x01, 0x7e },	/* positions not ascending (and short) */
+	};
+
+	(void)state;
+	for (int round = 0; round < 200; round++) {
+		id = 5;
+		for (size_t i = 0; i < 1000; i++) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			id += 1 + ((seed >> 33) % 7 == 0 ? (seed >> 20) % (1ULL << (round % 40)) :
+			    (seed >> 40) % 3);
+			ids[i] = id;
+		}
+		len = lb_postings_encode(ids, 1000, 5, buf);
+		p.n = 0;
+		assert_ok(lb_postings_decode(buf, len, 5, UINT64_MAX, 1000, &p));
+		assert_int_equal(p.n, 1000);
+		assert_memory_equal(p.ids, ids, sizeof(ids));
+		/* Cutting the list anywhere is damage. */
+		assert_int_equal(lb_postings_decode(buf, len - 1 - round % 3, 5, UINT64_MAX, 1000,
+		    &p), LB_ECORRUPT);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(lb_postings_decode(bad[i], 5, 0, UINT64_MAX, 128, &p),
+		    LB_ECORRUPT);
+	lb_postings_free(&p);
 }
 
 static void
@@ -173,6 +221,7 @@ main(void)
 		cmocka_unit_test(t_worked_example),
 		cmocka_unit_test(t_damage),
 		cmocka_unit_test(t_packed),
+		cmocka_unit_test(t_exceptions),
 	};
 	return (cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -4,8 +4,9 @@
  * decode every id list. Whatever the bytes, the reader must return codes, not crash, leak or
  * loop; a file that verifies must also merge into a file that verifies. When the first input
  * byte is odd, the rest is written with its checksums recomputed (header, block index, each
- * dictionary block and its short-list CRC, postings), so that mutations reach the structural
- * checks behind the CRCs instead of stopping at them.
+ * dictionary block — inflated, its short-list and list CRCs fixed, deflated again — and
+ * postings), so that mutations reach the structural checks behind the CRCs instead of
+ * stopping at them.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -48,11 +49,65 @@ fz_count(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t d
 	return (++*(uint64_t *)arg > 100000);
 }
 
-/* Best effort: recompute what checksums the damaged layout still lets us find. */
+/* Recomputes the short-list CRC and the long lists' CRCs inside one inflated block. */
 static void
-fix_crcs(uint8_t *b, size_t size)
+fix_block(uint8_t *p, size_t len, const uint8_t *post, uint64_t postlen)
 {
-	uint64_t	 postlen, dictoff, dictlen, idxoff, idxlen, nb;
+	uint8_t		*q = p, *sp;
+	uint64_t	 n, poff, df, plen, sh, sl;
+	uint32_t	 small = 0;
+	size_t		 k;
+
+	if ((k = lb_varint_get(q, len, &n)) == 0)
+		return;
+	q += k;
+	if ((k = lb_varint_get(q, len - (size_t)(q - p), &poff)) == 0 ||
+	    len - (size_t)(q - p) < k + 4)
+		return;
+	sp = q + k;
+	q = sp + 4;
+	for (uint64_t e = 0; e < n && e < LB_SEG_BLOCK_TERMS + 8; e++) {
+		if ((k = lb_varint_get(q, len - (size_t)(q - p), &sh)) == 0)
+			break;
+		q += k;
+		if ((k = lb_varint_get(q, len - (size_t)(q - p), &sl)) == 0 ||
+		    sl > len - (size_t)(q - p) - k)
+			break;
+		q += k + sl;
+		if ((k = lb_varint_get(q, len - (size_t)(q - p), &df)) == 0)
+			break;
+		q += k;
+		if ((k = lb_varint_get(q, len - (size_t)(q - p), &plen)) == 0)
+			break;
+		q += k;
+		if (poff > postlen || plen > postlen - poff)
+			break;
+		if (plen >= LB_SEG_BIGLIST) {
+			if (len - (size_t)(q - p) < 4)
+				break;
+			lb_put32(q, lb_crc32(post + poff, (size_t)plen));
+			q += 4;
+		} else
+			small = (uint32_t)crc32(small, post + poff, (uInt)plen);
+		poff += plen;
+	}
+	lb_put32(sp, small);
+}
+
+/*
+ * Best effort: recompute what checksums the damaged layout still lets us find. When the
+ * block index tiles the dictionary, each block is inflated, its inner CRCs fixed, deflated
+ * again and the file rebuilt around the new block lengths; *bp and *sizep are replaced.
+ */
+static void
+fix_crcs(uint8_t **bp, size_t *sizep)
+{
+	static uint8_t	 raw[LB_SEG_BLOCK_RAW_MAX];
+	uint8_t		*b = *bp, *o = NULL, *z;
+	size_t		 size = *sizep, on = 0, cap;
+	uint64_t	 postlen, dictoff, dictlen, idxoff, idxlen, nb, rl;
+	z_stream	 zs;
+	size_t		 k;
 
 	if (size < LB_SEG_HDR_SIZE)
 		return;
@@ -62,65 +117,81 @@ fix_crcs(uint8_t *b, size_t size)
 	idxoff = lb_get64(b + LB_SEG_H_IDXOFF);
 	idxlen = lb_get64(b + LB_SEG_H_IDXLEN);
 	nb = lb_get32(b + LB_SEG_H_NBLOCKS);
-	if (postlen <= size - LB_SEG_HDR_SIZE && dictoff <= size && dictlen <= size - dictoff &&
-	    idxoff <= size && idxlen <= size - idxoff && nb * LB_SEG_IDX_ENTRY <= idxlen) {
-		for (uint64_t i = 0; i < nb; i++) {
-			uint64_t	 off = lb_get64(b + idxoff + i * LB_SEG_IDX_ENTRY);
-			uint64_t	 end = i + 1 < nb ?
-			    lb_get64(b + idxoff + (i + 1) * LB_SEG_IDX_ENTRY) : dictlen;
-			uint8_t		*p, *q, *sp;
-			uint64_t	 n, poff, df, plen, sh, sl;
-			uint32_t	 small = 0;
-			size_t		 k, len;
+	if (!(postlen <= size - LB_SEG_HDR_SIZE && dictoff == LB_SEG_HDR_SIZE + postlen &&
+	    dictlen <= size - dictoff && idxoff == dictoff + dictlen &&
+	    idxlen <= size - idxoff && nb * LB_SEG_IDX_ENTRY <= idxlen && nb < 4096))
+		goto header;
+	for (uint64_t i = 0; i < nb; i++) {
+		uint64_t off = lb_get64(b + idxoff + i * LB_SEG_IDX_ENTRY);
+		uint64_t end = i + 1 < nb ? lb_get64(b + idxoff + (i + 1) * LB_SEG_IDX_ENTRY) :
+		    dictlen;
 
-			if (off >= end || end > dictlen || end - off < 10)
-				continue;
-			p = b + dictoff + off;
-			len = (size_t)(end - off - 4);
-			/* The short-list CRC: walk the entries as a reader would. */
-			q = p;
-			if ((k = lb_varint_get(q, len, &n)) == 0)
-				goto blockcrc;
-			q += k;
-			if ((k = lb_varint_get(q, len - (size_t)(q - p), &poff)) == 0 ||
-			    len - (size_t)(q - p) < k + 4)
-				goto blockcrc;
-			sp = q + k;
-			q = sp + 4;
-			for (uint64_t e = 0; e < n && e < 200; e++) {
-				if ((k = lb_varint_get(q, len - (size_t)(q - p), &sh)) == 0)
-					break;
-				q += k;
-				if ((k = lb_varint_get(q, len - (size_t)(q - p), &sl)) == 0 ||
-				    sl > len - (size_t)(q - p) - k)
-					break;
-				q += k + sl;
-				if ((k = lb_varint_get(q, len - (size_t)(q - p), &df)) == 0)
-					break;
-				q += k;
-				if ((k = lb_varint_get(q, len - (size_t)(q - p), &plen)) == 0)
-					break;
-				q += k;
-				if (poff > postlen || plen > postlen - poff)
-					break;
-				if (plen >= LB_SEG_BIGLIST) {
-					if (len - (size_t)(q - p) < 4)
-						break;
-					lb_put32(q, lb_crc32(b + LB_SEG_HDR_SIZE + poff,
-					    (size_t)plen));
-					q += 4;
-				} else
-					small = (uint32_t)crc32(small, b + LB_SEG_HDR_SIZE + poff,
-					    (uInt)plen);
-				poff += plen;
-			}
-			lb_put32(sp, small);
- blockcrc:
-			lb_put32(p + len, lb_crc32(p, len));
-		}
-		lb_put32(b + LB_SEG_H_IDXCRC, lb_crc32(b + idxoff, (size_t)idxlen));
-		lb_put32(b + LB_SEG_H_POSTCRC, lb_crc32(b + LB_SEG_HDR_SIZE, (size_t)postlen));
+		if ((i == 0 && off != 0) || off >= end || end > dictlen)
+			goto header;
 	}
+	cap = size + nb * (LB_VARINT_MAX + LB_SEG_BLOCK_RAW_MAX + 64 + 4);
+	if ((o = malloc(cap)) == NULL)
+		goto header;
+	memcpy(o, b, (size_t)dictoff);
+	on = (size_t)dictoff;
+	for (uint64_t i = 0; i < nb; i++) {
+		uint64_t off = lb_get64(b + idxoff + i * LB_SEG_IDX_ENTRY);
+		uint64_t end = i + 1 < nb ? lb_get64(b + idxoff + (i + 1) * LB_SEG_IDX_ENTRY) :
+		    dictlen;
+		uint8_t	*p = b + dictoff + off;
+		size_t	 len = (size_t)(end - off), start = on;
+		int	 ok = 0;
+
+		lb_put64(b + idxoff + i * LB_SEG_IDX_ENTRY, on - dictoff);
+		if (len > 5 && (k = lb_varint_get(p, len - 4, &rl)) != 0 && rl > 0 &&
+		    rl <= sizeof(raw)) {
+			memset(&zs, 0, sizeof(zs));
+			if (inflateInit2(&zs, -15) == Z_OK) {
+				zs.next_in = p + k;
+				zs.avail_in = (uInt)(len - 4 - k);
+				zs.next_out = raw;
+				zs.avail_out = (uInt)rl;
+				ok = inflate(&zs, Z_FINISH) == Z_STREAM_END && zs.avail_out == 0;
+				inflateEnd(&zs);
+			}
+		}
+		if (ok) {
+			fix_block(raw, (size_t)rl, b + LB_SEG_HDR_SIZE, postlen);
+			on += lb_varint_put(o + on, rl);
+			z = o + on;
+			memset(&zs, 0, sizeof(zs));
+			if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+				ok = 0;
+			else {
+				zs.next_in = raw;
+				zs.avail_in = (uInt)rl;
+				zs.next_out = z;
+				zs.avail_out = (uInt)(cap - on - 4);
+				ok = deflate(&zs, Z_FINISH) == Z_STREAM_END;
+				on += zs.total_out;
+				deflateEnd(&zs);
+			}
+			if (!ok)
+				on = start;
+		}
+		if (!ok) {
+			memcpy(o + on, p, len - 4);
+			on += len - 4;
+		}
+		lb_put32(o + on, lb_crc32(o + start, on - start));
+		on += 4;
+	}
+	idxoff = on;
+	memcpy(o + on, b + dictoff + dictlen, size - (size_t)(dictoff + dictlen));
+	on += size - (size_t)(dictoff + dictlen);
+	lb_put64(o + LB_SEG_H_DICTLEN, idxoff - dictoff);
+	lb_put64(o + LB_SEG_H_IDXOFF, idxoff);
+	lb_put32(o + LB_SEG_H_IDXCRC, lb_crc32(o + idxoff, (size_t)idxlen));
+	lb_put32(o + LB_SEG_H_POSTCRC, lb_crc32(o + LB_SEG_HDR_SIZE, (size_t)postlen));
+	free(b);
+	*bp = b = o;
+	*sizep = size = on;
+ header:
 	lb_put32(b + LB_SEG_H_CRC, lb_crc32(b, LB_SEG_H_CRC));
 }
 
@@ -150,9 +221,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fclose(fp);
 			return (0);
 		}
-		memcpy(b, data + 1, size - 1);
-		fix_crcs(b, size - 1);
-		if (size > 1 && fwrite(b, 1, size - 1, fp) != size - 1) {
+		size_t	 bn = size - 1;
+
+		memcpy(b, data + 1, bn);
+		fix_crcs(&b, &bn);
+		if (bn > 0 && fwrite(b, 1, bn, fp) != bn) {
 			free(b);
 			fclose(fp);
 			return (0);
