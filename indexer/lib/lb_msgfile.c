@@ -45,6 +45,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <isa-l/igzip_lib.h>
 #include <zlib.h>
 
 #include "logbox.h"
@@ -52,7 +53,7 @@
 #include "lb_util.h"
 
 #ifndef ZLEVEL
-#define ZLEVEL		1		/* deflate level: see FORMAT.md §3 for the numbers */
+#define ZLEVEL		1		/* ISA-L deflate level: see FORMAT.md §3 for the numbers */
 #endif
 #ifndef BLOCK_TARGET
 #define BLOCK_TARGET	LB_BLOCK_RAW_TARGET	/* overridable only to measure */
@@ -148,8 +149,7 @@ struct lb_msgfile {
 	/* thread only */
 	unsigned	 qwork;		/* next slot to compress */
 	uint64_t	 woff;		/* where the next block goes in messages */
-	z_stream	 zd;
-	int		 zdinit;
+	uint8_t		*lvlbuf;	/* ISA-L deflate's working memory */
 	uint8_t		*tbuf;		/* a block as stored: header + payload */
 	size_t		 tcap;
 };
@@ -1149,8 +1149,7 @@ lb_msgfile_close(struct lb_msgfile *mf)
 		close(mf->mfd);
 	if (mf->wfd != -1)
 		close(mf->wfd);
-	if (mf->zdinit)
-		deflateEnd(&mf->zd);
+	free(mf->lvlbuf);
 	if (mf->ziinit)
 		inflateEnd(&mf->zi);
 	mblk_free(&mf->cache);
@@ -1183,26 +1182,29 @@ block_write(struct lb_msgfile *mf, struct qslot *s)
 	uint8_t		*h;
 	uint32_t	 comp;
 	uint8_t		 method = LB_BLK_DEFLATE;
+	struct isal_zstream	 zs;
 	int		 zr, rc;
 
 	if ((rc = grow(&mf->tbuf, &mf->tcap, LB_BHDR_SIZE + b->len, 1)) != 0)
 		return (rc);
-	if (!mf->zdinit) {
-		memset(&mf->zd, 0, sizeof(mf->zd));
-		if (deflateInit2(&mf->zd, ZLEVEL, Z_DEFLATED, -15, 8,
-		    Z_DEFAULT_STRATEGY) != Z_OK)
-			return (ENOMEM);
-		mf->zdinit = 1;
-	} else if (deflateReset(&mf->zd) != Z_OK)
-		return (ENOMEM);
+	if (mf->lvlbuf == NULL && (mf->lvlbuf = malloc(ISAL_DEF_LVL1_DEFAULT)) == NULL)
+		return (errno);
 	h = mf->tbuf;
-	mf->zd.next_in = b->buf;
-	mf->zd.avail_in = (uInt)b->len;
-	mf->zd.next_out = h + LB_BHDR_SIZE;
-	mf->zd.avail_out = (uInt)b->len - 1;	/* must come out smaller */
-	zr = deflate(&mf->zd, Z_FINISH);
-	if (zr == Z_STREAM_END)
-		comp = (uint32_t)(b->len - 1 - mf->zd.avail_out);
+	/* ISA-L writes a plain raw DEFLATE stream that any inflate reads (zlib's included). */
+	isal_deflate_stateless_init(&zs);
+	zs.level = ZLEVEL;
+	zs.level_buf = mf->lvlbuf;
+	zs.level_buf_size = ISAL_DEF_LVL1_DEFAULT;
+	zs.gzip_flag = IGZIP_DEFLATE;
+	zs.end_of_stream = 1;
+	zs.flush = NO_FLUSH;
+	zs.next_in = b->buf;
+	zs.avail_in = (uint32_t)b->len;
+	zs.next_out = h + LB_BHDR_SIZE;
+	zs.avail_out = (uint32_t)b->len - 1;	/* must come out smaller */
+	zr = isal_deflate_stateless(&zs);
+	if (zr == COMP_OK && zs.avail_in == 0)
+		comp = (uint32_t)zs.total_out;
 	else {
 		method = LB_BLK_STORED;
 		comp = (uint32_t)b->len;
