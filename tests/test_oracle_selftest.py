@@ -141,7 +141,7 @@ def test_parse_5424_fields() -> None:
 
 def _need_loghub() -> None:
     if not corpus.loghub_systems() or not corpus.LOGHUB_TOOL.is_file():
-        pytest.skip(f"loghub samples or converter missing ({corpus.LOGHUB_DIR})")
+        pytest.fail(f"loghub samples or converter missing ({corpus.LOGHUB_DIR})")
 
 
 def test_loghub_message_is_the_original_line() -> None:

@@ -690,6 +690,10 @@ block_load(struct lb_msgfile *mf, uint64_t off, const struct bent *e, struct mbl
  * *kfirst the offset of the first kept record (or *end); *gap is set when a sound record
  * with an id past the sequence stopped the walk. With why set, reports the first problem.
  */
+/* The two ways a WAL can end that a kill -9 during a write leaves: not damage (see verify_wal). */
+static const char wal_torn_frame[] = "torn record frame";
+static const char wal_torn_record[] = "torn record";
+
 static int
 wal_walk(const uint8_t *w, size_t len, uint64_t snext, struct mblk *b, size_t *kfirst,
     size_t *end, uint64_t *nkept, int *gap, const char **why)
@@ -707,7 +711,7 @@ wal_walk(const uint8_t *w, size_t len, uint64_t snext, struct mblk *b, size_t *k
 		const uint8_t	*body;
 
 		if (len - off < LB_WREC_HDR) {
-			*why = "torn record frame";
+			*why = wal_torn_frame;
 			break;
 		}
 		blen = lb_get32(w + off);
@@ -716,7 +720,7 @@ wal_walk(const uint8_t *w, size_t len, uint64_t snext, struct mblk *b, size_t *k
 			break;
 		}
 		if (len - off - LB_WREC_HDR < blen) {
-			*why = "torn record";
+			*why = wal_torn_record;
 			break;
 		}
 		body = w + off + LB_WREC_HDR;
@@ -767,6 +771,25 @@ wal_walk(const uint8_t *w, size_t len, uint64_t snext, struct mblk *b, size_t *k
 	if (*kfirst == SIZE_MAX)
 		*kfirst = off;
 	*nkept = kept;
+	return (0);
+}
+
+/*
+ * Is there a sound record (plausible length, matching checksum) starting anywhere in
+ * w[from..len)? A torn tail has none after it; a damaged length field in the middle of the WAL
+ * does, so verify can tell the two apart.
+ */
+static int
+wal_sound_record_after(const uint8_t *w, size_t len, size_t from)
+{
+	for (size_t p = from; p < len && len - p >= LB_WREC_HDR; p++) {
+		uint32_t blen = lb_get32(w + p);
+
+		if (blen == 0 || blen > LB_WREC_MAX || len - p - LB_WREC_HDR < blen)
+			continue;
+		if (lb_crc32(w + p + LB_WREC_HDR, blen) == lb_get32(w + p + 4))
+			return (1);
+	}
 	return (0);
 }
 
@@ -1609,6 +1632,14 @@ verify_wal(struct lb_msgfile *mf, uint64_t snext, char *why, size_t whylen)
 	}
 	if ((rc = wal_walk(w, len, snext, NULL, &kfirst, &end, &nkept, &gap, &what)) != 0)
 		goto done;
+	/*
+	 * A record cut short by the end of the file is what a process killed in the middle of a
+	 * write(2) leaves (or a writer still writing): that message was never acknowledged, and
+	 * the writer's next open cuts it. Anything else is damage.
+	 */
+	if (end != len && (what == wal_torn_frame || what == wal_torn_record) &&
+	    !wal_sound_record_after(w, len, end + 1))
+		end = len;
 	if (end != len) {
 		setwhy(why, whylen, "%s: offset %zu: %s (after id %llu)", mf->wpath, end,
 		    what != NULL ? what : "trailing bytes",

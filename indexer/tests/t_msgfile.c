@@ -678,9 +678,21 @@ t_flip_every_byte(void **state)
 				assert_true(rc == LB_EFORMAT || rc == LB_ECORRUPT);
 				continue;
 			}
-			assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
-			assert_non_null(strstr(why, "offset"));
+			rc = lb_msgfile_verify(mf, why, sizeof(why));
 			lb_msgfile_range(mf, &first, &next);
+			if (rc == 0) {
+				/*
+				 * A flip that makes the WAL's last record run past the end of the
+				 * file looks exactly like the torn write a kill leaves: verify
+				 * accepts it, and exactly that one (never acknowledged) message is
+				 * missing. Everything else must be reported.
+				 */
+				assert_int_equal(which, 1);
+				assert_true(next == first_id + sn.n - 1);
+			} else {
+				assert_int_equal(rc, LB_ECORRUPT);
+				assert_non_null(strstr(why, "offset"));
+			}
 			for (uint64_t id = first; id < next + 2; id++) {
 				rc = lb_msgfile_get(mf, id, &m);
 				if (rc == 0) {

@@ -1,4 +1,4 @@
-"""Thin wrappers around the `logbox` CLI verbs (contract: CLI.md). Each returns parsed output and
+"""Thin wrappers around the `logbox` CLI verbs (contract: indexer/cli/README.md). Each returns parsed output and
 raises CliError, which carries the command, exit code and stderr, when a verb fails where the
 caller expected success. Nothing here knows the store's files."""
 
@@ -65,7 +65,7 @@ def _env(binary: Path) -> dict[str, str]:
 
 
 def message_bytes(value: str | None, what: str = "message") -> bytes:
-    """A cat string back to its bytes (CLI.md: invalid UTF-8 bytes come as \\udcXX escapes)."""
+    """A cat string back to its bytes (indexer/cli/README.md: invalid UTF-8 bytes come as \\udcXX escapes)."""
     if value is None:
         return b""
     try:
@@ -194,7 +194,7 @@ def lookup_args(term: str | bytes, prefix: bool = False, field: str | None = Non
 def parse_cat(p: subprocess.CompletedProcess[bytes]) -> list[dict[str, Any]]:
     """cat's NDJSON output as a list of objects.
 
-    :raises CliError: if the output is not UTF-8 NDJSON (CLI.md: bytes outside UTF-8 are
+    :raises CliError: if the output is not UTF-8 NDJSON (indexer/cli/README.md: bytes outside UTF-8 are
         escaped, so the output itself is always valid UTF-8).
     """
     out = []

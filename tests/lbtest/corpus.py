@@ -23,8 +23,10 @@ from pathlib import Path
 from types import ModuleType
 
 MSG_MAX = 262144  # LB_MSG_MAX: message bytes kept, longer messages are cut and flagged
-LOGHUB_DIR = Path(os.environ.get("LOGBOX_LOGHUB", "/work/shared/data/loghub"))
-LOGHUB_TOOL = Path(os.environ.get("LOGBOX_LOGHUB_TOOL", "/work/shared/tools/loghub_to_syslog.py"))
+# The shared folder sits beside the repository (on developer machines and in CI).
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+LOGHUB_DIR = Path(os.environ.get("LOGBOX_LOGHUB", SHARED / "data" / "loghub"))
+LOGHUB_TOOL = Path(os.environ.get("LOGBOX_LOGHUB_TOOL", SHARED / "tools" / "loghub_to_syslog.py"))
 
 
 @dataclass(frozen=True)
