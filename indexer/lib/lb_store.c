@@ -11,9 +11,9 @@
  * segment) and index the rest again.
  *
  * Threads: the writer indexes in a second thread (and lb_msgfile.c compresses in a third).
- * lb_store_append stores the message, then copies what the index needs into a batch; full
- * batches go to the indexer thread, which adds them to the open interval (st->segw) in id
- * order. Everything else that touches st->segw (flush, reindex, close) first waits for the
+ * lb_store_append stores the message, then cuts, folds and hashes its terms into a batch
+ * (lb_segw_terms_add); full batches go to the indexer thread, which only inserts them into
+ * the open interval (st->segw), in id order (lb_segw_add_terms). Everything else that touches st->segw (flush, reindex, close) first waits for the
  * thread to finish what is queued (ix_sync). A failure of the thread is returned by the next
  * append or flush. Nothing on disk depends on the thread: the message file is written by the
  * caller's thread before the copy is queued, and a segment is only written after ix_sync.
@@ -464,18 +464,10 @@ lb_store_open(const char *data, const char *ls, int mode, struct lb_store **out)
 
 #define IX_DEPTH	4		/* batches: one being filled, the others queued */
 #define IX_MSGS		1024		/* messages per batch */
-#define IX_BYTES	(512 * 1024)	/* their bytes per batch (more than one message's most) */
-
-/* Copies of appended messages for the indexer thread. */
-struct ixbatch {
-	struct lb_msg	*m;
-	uint32_t	 n;
-	uint8_t		*buf;
-	size_t		 len;
-};
+#define IX_BYTES	(512 * 1024)	/* term bytes after which a batch is queued early */
 
 /*
- * lb_store_append copies each message into the batch being filled and queues it when full;
+ * lb_store_append adds each message's terms to the batch being filled and queues it when full;
  * the thread feeds queued batches to st->segw in order. The thread touches st->segw only
  * while a batch is queued, so anyone else uses it after ix_sync(). nq, stop, err and mem
  * are under mu; a queued batch belongs to the thread until nq drops below it.
@@ -486,14 +478,14 @@ struct ixq {
 	int		 thr_on;
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv_work, cv_done;
-	struct ixbatch	 b[IX_DEPTH];
+	struct lb_segw_terms *b[IX_DEPTH];
 	unsigned	 fill;		/* appender: the batch being filled */
 	unsigned	 work;		/* thread: the next batch to index */
 	unsigned	 nq;		/* batches queued */
 	int		 stop;
 	int		 err;		/* sticky: the first lb_segw_add failure */
 	size_t		 mem;		/* lb_segw_mem() after the last batch */
-	int		 aerr;		/* appender's copy of err */
+	int		 aerr;		/* appender's sticky error: err, or its own */
 	size_t		 amem;		/* appender's copy of mem */
 };
 
@@ -501,7 +493,7 @@ static void *
 ix_main(void *arg)
 {
 	struct ixq	*ix = arg;
-	struct ixbatch	*b;
+	struct lb_segw_terms *b;
 	struct lb_segw	*w;
 	size_t		 mem;
 	int		 err, rc;
@@ -512,13 +504,11 @@ ix_main(void *arg)
 			pthread_cond_wait(&ix->cv_work, &ix->mu);
 		if (ix->nq == 0)
 			break;
-		b = &ix->b[ix->work];
+		b = ix->b[ix->work];
 		w = ix->st->segw;
 		err = ix->err;
 		pthread_mutex_unlock(&ix->mu);
-		rc = 0;
-		for (uint32_t i = 0; i < b->n && err == 0 && rc == 0; i++)
-			rc = lb_segw_add(w, &ix->st->tc, &b->m[i]);
+		rc = err == 0 ? lb_segw_add_terms(w, b) : 0;
 		mem = lb_segw_mem(w);
 		pthread_mutex_lock(&ix->mu);
 		if (ix->err == 0)
@@ -547,10 +537,8 @@ ix_free(struct ixq *ix)
 		pthread_cond_destroy(&ix->cv_done);
 		pthread_mutex_destroy(&ix->mu);
 	}
-	for (unsigned i = 0; i < IX_DEPTH; i++) {
-		free(ix->b[i].m);
-		free(ix->b[i].buf);
-	}
+	for (unsigned i = 0; i < IX_DEPTH; i++)
+		lb_segw_terms_free(ix->b[i]);
 	free(ix);
 }
 
@@ -564,11 +552,8 @@ ix_new(struct lb_store *st, struct ixq **out)
 		return (errno);
 	ix->st = st;
 	for (unsigned i = 0; i < IX_DEPTH; i++)
-		if ((ix->b[i].m = calloc(IX_MSGS, sizeof(*ix->b[i].m))) == NULL ||
-		    (ix->b[i].buf = malloc(IX_BYTES)) == NULL) {
-			rc = ENOMEM;
+		if ((rc = lb_segw_terms_new(&ix->b[i])) != 0)
 			goto fail;
-		}
 	if ((rc = pthread_mutex_init(&ix->mu, NULL)) != 0)
 		goto fail;
 	if ((rc = pthread_cond_init(&ix->cv_work, NULL)) != 0) {
@@ -602,18 +587,18 @@ static int
 ix_submit(struct ixq *ix, int wait_all)
 {
 	pthread_mutex_lock(&ix->mu);
-	if (ix->b[ix->fill].n > 0) {
+	if (lb_segw_terms_count(ix->b[ix->fill]) > 0) {
 		ix->nq++;
 		ix->fill = (ix->fill + 1) % IX_DEPTH;
 		pthread_cond_signal(&ix->cv_work);
 	}
 	while (ix->nq >= (wait_all ? 1u : IX_DEPTH))
 		pthread_cond_wait(&ix->cv_done, &ix->mu);
-	ix->aerr = ix->err;
+	if (ix->aerr == 0)
+		ix->aerr = ix->err;
 	ix->amem = ix->mem;
 	pthread_mutex_unlock(&ix->mu);
-	ix->b[ix->fill].n = 0;
-	ix->b[ix->fill].len = 0;
+	lb_segw_terms_clear(ix->b[ix->fill]);
 	return (ix->aerr);
 }
 
@@ -626,41 +611,22 @@ ix_sync(struct lb_store *st)
 	return (ix_submit(st->ix, 1));
 }
 
-static void
-ix_copy(struct ixbatch *b, struct lb_slice *s)
-{
-	if (s->len > 0)
-		memcpy(b->buf + b->len, s->p, s->len);
-	s->p = b->buf + b->len;
-	b->len += s->len;
-}
-
-/* Hands a copy of m (what lb_segw_add reads) to the indexer thread. */
+/* Hands the terms of m to the indexer thread. */
 static int
-ix_put(struct ixq *ix, const struct lb_msg *m)
+ix_put(struct ixq *ix, const struct lb_store *st, const struct lb_msg *m)
 {
-	struct ixbatch	*b = &ix->b[ix->fill];
-	struct lb_msg	*c;
-	size_t		 need;
-	int		 rc;
+	struct lb_segw_terms	*b = ix->b[ix->fill];
+	int			 rc;
 
-	need = m->host.len + m->program.len + m->pid.len + m->msgid.len + m->sd.len +
-	    m->message.len;
-	if (b->n == IX_MSGS || b->len + need > IX_BYTES) {
+	if (lb_segw_terms_count(b) == IX_MSGS || lb_segw_terms_size(b) >= IX_BYTES) {
 		if ((rc = ix_submit(ix, 0)) != 0)
 			return (rc);
-		b = &ix->b[ix->fill];
+		b = ix->b[ix->fill];
 	} else if (ix->aerr != 0)
 		return (ix->aerr);
-	c = &b->m[b->n++];
-	*c = *m;
-	ix_copy(b, &c->host);
-	ix_copy(b, &c->program);
-	ix_copy(b, &c->pid);
-	ix_copy(b, &c->msgid);
-	ix_copy(b, &c->sd);
-	ix_copy(b, &c->message);
-	return (0);
+	if ((rc = lb_segw_terms_add(b, &st->tc, m)) != 0)
+		ix->aerr = rc;		/* sticky, as the thread's errors are */
+	return (rc);
 }
 
 
@@ -954,7 +920,7 @@ lb_store_append(struct lb_store *st, struct lb_msg *m)
 		st->interval_start = now;
 	if (st->ix == NULL && (rc = ix_new(st, &st->ix)) != 0)
 		return (rc);
-	if ((rc = ix_put(st->ix, m)) != 0)
+	if ((rc = ix_put(st->ix, st, m)) != 0)
 		return (rc);
 	/* (The memory seen when the last batch was queued: a few batches behind at most.) */
 	if (st->ix->amem >= st->conf.mem_limit / 2 ||
