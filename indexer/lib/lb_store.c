@@ -10,13 +10,22 @@
  * rebuilt from them, so recovery only has to find where indexing stopped (the last published
  * segment) and index the rest again.
  *
- * Threads: the writer indexes in a second thread (and lb_msgfile.c compresses in a third).
- * lb_store_append stores the message, then cuts, folds and hashes its terms into a batch
- * (lb_segw_terms_add); full batches go to the indexer thread, which only inserts them into
- * the open interval (st->segw), in id order (lb_segw_add_terms). Everything else that touches st->segw (flush, reindex, close) first waits for the
- * thread to finish what is queued (ix_sync). A failure of the thread is returned by the next
- * append or flush. Nothing on disk depends on the thread: the message file is written by the
- * caller's thread before the copy is queued, and a segment is only written after ix_sync.
+ * Threads: the writer indexes in a second thread, writes segments of timed flushes in a third
+ * (and lb_msgfile.c compresses in a fourth). lb_store_append stores the message, then cuts,
+ * folds and hashes its terms into a batch (lb_segw_terms_add); full batches go to the indexer
+ * thread, which only inserts them into the open interval (st->segw), in id order
+ * (lb_segw_add_terms). Everything else that touches st->segw (flush, reindex, close) first
+ * waits for the thread to finish what is queued (ix_sync). A failure of a thread is returned
+ * by the next append or flush. Nothing on disk depends on the threads: the message file is
+ * written by the caller's thread before the terms are queued, and a segment is only written
+ * after ix_sync.
+ *
+ * A flush that lb_store_append starts (time or memory) does not wait for the segment file:
+ * after the messages are durable it hands the full builder to the segment thread, takes the
+ * spare one (st->spare) for the next interval and goes on appending; the segment is published
+ * (catalog, state, merges) by a later append, flush or close once the file is durable. The
+ * order of the steps on disk is that of lb_store_flush, which does all of them before it
+ * returns.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -65,6 +74,10 @@ struct lb_store {
 	struct lb_msgfile	*mf;		/* the current day's file (owned here, not in days) */
 	struct lb_dayref	 day;		/* the current day */
 	struct lb_segw		*segw;		/* the open interval */
+	struct lb_segw		*spare;		/* the builder of the segment thread, or NULL */
+	int			 pending;	/* pend_ref is being written, not yet published */
+	struct lb_segref	 pend_ref;	/* (size set when published) */
+	char			 pend_path[PATH_MAX];
 	struct ixq		*ix;		/* its indexer thread, once started */
 	uint64_t		 next_id;
 	uint64_t		 indexed_id;	/* every id below is in a published segment */
@@ -485,6 +498,13 @@ struct ixq {
 	int		 stop;
 	int		 err;		/* sticky: the first lb_segw_add failure */
 	size_t		 mem;		/* lb_segw_mem() after the last batch */
+	pthread_t	 wthr;		/* the segment thread */
+	int		 wthr_on;
+	pthread_cond_t	 cv_wjob;
+	struct lb_segw	*wseg;		/* the builder it writes to wpath; NULL: idle */
+	const char	*wpath;
+	int		 wrc;		/* the result of the last write */
+	int		 awidle;	/* appender's copy of wseg == NULL */
 	int		 aerr;		/* appender's sticky error: err, or its own */
 	size_t		 amem;		/* appender's copy of mem */
 };
@@ -522,6 +542,34 @@ ix_main(void *arg)
 	return (NULL);
 }
 
+/* The segment thread: writes the builder it is handed, one at a time. */
+static void *
+ix_writer(void *arg)
+{
+	struct ixq	*ix = arg;
+	struct lb_segw	*w;
+	const char	*path;
+	int		 rc;
+
+	pthread_mutex_lock(&ix->mu);
+	for (;;) {
+		while (ix->wseg == NULL && !ix->stop)
+			pthread_cond_wait(&ix->cv_wjob, &ix->mu);
+		if (ix->wseg == NULL)
+			break;
+		w = ix->wseg;
+		path = ix->wpath;
+		pthread_mutex_unlock(&ix->mu);
+		rc = lb_segw_write(w, path);
+		pthread_mutex_lock(&ix->mu);
+		ix->wrc = rc;
+		ix->wseg = NULL;
+		pthread_cond_broadcast(&ix->cv_done);
+	}
+	pthread_mutex_unlock(&ix->mu);
+	return (NULL);
+}
+
 static void
 ix_free(struct ixq *ix)
 {
@@ -531,8 +579,12 @@ ix_free(struct ixq *ix)
 		pthread_mutex_lock(&ix->mu);
 		ix->stop = 1;
 		pthread_cond_signal(&ix->cv_work);
+		pthread_cond_signal(&ix->cv_wjob);
 		pthread_mutex_unlock(&ix->mu);
 		pthread_join(ix->thr, NULL);
+		if (ix->wthr_on)
+			pthread_join(ix->wthr, NULL);
+		pthread_cond_destroy(&ix->cv_wjob);
 		pthread_cond_destroy(&ix->cv_work);
 		pthread_cond_destroy(&ix->cv_done);
 		pthread_mutex_destroy(&ix->mu);
@@ -565,13 +617,23 @@ ix_new(struct lb_store *st, struct ixq **out)
 		pthread_mutex_destroy(&ix->mu);
 		goto fail;
 	}
+	if ((rc = pthread_cond_init(&ix->cv_wjob, NULL)) != 0) {
+		pthread_cond_destroy(&ix->cv_done);
+		pthread_cond_destroy(&ix->cv_work);
+		pthread_mutex_destroy(&ix->mu);
+		goto fail;
+	}
 	if ((rc = pthread_create(&ix->thr, NULL, ix_main, ix)) != 0) {
+		pthread_cond_destroy(&ix->cv_wjob);
 		pthread_cond_destroy(&ix->cv_done);
 		pthread_cond_destroy(&ix->cv_work);
 		pthread_mutex_destroy(&ix->mu);
 		goto fail;
 	}
 	ix->thr_on = 1;
+	if (pthread_create(&ix->wthr, NULL, ix_writer, ix) == 0)
+		ix->wthr_on = 1;	/* (without it, every flush writes in the caller) */
+	ix->awidle = 1;
 	*out = ix;
 	return (0);
  fail:
@@ -597,6 +659,7 @@ ix_submit(struct ixq *ix, int wait_all)
 	if (ix->aerr == 0)
 		ix->aerr = ix->err;
 	ix->amem = ix->mem;
+	ix->awidle = ix->wseg == NULL;
 	pthread_mutex_unlock(&ix->mu);
 	lb_segw_terms_clear(ix->b[ix->fill]);
 	return (ix->aerr);
@@ -773,14 +836,12 @@ merge_day(struct lb_store *st, uint32_t day, int all)
 	return (rc);
 }
 
-/* Writes the open interval as a durable segment file of day; empties the builder. */
+/* The catalog entry (but its size) and the path of the open interval as a segment of day. */
 static int
-write_segw(struct lb_store *st, uint32_t day, struct lb_segref *ref)
+segw_ref(struct lb_store *st, uint32_t day, struct lb_segref *ref, char *path, size_t plen)
 {
 	uint64_t	count, first, last;
 	int64_t		tmin, tmax;
-	char		path[PATH_MAX];
-	struct stat	sb;
 	int		rc;
 
 	lb_segw_stats(st->segw, &count, &first, &last, &tmin, &tmax);
@@ -793,7 +854,18 @@ write_segw(struct lb_store *st, uint32_t day, struct lb_segref *ref)
 	ref->day = day;
 	if ((rc = seg_name(ref->file, sizeof(ref->file), first, last)) != 0)
 		return (rc);
-	if ((rc = seg_path(st, day, ref->file, path, sizeof(path))) != 0)
+	return (seg_path(st, day, ref->file, path, plen));
+}
+
+/* Writes the open interval as a durable segment file of day; empties the builder. */
+static int
+write_segw(struct lb_store *st, uint32_t day, struct lb_segref *ref)
+{
+	char		path[PATH_MAX];
+	struct stat	sb;
+	int		rc;
+
+	if ((rc = segw_ref(st, day, ref, path, sizeof(path))) != 0)
 		return (rc);
 	if ((rc = lb_segw_write(st->segw, path)) != 0)
 		return (rc);
@@ -818,6 +890,96 @@ publish_segw(struct lb_store *st, uint32_t day, struct lb_segref *ref)
 	return (rc);
 }
 
+/*
+ * Waits for the segment thread; publishes the segment it wrote (the rest of lb_store_flush's
+ * steps). A failed write is sticky: the builder it had is not empty, so nothing more is
+ * indexed until the store is opened again (and recovery indexes the messages again).
+ */
+static int
+seg_finish(struct lb_store *st)
+{
+	struct ixq	*ix = st->ix;
+	struct stat	 sb;
+	int		 rc;
+
+	if (!st->pending)
+		return (0);
+	pthread_mutex_lock(&ix->mu);
+	while (ix->wseg != NULL)
+		pthread_cond_wait(&ix->cv_done, &ix->mu);
+	if ((rc = ix->wrc) != 0 && ix->err == 0)
+		ix->err = rc;
+	ix->awidle = 1;
+	pthread_mutex_unlock(&ix->mu);
+	st->pending = 0;
+	if (rc != 0) {
+		ix->aerr = rc;
+		return (rc);
+	}
+	if (stat(st->pend_path, &sb) == -1)
+		return (errno);
+	st->pend_ref.size = (uint64_t)sb.st_size;
+	if ((rc = lb_catalog_publish(st->cat, st->ls, NULL, 0, &st->pend_ref, 1)) != 0) {
+		unlink(st->pend_path);
+		return (rc);
+	}
+	st->indexed_id = st->pend_ref.last_id + 1;
+	if ((rc = state_save(st)) != 0)
+		return (rc);
+	return (merge_day(st, st->pend_ref.day, 0));
+}
+
+/*
+ * lb_store_flush for lb_store_append: the same steps in the same order, but the segment file
+ * is written by the segment thread while appends go on into the spare builder, and published
+ * by seg_finish() later.
+ */
+static int
+flush_async(struct lb_store *st)
+{
+	struct ixq	*ix = st->ix;
+	struct lb_segw	*w;
+	uint64_t	 count, first, last;
+	int64_t		 tmin, tmax;
+	int		 rc;
+
+	if (!ix->wthr_on)
+		return (lb_store_flush(st));
+	st->interval_start = 0;
+	if ((rc = ix_sync(st)) != 0 || (rc = seg_finish(st)) != 0)
+		return (rc);
+	lb_segw_stats(st->segw, &count, &first, &last, &tmin, &tmax);
+	if (count == 0)
+		return (0);
+	if (st->spare == NULL && (rc = lb_segw_new(&st->spare)) != 0)
+		return (rc);
+	/* The segment must never point at a message a crash could lose. */
+	if ((rc = lb_msgfile_commit(st->mf, 1)) != 0)
+		return (rc);
+	st->dirty = 0;
+	st->last_sync = mono_ms();
+	st->day.next_id = st->next_id;
+	if (tmax > st->day.tmax)
+		st->day.tmax = tmax;
+	if ((rc = lb_catalog_day_put(st->cat, st->ls, &st->day)) != 0)
+		return (rc);
+	if ((rc = segw_ref(st, st->day.day, &st->pend_ref, st->pend_path,
+	    sizeof(st->pend_path))) != 0)
+		return (rc);
+	w = st->segw;
+	st->segw = st->spare;
+	st->spare = w;
+	st->pending = 1;
+	ix->amem = lb_segw_mem(st->segw);	/* (not the memory of the one written) */
+	pthread_mutex_lock(&ix->mu);
+	ix->wseg = w;
+	ix->wpath = st->pend_path;
+	ix->awidle = 0;
+	pthread_cond_signal(&ix->cv_wjob);
+	pthread_mutex_unlock(&ix->mu);
+	return (0);
+}
+
 int
 lb_store_flush(struct lb_store *st)
 {
@@ -829,7 +991,7 @@ lb_store_flush(struct lb_store *st)
 	if (st->mode != LB_RDWR)
 		return (EBADF);
 	st->interval_start = 0;
-	if ((rc = ix_sync(st)) != 0)
+	if ((rc = ix_sync(st)) != 0 || (rc = seg_finish(st)) != 0)
 		return (rc);
 	lb_segw_stats(st->segw, &count, &first, &last, &tmin, &tmax);
 	if (count == 0)
@@ -924,10 +1086,10 @@ lb_store_append(struct lb_store *st, struct lb_msg *m)
 		return (rc);
 	/* (The memory seen when the last batch was queued: a few batches behind at most.) */
 	if (st->ix->amem >= st->conf.mem_limit / 2 ||
-	    now - st->interval_start >= (int64_t)st->conf.flush_ms) {
-		st->interval_start = 0;
-		return (lb_store_flush(st));
-	}
+	    now - st->interval_start >= (int64_t)st->conf.flush_ms)
+		return (flush_async(st));
+	if (st->pending && st->ix->awidle)
+		return (seg_finish(st));
 	return (0);
 }
 
@@ -966,6 +1128,7 @@ lb_store_close(struct lb_store *st)
 	lb_msgfile_close(st->mf);
 	days_free(st);
 	lb_segw_free(st->segw);
+	lb_segw_free(st->spare);
 	lb_catalog_close(st->cat);
 	if (st->lockfd != -1)
 		close(st->lockfd);
