@@ -34,6 +34,7 @@
 #define KEY_INLINE	17		/* term bytes kept in the term (one cache line) */
 #define PF_SLOT		24		/* records ahead whose table slot is prefetched */
 #define PF_TERM		12		/* records ahead whose term is prefetched */
+#define PF_WRITE	8		/* terms ahead whose key and first ids are prefetched */
 
 /* A term of a batch, ready to insert. */
 struct sw_rec {
@@ -836,6 +837,17 @@ lb_segw_write(struct lb_segw *w, const char *path)
 		const struct sw_term	*t = &w->terms[ord[i].idx];
 		size_t			 n, left = t->plen, size = CHUNK_FIRST, take;
 		uint32_t		 ref = t->head, shift = 0;
+
+		/* Terms are visited in key order, not where they are: fetch ahead. */
+		if (i + 2 * PF_WRITE < w->nterms)
+			__builtin_prefetch(&w->terms[ord[i + 2 * PF_WRITE].idx]);
+		if (i + PF_WRITE < w->nterms) {
+			const struct sw_term *u = &w->terms[ord[i + PF_WRITE].idx];
+
+			__builtin_prefetch(sw_ptr(w, u->key));
+			if (u->df > 1)
+				__builtin_prefetch(sw_ptr(w, u->head));
+		}
 
 		n = lb_varint_put(list, t->first - w->first_id);
 		while (left > 0) {
