@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <isa-l/crc.h>
 
 #include "logbox.h"
 #include "lb_format.h"
@@ -34,17 +35,11 @@
 #error "a full dictionary block must fit LB_SEG_BLOCK_RAW_MAX"
 #endif
 
+/* zlib's crc32() continued over p[0..len) (ISA-L's, the same values, several times faster). */
 static uint32_t
 crc_update(uint32_t crc, const uint8_t *p, size_t len)
 {
-	while (len > 0) {
-		uInt n = len > 0x40000000 ? 0x40000000 : (uInt)len;
-
-		crc = (uint32_t)crc32(crc, p, n);
-		p += n;
-		len -= n;
-	}
-	return (crc);
+	return (crc32_gzip_refl(crc, p, len));
 }
 
 static int

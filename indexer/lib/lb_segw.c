@@ -10,8 +10,11 @@
  * bytes, the last 4 bytes of each holding the reference of the next). A term that occurs
  * again in the same message is recognised by its last id and not recorded twice. Message text
  * is cut into tokens here, by the rules of lb_tokenize() (the tests hold the two to the same
- * output), and added in batches whose hash-table slots are prefetched first, so the cache
- * misses of one batch overlap. Long lists are bit-packed only when written.
+ * output). Adding is two steps so that they can run in two threads: lb_segw_terms_add() cuts,
+ * folds and hashes every term of a message into a batch (struct lb_segw_terms), and
+ * lb_segw_add_terms() only inserts the batch's ready terms, prefetching the hash-table slots
+ * and terms of the records ahead so that their cache misses overlap. Long lists are
+ * bit-packed only when written.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,13 +32,35 @@
 #define CHUNK_SHIFTS	7		/* chunks grow to CHUNK_FIRST << 7 = 1 KiB */
 #define TAB_MIN		1024
 #define KEY_INLINE	17		/* term bytes kept in the term (one cache line) */
-#define BATCH		64		/* text tokens hashed and prefetched together */
+#define PF_SLOT		24		/* records ahead whose table slot is prefetched */
+#define PF_TERM		12		/* records ahead whose term is prefetched */
+#define PF_WRITE	8		/* terms ahead whose key and first ids are prefetched */
 
-/* A text token waiting in a batch. */
-struct sw_pend {
+/* A term of a batch, ready to insert. */
+struct sw_rec {
+	uint32_t	 hash;
 	uint32_t	 off;		/* in kbuf */
 	uint32_t	 len;
-	uint32_t	 hash;
+	uint32_t	 msg;		/* index in msgs */
+};
+
+/* A message of a batch. */
+struct sw_bmsg {
+	uint64_t	 id;
+	int64_t		 received;
+};
+
+struct lb_segw_terms {
+	struct sw_rec	*recs;
+	uint32_t	 nrec, reccap;
+	struct sw_bmsg	*msgs;
+	uint32_t	 nmsg, msgcap;
+	uint8_t		*kbuf;		/* the term bytes */
+	size_t		 klen, kcap;
+	uint8_t		*sdbuf;		/* an unescaped structured-data value */
+	size_t		 sdcap;
+	size_t		 keypre;	/* bytes of key before the token (tokenizer callback) */
+	uint8_t		 key[LB_SEG_TERM_MAX];	/* an SD term's prefix */
 };
 
 struct sw_term {
@@ -69,13 +94,7 @@ struct lb_segw {
 	uint64_t	 first_id, last_id;
 	int		 have_id;	/* first_id/last_id are set */
 	int64_t		 tmin, tmax;
-	uint8_t		*sdbuf;		/* an unescaped structured-data value */
-	size_t		 sdcap;
-	uint64_t	 id;		/* the message being added */
-	size_t		 keypre;	/* bytes of key before the token (tokenizer callbacks) */
-	uint8_t		 key[LB_SEG_TERM_MAX];	/* the term being built */
-	struct sw_pend	 pend[BATCH];
-	uint8_t		 kbuf[BATCH * (LB_TOKEN_MAX + 1)];	/* their bytes */
+	struct lb_segw_terms *one;	/* lb_segw_add's batch of one message */
 };
 
 static inline uint8_t *
@@ -269,47 +288,119 @@ sw_add(struct lb_segw *w, const uint8_t *key, size_t len, uint64_t id)
 	return (sw_add_h(w, key, len, sw_hash(key, len), id));
 }
 
-/* Adds the batched text tokens: their table slots and terms were prefetched. */
-static int
-sw_flush_batch(struct lb_segw *w, uint32_t np)
+/* ---------------------------------------------------------------- batches of ready terms */
+
+int
+lb_segw_terms_new(struct lb_segw_terms **out)
 {
-	int rc;
+	struct lb_segw_terms *b;
 
-	for (uint32_t k = 0; k < np; k++) {
-		uint32_t idx = w->tab[w->pend[k].hash & w->mask].idx;
+	if ((b = calloc(1, sizeof(*b))) == NULL)
+		return (ENOMEM);
+	*out = b;
+	return (0);
+}
 
-		if (idx != 0)
-			__builtin_prefetch(&w->terms[idx - 1], 1);
+void
+lb_segw_terms_free(struct lb_segw_terms *b)
+{
+	if (b == NULL)
+		return;
+	free(b->recs);
+	free(b->msgs);
+	free(b->kbuf);
+	free(b->sdbuf);
+	free(b);
+}
+
+void
+lb_segw_terms_clear(struct lb_segw_terms *b)
+{
+	b->nrec = 0;
+	b->nmsg = 0;
+	b->klen = 0;
+}
+
+uint32_t
+lb_segw_terms_count(const struct lb_segw_terms *b)
+{
+	return (b->nmsg);
+}
+
+size_t
+lb_segw_terms_size(const struct lb_segw_terms *b)
+{
+	return (b->klen + (size_t)b->nrec * sizeof(*b->recs));
+}
+
+/* Room for nrec more records and nbytes more term bytes. */
+static int
+st_reserve(struct lb_segw_terms *b, size_t nrec, size_t nbytes)
+{
+	if (nrec > UINT32_MAX - b->nrec)
+		return (ENOMEM);
+	if (b->nrec + nrec > b->reccap) {
+		size_t	 cap = b->reccap ? b->reccap : 1024;
+		void	*p;
+
+		while (cap < b->nrec + nrec)
+			cap *= 2;
+		if (cap > UINT32_MAX ||
+		    (p = realloc(b->recs, cap * sizeof(*b->recs))) == NULL)
+			return (ENOMEM);
+		b->recs = p;
+		b->reccap = (uint32_t)cap;
 	}
-	for (uint32_t k = 0; k < np; k++) {
-		const struct sw_pend *p = &w->pend[k];
+	if (b->klen + nbytes > b->kcap) {
+		size_t	 cap = b->kcap ? b->kcap : 64 * 1024;
+		void	*p;
 
-		if ((rc = sw_add_h(w, w->kbuf + p->off, p->len, p->hash, w->id)) != 0)
-			return (rc);
+		while (cap < b->klen + nbytes)
+			cap *= 2;
+		if (cap > UINT32_MAX || (p = realloc(b->kbuf, cap)) == NULL)
+			return (ENOMEM);
+		b->kbuf = p;
+		b->kcap = cap;
 	}
 	return (0);
 }
 
+/* Records the len term bytes just written at kbuf + klen (room was reserved). */
+static inline void
+st_push(struct lb_segw_terms *b, size_t len)
+{
+	struct sw_rec *r = &b->recs[b->nrec++];
+
+	r->hash = sw_hash(b->kbuf + b->klen, len);
+	r->off = (uint32_t)b->klen;
+	r->len = (uint32_t)len;
+	r->msg = b->nmsg;
+	b->klen += len;
+}
+
 /*
  * The message text: the tokens of lb_tokenize() (same delimiters, folding and cut; the
- * tests hold the two to the same output), built in place with their namespace byte and
- * added in batches so that the hash table's cache misses overlap.
+ * tests hold the two to the same output), built in place with their namespace byte. A token
+ * of n >= 1 bytes takes at least n bytes of text plus a delimiter (but the last) and gives
+ * n + 1 term bytes, so len bytes of text give at most (len + 1) / 2 tokens and len + 1 term
+ * bytes: reserved first.
  */
 static int
-sw_text(struct lb_segw *w, const struct lb_tokconf *tc, const uint8_t *buf, size_t len)
+st_text(struct lb_segw_terms *b, const struct lb_tokconf *tc, const uint8_t *buf, size_t len)
 {
 	const uint8_t	*delim = tc->delim;
 	size_t		 i = 0, n;
-	uint32_t	 np = 0, off = 0;
 	uint8_t		*k;
 	int		 rc;
 
+	if ((rc = st_reserve(b, (len + 1) / 2, len + 1)) != 0)
+		return (rc);
 	while (i < len) {
 		while (i < len && delim[buf[i]])
 			i++;
 		if (i == len)
 			break;
-		k = w->kbuf + off;
+		k = b->kbuf + b->klen;
 		k[0] = LB_NS_TEXT;
 		n = 0;
 		while (i < len && !delim[buf[i]]) {
@@ -320,19 +411,164 @@ sw_text(struct lb_segw *w, const struct lb_tokconf *tc, const uint8_t *buf, size
 			}
 			i++;
 		}
-		w->pend[np].off = off;
-		w->pend[np].len = (uint32_t)n + 1;
-		w->pend[np].hash = sw_hash(k, n + 1);
-		__builtin_prefetch(&w->tab[w->pend[np].hash & w->mask]);
-		off += (uint32_t)n + 1;
-		if (++np == BATCH) {
-			if ((rc = sw_flush_batch(w, np)) != 0)
+		st_push(b, n + 1);
+	}
+	return (0);
+}
+
+/* A header field: its whole value, ASCII-folded, cut at LB_TOKEN_MAX; nothing when empty. */
+static void
+st_field(struct lb_segw_terms *b, uint8_t ns, const struct lb_slice *s)
+{
+	size_t	 n = s->len < LB_TOKEN_MAX ? s->len : LB_TOKEN_MAX;
+	uint8_t	*k = b->kbuf + b->klen;
+
+	if (n == 0)
+		return;
+	k[0] = ns;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = s->p[i];
+
+		k[i + 1] = (c >= 'A' && c <= 'Z') ? (uint8_t)(c + 32) : c;
+	}
+	st_push(b, n + 1);
+}
+
+static void
+st_byte(struct lb_segw_terms *b, uint8_t ns, uint8_t v)
+{
+	uint8_t	*k = b->kbuf + b->klen;
+
+	if (v == LB_NOVALUE)
+		return;
+	k[0] = ns;
+	k[1] = v;
+	st_push(b, 2);
+}
+
+/* Tokenizer callback: b->key[0..keypre) is the term's prefix, the token follows. */
+static int
+st_token(void *arg, const uint8_t *tok, size_t len, uint32_t pos, size_t off)
+{
+	struct lb_segw_terms	*b = arg;
+	uint8_t			*k;
+	int			 rc;
+
+	(void)pos;
+	(void)off;
+	if ((rc = st_reserve(b, 1, b->keypre + len)) != 0)
+		return (rc);
+	k = b->kbuf + b->klen;
+	memcpy(k, b->key, b->keypre);
+	memcpy(k + b->keypre, tok, len);
+	st_push(b, b->keypre + len);
+	return (0);
+}
+
+/*
+ * Structured data: [id name="value" ...]... Each token of each (unescaped) value becomes
+ * LB_NS_SD "<id>.<name>" 0x00 <token>. Parsing stops at the first malformed byte; what was
+ * indexed before it stays.
+ */
+static int
+st_sd(struct lb_segw_terms *b, const struct lb_tokconf *tc, const uint8_t *s, size_t n)
+{
+	size_t	 i = 0, id, idlen, name, namelen, vl;
+	int	 rc;
+
+	if (n > b->sdcap) {
+		uint8_t *p;
+
+		if ((p = realloc(b->sdbuf, n)) == NULL)
+			return (ENOMEM);
+		b->sdbuf = p;
+		b->sdcap = n;
+	}
+	while (i < n && s[i] == '[') {
+		id = ++i;
+		while (i < n && s[i] != ' ' && s[i] != ']' && s[i] != '=' && s[i] != '"')
+			i++;
+		if ((idlen = i - id) == 0)
+			return (0);
+		for (;;) {
+			if (i < n && s[i] == ']') {
+				i++;
+				break;
+			}
+			if (i >= n || s[i] != ' ')
+				return (0);
+			while (i < n && s[i] == ' ')
+				i++;
+			name = i;
+			while (i < n && s[i] != ' ' && s[i] != ']' && s[i] != '=' && s[i] != '"')
+				i++;
+			namelen = i - name;
+			if (namelen == 0 || i + 1 >= n || s[i] != '=' || s[i + 1] != '"')
+				return (0);
+			i += 2;
+			for (vl = 0; i < n && s[i] != '"'; vl++) {
+				if (s[i] == '\\' && i + 1 < n &&
+				    (s[i + 1] == '"' || s[i + 1] == '\\' || s[i + 1] == ']'))
+					i++;
+				b->sdbuf[vl] = s[i++];
+			}
+			if (i >= n)
+				return (0);
+			i++;
+			if (3 + idlen + namelen + LB_TOKEN_MAX > LB_SEG_TERM_MAX)
+				continue;
+			b->key[0] = LB_NS_SD;
+			memcpy(b->key + 1, s + id, idlen);
+			b->key[1 + idlen] = '.';
+			memcpy(b->key + 2 + idlen, s + name, namelen);
+			b->key[2 + idlen + namelen] = 0x00;
+			b->keypre = 3 + idlen + namelen;
+			if ((rc = lb_tokenize(tc, b->sdbuf, vl, st_token, b)) != 0)
 				return (rc);
-			np = off = 0;
 		}
 	}
-	return (np > 0 ? sw_flush_batch(w, np) : 0);
+	return (0);
 }
+
+int
+lb_segw_terms_add(struct lb_segw_terms *b, const struct lb_tokconf *tc, const struct lb_msg *m)
+{
+	uint32_t	 nrec = b->nrec;
+	size_t		 klen = b->klen;
+	int		 rc;
+
+	if (b->nmsg == b->msgcap) {
+		uint32_t	 cap = b->msgcap ? b->msgcap * 2 : 64;
+		void		*p;
+
+		if (cap <= b->msgcap ||
+		    (p = realloc(b->msgs, (size_t)cap * sizeof(*b->msgs))) == NULL)
+			return (ENOMEM);
+		b->msgs = p;
+		b->msgcap = cap;
+	}
+	if ((rc = st_text(b, tc, m->message.p, m->message.len)) != 0 ||
+	    (rc = st_reserve(b, 6, 4 * (LB_TOKEN_MAX + 1) + 4)) != 0)
+		goto fail;
+	st_field(b, LB_NS_HOST, &m->host);
+	st_field(b, LB_NS_PROGRAM, &m->program);
+	st_field(b, LB_NS_PID, &m->pid);
+	st_field(b, LB_NS_MSGID, &m->msgid);
+	st_byte(b, LB_NS_FACILITY, m->facility);
+	st_byte(b, LB_NS_SEVERITY, m->severity);
+	if ((rc = st_sd(b, tc, m->sd.p, m->sd.len)) != 0)
+		goto fail;
+	b->msgs[b->nmsg].id = m->id;
+	b->msgs[b->nmsg].received = m->received;
+	b->nmsg++;
+	return (0);
+ fail:
+	b->nrec = nrec;
+	b->klen = klen;
+	return (rc);
+}
+
+/* ---------------------------------------------------------------- adding */
 
 int
 lb_segw_new(struct lb_segw **out)
@@ -383,7 +619,7 @@ lb_segw_free(struct lb_segw *w)
 	free(w->slabs);
 	free(w->terms);
 	free(w->tab);
-	free(w->sdbuf);
+	lb_segw_terms_free(w->one);
 	free(w);
 }
 
@@ -414,108 +650,58 @@ lb_segw_add_term(struct lb_segw *w, const uint8_t *term, size_t len, uint64_t id
 	return (0);
 }
 
-/* Tokenizer callback: w->key[0..keypre) is the term's prefix, the token follows. */
-static int
-sw_token(void *arg, const uint8_t *tok, size_t len, uint32_t pos, size_t off)
-{
-	struct lb_segw	*w = arg;
-
-	(void)pos;
-	(void)off;
-	memcpy(w->key + w->keypre, tok, len);
-	return (sw_add(w, w->key, w->keypre + len, w->id));
-}
-
-/* A header field: its whole value, ASCII-folded, cut at LB_TOKEN_MAX; nothing when empty. */
-static int
-sw_field(struct lb_segw *w, uint8_t ns, const struct lb_slice *s)
-{
-	size_t	n = s->len < LB_TOKEN_MAX ? s->len : LB_TOKEN_MAX;
-
-	if (n == 0)
-		return (0);
-	w->key[0] = ns;
-	for (size_t i = 0; i < n; i++) {
-		uint8_t c = s->p[i];
-
-		w->key[i + 1] = (c >= 'A' && c <= 'Z') ? (uint8_t)(c + 32) : c;
-	}
-	return (sw_add(w, w->key, n + 1, w->id));
-}
-
-static int
-sw_byte(struct lb_segw *w, uint8_t ns, uint8_t v)
-{
-	if (v == LB_NOVALUE)
-		return (0);
-	w->key[0] = ns;
-	w->key[1] = v;
-	return (sw_add(w, w->key, 2, w->id));
-}
-
 /*
- * Structured data: [id name="value" ...]... Each token of each (unescaped) value becomes
- * LB_NS_SD "<id>.<name>" 0x00 <token>. Parsing stops at the first malformed byte; what was
- * indexed before it stays.
+ * Inserts the batch's records, in order. While record k is inserted, the table slot of record
+ * k + PF_SLOT and the term that slot points at for record k + PF_TERM (its slot fetched a
+ * while ago) are on their way into the cache. Messages count once all their terms are in; a
+ * message whose id is not above every id before it stops the batch there with EINVAL.
  */
-static int
-sw_sd(struct lb_segw *w, const struct lb_tokconf *tc, const uint8_t *s, size_t n)
+int
+lb_segw_add_terms(struct lb_segw *w, const struct lb_segw_terms *b)
 {
-	size_t	 i = 0, id, idlen, name, namelen, vl;
-	int	 rc;
+	const struct sw_rec	*r = b->recs;
+	uint64_t		 prev = w->last_id;
+	uint32_t		 nmsg, nrec;
+	int			 have = w->have_id, err = 0, rc;
 
-	if (n > w->sdcap) {
-		uint8_t *b;
-
-		if ((b = realloc(w->sdbuf, n)) == NULL)
-			return (ENOMEM);
-		w->sdbuf = b;
-		w->sdcap = n;
+	for (nmsg = 0; nmsg < b->nmsg; nmsg++) {
+		if (have && b->msgs[nmsg].id <= prev) {
+			err = EINVAL;
+			break;
+		}
+		prev = b->msgs[nmsg].id;
+		have = 1;
 	}
-	while (i < n && s[i] == '[') {
-		id = ++i;
-		while (i < n && s[i] != ' ' && s[i] != ']' && s[i] != '=' && s[i] != '"')
-			i++;
-		if ((idlen = i - id) == 0)
-			return (0);
-		for (;;) {
-			if (i < n && s[i] == ']') {
-				i++;
-				break;
-			}
-			if (i >= n || s[i] != ' ')
-				return (0);
-			while (i < n && s[i] == ' ')
-				i++;
-			name = i;
-			while (i < n && s[i] != ' ' && s[i] != ']' && s[i] != '=' && s[i] != '"')
-				i++;
-			namelen = i - name;
-			if (namelen == 0 || i + 1 >= n || s[i] != '=' || s[i + 1] != '"')
-				return (0);
-			i += 2;
-			for (vl = 0; i < n && s[i] != '"'; vl++) {
-				if (s[i] == '\\' && i + 1 < n &&
-				    (s[i + 1] == '"' || s[i + 1] == '\\' || s[i + 1] == ']'))
-					i++;
-				w->sdbuf[vl] = s[i++];
-			}
-			if (i >= n)
-				return (0);
-			i++;
-			if (3 + idlen + namelen + LB_TOKEN_MAX > LB_SEG_TERM_MAX)
-				continue;
-			w->key[0] = LB_NS_SD;
-			memcpy(w->key + 1, s + id, idlen);
-			w->key[1 + idlen] = '.';
-			memcpy(w->key + 2 + idlen, s + name, namelen);
-			w->key[2 + idlen + namelen] = 0x00;
-			w->keypre = 3 + idlen + namelen;
-			if ((rc = lb_tokenize(tc, w->sdbuf, vl, sw_token, w)) != 0)
-				return (rc);
+	for (nrec = 0; nrec < b->nrec && r[nrec].msg < nmsg; nrec++)
+		;
+	for (uint32_t k = 0; k < PF_SLOT && k < nrec; k++)
+		__builtin_prefetch(&w->tab[r[k].hash & w->mask]);
+	for (uint32_t k = 0; k < nrec; k++) {
+		if (k + PF_SLOT < nrec)
+			__builtin_prefetch(&w->tab[r[k + PF_SLOT].hash & w->mask]);
+		if (k + PF_TERM < nrec) {
+			uint32_t idx = w->tab[r[k + PF_TERM].hash & w->mask].idx;
+
+			if (idx != 0)
+				__builtin_prefetch(&w->terms[idx - 1], 1);
+		}
+		if ((rc = sw_add_h(w, b->kbuf + r[k].off, r[k].len, r[k].hash,
+		    b->msgs[r[k].msg].id)) != 0)
+			return (rc);
+	}
+	for (uint32_t i = 0; i < nmsg; i++) {
+		int64_t t = b->msgs[i].received;
+
+		sw_note_id(w, b->msgs[i].id);
+		w->count++;
+		if (t != LB_NOTIME) {
+			if (w->tmin == LB_NOTIME || t < w->tmin)
+				w->tmin = t;
+			if (w->tmax == LB_NOTIME || t > w->tmax)
+				w->tmax = t;
 		}
 	}
-	return (0);
+	return (err);
 }
 
 int
@@ -525,25 +711,12 @@ lb_segw_add(struct lb_segw *w, const struct lb_tokconf *tc, const struct lb_msg 
 
 	if (w->have_id && m->id <= w->last_id)
 		return (EINVAL);
-	w->id = m->id;
-	if ((rc = sw_text(w, tc, m->message.p, m->message.len)) != 0 ||
-	    (rc = sw_field(w, LB_NS_HOST, &m->host)) != 0 ||
-	    (rc = sw_field(w, LB_NS_PROGRAM, &m->program)) != 0 ||
-	    (rc = sw_field(w, LB_NS_PID, &m->pid)) != 0 ||
-	    (rc = sw_field(w, LB_NS_MSGID, &m->msgid)) != 0 ||
-	    (rc = sw_byte(w, LB_NS_FACILITY, m->facility)) != 0 ||
-	    (rc = sw_byte(w, LB_NS_SEVERITY, m->severity)) != 0 ||
-	    (rc = sw_sd(w, tc, m->sd.p, m->sd.len)) != 0)
+	if (w->one == NULL && (rc = lb_segw_terms_new(&w->one)) != 0)
 		return (rc);
-	sw_note_id(w, m->id);
-	w->count++;
-	if (m->received != LB_NOTIME) {
-		if (w->tmin == LB_NOTIME || m->received < w->tmin)
-			w->tmin = m->received;
-		if (w->tmax == LB_NOTIME || m->received > w->tmax)
-			w->tmax = m->received;
-	}
-	return (0);
+	lb_segw_terms_clear(w->one);
+	if ((rc = lb_segw_terms_add(w->one, tc, m)) != 0)
+		return (rc);
+	return (lb_segw_add_terms(w, w->one));
 }
 
 size_t
@@ -552,7 +725,7 @@ lb_segw_mem(const struct lb_segw *w)
 	return (sizeof(*w) + (size_t)w->nslabs * SLAB_SIZE +
 	    (size_t)w->slabcap * sizeof(*w->slabs) +
 	    (size_t)w->termcap * sizeof(*w->terms) +
-	    ((size_t)w->mask + 1) * sizeof(*w->tab) + w->sdcap);
+	    ((size_t)w->mask + 1) * sizeof(*w->tab));
 }
 
 void
@@ -664,6 +837,17 @@ lb_segw_write(struct lb_segw *w, const char *path)
 		const struct sw_term	*t = &w->terms[ord[i].idx];
 		size_t			 n, left = t->plen, size = CHUNK_FIRST, take;
 		uint32_t		 ref = t->head, shift = 0;
+
+		/* Terms are visited in key order, not where they are: fetch ahead. */
+		if (i + 2 * PF_WRITE < w->nterms)
+			__builtin_prefetch(&w->terms[ord[i + 2 * PF_WRITE].idx]);
+		if (i + PF_WRITE < w->nterms) {
+			const struct sw_term *u = &w->terms[ord[i + PF_WRITE].idx];
+
+			__builtin_prefetch(sw_ptr(w, u->key));
+			if (u->df > 1)
+				__builtin_prefetch(sw_ptr(w, u->head));
+		}
 
 		n = lb_varint_put(list, t->first - w->first_id);
 		while (left > 0) {

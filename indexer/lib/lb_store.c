@@ -10,13 +10,22 @@
  * rebuilt from them, so recovery only has to find where indexing stopped (the last published
  * segment) and index the rest again.
  *
- * Threads: the writer indexes in a second thread (and lb_msgfile.c compresses in a third).
- * lb_store_append stores the message, then copies what the index needs into a batch; full
- * batches go to the indexer thread, which adds them to the open interval (st->segw) in id
- * order. Everything else that touches st->segw (flush, reindex, close) first waits for the
- * thread to finish what is queued (ix_sync). A failure of the thread is returned by the next
- * append or flush. Nothing on disk depends on the thread: the message file is written by the
- * caller's thread before the copy is queued, and a segment is only written after ix_sync.
+ * Threads: the writer indexes in a second thread, writes segments of timed flushes in a third
+ * (and lb_msgfile.c compresses in a fourth). lb_store_append stores the message, then cuts,
+ * folds and hashes its terms into a batch (lb_segw_terms_add); full batches go to the indexer
+ * thread, which only inserts them into the open interval (st->segw), in id order
+ * (lb_segw_add_terms). Everything else that touches st->segw (flush, reindex, close) first
+ * waits for the thread to finish what is queued (ix_sync). A failure of a thread is returned
+ * by the next append or flush. Nothing on disk depends on the threads: the message file is
+ * written by the caller's thread before the terms are queued, and a segment is only written
+ * after ix_sync.
+ *
+ * A flush that lb_store_append starts (time or memory) does not wait for the segment file:
+ * after the messages are durable it hands the full builder to the segment thread, takes the
+ * spare one (st->spare) for the next interval and goes on appending; the segment is published
+ * (catalog, state, merges) by a later append, flush or close once the file is durable. The
+ * order of the steps on disk is that of lb_store_flush, which does all of them before it
+ * returns.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -65,6 +74,10 @@ struct lb_store {
 	struct lb_msgfile	*mf;		/* the current day's file (owned here, not in days) */
 	struct lb_dayref	 day;		/* the current day */
 	struct lb_segw		*segw;		/* the open interval */
+	struct lb_segw		*spare;		/* the builder of the segment thread, or NULL */
+	int			 pending;	/* pend_ref is being written, not yet published */
+	struct lb_segref	 pend_ref;	/* (size set when published) */
+	char			 pend_path[PATH_MAX];
 	struct ixq		*ix;		/* its indexer thread, once started */
 	uint64_t		 next_id;
 	uint64_t		 indexed_id;	/* every id below is in a published segment */
@@ -464,18 +477,10 @@ lb_store_open(const char *data, const char *ls, int mode, struct lb_store **out)
 
 #define IX_DEPTH	4		/* batches: one being filled, the others queued */
 #define IX_MSGS		1024		/* messages per batch */
-#define IX_BYTES	(512 * 1024)	/* their bytes per batch (more than one message's most) */
-
-/* Copies of appended messages for the indexer thread. */
-struct ixbatch {
-	struct lb_msg	*m;
-	uint32_t	 n;
-	uint8_t		*buf;
-	size_t		 len;
-};
+#define IX_BYTES	(512 * 1024)	/* term bytes after which a batch is queued early */
 
 /*
- * lb_store_append copies each message into the batch being filled and queues it when full;
+ * lb_store_append adds each message's terms to the batch being filled and queues it when full;
  * the thread feeds queued batches to st->segw in order. The thread touches st->segw only
  * while a batch is queued, so anyone else uses it after ix_sync(). nq, stop, err and mem
  * are under mu; a queued batch belongs to the thread until nq drops below it.
@@ -486,14 +491,21 @@ struct ixq {
 	int		 thr_on;
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv_work, cv_done;
-	struct ixbatch	 b[IX_DEPTH];
+	struct lb_segw_terms *b[IX_DEPTH];
 	unsigned	 fill;		/* appender: the batch being filled */
 	unsigned	 work;		/* thread: the next batch to index */
 	unsigned	 nq;		/* batches queued */
 	int		 stop;
 	int		 err;		/* sticky: the first lb_segw_add failure */
 	size_t		 mem;		/* lb_segw_mem() after the last batch */
-	int		 aerr;		/* appender's copy of err */
+	pthread_t	 wthr;		/* the segment thread */
+	int		 wthr_on;
+	pthread_cond_t	 cv_wjob;
+	struct lb_segw	*wseg;		/* the builder it writes to wpath; NULL: idle */
+	const char	*wpath;
+	int		 wrc;		/* the result of the last write */
+	int		 awidle;	/* appender's copy of wseg == NULL */
+	int		 aerr;		/* appender's sticky error: err, or its own */
 	size_t		 amem;		/* appender's copy of mem */
 };
 
@@ -501,7 +513,7 @@ static void *
 ix_main(void *arg)
 {
 	struct ixq	*ix = arg;
-	struct ixbatch	*b;
+	struct lb_segw_terms *b;
 	struct lb_segw	*w;
 	size_t		 mem;
 	int		 err, rc;
@@ -512,13 +524,11 @@ ix_main(void *arg)
 			pthread_cond_wait(&ix->cv_work, &ix->mu);
 		if (ix->nq == 0)
 			break;
-		b = &ix->b[ix->work];
+		b = ix->b[ix->work];
 		w = ix->st->segw;
 		err = ix->err;
 		pthread_mutex_unlock(&ix->mu);
-		rc = 0;
-		for (uint32_t i = 0; i < b->n && err == 0 && rc == 0; i++)
-			rc = lb_segw_add(w, &ix->st->tc, &b->m[i]);
+		rc = err == 0 ? lb_segw_add_terms(w, b) : 0;
 		mem = lb_segw_mem(w);
 		pthread_mutex_lock(&ix->mu);
 		if (ix->err == 0)
@@ -526,6 +536,34 @@ ix_main(void *arg)
 		ix->mem = mem;
 		ix->work = (ix->work + 1) % IX_DEPTH;
 		ix->nq--;
+		pthread_cond_broadcast(&ix->cv_done);
+	}
+	pthread_mutex_unlock(&ix->mu);
+	return (NULL);
+}
+
+/* The segment thread: writes the builder it is handed, one at a time. */
+static void *
+ix_writer(void *arg)
+{
+	struct ixq	*ix = arg;
+	struct lb_segw	*w;
+	const char	*path;
+	int		 rc;
+
+	pthread_mutex_lock(&ix->mu);
+	for (;;) {
+		while (ix->wseg == NULL && !ix->stop)
+			pthread_cond_wait(&ix->cv_wjob, &ix->mu);
+		if (ix->wseg == NULL)
+			break;
+		w = ix->wseg;
+		path = ix->wpath;
+		pthread_mutex_unlock(&ix->mu);
+		rc = lb_segw_write(w, path);
+		pthread_mutex_lock(&ix->mu);
+		ix->wrc = rc;
+		ix->wseg = NULL;
 		pthread_cond_broadcast(&ix->cv_done);
 	}
 	pthread_mutex_unlock(&ix->mu);
@@ -541,16 +579,18 @@ ix_free(struct ixq *ix)
 		pthread_mutex_lock(&ix->mu);
 		ix->stop = 1;
 		pthread_cond_signal(&ix->cv_work);
+		pthread_cond_signal(&ix->cv_wjob);
 		pthread_mutex_unlock(&ix->mu);
 		pthread_join(ix->thr, NULL);
+		if (ix->wthr_on)
+			pthread_join(ix->wthr, NULL);
+		pthread_cond_destroy(&ix->cv_wjob);
 		pthread_cond_destroy(&ix->cv_work);
 		pthread_cond_destroy(&ix->cv_done);
 		pthread_mutex_destroy(&ix->mu);
 	}
-	for (unsigned i = 0; i < IX_DEPTH; i++) {
-		free(ix->b[i].m);
-		free(ix->b[i].buf);
-	}
+	for (unsigned i = 0; i < IX_DEPTH; i++)
+		lb_segw_terms_free(ix->b[i]);
 	free(ix);
 }
 
@@ -564,11 +604,8 @@ ix_new(struct lb_store *st, struct ixq **out)
 		return (errno);
 	ix->st = st;
 	for (unsigned i = 0; i < IX_DEPTH; i++)
-		if ((ix->b[i].m = calloc(IX_MSGS, sizeof(*ix->b[i].m))) == NULL ||
-		    (ix->b[i].buf = malloc(IX_BYTES)) == NULL) {
-			rc = ENOMEM;
+		if ((rc = lb_segw_terms_new(&ix->b[i])) != 0)
 			goto fail;
-		}
 	if ((rc = pthread_mutex_init(&ix->mu, NULL)) != 0)
 		goto fail;
 	if ((rc = pthread_cond_init(&ix->cv_work, NULL)) != 0) {
@@ -580,13 +617,23 @@ ix_new(struct lb_store *st, struct ixq **out)
 		pthread_mutex_destroy(&ix->mu);
 		goto fail;
 	}
+	if ((rc = pthread_cond_init(&ix->cv_wjob, NULL)) != 0) {
+		pthread_cond_destroy(&ix->cv_done);
+		pthread_cond_destroy(&ix->cv_work);
+		pthread_mutex_destroy(&ix->mu);
+		goto fail;
+	}
 	if ((rc = pthread_create(&ix->thr, NULL, ix_main, ix)) != 0) {
+		pthread_cond_destroy(&ix->cv_wjob);
 		pthread_cond_destroy(&ix->cv_done);
 		pthread_cond_destroy(&ix->cv_work);
 		pthread_mutex_destroy(&ix->mu);
 		goto fail;
 	}
 	ix->thr_on = 1;
+	if (pthread_create(&ix->wthr, NULL, ix_writer, ix) == 0)
+		ix->wthr_on = 1;	/* (without it, every flush writes in the caller) */
+	ix->awidle = 1;
 	*out = ix;
 	return (0);
  fail:
@@ -602,18 +649,19 @@ static int
 ix_submit(struct ixq *ix, int wait_all)
 {
 	pthread_mutex_lock(&ix->mu);
-	if (ix->b[ix->fill].n > 0) {
+	if (lb_segw_terms_count(ix->b[ix->fill]) > 0) {
 		ix->nq++;
 		ix->fill = (ix->fill + 1) % IX_DEPTH;
 		pthread_cond_signal(&ix->cv_work);
 	}
 	while (ix->nq >= (wait_all ? 1u : IX_DEPTH))
 		pthread_cond_wait(&ix->cv_done, &ix->mu);
-	ix->aerr = ix->err;
+	if (ix->aerr == 0)
+		ix->aerr = ix->err;
 	ix->amem = ix->mem;
+	ix->awidle = ix->wseg == NULL;
 	pthread_mutex_unlock(&ix->mu);
-	ix->b[ix->fill].n = 0;
-	ix->b[ix->fill].len = 0;
+	lb_segw_terms_clear(ix->b[ix->fill]);
 	return (ix->aerr);
 }
 
@@ -626,41 +674,22 @@ ix_sync(struct lb_store *st)
 	return (ix_submit(st->ix, 1));
 }
 
-static void
-ix_copy(struct ixbatch *b, struct lb_slice *s)
-{
-	if (s->len > 0)
-		memcpy(b->buf + b->len, s->p, s->len);
-	s->p = b->buf + b->len;
-	b->len += s->len;
-}
-
-/* Hands a copy of m (what lb_segw_add reads) to the indexer thread. */
+/* Hands the terms of m to the indexer thread. */
 static int
-ix_put(struct ixq *ix, const struct lb_msg *m)
+ix_put(struct ixq *ix, const struct lb_store *st, const struct lb_msg *m)
 {
-	struct ixbatch	*b = &ix->b[ix->fill];
-	struct lb_msg	*c;
-	size_t		 need;
-	int		 rc;
+	struct lb_segw_terms	*b = ix->b[ix->fill];
+	int			 rc;
 
-	need = m->host.len + m->program.len + m->pid.len + m->msgid.len + m->sd.len +
-	    m->message.len;
-	if (b->n == IX_MSGS || b->len + need > IX_BYTES) {
+	if (lb_segw_terms_count(b) == IX_MSGS || lb_segw_terms_size(b) >= IX_BYTES) {
 		if ((rc = ix_submit(ix, 0)) != 0)
 			return (rc);
-		b = &ix->b[ix->fill];
+		b = ix->b[ix->fill];
 	} else if (ix->aerr != 0)
 		return (ix->aerr);
-	c = &b->m[b->n++];
-	*c = *m;
-	ix_copy(b, &c->host);
-	ix_copy(b, &c->program);
-	ix_copy(b, &c->pid);
-	ix_copy(b, &c->msgid);
-	ix_copy(b, &c->sd);
-	ix_copy(b, &c->message);
-	return (0);
+	if ((rc = lb_segw_terms_add(b, &st->tc, m)) != 0)
+		ix->aerr = rc;		/* sticky, as the thread's errors are */
+	return (rc);
 }
 
 
@@ -807,14 +836,12 @@ merge_day(struct lb_store *st, uint32_t day, int all)
 	return (rc);
 }
 
-/* Writes the open interval as a durable segment file of day; empties the builder. */
+/* The catalog entry (but its size) and the path of the open interval as a segment of day. */
 static int
-write_segw(struct lb_store *st, uint32_t day, struct lb_segref *ref)
+segw_ref(struct lb_store *st, uint32_t day, struct lb_segref *ref, char *path, size_t plen)
 {
 	uint64_t	count, first, last;
 	int64_t		tmin, tmax;
-	char		path[PATH_MAX];
-	struct stat	sb;
 	int		rc;
 
 	lb_segw_stats(st->segw, &count, &first, &last, &tmin, &tmax);
@@ -827,7 +854,18 @@ write_segw(struct lb_store *st, uint32_t day, struct lb_segref *ref)
 	ref->day = day;
 	if ((rc = seg_name(ref->file, sizeof(ref->file), first, last)) != 0)
 		return (rc);
-	if ((rc = seg_path(st, day, ref->file, path, sizeof(path))) != 0)
+	return (seg_path(st, day, ref->file, path, plen));
+}
+
+/* Writes the open interval as a durable segment file of day; empties the builder. */
+static int
+write_segw(struct lb_store *st, uint32_t day, struct lb_segref *ref)
+{
+	char		path[PATH_MAX];
+	struct stat	sb;
+	int		rc;
+
+	if ((rc = segw_ref(st, day, ref, path, sizeof(path))) != 0)
 		return (rc);
 	if ((rc = lb_segw_write(st->segw, path)) != 0)
 		return (rc);
@@ -852,6 +890,96 @@ publish_segw(struct lb_store *st, uint32_t day, struct lb_segref *ref)
 	return (rc);
 }
 
+/*
+ * Waits for the segment thread; publishes the segment it wrote (the rest of lb_store_flush's
+ * steps). A failed write is sticky: the builder it had is not empty, so nothing more is
+ * indexed until the store is opened again (and recovery indexes the messages again).
+ */
+static int
+seg_finish(struct lb_store *st)
+{
+	struct ixq	*ix = st->ix;
+	struct stat	 sb;
+	int		 rc;
+
+	if (!st->pending)
+		return (0);
+	pthread_mutex_lock(&ix->mu);
+	while (ix->wseg != NULL)
+		pthread_cond_wait(&ix->cv_done, &ix->mu);
+	if ((rc = ix->wrc) != 0 && ix->err == 0)
+		ix->err = rc;
+	ix->awidle = 1;
+	pthread_mutex_unlock(&ix->mu);
+	st->pending = 0;
+	if (rc != 0) {
+		ix->aerr = rc;
+		return (rc);
+	}
+	if (stat(st->pend_path, &sb) == -1)
+		return (errno);
+	st->pend_ref.size = (uint64_t)sb.st_size;
+	if ((rc = lb_catalog_publish(st->cat, st->ls, NULL, 0, &st->pend_ref, 1)) != 0) {
+		unlink(st->pend_path);
+		return (rc);
+	}
+	st->indexed_id = st->pend_ref.last_id + 1;
+	if ((rc = state_save(st)) != 0)
+		return (rc);
+	return (merge_day(st, st->pend_ref.day, 0));
+}
+
+/*
+ * lb_store_flush for lb_store_append: the same steps in the same order, but the segment file
+ * is written by the segment thread while appends go on into the spare builder, and published
+ * by seg_finish() later.
+ */
+static int
+flush_async(struct lb_store *st)
+{
+	struct ixq	*ix = st->ix;
+	struct lb_segw	*w;
+	uint64_t	 count, first, last;
+	int64_t		 tmin, tmax;
+	int		 rc;
+
+	if (!ix->wthr_on)
+		return (lb_store_flush(st));
+	st->interval_start = 0;
+	if ((rc = ix_sync(st)) != 0 || (rc = seg_finish(st)) != 0)
+		return (rc);
+	lb_segw_stats(st->segw, &count, &first, &last, &tmin, &tmax);
+	if (count == 0)
+		return (0);
+	if (st->spare == NULL && (rc = lb_segw_new(&st->spare)) != 0)
+		return (rc);
+	/* The segment must never point at a message a crash could lose. */
+	if ((rc = lb_msgfile_commit(st->mf, 1)) != 0)
+		return (rc);
+	st->dirty = 0;
+	st->last_sync = mono_ms();
+	st->day.next_id = st->next_id;
+	if (tmax > st->day.tmax)
+		st->day.tmax = tmax;
+	if ((rc = lb_catalog_day_put(st->cat, st->ls, &st->day)) != 0)
+		return (rc);
+	if ((rc = segw_ref(st, st->day.day, &st->pend_ref, st->pend_path,
+	    sizeof(st->pend_path))) != 0)
+		return (rc);
+	w = st->segw;
+	st->segw = st->spare;
+	st->spare = w;
+	st->pending = 1;
+	ix->amem = lb_segw_mem(st->segw);	/* (not the memory of the one written) */
+	pthread_mutex_lock(&ix->mu);
+	ix->wseg = w;
+	ix->wpath = st->pend_path;
+	ix->awidle = 0;
+	pthread_cond_signal(&ix->cv_wjob);
+	pthread_mutex_unlock(&ix->mu);
+	return (0);
+}
+
 int
 lb_store_flush(struct lb_store *st)
 {
@@ -863,7 +991,7 @@ lb_store_flush(struct lb_store *st)
 	if (st->mode != LB_RDWR)
 		return (EBADF);
 	st->interval_start = 0;
-	if ((rc = ix_sync(st)) != 0)
+	if ((rc = ix_sync(st)) != 0 || (rc = seg_finish(st)) != 0)
 		return (rc);
 	lb_segw_stats(st->segw, &count, &first, &last, &tmin, &tmax);
 	if (count == 0)
@@ -954,14 +1082,14 @@ lb_store_append(struct lb_store *st, struct lb_msg *m)
 		st->interval_start = now;
 	if (st->ix == NULL && (rc = ix_new(st, &st->ix)) != 0)
 		return (rc);
-	if ((rc = ix_put(st->ix, m)) != 0)
+	if ((rc = ix_put(st->ix, st, m)) != 0)
 		return (rc);
 	/* (The memory seen when the last batch was queued: a few batches behind at most.) */
 	if (st->ix->amem >= st->conf.mem_limit / 2 ||
-	    now - st->interval_start >= (int64_t)st->conf.flush_ms) {
-		st->interval_start = 0;
-		return (lb_store_flush(st));
-	}
+	    now - st->interval_start >= (int64_t)st->conf.flush_ms)
+		return (flush_async(st));
+	if (st->pending && st->ix->awidle)
+		return (seg_finish(st));
 	return (0);
 }
 
@@ -1000,6 +1128,7 @@ lb_store_close(struct lb_store *st)
 	lb_msgfile_close(st->mf);
 	days_free(st);
 	lb_segw_free(st->segw);
+	lb_segw_free(st->spare);
 	lb_catalog_close(st->cat);
 	if (st->lockfd != -1)
 		close(st->lockfd);

@@ -243,6 +243,28 @@ void	lb_segw_free(struct lb_segw *w);
  */
 int	lb_segw_add(struct lb_segw *w, const struct lb_tokconf *tc, const struct lb_msg *m);
 
+/*
+ * A batch of messages' terms, cut, folded and hashed, ready to be inserted: lb_segw_add is
+ * lb_segw_terms_add then lb_segw_add_terms, split so that the two halves can run in two
+ * threads. A batch holds no pointer into the messages; clear it to reuse its memory.
+ */
+struct lb_segw_terms;
+
+int	lb_segw_terms_new(struct lb_segw_terms **out);
+void	lb_segw_terms_free(struct lb_segw_terms *b);
+void	lb_segw_terms_clear(struct lb_segw_terms *b);
+/* Appends the terms of m (and its id and receive time) to b. On failure b is as before. */
+int	lb_segw_terms_add(struct lb_segw_terms *b, const struct lb_tokconf *tc,
+	    const struct lb_msg *m);
+/* Messages in b, and the bytes its terms take. */
+uint32_t lb_segw_terms_count(const struct lb_segw_terms *b);
+size_t	lb_segw_terms_size(const struct lb_segw_terms *b);
+/*
+ * Indexes every message of b in order, as lb_segw_add would (ids ascending, above every id
+ * added before: a message that is not stops the batch there with EINVAL). b is unchanged.
+ */
+int	lb_segw_add_terms(struct lb_segw *w, const struct lb_segw_terms *b);
+
 /* Adds one term for one id (ids ascending per term). For merges and tests. */
 int	lb_segw_add_term(struct lb_segw *w, const uint8_t *term, size_t len, uint64_t id);
 

@@ -729,6 +729,59 @@ t_damage(void **state)
 	t_rmtree(dir);
 }
 
+/* Terms added in batches (lb_segw_terms_add, lb_segw_add_terms) give the same file as one by one. */
+static void
+t_batches(void **state)
+{
+	struct lb_tokconf	 tc;
+	struct lb_segw		*w;
+	struct lb_segw_terms	*b;
+	struct tmsg		*msgs;
+	struct lb_msg		 m;
+	char			 dir[256], pa[300], pb[300];
+	uint8_t			*fa, *fb;
+	size_t			 n = 3000, la, lb, i, k;
+	uint64_t		 count, last;
+
+	(void)state;
+	lb_tokconf_default(&tc);
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(pa, sizeof(pa), "%s/a.seg", dir);
+	snprintf(pb, sizeof(pb), "%s/b.seg", dir);
+	msgs = gen_msgs(99, n, 500);
+	build(&tc, msgs, n, pa);
+	assert_ok(lb_segw_new(&w));
+	assert_ok(lb_segw_terms_new(&b));
+	for (i = 0; i < n; i += k) {
+		lb_segw_terms_clear(b);
+		for (k = 0; k < 1 + i % 700 && i + k < n; k++)
+			assert_ok(lb_segw_terms_add(b, &tc, &msgs[i + k].m));
+		assert_int_equal(lb_segw_terms_count(b), k);
+		assert_true(lb_segw_terms_size(b) > 0);
+		assert_ok(lb_segw_add_terms(w, b));
+	}
+	assert_ok(lb_segw_write(w, pb));
+	/* A batch whose second message does not grow the ids: the first is indexed, not it. */
+	lb_segw_terms_clear(b);
+	m = msgs[0].m;
+	assert_ok(lb_segw_terms_add(b, &tc, &m));
+	assert_ok(lb_segw_terms_add(b, &tc, &m));
+	assert_int_equal(lb_segw_add_terms(w, b), EINVAL);
+	lb_segw_stats(w, &count, NULL, &last, NULL, NULL);
+	assert_int_equal(count, 1);
+	assert_int_equal(last, m.id);
+	lb_segw_terms_free(b);
+	lb_segw_free(w);
+	fa = slurp(pa, &la);
+	fb = slurp(pb, &lb);
+	assert_int_equal(la, lb);
+	assert_memory_equal(fa, fb, la);
+	free(fa);
+	free(fb);
+	free(msgs);
+	t_rmtree(dir);
+}
+
 static void
 t_builder_rules(void **state)
 {
@@ -980,6 +1033,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_golden),
 		cmocka_unit_test(t_builder_rules),
+		cmocka_unit_test(t_batches),
 		cmocka_unit_test(t_oracle),
 		cmocka_unit_test(t_merge),
 		cmocka_unit_test(t_big_lists),
