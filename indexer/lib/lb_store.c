@@ -1496,9 +1496,16 @@ lb_store_verify(struct lb_store *st,
 		if (next > first && first != d->first_id)
 			vreport(&v, path, "messages start at id %llu, the catalog says %llu",
 			    (unsigned long long)first, (unsigned long long)d->first_id);
-		if (next < d->next_id)
-			vreport(&v, path, "messages end before id %llu, the catalog says %llu",
+		if (next < d->next_id) {
+			char file[PATH_MAX];
+
+			/* The newest messages of a day live in the WAL until their block is sealed. */
+			if (lb_path(file, sizeof(file), "%s/%s", path, LB_FILE_WAL) != 0)
+				snprintf(file, sizeof(file), "%s", path);
+			vreport(&v, file, "messages end before id %llu, the catalog says %llu "
+			    "(messages or their WAL records are missing)",
 			    (unsigned long long)next, (unsigned long long)d->next_id);
+		}
 		if (i > 0 && d->first_id != msgs_next)
 			vreport(&v, path, "day starts at id %llu, the previous day ends before %llu",
 			    (unsigned long long)d->first_id, (unsigned long long)msgs_next);
