@@ -1657,7 +1657,7 @@ lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen)
 	struct bent	 e;
 	const char	*what;
 	uint64_t	 size = 0, off = LB_FHDR_SIZE, next, first;
-	int		 rc;
+	int		 rc, torn = 0;
 
 	setwhy(why, whylen, "ok");
 	if (mf->mode == LB_RDWR && (rc = reap(mf, 0)) != 0) {
@@ -1673,15 +1673,33 @@ lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen)
 	next = mf->first_id;
 	mf->cidx = SIZE_MAX;	/* the cache is used as the work buffer */
 	while (off < size) {
+		/*
+		 * A last block cut short by the end of the file is what a writer killed inside
+		 * its write(2) leaves; its records are still in the WAL (a record leaves the WAL
+		 * only once its block is durable), which verify_wal() checks from this id on.
+		 */
 		if (size - off < LB_BHDR_SIZE) {
-			setwhy(why, whylen, "%s: offset %llu: %llu trailing bytes (torn block "
-			    "header), expected block first id %llu", mf->mpath,
-			    (unsigned long long)off, (unsigned long long)(size - off),
-			    (unsigned long long)next);
+			uint8_t	 part[LB_BHDR_SIZE], magic[4];
+			size_t	 n = (size_t)(size - off) < 4 ? (size_t)(size - off) : 4;
+
+			lb_put32(magic, LB_BLK_MAGIC);
+			if (lb_pread_all(mf->mfd, part, (size_t)(size - off), off) == 0 &&
+			    memcmp(part, magic, n) == 0) {
+				torn = 1;
+				break;
+			}
+			setwhy(why, whylen, "%s: offset %llu: %llu trailing bytes, expected block "
+			    "first id %llu", mf->mpath, (unsigned long long)off,
+			    (unsigned long long)(size - off), (unsigned long long)next);
 			return (LB_ECORRUPT);
 		}
-		if ((rc = block_load(mf, off, NULL, &mf->cache, &e, &what)) == 0 &&
-		    e.first != next) {
+		rc = block_load(mf, off, NULL, &mf->cache, &e, &what);
+		if (rc == LB_ECORRUPT && strcmp(what, "cannot read block payload") == 0 &&
+		    off + LB_BHDR_SIZE + (uint64_t)e.comp > size) {
+			torn = 1;
+			break;
+		}
+		if (rc == 0 && e.first != next) {
 			what = "block first id does not follow the previous block";
 			rc = LB_ECORRUPT;
 		}
@@ -1694,7 +1712,11 @@ lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen)
 		next += e.count;
 		off += LB_BHDR_SIZE + (uint64_t)e.comp;
 	}
-	return (verify_wal(mf, next, why, whylen));
+	if ((rc = verify_wal(mf, next, why, whylen)) != 0 && torn)
+		setwhy(why, whylen, "%s: offset %llu: the last block is cut short and the WAL does "
+		    "not hold its records from id %llu on", mf->mpath, (unsigned long long)off,
+		    (unsigned long long)next);
+	return (rc);
 }
 
 void
