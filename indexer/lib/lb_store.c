@@ -930,6 +930,25 @@ seg_finish(struct lb_store *st)
 }
 
 /*
+ * The first step of every flush: the messages the interval indexes become durable and the
+ * day's record covers them, so a segment never points at a message a crash could lose.
+ */
+static int
+flush_durable(struct lb_store *st, int64_t tmax)
+{
+	int rc;
+
+	if ((rc = lb_msgfile_commit(st->mf, 1)) != 0)
+		return (rc);
+	st->dirty = 0;
+	st->last_sync = mono_ms();
+	st->day.next_id = st->next_id;
+	if (tmax > st->day.tmax)
+		st->day.tmax = tmax;
+	return (lb_catalog_day_put(st->cat, st->ls, &st->day));
+}
+
+/*
  * lb_store_flush for lb_store_append: the same steps in the same order, but the segment file
  * is written by the segment thread while appends go on into the spare builder, and published
  * by seg_finish() later.
@@ -953,15 +972,7 @@ flush_async(struct lb_store *st)
 		return (0);
 	if (st->spare == NULL && (rc = lb_segw_new(&st->spare)) != 0)
 		return (rc);
-	/* The segment must never point at a message a crash could lose. */
-	if ((rc = lb_msgfile_commit(st->mf, 1)) != 0)
-		return (rc);
-	st->dirty = 0;
-	st->last_sync = mono_ms();
-	st->day.next_id = st->next_id;
-	if (tmax > st->day.tmax)
-		st->day.tmax = tmax;
-	if ((rc = lb_catalog_day_put(st->cat, st->ls, &st->day)) != 0)
+	if ((rc = flush_durable(st, tmax)) != 0)
 		return (rc);
 	if ((rc = segw_ref(st, st->day.day, &st->pend_ref, st->pend_path,
 	    sizeof(st->pend_path))) != 0)
@@ -996,15 +1007,7 @@ lb_store_flush(struct lb_store *st)
 	lb_segw_stats(st->segw, &count, &first, &last, &tmin, &tmax);
 	if (count == 0)
 		return (0);
-	/* The segment must never point at a message a crash could lose. */
-	if ((rc = lb_msgfile_commit(st->mf, 1)) != 0)
-		return (rc);
-	st->dirty = 0;
-	st->last_sync = mono_ms();
-	st->day.next_id = st->next_id;
-	if (tmax > st->day.tmax)
-		st->day.tmax = tmax;
-	if ((rc = lb_catalog_day_put(st->cat, st->ls, &st->day)) != 0)
+	if ((rc = flush_durable(st, tmax)) != 0)
 		return (rc);
 	if ((rc = publish_segw(st, st->day.day, &ref)) != 0)
 		return (rc);
