@@ -930,14 +930,24 @@ seg_finish(struct lb_store *st)
 }
 
 /*
- * The first step of every flush: the messages the interval indexes become durable and the
- * day's record covers them, so a segment never points at a message a crash could lose.
+ * The first step of every flush: waits for the indexer and any pending segment, then makes
+ * the messages the interval indexes durable and the day's record cover them, so a segment
+ * never points at a message a crash could lose. *count is 0 when there is nothing to flush
+ * (then nothing was written); *last is the interval's last id.
  */
 static int
-flush_durable(struct lb_store *st, int64_t tmax)
+flush_begin(struct lb_store *st, uint64_t *count, uint64_t *last)
 {
-	int rc;
+	uint64_t	first;
+	int64_t		tmin, tmax;
+	int		rc;
 
+	st->interval_start = 0;
+	if ((rc = ix_sync(st)) != 0 || (rc = seg_finish(st)) != 0)
+		return (rc);
+	lb_segw_stats(st->segw, count, &first, last, &tmin, &tmax);
+	if (*count == 0)
+		return (0);
 	if ((rc = lb_msgfile_commit(st->mf, 1)) != 0)
 		return (rc);
 	st->dirty = 0;
@@ -948,31 +958,19 @@ flush_durable(struct lb_store *st, int64_t tmax)
 	return (lb_catalog_day_put(st->cat, st->ls, &st->day));
 }
 
-/*
- * lb_store_flush for lb_store_append: the same steps in the same order, but the segment file
- * is written by the segment thread while appends go on into the spare builder, and published
- * by seg_finish() later.
- */
 static int
 flush_async(struct lb_store *st)
 {
 	struct ixq	*ix = st->ix;
 	struct lb_segw	*w;
-	uint64_t	 count, first, last;
-	int64_t		 tmin, tmax;
+	uint64_t	 count, last;
 	int		 rc;
 
 	if (!ix->wthr_on)
 		return (lb_store_flush(st));
-	st->interval_start = 0;
-	if ((rc = ix_sync(st)) != 0 || (rc = seg_finish(st)) != 0)
-		return (rc);
-	lb_segw_stats(st->segw, &count, &first, &last, &tmin, &tmax);
-	if (count == 0)
-		return (0);
 	if (st->spare == NULL && (rc = lb_segw_new(&st->spare)) != 0)
 		return (rc);
-	if ((rc = flush_durable(st, tmax)) != 0)
+	if ((rc = flush_begin(st, &count, &last)) != 0 || count == 0)
 		return (rc);
 	if ((rc = segw_ref(st, st->day.day, &st->pend_ref, st->pend_path,
 	    sizeof(st->pend_path))) != 0)
@@ -995,19 +993,12 @@ int
 lb_store_flush(struct lb_store *st)
 {
 	struct lb_segref	 ref;
-	uint64_t		 count, first, last;
-	int64_t			 tmin, tmax;
+	uint64_t		 count, last;
 	int			 rc;
 
 	if (st->mode != LB_RDWR)
 		return (EBADF);
-	st->interval_start = 0;
-	if ((rc = ix_sync(st)) != 0 || (rc = seg_finish(st)) != 0)
-		return (rc);
-	lb_segw_stats(st->segw, &count, &first, &last, &tmin, &tmax);
-	if (count == 0)
-		return (0);
-	if ((rc = flush_durable(st, tmax)) != 0)
+	if ((rc = flush_begin(st, &count, &last)) != 0 || count == 0)
 		return (rc);
 	if ((rc = publish_segw(st, st->day.day, &ref)) != 0)
 		return (rc);
