@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define LB_VERSION "0.1.0"
 
@@ -485,6 +486,16 @@ struct lb_store;
 int	lb_store_open(const char *data, const char *ls, int mode, struct lb_store **out);
 
 /*
+ * A reader of logspace ls that reads the catalog through cat (an open catalog of data, the
+ * caller's; it must outlive the store) instead of opening its own. A process may open a data
+ * directory's catalog once, so one that reads several logspaces, or one logspace from several
+ * threads (a store handle per thread), opens the catalog once and its readers with this.
+ * Otherwise the same as lb_store_open(data, ls, LB_RDONLY, out).
+ */
+int	lb_store_open_reader(struct lb_catalog *cat, const char *data, const char *ls,
+	    struct lb_store **out);
+
+/*
  * Writer: commits, flushes the open interval to a segment, and closes. Reader: closes.
  * Returns the first error of the final flush (the store is closed either way). NULL is fine.
  */
@@ -549,5 +560,204 @@ int	lb_store_stats(struct lb_store *st, struct lb_storestats *ss);
 
 /* The logspace's tokenizer settings. */
 const struct lb_tokconf	*lb_store_tokconf(const struct lb_store *st);
+
+/* ---------------------------------------------------------------- JSON and time (lb_json.c, lb_time.c) */
+
+/*
+ * Writes m as one JSON object (no newline) to f: id, received (RFC 3339 UTC, µs), received_us,
+ * timestamp (RFC 3339 with the message's own UTC offset, or null), timestamp_us, host,
+ * program, pid, msgid, sd, facility, severity (numbers or null), flags (array of names) and
+ * message. Byte strings that are valid UTF-8 pass through; every byte that is not part of a
+ * valid UTF-8 sequence is written as \udcXX (Python's "surrogateescape"), so the exact bytes
+ * can be recovered. Returns 0 or EIO when f reports an error.
+ */
+int	lb_msg_json(FILE *f, const struct lb_msg *m);
+
+/* Writes p[0..len) as the inside of a JSON string with the escaping lb_msg_json() uses. */
+void	lb_json_bytes(FILE *f, const uint8_t *p, size_t len);
+
+/*
+ * Formats us (µs since the epoch) as RFC 3339 with microseconds in the UTC offset tzoff
+ * (minutes; 0 prints "Z"): "2026-11-22T12:00:00.000001Z". buf should hold 40 bytes.
+ */
+void	lb_time_fmt(char *buf, size_t len, int64_t us, int tzoff);
+
+/*
+ * Parses a time given by a user into µs since the epoch:
+ *   - RFC 3339: "2026-11-22T12:00:00Z", fractional seconds and "+01:00" offsets allowed; a
+ *     "T" may be a space; a date alone ("2026-11-22") is its midnight UTC;
+ *   - relative to now_us: "-15m", "-2h", "-1d", "-1w", "-30s" (also "+" for the future);
+ *   - "now";
+ *   - a decimal integer: seconds since the epoch.
+ * LB_EQUERY for anything else (or a value out of range).
+ */
+int	lb_time_parse(const char *s, int64_t now_us, int64_t *out);
+
+/* ---------------------------------------------------------------- queries (lb_query.c) */
+
+/*
+ * A query (DESIGN.md "Query language", FORMAT.md §10) parsed into a tree of nodes. The tree is
+ * plain data owned by whoever parsed it: lb_query_free() frees a whole tree.
+ *
+ * Term patterns are kept in "glob form": the bytes of the term, where an unescaped '*' matches
+ * any run of bytes (also none), an unescaped '?' exactly one byte, and '\' followed by any
+ * byte means that byte literally. Literal '*', '?' and '\' bytes are always escaped; no other
+ * byte ever is. Text and field values are ASCII-folded as the index folds them.
+ */
+enum lb_qkind {
+	LB_Q_ALL = 1,	/* "*": every message in range */
+	LB_Q_TERM,	/* one term pattern in namespace ns */
+	LB_Q_PHRASE,	/* npats >= 2 patterns, adjacent and in order, in namespace ns */
+	LB_Q_SET,	/* facility or severity (ns) is one of the values in mask */
+	LB_Q_AND,	/* every child (nkids >= 2) */
+	LB_Q_OR,	/* any child (nkids >= 2) */
+	LB_Q_NOT	/* not the child (nkids == 1) */
+};
+
+enum lb_qpatkind {
+	LB_QP_EXACT = 1,	/* no wildcard: lit is the whole term */
+	LB_QP_PREFIX,		/* lit followed by one or more '*' and nothing else */
+	LB_QP_WILD		/* anything else with a wildcard; lit is the part before the first */
+};
+
+struct lb_qpat {
+	int		 kind;		/* LB_QP_* */
+	uint8_t		*glob;		/* glob form (see above) */
+	size_t		 globlen;
+	uint8_t		*lit;		/* the literal bytes before the first wildcard, unescaped */
+	size_t		 litlen;
+};
+
+struct lb_qnode {
+	int		  kind;		/* LB_Q_* */
+	size_t		  pos;		/* byte offset in the query text where it starts */
+	uint8_t		  ns;		/* TERM, PHRASE: LB_NS_TEXT, _HOST, _PROGRAM, _PID, _MSGID
+					   or _SD; SET: LB_NS_FACILITY or LB_NS_SEVERITY */
+	char		 *sdname;	/* LB_NS_SD: "<sd-id>.<param-name>", NUL-terminated */
+	uint32_t	  mask;		/* SET: bit v set when value v matches */
+	struct lb_qpat	 *pats;		/* TERM: 1, PHRASE: npats */
+	size_t		  npats;
+	struct lb_qnode	**kids;		/* AND, OR, NOT */
+	size_t		  nkids;
+};
+
+#define LB_QUERY_MAX	16384	/* bytes of query text; longer is LB_ETOOBIG */
+#define LB_QUERY_DEPTH	64	/* nesting of parentheses and NOT */
+#define LB_QUERY_NODES	4096	/* nodes in one tree */
+
+/* Where and why a query was refused. */
+struct lb_qerr {
+	size_t		 pos;		/* byte offset in the query text */
+	char		 msg[160];	/* "expected ')' to close '(' at 4", ... */
+};
+
+/*
+ * Parses text[0..len) with the logspace's tokenizer settings tc (words are split into tokens
+ * as messages are). On success *out is the caller's (lb_query_free). On failure returns
+ * LB_EQUERY (or LB_ETOOBIG, ENOMEM) and, for LB_EQUERY and LB_ETOOBIG, fills *err.
+ */
+int	lb_query_parse(const struct lb_tokconf *tc, const char *text, size_t len,
+	    struct lb_qnode **out, struct lb_qerr *err);
+void	lb_query_free(struct lb_qnode *q);
+
+/*
+ * Prints q as canonical query text into a malloc'ed, NUL-terminated *out (the caller's: free)
+ * of *outlen bytes. lb_query_parse(lb_query_fmt(q)) gives a tree equal to q (lb_query_equal),
+ * with the same settings tc.
+ */
+int	lb_query_fmt(const struct lb_qnode *q, char **out, size_t *outlen);
+
+/* 1 when the two trees are the same (positions aside), else 0. */
+int	lb_query_equal(const struct lb_qnode *a, const struct lb_qnode *b);
+
+/* 1 when s[0..slen) matches glob[0..globlen) (glob form above), else 0. */
+int	lb_glob_match(const uint8_t *glob, size_t globlen, const uint8_t *s, size_t slen);
+
+/*
+ * Brute force: 1 when message m matches q, else 0 (or a negative error code, e.g. ENOMEM).
+ * The definition the index must agree with, used for messages not yet indexed and to verify
+ * phrase candidates. Terms are those of lb_msg_terms(tc, m); a phrase matches a run of
+ * consecutive terms of that sequence.
+ */
+int	lb_query_match(const struct lb_qnode *q, const struct lb_tokconf *tc,
+	    const struct lb_msg *m);
+
+/* ---------------------------------------------------------------- search (lb_eval.c) */
+
+/*
+ * Evaluates a query over one logspace's store: the published segments and the messages not
+ * yet indexed, between two receive times. Ids follow receive time, so a time range is an id
+ * range found through the catalog's time map; times are whole seconds in a search (from and
+ * to are rounded down to a second).
+ */
+
+#define LB_ORDER_NEWEST	0
+#define LB_ORDER_OLDEST	1
+
+/* lb_searchreq.want */
+#define LB_WANT_HITS	0x01	/* ids of up to limit matches after cursor */
+#define LB_WANT_TOTAL	0x02	/* the exact number of matches */
+#define LB_WANT_HIST	0x04	/* a histogram of nbuckets buckets */
+#define LB_WANT_TOP	0x08	/* the topk most frequent values of field top_ns */
+
+struct lb_searchreq {
+	const struct lb_qnode	*q;
+	int64_t		 from;		/* receive time, µs, inclusive (rounded down to a second) */
+	int64_t		 to;		/* receive time, µs, exclusive (rounded down to a second) */
+	uint32_t	 want;		/* LB_WANT_* */
+	uint32_t	 limit;		/* hits: at most this many ids */
+	int		 order;		/* LB_ORDER_* */
+	uint64_t	 cursor;	/* 0: from the start; else continue after this id (ids below
+					   it when newest first, above it when oldest first) */
+	uint32_t	 nbuckets;	/* histogram: 1..LB_HIST_MAX */
+	uint8_t		 top_ns;	/* top: LB_NS_HOST, _PROGRAM, _PID, _MSGID, _FACILITY,
+					   _SEVERITY, _SD or _TEXT (the most frequent tokens) */
+	const char	*top_sdname;	/* top of LB_NS_SD: "<sd-id>.<param-name>" */
+	uint32_t	 topk;		/* top: 1..LB_TOP_MAX values */
+	int64_t		 deadline_ms;	/* give up with LB_EDEADLINE after this long; 0 = none */
+	uint64_t	 max_terms;	/* wildcards may expand to this many terms; 0 = LB_MAX_TERMS */
+};
+
+#define LB_HIST_MAX	10000
+#define LB_TOP_MAX	1000
+#define LB_MAX_TERMS	1000000
+
+struct lb_topval {
+	uint8_t		*value;		/* the term's bytes without namespace (and sd name) */
+	size_t		 len;
+	uint64_t	 count;		/* matching messages holding it */
+};
+
+struct lb_searchres {
+	uint64_t	*ids;		/* hits, in the requested order */
+	size_t		 n;
+	uint64_t	 next_cursor;	/* pass as cursor for the next page; 0 when there is none */
+	uint64_t	 total;		/* LB_WANT_TOTAL */
+	int64_t		 hist_from;	/* LB_WANT_HIST: bucket k covers [hist_from + k * hist_step, */
+	int64_t		 hist_step;	/*   + hist_step), the last one cut at the range's end (µs) */
+	uint64_t	*hist;		/* nbuckets counts */
+	uint32_t	 nhist;
+	struct lb_topval *top;		/* LB_WANT_TOP: by count descending, then value ascending */
+	size_t		 ntop;
+	uint64_t	 id_lo, id_hi;	/* the id range [id_lo, id_hi) the time range mapped to */
+	uint64_t	 segments;	/* segments searched */
+	uint64_t	 tail;		/* messages searched by brute force (not yet indexed) */
+	char		**warnings;	/* "segment <path> skipped: <why>" for damaged segments */
+	size_t		 nwarnings;
+};
+
+/* Frees what a result holds (not res itself) and zeroes it. NULL is fine. */
+void	lb_searchres_free(struct lb_searchres *res);
+
+/*
+ * Runs rq on st (a reader or the writer). Fills *res (the caller frees it with
+ * lb_searchres_free) with what rq->want asks for. A damaged segment is skipped and named in
+ * res->warnings; the rest is still searched. LB_ETOOBROAD when wildcards expand past
+ * max_terms, LB_EDEADLINE past the deadline, EINVAL for a bad request (from > to, limit 0
+ * with LB_WANT_HITS, nbuckets or topk out of range, an unknown top_ns).
+ * A store handle must be used by one thread at a time; lb_search uses it (and caches open
+ * segments in it) like lb_store_get does.
+ */
+int	lb_search(struct lb_store *st, const struct lb_searchreq *rq, struct lb_searchres *res);
 
 #endif /* LOGBOX_H */
