@@ -25,7 +25,8 @@
 
 static const char *usage_text =
     "usage: logbox ingest  --data DIR [--logspace L] [--framing line|octet]\n"
-    "                      [--sync always|batch|none] [--batch N] [--ack] [FILE|-]\n"
+    "                      [--sync always|batch|none] [--batch N] [--ack]\n"
+    "                      [--received now|header] [FILE|-]\n"
     "       logbox cat     --data DIR [--logspace L] [--from-id N] [--to-id N]\n"
     "       logbox lookup  --data DIR [--logspace L] [--prefix] [--field F] TERM\n"
     "       logbox verify  --data DIR [--logspace L]\n"
@@ -40,6 +41,7 @@ struct opts {
 	const char	*framing;
 	const char	*sync;
 	const char	*field;
+	const char	*received;
 	uint64_t	 batch;
 	uint64_t	 from_id;
 	uint64_t	 to_id;
@@ -122,6 +124,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		{ "prefix", no_argument, NULL, 'p' },
 		{ "field", required_argument, NULL, 'e' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "received", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -132,6 +135,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 	o->framing = "line";
 	o->sync = "batch";
 	o->field = "text";
+	o->received = "now";
 	o->batch = 1000;
 	o->to_id = UINT64_MAX;
 	while ((c = getopt_long(argc, argv, "d:l:h", longopts, NULL)) != -1) {
@@ -147,6 +151,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		case 'p': o->prefix = 1; break;
 		case 'e': o->field = optarg; break;
 		case 'j': o->json = 1; break;
+		case 'r': o->received = optarg; break;
 		case 'h': fputs(usage_text, stdout); exit(0);
 		default: usage();
 		}
@@ -176,6 +181,7 @@ struct ingest {
 	struct lb_store	*st;
 	int		 sync;		/* 0 none, 1 batch, 2 always */
 	int		 ack;
+	int		 header_time;	/* --received header */
 	uint64_t	 batch;
 	uint64_t	 n, bytes, bad, first, last, pending;
 	double		 t0, last_sync, last_progress;
@@ -212,6 +218,8 @@ ingest_one(struct ingest *in, const uint8_t *p, size_t len)
 	int		rc;
 
 	lb_syslog_parse(p, len, now_us(), &m);
+	if (in->header_time && m.timestamp != LB_NOTIME)
+		m.received = m.timestamp;
 	if ((rc = lb_store_append(in->st, &m)) != 0)
 		die("storing message %llu: %s", (unsigned long long)in->n + 1, lb_strerror(rc));
 	if (in->n++ == 0)
@@ -256,6 +264,10 @@ cmd_ingest(struct opts *o)
 		die("%s: %s", o->argv[0], strerror(errno));
 	in.st = open_store(o, LB_RDWR);
 	in.ack = o->ack;
+	if (strcmp(o->received, "header") == 0)
+		in.header_time = 1;
+	else if (strcmp(o->received, "now") != 0)
+		usage();
 	in.batch = o->batch;
 	in.tty = isatty(2);
 	in.t0 = in.last_sync = now_s();

@@ -662,10 +662,11 @@ void	lb_query_free(struct lb_qnode *q);
 
 /*
  * Prints q as canonical query text into a malloc'ed, NUL-terminated *out (the caller's: free)
- * of *outlen bytes. lb_query_parse(lb_query_fmt(q)) gives a tree equal to q (lb_query_equal),
- * with the same settings tc.
+ * of *outlen bytes. With the same settings tc, lb_query_parse(tc, lb_query_fmt(tc, q)) gives a
+ * tree equal to q (lb_query_equal); tc says which bytes must be escaped.
  */
-int	lb_query_fmt(const struct lb_qnode *q, char **out, size_t *outlen);
+int	lb_query_fmt(const struct lb_tokconf *tc, const struct lb_qnode *q, char **out,
+	    size_t *outlen);
 
 /* 1 when the two trees are the same (positions aside), else 0. */
 int	lb_query_equal(const struct lb_qnode *a, const struct lb_qnode *b);
@@ -687,8 +688,8 @@ int	lb_query_match(const struct lb_qnode *q, const struct lb_tokconf *tc,
 /*
  * Evaluates a query over one logspace's store: the published segments and the messages not
  * yet indexed, between two receive times. Ids follow receive time, so a time range is an id
- * range found through the catalog's time map; times are whole seconds in a search (from and
- * to are rounded down to a second).
+ * range found through the catalog's time map; times are whole seconds in a search (from is
+ * rounded down and to up to a whole second, so [from, to) covers both given instants).
  */
 
 #define LB_ORDER_NEWEST	0
@@ -703,7 +704,7 @@ int	lb_query_match(const struct lb_qnode *q, const struct lb_tokconf *tc,
 struct lb_searchreq {
 	const struct lb_qnode	*q;
 	int64_t		 from;		/* receive time, µs, inclusive (rounded down to a second) */
-	int64_t		 to;		/* receive time, µs, exclusive (rounded down to a second) */
+	int64_t		 to;		/* receive time, µs, exclusive (rounded up to a second) */
 	uint32_t	 want;		/* LB_WANT_* */
 	uint32_t	 limit;		/* hits: at most this many ids */
 	int		 order;		/* LB_ORDER_* */
