@@ -37,11 +37,46 @@ class Service:
     env: dict[str, str] = field(default_factory=dict)
 
 
+def run_dir(data: Path) -> Path:
+    """Where sockets live: <data>/run."""
+    return data / "run"
+
+
 def services(data: Path) -> list[Service]:
     """The appliance's daemons, in start order, for a data directory."""
     # Filled in as the daemons come to exist (collector, indexd, searchd, webui, rpc).
-    del data
-    return []
+    root = ["--allow-root"] if os.geteuid() == 0 else []
+    searchd_sock = run_dir(data) / "searchd.sock"
+    return [
+        Service(
+            name="logbox-searchd",
+            argv=[
+                str(BIN / "logbox-searchd"),
+                "--data",
+                str(data),
+                "--socket",
+                str(searchd_sock),
+                *root,
+            ],
+            serves=f"search on unix socket {searchd_sock}",
+            needs=BIN / "logbox-searchd",
+        ),
+    ]
+
+
+def prepare(data: Path) -> None:
+    """Create the data directory, its run directory and the default logspace `main`."""
+    data.mkdir(parents=True, exist_ok=True)
+    run_dir(data).mkdir(exist_ok=True)
+    cli = BIN / "logbox"
+    if cli.exists() and not (data / "catalog").exists():
+        # Ingesting nothing creates the catalog and the logspace, as indexd will.
+        subprocess.run(
+            [str(cli), "ingest", "--data", str(data), os.devnull],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
 
 def log(msg: str) -> None:
@@ -77,7 +112,7 @@ def stop_all(running: list[Service]) -> None:
 def main() -> int:
     """Start, supervise and stop the local appliance."""
     data = Path(os.environ.get("LOGBOX_DATA", TOP / "var")).resolve()
-    data.mkdir(parents=True, exist_ok=True)
+    prepare(data)
     log(f"data directory {data}")
 
     stopping = False
