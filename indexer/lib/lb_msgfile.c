@@ -130,8 +130,7 @@ struct lb_msgfile {
 	uint64_t	 wbase;		/* WAL file offset of wal[0] */
 	int		 wstale;	/* the WAL file holds records of sealed blocks */
 	int		 mdirty;	/* messages has blocks not yet fdatasync()ed */
-	z_stream	 zi;
-	int		 ziinit;
+	struct inflate_state *zi;	/* ISA-L inflate scratch, allocated on first read */
 	uint8_t		*zbuf;		/* a block as read: header + payload */
 	size_t		 zcap;
 	/* the compressor thread and its queue */
@@ -610,23 +609,7 @@ static int
 inflate_into(struct lb_msgfile *mf, const uint8_t *src, uint32_t comp, uint8_t *dst,
     uint32_t raw)
 {
-	int	 zr;
-
-	if (!mf->ziinit) {
-		memset(&mf->zi, 0, sizeof(mf->zi));
-		if (inflateInit2(&mf->zi, -15) != Z_OK)
-			return (ENOMEM);
-		mf->ziinit = 1;
-	} else if (inflateReset(&mf->zi) != Z_OK)
-		return (LB_ECORRUPT);
-	mf->zi.next_in = (Bytef *)(uintptr_t)src;
-	mf->zi.avail_in = comp;
-	mf->zi.next_out = dst;
-	mf->zi.avail_out = raw;
-	zr = inflate(&mf->zi, Z_FINISH);
-	if (zr != Z_STREAM_END || mf->zi.avail_in != 0 || mf->zi.avail_out != 0)
-		return (zr == Z_MEM_ERROR ? ENOMEM : LB_ECORRUPT);
-	return (0);
+	return (lb_inflate_raw(&mf->zi, src, comp, dst, raw));
 }
 
 /*
@@ -1173,8 +1156,7 @@ lb_msgfile_close(struct lb_msgfile *mf)
 	if (mf->wfd != -1)
 		close(mf->wfd);
 	free(mf->lvlbuf);
-	if (mf->ziinit)
-		inflateEnd(&mf->zi);
+	free(mf->zi);
 	mblk_free(&mf->cache);
 	mblk_free(&mf->tail);
 	free(mf->blk);

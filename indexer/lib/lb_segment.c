@@ -474,8 +474,7 @@ struct lb_segment {
 	const uint8_t	*keys;		/* block index keys */
 	uint64_t	 keyslen;
 	uint32_t	 postcrc;
-	z_stream	 zs;		/* raw inflate of dictionary blocks */
-	int		 zinit;
+	struct inflate_state *zs;	/* raw inflate of dictionary blocks (ISA-L scratch) */
 	uint64_t	 cbi;		/* block whose entries cent holds (checked), or UINT64_MAX */
 	uint32_t	 cn;
 	struct blkent	 cent[LB_SEG_BLOCK_TERMS];
@@ -541,7 +540,7 @@ blk_inflate(struct lb_segment *sg, uint64_t bi, struct blkcur *c, uint64_t *rawl
 	const uint8_t	*b;
 	uint64_t	 off = idx_off(sg, bi), len = idx_off(sg, bi + 1) - off, v;
 	size_t		 k;
-	int		 zrc;
+	int		 rc;
 
 	b = sg->dict + off;
 	if (len < 1 + 1 + 4)
@@ -552,19 +551,8 @@ blk_inflate(struct lb_segment *sg, uint64_t bi, struct blkcur *c, uint64_t *rawl
 	if ((k = lb_varint_get(b, (size_t)len, &v)) == 0 || v == 0 ||
 	    v > LB_SEG_BLOCK_RAW_MAX || k >= len || len - k > UINT_MAX)
 		return (LB_ECORRUPT);
-	if (!sg->zinit) {
-		if (inflateInit2(&sg->zs, -15) != Z_OK)
-			return (ENOMEM);
-		sg->zinit = 1;
-	} else if (inflateReset(&sg->zs) != Z_OK)
-		return (LB_ECORRUPT);
-	sg->zs.next_in = (Bytef *)(uintptr_t)(b + k);
-	sg->zs.avail_in = (uInt)(len - k);
-	sg->zs.next_out = c->raw;
-	sg->zs.avail_out = (uInt)v;
-	zrc = inflate(&sg->zs, Z_FINISH);
-	if (zrc != Z_STREAM_END || sg->zs.avail_in != 0 || sg->zs.avail_out != 0)
-		return (zrc == Z_MEM_ERROR ? ENOMEM : LB_ECORRUPT);
+	if ((rc = lb_inflate_raw(&sg->zs, b + k, (size_t)(len - k), c->raw, (size_t)v)) != 0)
+		return (rc);
 	*rawlen = v;
 	return (0);
 }
@@ -726,8 +714,7 @@ lb_segment_close(struct lb_segment *sg)
 		return;
 	if (sg->map != NULL)
 		munmap(sg->map, sg->size);
-	if (sg->zinit)
-		inflateEnd(&sg->zs);
+	free(sg->zs);
 	free(sg);
 }
 

@@ -6,9 +6,11 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <isa-l/crc.h>
+#include <isa-l/igzip_lib.h>
 
 #include "logbox.h"
 #include "lb_util.h"
@@ -103,5 +105,27 @@ lb_path(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0 || (size_t)n >= len)
 		return (ENAMETOOLONG);
+	return (0);
+}
+
+int
+lb_inflate_raw(struct inflate_state **state, const uint8_t *src, size_t srclen, uint8_t *dst,
+    size_t dstlen)
+{
+	struct inflate_state	*st = *state;
+
+	if (srclen > UINT32_MAX || dstlen > UINT32_MAX)
+		return (LB_ECORRUPT);
+	if (st == NULL && (st = *state = malloc(sizeof(*st))) == NULL)
+		return (ENOMEM);
+	isal_inflate_init(st);
+	st->crc_flag = ISAL_DEFLATE;
+	st->next_in = (uint8_t *)(uintptr_t)src;
+	st->avail_in = (uint32_t)srclen;
+	st->next_out = dst;
+	st->avail_out = (uint32_t)dstlen;
+	if (isal_inflate_stateless(st) != ISAL_DECOMP_OK || st->avail_in != 0 ||
+	    st->avail_out != 0)
+		return (LB_ECORRUPT);
 	return (0);
 }

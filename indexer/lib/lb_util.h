@@ -116,6 +116,16 @@ int	lb_fsync_dir(const char *dir);
 /* mkdir -p with mode 0750. 0 or errno. */
 int	lb_mkdirs(const char *path);
 /* snprintf that returns ENAMETOOLONG instead of truncating. */
+/*
+ * Inflates the raw DEFLATE stream src[0..srclen) into exactly dst[0..dstlen) with ISA-L. The
+ * stream must end exactly at srclen and give exactly dstlen bytes; anything else is
+ * LB_ECORRUPT. *state is scratch (about 90 KB) allocated on first use and kept for reuse:
+ * free() it when done.
+ */
+struct inflate_state;
+int	lb_inflate_raw(struct inflate_state **state, const uint8_t *src, size_t srclen,
+	    uint8_t *dst, size_t dstlen);
+
 int	lb_path(char *buf, size_t len, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 
