@@ -483,6 +483,267 @@ t_limits(void **state)
 	free(s);
 }
 
+
+/* ---------------------------------------------------------------- round trip */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return ((uint32_t)(rng >> 11) % n);
+}
+
+/* Returns 1 when s parsed; then fmt -> parse is the same tree and fmt again the same text. */
+static int
+roundtrip(const struct lb_tokconf *tc, const char *s, size_t len)
+{
+	struct lb_qnode	*q = NULL, *q2 = NULL;
+	struct lb_qerr	 e;
+	char		*f, *f2;
+	size_t		 fl, fl2;
+	int		 rc;
+
+	rc = lb_query_parse(tc, s, len, &q, &e);
+	if (rc != 0) {
+		assert_true(rc == LB_EQUERY || rc == LB_ETOOBIG);
+		assert_true(e.pos <= len);
+		assert_true(e.msg[0] != '\0');
+		return (0);
+	}
+	assert_ok(lb_query_fmt(tc, q, &f, &fl));
+	rc = lb_query_parse(tc, f, fl, &q2, &e);
+	if (rc != 0)
+		print_error("'%.*s' -> '%s' -> %d at %zu: %s\n", (int)len, s, f, rc, e.pos,
+		    e.msg);
+	assert_int_equal(rc, 0);
+	if (!lb_query_equal(q, q2))
+		print_error("'%.*s' -> '%s' is another tree\n", (int)len, s, f);
+	assert_true(lb_query_equal(q, q2));
+	assert_true(lb_query_equal(q2, q));
+	assert_ok(lb_query_fmt(tc, q2, &f2, &fl2));
+	assert_int_equal(fl, fl2);
+	assert_memory_equal(f, f2, fl);
+	free(f);
+	free(f2);
+	lb_query_free(q);
+	lb_query_free(q2);
+	return (1);
+}
+
+static void
+t_roundtrip_words(void **state)
+{
+	static const char *const parts[] = { "a", "B", "foo", "Connection:Error", "user?ame",
+	    "sys*", "*x", "\\*", "\\\\", "\\ ", "\\\"", "host:web-01", "host:\"A b\"",
+	    "severity<=warning", "severity>err", "facility:local0", "x@1.a:3", "meta.seq:*",
+	    "x@1.b:\"p q*\"", "\xc3\xa9t\xc3\xa9", "\xff", "AND", "OR", "NOT", "(", ")",
+	    "\"a b\"", "*", "?", ":", "/var/log", "\\AND", "pid:1*2", "msgid:\\?",
+	    "program:a\\(b", "10.0.0.*", "message:x:y", "\\:", "a\\\\:b", "\"\\\"q\"", "\t",
+	    "severity:7", "AND NOT", "(x OR y)", "NOT (", "\"*\"", "a\\tb", "a\\\nb" };
+	static const char *const seps[] = { " ", " ", " ", "", "\t", "  " };
+	char	 buf[1024];
+	int	 ok = 0, total = 4000;
+
+	(void)state;
+	for (int i = 0; i < total; i++) {
+		size_t n = 0;
+		int k = 1 + (int)rnd(8);
+
+		for (int j = 0; j < k; j++) {
+			const char *w = parts[rnd(sizeof(parts) / sizeof(parts[0]))];
+			const char *sp = seps[rnd(sizeof(seps) / sizeof(seps[0]))];
+
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s", j ? sp : "", w);
+		}
+		ok += roundtrip(&tcd, buf, n);
+	}
+	/* Most of them are queries. */
+	assert_true(ok > total / 3);
+}
+
+static void
+t_roundtrip_bytes(void **state)
+{
+	static const char alpha[] = "aZ09*?\\\"():/.@<>= \t\n-_\x00\x80\xff\x7f\x01";
+	static const char *const ops[] = { "AND", "OR", "NOT", "host:", "severity<",
+	    "facility:", "x@1.a:", "message:" };
+	struct lb_tokconf	 tc2;
+	char			 buf[256];
+	int			 ok = 0;
+
+	(void)state;
+	assert_ok(lb_tokconf_set(&tc2, ".@", 2));
+	for (int i = 0; i < 6000; i++) {
+		size_t n = 0, len = rnd(40);
+
+		while (n < len) {
+			if (rnd(6) == 0) {
+				const char *o = ops[rnd(sizeof(ops) / sizeof(ops[0]))];
+
+				memcpy(buf + n, o, strlen(o));
+				n += strlen(o);
+			} else
+				buf[n++] = alpha[rnd(sizeof(alpha) - 1)];
+		}
+		ok += roundtrip(i % 3 == 0 ? &tc2 : &tcd, buf, n);
+	}
+	assert_true(ok > 100);
+}
+
+/* ---------------------------------------------------------------- brute-force match */
+
+static struct lb_msg
+msg(const char *text)
+{
+	struct lb_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.facility = LB_NOVALUE;
+	m.severity = LB_NOVALUE;
+	m.timestamp = LB_NOTIME;
+	m.message.p = (const uint8_t *)text;
+	m.message.len = strlen(text);
+	return (m);
+}
+
+static void
+slice(struct lb_slice *s, const char *v)
+{
+	s->p = (const uint8_t *)v;
+	s->len = strlen(v);
+}
+
+static int
+qm(const char *query, const struct lb_msg *m)
+{
+	struct lb_qnode	*q = parse_ok(query);
+	int		 r = lb_query_match(q, &tcd, m);
+
+	assert_true(r == 0 || r == 1);
+	lb_query_free(q);
+	return (r);
+}
+
+static void
+t_match_text(void **state)
+{
+	struct lb_msg	 a = msg("Connection Error from 10.0.0.1"),
+			 b = msg("Error Connection"),
+			 c = msg("Error:Connection"),
+			 d = msg("cat /var/log/syslog now"),
+			 e = msg("");
+
+	(void)state;
+	assert_true(qm("Connection:Error", &a));
+	assert_false(qm("Connection:Error", &b));
+	assert_true(qm("\"connection error\"", &a));
+	assert_false(qm("\"connection error\"", &c));
+	assert_true(qm("Connection Error", &c));
+	assert_true(qm("Connection Error", &b));
+	assert_true(qm("\"error connection\"", &c));
+	assert_true(qm("/var/log/syslog", &d));
+	assert_false(qm("/var/syslog", &d));
+	assert_true(qm("log:syslog:now", &d));
+	assert_true(qm("10.0.0.1", &a));
+	assert_false(qm("10.0.0", &a));
+	assert_true(qm("10.0.0.*", &a));
+	assert_true(qm("*.0.1", &a));
+	assert_true(qm("10.?.0.1", &a));
+	assert_true(qm("1*1", &a));
+	assert_false(qm("1*2", &a));
+	assert_true(qm("conn*", &a));
+	assert_true(qm("*ection", &a));
+	assert_true(qm("c*n*t*n", &a));
+	assert_true(qm("\"* error\"", &a));
+	assert_false(qm("\"* connection\"", &a));
+	assert_true(qm("\"connection ?rror from\"", &a));
+	assert_true(qm("*", &e));
+	assert_false(qm("x", &e));
+	assert_true(qm("NOT x", &e));
+	assert_true(qm("NOT connection", &d));
+	assert_false(qm("NOT connection", &a));
+	assert_true(qm("foo OR error", &a));
+	assert_false(qm("foo OR bar", &a));
+	assert_true(qm("(foo OR error) AND NOT (bar OR baz)", &a));
+	assert_true(qm("message:error", &a));
+	/* fields are not text */
+	assert_false(qm("host", &a));
+}
+
+static void
+t_match_fields(void **state)
+{
+	struct lb_msg	 m = msg("Accepted password for bob");
+
+	(void)state;
+	slice(&m.host, "Web-01");
+	slice(&m.program, "sshd");
+	slice(&m.pid, "4242");
+	slice(&m.msgid, "ID47");
+	slice(&m.sd, "[exampleSDID@32473 iut=\"3\" eventSource=\"Application Log\"]"
+	    "[meta sequenceId=\"17\"]");
+	m.facility = 4;
+	m.severity = 6;
+	assert_true(qm("host:web-01", &m));
+	assert_true(qm("host:WEB-*", &m));
+	assert_true(qm("host:*", &m));
+	assert_false(qm("host:web", &m));
+	assert_false(qm("web-01", &m));
+	assert_true(qm("program:ssh*", &m));
+	assert_false(qm("program:ssh", &m));
+	assert_true(qm("pid:4242", &m));
+	assert_true(qm("pid:4?42", &m));
+	assert_true(qm("msgid:id47", &m));
+	assert_true(qm("facility:auth", &m));
+	assert_true(qm("facility:4", &m));
+	assert_false(qm("facility:authpriv", &m));
+	assert_true(qm("severity:info", &m));
+	assert_true(qm("severity>=warning", &m));
+	assert_false(qm("severity<=warning", &m));
+	assert_true(qm("NOT severity<=warning", &m));
+	assert_true(qm("exampleSDID@32473.iut:3", &m));
+	assert_false(qm("exampleSDID@32473.iut:4", &m));
+	assert_false(qm("exampleSDID@32473.other:3", &m));
+	assert_true(qm("exampleSDID@32473.eventSource:\"application log\"", &m));
+	assert_true(qm("exampleSDID@32473.eventSource:log", &m));
+	assert_false(qm("exampleSDID@32473.eventSource:\"log application\"", &m));
+	assert_true(qm("exampleSDID@32473.eventSource:app*", &m));
+	assert_true(qm("meta.sequenceId:*", &m));
+	assert_false(qm("meta.other:*", &m));
+	assert_true(qm("host:web-01 program:sshd bob severity:info", &m));
+	/* A missing field or value matches nothing; NOT of it matches. */
+	m.host.len = 0;
+	m.severity = LB_NOVALUE;
+	assert_false(qm("host:*", &m));
+	assert_false(qm("severity<=debug", &m));
+	assert_true(qm("NOT severity<=debug", &m));
+}
+
+/* Many terms: the buffers move from the stack to the heap. */
+static void
+t_match_big(void **state)
+{
+	size_t		 n = 200000;
+	char		*s = malloc(n + 1);
+	struct lb_msg	 m;
+
+	(void)state;
+	assert_non_null(s);
+	for (size_t i = 0; i < n; i++)
+		s[i] = i % 2 ? ' ' : (char)('a' + (i / 2) % 26);
+	memcpy(s + n - 12, "end of line", 11);
+	s[n - 1] = '\0';
+	m = msg(s);
+	assert_true(qm("\"end of line\"", &m));
+	assert_true(qm("\"y z a b\"", &m));
+	assert_false(qm("\"z y\"", &m));
+	free(s);
+}
+
 int
 main(void)
 {
@@ -497,6 +758,11 @@ main(void)
 		cmocka_unit_test(t_long_token),
 		cmocka_unit_test(t_errors),
 		cmocka_unit_test(t_limits),
+		cmocka_unit_test(t_roundtrip_words),
+		cmocka_unit_test(t_roundtrip_bytes),
+		cmocka_unit_test(t_match_text),
+		cmocka_unit_test(t_match_fields),
+		cmocka_unit_test(t_match_big),
 	};
 
 	return (cmocka_run_group_tests(tests, setup, NULL));
