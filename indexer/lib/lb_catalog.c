@@ -1179,6 +1179,13 @@ lb_catalog_day_delete(struct lb_catalog *cat, const char *ls, uint32_t day)
 int
 lb_catalog_timemap_put(struct lb_catalog *cat, const char *ls, int64_t t, uint64_t id)
 {
+	return (lb_catalog_timemap_putv(cat, ls, &t, &id, 1));
+}
+
+int
+lb_catalog_timemap_putv(struct lb_catalog *cat, const char *ls, const int64_t *t,
+    const uint64_t *id, size_t n)
+{
 	MDB_txn		*txn;
 	uint8_t		 k[KEY_MAX], v[LB_CAT_TIMEMAP_SIZE];
 	size_t		 nlen, klen;
@@ -1186,22 +1193,21 @@ lb_catalog_timemap_put(struct lb_catalog *cat, const char *ls, int64_t t, uint64
 
 	if ((nlen = name_len(ls)) == 0)
 		return (LB_EBADCONF);
-	if (t == LB_NOTIME)
-		return (EINVAL);
-	klen = key_u64(k, ls, nlen, tm_keytime(t));
-	tmap_enc(v, id);
+	for (size_t i = 0; i < n; i++)
+		if (t[i] == LB_NOTIME)
+			return (EINVAL);
 	if ((rc = wtxn(cat, &txn)) != 0)
 		return (rc);
 	if ((rc = ls_exists(cat, txn, ls, nlen)) != 0)
 		goto fail;
-	/* The first id of a step wins: a second put for the step changes nothing. */
-	rc = put(txn, cat->tmap, k, klen, v, sizeof(v), MDB_NOOVERWRITE);
-	if (rc == MDB_KEYEXIST) {
-		mdb_txn_abort(txn);
-		return (0);
+	for (size_t i = 0; i < n; i++) {
+		klen = key_u64(k, ls, nlen, tm_keytime(t[i]));
+		tmap_enc(v, id[i]);
+		/* The first id of a step wins: a second put for the step changes nothing. */
+		rc = put(txn, cat->tmap, k, klen, v, sizeof(v), MDB_NOOVERWRITE);
+		if (rc != 0 && rc != MDB_KEYEXIST)
+			goto fail;
 	}
-	if (rc != 0)
-		goto fail;
 	return (mdb_txn_commit(txn));
  fail:
 	mdb_txn_abort(txn);

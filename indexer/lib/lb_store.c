@@ -47,6 +47,7 @@
 
 #define STORE_FANOUT		8	/* merge this many same-level segments of a day */
 #define STORE_CACHE_DAYS	4	/* message files a reader keeps open */
+#define STORE_TM_MS		200	/* time map entries reach the catalog this often at most */
 
 struct ixq;
 
@@ -84,6 +85,10 @@ struct lb_store {
 	int64_t			 last_received;
 	int64_t			 interval_start;	/* monotonic ms of the interval's first message */
 	int64_t			 last_step;	/* time map: last step recorded */
+	int64_t			*tm_t;		/* time map entries not yet in the catalog */
+	uint64_t		*tm_id;
+	size_t			 tm_n, tm_cap;
+	int64_t			 tm_since;	/* monotonic ms of the oldest of them */
 	int64_t			 last_sync;	/* monotonic ms of the last fdatasync */
 	int			 dirty;		/* appended since the last commit */
 	int64_t			 dnum;		/* UTC day number of the last receive time */
@@ -355,12 +360,56 @@ writer_open_day(struct lb_store *st, uint32_t day, uint64_t first, int64_t t)
 	return (days_load(st));
 }
 
+/*
+ * The time map. Each new second of receive time gets an entry (its first id), kept here and
+ * written to the catalog in one transaction by tm_write: from lb_store_commit at most every
+ * STORE_TM_MS (or with every synced commit), and always before a segment is published, so the
+ * catalog never points at messages whose entries could still be lost. Recovery puts the
+ * entries of the messages it indexes again (a put never replaces a step's first id).
+ */
+static int
+tm_add(struct lb_store *st, int64_t t, uint64_t id)
+{
+	if (st->tm_n == st->tm_cap) {
+		size_t		 cap = st->tm_cap ? st->tm_cap * 2 : 256;
+		int64_t		*tt;
+		uint64_t	*ii;
+
+		if ((tt = realloc(st->tm_t, cap * sizeof(*tt))) == NULL)
+			return (errno);
+		st->tm_t = tt;
+		if ((ii = realloc(st->tm_id, cap * sizeof(*ii))) == NULL)
+			return (errno);
+		st->tm_id = ii;
+		st->tm_cap = cap;
+	}
+	if (st->tm_n == 0)
+		st->tm_since = mono_ms();
+	st->tm_t[st->tm_n] = t;
+	st->tm_id[st->tm_n++] = id;
+	return (0);
+}
+
+static int
+tm_write(struct lb_store *st)
+{
+	int rc;
+
+	if (st->tm_n == 0)
+		return (0);
+	if ((rc = lb_catalog_timemap_putv(st->cat, st->ls, st->tm_t, st->tm_id, st->tm_n)) != 0)
+		return (rc);
+	st->tm_n = 0;
+	return (0);
+}
+
 /* Indexes the messages of the current day from id `from` on again (recovery, reindex). */
 static int
 index_tail(struct lb_store *st, uint64_t from)
 {
 	struct lb_msg	m;
 	uint64_t	first, next;
+	int64_t		step = 0;
 	int		rc;
 
 	lb_msgfile_range(st->mf, &first, &next);
@@ -371,6 +420,10 @@ index_tail(struct lb_store *st, uint64_t from)
 			return (rc);
 		if ((rc = lb_segw_add(st->segw, &st->tc, &m)) != 0)
 			return (rc);
+		if ((id == from || m.received / LB_TIMEMAP_STEP > step) &&
+		    (rc = tm_add(st, m.received, id)) != 0)
+			return (rc);
+		step = m.received / LB_TIMEMAP_STEP;
 		if (m.received > st->last_received)
 			st->last_received = m.received;
 	}
@@ -422,7 +475,7 @@ writer_recover(struct lb_store *st)
 		if ((rc = index_tail(st, st->indexed_id)) != 0)
 			return (rc);
 	st->last_step = st->last_received / LB_TIMEMAP_STEP;
-	return (0);
+	return (tm_write(st));
 }
 
 int
@@ -948,7 +1001,7 @@ flush_begin(struct lb_store *st, uint64_t *count, uint64_t *last)
 	lb_segw_stats(st->segw, count, &first, last, &tmin, &tmax);
 	if (*count == 0)
 		return (0);
-	if ((rc = lb_msgfile_commit(st->mf, 1)) != 0)
+	if ((rc = lb_msgfile_commit(st->mf, 1)) != 0 || (rc = tm_write(st)) != 0)
 		return (rc);
 	st->dirty = 0;
 	st->last_sync = mono_ms();
@@ -1067,7 +1120,7 @@ lb_store_append(struct lb_store *st, struct lb_msg *m)
 		st->day.tmax = m->received;
 	step = m->received / LB_TIMEMAP_STEP;
 	if (step > st->last_step) {
-		if ((rc = lb_catalog_timemap_put(st->cat, st->ls, m->received, m->id)) != 0)
+		if ((rc = tm_add(st, m->received, m->id)) != 0)
 			return (rc);
 		st->last_step = step;
 	}
@@ -1101,6 +1154,9 @@ lb_store_commit(struct lb_store *st, int sync)
 	if (sync)
 		st->last_sync = mono_ms();
 	st->dirty = 0;
+	/* The time map after the messages it points at. */
+	if (st->tm_n > 0 && (sync || mono_ms() - st->tm_since >= STORE_TM_MS))
+		return (tm_write(st));
 	return (0);
 }
 
@@ -1114,6 +1170,8 @@ lb_store_close(struct lb_store *st)
 	if (st->mode == LB_RDWR && st->mf != NULL && st->segw != NULL) {
 		rc = lb_msgfile_commit(st->mf, 1);
 		if (rc == 0)
+			rc = tm_write(st);
+		if (rc == 0)
 			rc = lb_store_flush(st);
 		if (rc == 0)
 			rc = state_save(st);
@@ -1123,6 +1181,8 @@ lb_store_close(struct lb_store *st)
 	days_free(st);
 	lb_segw_free(st->segw);
 	lb_segw_free(st->spare);
+	free(st->tm_t);
+	free(st->tm_id);
 	lb_catalog_close(st->cat);
 	if (st->lockfd != -1)
 		close(st->lockfd);

@@ -443,6 +443,9 @@ int	lb_catalog_day_delete(struct lb_catalog *cat, const char *ls, uint32_t day);
  * t == LB_NOTIME is EINVAL.
  */
 int	lb_catalog_timemap_put(struct lb_catalog *cat, const char *ls, int64_t t, uint64_t id);
+/* The same for n entries (t[i], id[i]) in one transaction: all or nothing. */
+int	lb_catalog_timemap_putv(struct lb_catalog *cat, const char *ls, const int64_t *t,
+	    const uint64_t *id, size_t n);
 /*
  * The first id received at or after t (lower bound from the map, exact within a step:
  * *id is the first id of the step containing t, so callers refine with message times; when
