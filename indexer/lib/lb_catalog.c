@@ -499,6 +499,18 @@ open_dbs(struct lb_catalog *cat, MDB_txn *txn)
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		rc = mdb_dbi_open(txn, names[i], flags, dbis[i]);
+		if (rc == MDB_NOTFOUND && i == 0 && cat->mode != LB_RDWR) {
+			MDB_dbi		 main;
+			MDB_stat	 ms;
+
+			/*
+			 * An environment with nothing in it: a writer has created the files but
+			 * not committed its first transaction yet. No catalog so far, not damage.
+			 */
+			if (mdb_dbi_open(txn, NULL, 0, &main) == 0 &&
+			    mdb_stat(txn, main, &ms) == 0 && ms.ms_entries == 0)
+				return (ENOENT);
+		}
 		if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE)
 			return (LB_EFORMAT);
 		if (rc != 0)

@@ -1369,11 +1369,43 @@ t_stale_reader(void **state)
 	close(pa[0]); close(pa[1]); close(pb[0]); close(pb[1]); close(qb[0]);
 }
 
+/*
+ * A reader that comes while the first writer has created the LMDB files but not committed
+ * its first transaction finds "no catalog yet" (ENOENT), not damage (LB_EFORMAT).
+ */
+static void
+t_empty_env_is_no_catalog(void **state)
+{
+	char		 dir[256], env[300];
+	MDB_env		*e;
+	MDB_txn		*txn;
+	MDB_dbi		 dbi;
+	struct lb_catalog *cat = NULL;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(env, sizeof(env), "%s/%s", dir, LB_DIR_CATALOG);
+	assert_int_equal(mkdir(env, 0750), 0);
+	assert_int_equal(mdb_env_create(&e), 0);
+	assert_int_equal(mdb_env_set_maxdbs(e, 8), 0);
+	assert_int_equal(mdb_env_open(e, env, 0, 0640), 0);
+	assert_int_equal(lb_catalog_open(dir, LB_RDONLY, &cat), ENOENT);
+	assert_null(cat);
+	/* A named database that is not ours: that is something else, not "not yet". */
+	assert_int_equal(mdb_txn_begin(e, NULL, 0, &txn), 0);
+	assert_int_equal(mdb_dbi_open(txn, "other", MDB_CREATE, &dbi), 0);
+	assert_int_equal(mdb_txn_commit(txn), 0);
+	assert_int_equal(lb_catalog_open(dir, LB_RDONLY, &cat), LB_EFORMAT);
+	mdb_env_close(e);
+	t_rmtree(dir);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(t_logspace_roundtrip, setup, teardown),
+		cmocka_unit_test(t_empty_env_is_no_catalog),
 		cmocka_unit_test_setup_teardown(t_bad_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_publish, setup, teardown),
