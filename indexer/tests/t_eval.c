@@ -113,143 +113,6 @@ gen_msgs(void)
 
 /* ---------------------------------------------------------------- brute force */
 
-struct bterms {
-	uint8_t	 t[64][300];
-	size_t	 len[64];
-	int	 n;
-};
-
-static int
-bt_add(void *arg, const uint8_t *term, size_t len)
-{
-	struct bterms *b = arg;
-
-	if (b->n < 64) {
-		memcpy(b->t[b->n], term, len);
-		b->len[b->n++] = len;
-	}
-	return (0);
-}
-
-#ifndef HAVE_LB_QUERY
-/*
- * Until lb_query.c is in the library: the brute-force definitions of SEARCH.md §A, which the
- * evaluator links against here.
- */
-int
-lb_glob_match(const uint8_t *g, size_t gl, const uint8_t *s, size_t sl)
-{
-	size_t gi = 0, si = 0, gstar = SIZE_MAX, sstar = 0;
-
-	while (si < sl) {
-		if (gi < gl && g[gi] == '*') {
-			gstar = ++gi;
-			sstar = si;
-			continue;
-		}
-		if (gi < gl && g[gi] == '?') {
-			gi++;
-			si++;
-			continue;
-		}
-		if (gi < gl) {
-			uint8_t c = g[gi];
-			size_t	w = 1;
-
-			if (c == '\\' && gi + 1 < gl) {
-				c = g[gi + 1];
-				w = 2;
-			}
-			if (c == s[si]) {
-				gi += w;
-				si++;
-				continue;
-			}
-		}
-		if (gstar == SIZE_MAX)
-			return (0);
-		gi = gstar;
-		si = ++sstar;
-	}
-	while (gi < gl && g[gi] == '*')
-		gi++;
-	return (gi == gl);
-}
-
-static int
-pat_match(const struct lb_qnode *q, const struct lb_qpat *p, const uint8_t *t, size_t len)
-{
-	size_t h = 1;
-
-	if (len < 1 || t[0] != q->ns)
-		return (0);
-	if (q->ns == LB_NS_SD) {
-		size_t sl = strlen(q->sdname);
-
-		if (len < 1 + sl + 1 || memcmp(t + 1, q->sdname, sl) != 0 || t[1 + sl] != 0)
-			return (0);
-		h = 1 + sl + 1;
-	}
-	return (lb_glob_match(p->glob, p->globlen, t + h, len - h));
-}
-
-static int
-node_match(const struct lb_qnode *q, const struct lb_msg *m, const struct bterms *b)
-{
-	switch (q->kind) {
-	case LB_Q_ALL:
-		return (1);
-	case LB_Q_TERM:
-		for (int i = 0; i < b->n; i++)
-			if (pat_match(q, &q->pats[0], b->t[i], b->len[i]))
-				return (1);
-		return (0);
-	case LB_Q_PHRASE:
-		for (int i = 0; i + (int)q->npats <= b->n; i++) {
-			size_t k;
-
-			for (k = 0; k < q->npats; k++)
-				if (!pat_match(q, &q->pats[k], b->t[i + k], b->len[i + k]))
-					break;
-			if (k == q->npats)
-				return (1);
-		}
-		return (0);
-	case LB_Q_SET: {
-		uint8_t v = q->ns == LB_NS_FACILITY ? m->facility : m->severity;
-
-		return (v != LB_NOVALUE && v < 32 && (q->mask >> v & 1));
-	}
-	case LB_Q_AND:
-		for (size_t i = 0; i < q->nkids; i++)
-			if (!node_match(q->kids[i], m, b))
-				return (0);
-		return (1);
-	case LB_Q_OR:
-		for (size_t i = 0; i < q->nkids; i++)
-			if (node_match(q->kids[i], m, b))
-				return (1);
-		return (0);
-	case LB_Q_NOT:
-		return (!node_match(q->kids[0], m, b));
-	}
-	return (0);
-}
-
-int
-lb_query_match(const struct lb_qnode *q, const struct lb_tokconf *tcp, const struct lb_msg *m)
-{
-	struct bterms *b = calloc(1, sizeof(*b));
-	int r;
-
-	if (b == NULL)
-		return (-ENOMEM);
-	lb_msg_terms(tcp, m, bt_add, b);
-	r = node_match(q, m, b);
-	free(b);
-	return (r);
-}
-#endif
 
 /* ---------------------------------------------------------------- trees */
 
@@ -711,6 +574,50 @@ check_random(struct lb_store *st, int ntrees, int nmsg)
 
 /* ---------------------------------------------------------------- tests */
 
+/* Queries as users write them, through the parser. */
+static const char *texts[] = {
+	"alpha", "alpha beta", "alpha OR beta", "NOT alpha", "alpha AND NOT (beta OR gamma)",
+	"\"alpha beta\"", "alpha-beta", "conn:1*", "Conn:1", "host:web-*", "host:WEB-01",
+	"program:*n* severity<=warning", "facility:kern OR facility:3", "ex@1.user:bob",
+	"ex@1.user:\"bob smith\"", "*ta AND e?a", "NOT (*a OR *e)", "*", "pid:1?0",
+	"severity>err NOT host:mail", "nosuchword OR x", "e* NOT eta", "\"* smith\"",
+	"message:alpha", "program:* AND NOT pid:*",
+};
+
+static void
+t_parsed(void **state)
+{
+	struct lb_store		*st;
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct lb_qerr		 err;
+	struct expect		*x = calloc(1, sizeof(*x));
+	struct lb_qnode		*q;
+
+	(void)state;
+	assert_non_null(x);
+	st = build();
+	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++) {
+		if (lb_query_parse(&tc, texts[i], strlen(texts[i]), &q, &err) != 0)
+			fail_msg("%s: %s at %zu", texts[i], err.msg, err.pos);
+		for (int k = 0; k < 20; k++) {
+			const char *why;
+
+			random_req(&rq, q);
+			assert_ok(lb_search(st, &rq, &r));
+			brute(&rq, NMSG, x);
+			if ((why = compare(&rq, &r, x)) != NULL)
+				fail_msg("%s: %s differs", texts[i], why);
+			lb_searchres_free(&r);
+			expect_free(x);
+		}
+		lb_query_free(q);
+	}
+	free(x);
+	assert_ok(lb_store_close(st));
+	t_rmtree(dir);
+}
+
 static void
 t_random(void **state)
 {
@@ -980,6 +887,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_random),
+		cmocka_unit_test(t_parsed),
 		cmocka_unit_test(t_paging),
 		cmocka_unit_test(t_corrupt),
 		cmocka_unit_test(t_limits),
