@@ -991,27 +991,59 @@ take_lazy(struct ev *e, struct lb_postings *c)
 	return (0);
 }
 
-/* One published segment: window [lo, hi). */
+/* 1 when q holds ALL or NOT: its list can be as long as the window. */
+static int
+wide(const struct lb_qnode *q)
+{
+	if (q->kind == LB_Q_ALL || q->kind == LB_Q_NOT)
+		return (1);
+	for (size_t i = 0; i < q->nkids; i++)
+		if (wide(q->kids[i]))
+			return (1);
+	return (0);
+}
+
+#define EV_SUBWIN	65536	/* ids of the first part of a segment a wide search for hits takes */
+
+/*
+ * One published segment: window [lo, hi). A search for hits alone with a wide tree takes the
+ * window in parts from the end hits come from, each twice as large as the one before, so that
+ * "*" or "NOT x" does not list a whole large segment to return a page of it.
+ */
 static int
 run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 {
 	struct lb_postings	 m = { NULL, 0, 0 };
 	char			 path[PATH_MAX];
+	uint64_t		 part = e->full || !wide(e->rq->q) ? hi - lo : EV_SUBWIN;
+	uint64_t		 a = lo, b = hi;
 	int			 rc, inexact = 0;
 
 	path[0] = '\0';
 	if ((rc = lb_store_segment(e->st, ref, &e->sg, path, sizeof(path))) != 0)
 		goto bad;
-	e->wlo = lo;
-	e->whi = hi;
-	e->nterms = 0;
 	e->res->segments++;
-	if ((rc = ev_node(e, e->rq->q, &m, &inexact)) != 0)
-		goto bad;
-	if (inexact && !e->full)
-		rc = take_lazy(e, &m);
-	else if (!inexact || (rc = verify(e, e->rq->q, &m)) == 0)
-		rc = take(e, &m);
+	while (a < b && !(hits_done(e) && !e->full)) {
+		if (e->rq->order == LB_ORDER_NEWEST) {
+			e->whi = b;
+			e->wlo = b - a > part ? b - part : a;
+			b = e->wlo;
+		} else {
+			e->wlo = a;
+			e->whi = b - a > part ? a + part : b;
+			a = e->whi;
+		}
+		part = part > UINT64_MAX / 2 ? UINT64_MAX : part * 2;
+		e->nterms = 0;
+		if ((rc = ev_node(e, e->rq->q, &m, &inexact)) != 0)
+			goto bad;
+		if (inexact && !e->full)
+			rc = take_lazy(e, &m);
+		else if (!inexact || (rc = verify(e, e->rq->q, &m)) == 0)
+			rc = take(e, &m);
+		if (rc != 0)
+			goto bad;
+	}
  bad:
 	if (rc == LB_ECORRUPT || rc == LB_EFORMAT) {
 		ev_warn(e, "segment %s skipped: %s", path, lb_strerror(rc));

@@ -882,6 +882,110 @@ t_tail(void **state)
 	t_rmtree(dir);
 }
 
+/*
+ * Hits alone of "*" and NOT in one segment much larger than the first part a wide search takes
+ * (65536 ids): every page, both orders, against a brute force.
+ */
+#define WIDE_N	150000
+
+static void
+wide_msg(struct lb_msg *m, char *buf, size_t len, uint64_t i)
+{
+	memset(m, 0, sizeof(*m));
+	snprintf(buf, len, "w%llu v%llu%s", (unsigned long long)(i % 13),
+	    (unsigned long long)(i % 101), i % 50000 == 17 ? " rare" : "");
+	m->message.p = (const uint8_t *)buf;
+	m->message.len = strlen(buf);
+	m->facility = m->severity = LB_NOVALUE;
+	m->timestamp = LB_NOTIME;
+	m->received = T0 + (int64_t)i * 20;
+}
+
+static void
+t_wide(void **state)
+{
+	static const char *qs[] = { "*", "NOT w3", "rare OR NOT v7", "w1 AND NOT v1*",
+	    "NOT (w1 OR w2 OR w3 OR w4 OR w5 OR w6 OR w7 OR w8 OR w9 OR w10 OR w11 OR w12)",
+	    "NOT w0 AND NOT w1 AND NOT w2 AND NOT w3 AND NOT w4 AND NOT w5 AND NOT w6",
+	    "v5 AND NOT w0", "NOT w0 AND (v5 OR v6 OR rare)" };
+	static const uint32_t limits[] = { 100000, 997, 7000 };
+	struct lb_store		*st;
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct lb_qerr		 err;
+	struct lb_msg		 m;
+	struct lb_qnode		*q;
+	struct lb_catalog	*cat;
+	struct lb_lsconf	 conf;
+	struct lb_segref	*refs = NULL;
+	size_t			 nrefs = 0;
+	uint64_t		*want = calloc(WIDE_N, sizeof(*want));
+	char			 buf[64];
+
+	(void)state;
+	assert_non_null(want);
+	t_mkdtemp(dir, sizeof(dir));
+	lb_tokconf_default(&tc);
+	/* One segment for the whole run: no timed flush. */
+	assert_ok(lb_catalog_open(dir, LB_RDWR, &cat));
+	lb_lsconf_default(&conf);
+	conf.flush_ms = 3600 * 1000;
+	assert_ok(lb_catalog_logspace_create(cat, "main", &conf));
+	lb_catalog_close(cat);
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	for (uint64_t i = 1; i <= WIDE_N; i++) {
+		wide_msg(&m, buf, sizeof(buf), i);
+		assert_ok(lb_store_append(st, &m));
+		assert_int_equal(m.id, i);
+		if (i == WIDE_N - 100)
+			assert_ok(lb_store_flush(st));
+	}
+	for (size_t k = 0; k < sizeof(qs) / sizeof(*qs); k++) {
+		size_t nw = 0;
+
+		assert_ok(lb_query_parse(&tc, qs[k], strlen(qs[k]), &q, &err));
+		for (uint64_t i = 1; i <= WIDE_N; i++) {
+			wide_msg(&m, buf, sizeof(buf), i);
+			if (lb_query_match(q, &tc, &m) == 1)
+				want[nw++] = i;
+		}
+		for (int run = 0; run < 6; run++) {
+			int	order = run % 2;
+			size_t	got = 0;
+
+			memset(&rq, 0, sizeof(rq));
+			rq.q = q;
+			rq.from = T0;
+			rq.to = T0 + DAY_US;
+			rq.want = LB_WANT_HITS;
+			rq.order = order;
+			rq.limit = limits[run / 2];
+			for (;;) {
+				assert_ok(lb_search(st, &rq, &r));
+				for (size_t j = 0; j < r.n; j++, got++) {
+					assert_true(got < nw);
+					assert_int_equal(r.ids[j], order == LB_ORDER_NEWEST ?
+					    want[nw - 1 - got] : want[got]);
+				}
+				rq.cursor = r.next_cursor;
+				lb_searchres_free(&r);
+				if (rq.cursor == 0)
+					break;
+			}
+			assert_int_equal(got, nw);
+		}
+		lb_query_free(q);
+	}
+	free(want);
+	assert_ok(lb_store_close(st));
+	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
+	assert_ok(lb_catalog_segments(cat, "main", 0, UINT64_MAX, &refs, &nrefs));
+	assert_true(nrefs >= 1 && refs[0].count == WIDE_N - 100);
+	free(refs);
+	lb_catalog_close(cat);
+	t_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -892,6 +996,7 @@ main(void)
 		cmocka_unit_test(t_corrupt),
 		cmocka_unit_test(t_limits),
 		cmocka_unit_test(t_tail),
+		cmocka_unit_test(t_wide),
 	};
 
 	return (cmocka_run_group_tests(tests, NULL, NULL));
