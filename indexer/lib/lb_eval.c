@@ -399,6 +399,7 @@ mkkey(uint8_t *key, size_t *klen, uint8_t ns, const char *sdname, const uint8_t 
 #define GM_GLOB		0	/* lb_glob_match */
 #define GM_SUFFIX	1	/* "*lit": the term ends with lit */
 #define GM_INFIX	2	/* "*lit*": the term holds lit */
+#define GM_SUFFIXQ	3	/* "*l?t": the term ends with lit, '?' any byte */
 
 struct expand {
 	struct ev		*e;
@@ -429,17 +430,33 @@ gm_setup(struct expand *x)
 		;
 	for (k = j; k < n && g[k] == '*'; k++)
 		;
-	if (j == i || k != n)
-		return;
-	x->gm = j == n ? GM_SUFFIX : GM_INFIX;
 	x->gl = g + i;
 	x->gllen = j - i;
+	if (j > i && k == n) {
+		x->gm = j == n ? GM_SUFFIX : GM_INFIX;
+		return;
+	}
+	/* "*l?t": a suffix of fixed length where '?' is any byte. */
+	for (j = i; j < n && g[j] != '*' && g[j] != '\\'; j++)
+		;
+	if (j == n) {
+		x->gm = GM_SUFFIXQ;
+		x->gllen = n - i;
+	}
 }
 
 static int
 gm_match(const struct expand *x, const uint8_t *s, size_t len)
 {
 	switch (x->gm) {
+	case GM_SUFFIXQ:
+		if (len < x->gllen)
+			return (0);
+		s += len - x->gllen;
+		for (size_t i = 0; i < x->gllen; i++)
+			if (x->gl[i] != '?' && x->gl[i] != s[i])
+				return (0);
+		return (1);
 	case GM_SUFFIX:
 		return (len >= x->gllen && memcmp(s + len - x->gllen, x->gl, x->gllen) == 0);
 	case GM_INFIX: {

@@ -203,6 +203,7 @@ qfree(struct lb_qnode *q)
 static const char *text_pats[] = {
 	"alpha", "beta", "eta", "error", "errors", "nosuchword", "conn", "7", "x",
 	"al*", "e*", "err*", "zz*", "*ta", "*a", "e?a", "*et*", "a*a", "?", "*", "b*x", "*rr*s",
+	"*?a", "**e?a", "*t?*",
 };
 static const char *host_pats[] = { "web-01", "db-1", "web-*", "*-0?", "nohost", "*" };
 static const char *prog_pats[] = { "sshd", "cron", "*n*", "ng*", "*" };
