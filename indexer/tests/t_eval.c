@@ -977,6 +977,29 @@ t_wide(void **state)
 		}
 		lb_query_free(q);
 	}
+	/* A deadline of 1 ms is far too short for counting "*" with its top tokens here. */
+	assert_ok(lb_query_parse(&tc, "*", 1, &q, &err));
+	memset(&rq, 0, sizeof(rq));
+	rq.q = q;
+	rq.from = T0;
+	rq.to = T0 + DAY_US;
+	rq.want = LB_WANT_TOTAL | LB_WANT_TOP;
+	rq.top_ns = LB_NS_TEXT;
+	rq.topk = 10;
+	rq.deadline_ms = 1;
+	assert_int_equal(lb_search(st, &rq, &r), LB_EDEADLINE);
+	rq.deadline_ms = 0;
+	assert_ok(lb_search(st, &rq, &r));
+	assert_int_equal(r.total, WIDE_N);
+	assert_int_equal(r.ntop, 10);
+	assert_int_equal(r.top[0].count, WIDE_N / 13 + 1);	/* w1 .. w8: 11539 each */
+	assert_memory_equal(r.top[0].value, "w1", 2);
+	assert_int_equal(r.top[6].count, WIDE_N / 13);
+	assert_int_equal(r.top[6].len, 2);
+	assert_memory_equal(r.top[6].value, "w0", 2);
+	lb_searchres_free(&r);
+	lb_query_free(q);
+
 	free(want);
 	assert_ok(lb_store_close(st));
 	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
