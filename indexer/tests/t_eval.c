@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #define DAY_US	(86400LL * 1000000)
 #define T0	(1735689600LL * 1000000)	/* 2025-01-01T00:00:00Z */
@@ -1010,6 +1011,108 @@ t_wide(void **state)
 	t_rmtree(dir);
 }
 
+/*
+ * A reader in one process while the writer in another appends, flushes and merges: every
+ * search sees one consistent state (the count of a term equals what the id range holds), also
+ * when the segments it had open were merged away, and the tail not yet indexed is found.
+ */
+#define RD_N	24000
+
+static void
+rd_writer(const char *d)
+{
+	struct lb_store	*st;
+	struct lb_msg	 m;
+	char		 buf[64];
+
+	if (lb_store_open(d, "main", LB_RDWR, &st) != 0)
+		_exit(1);
+	for (uint64_t i = 1; i <= RD_N; i++) {
+		memset(&m, 0, sizeof(m));
+		snprintf(buf, sizeof(buf), "common k%llu", (unsigned long long)(i % 4));
+		m.message.p = (const uint8_t *)buf;
+		m.message.len = strlen(buf);
+		m.facility = m.severity = LB_NOVALUE;
+		m.timestamp = LB_NOTIME;
+		m.received = T0 + (int64_t)i * 1000;
+		if (lb_store_append(st, &m) != 0 || m.id != i)
+			_exit(2);
+		if (i % 100 == 0 && lb_store_commit(st, 0) != 0)
+			_exit(3);
+		if (i % 300 == 0 && lb_store_flush(st) != 0)
+			_exit(4);
+	}
+	_exit(lb_store_close(st) == 0 ? 0 : 5);
+}
+
+static void
+t_reader(void **state)
+{
+	struct lb_catalog	*cat = NULL;
+	struct lb_store		*st;
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct lb_qerr		 err;
+	struct lb_qnode		*q;
+	pid_t			 pid;
+	int			 status = 0, done = 0, searches = 0, tails = 0;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	lb_tokconf_default(&tc);
+	/* The logspace exists before the reader opens it. */
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	assert_ok(lb_store_close(st));
+	if ((pid = fork()) == 0)
+		rd_writer(dir);
+	assert_true(pid > 0);
+	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
+	assert_ok(lb_store_open_reader(cat, dir, "main", &st));
+	assert_ok(lb_query_parse(&tc, "k3", 2, &q, &err));
+	memset(&rq, 0, sizeof(rq));
+	rq.q = q;
+	rq.from = T0;
+	rq.to = T0 + DAY_US;
+	rq.want = LB_WANT_TOTAL | LB_WANT_HITS | LB_WANT_HIST;
+	rq.limit = 3;
+	rq.nbuckets = 5;
+	while (!done || searches == 0 || status == 0) {
+		uint64_t want;
+
+		if (!done && waitpid(pid, &status, WNOHANG) == pid)
+			done = 1;
+		assert_ok(lb_search(st, &rq, &r));
+		searches++;
+		tails += r.tail > 0;
+		assert_int_equal(r.nwarnings, 0);
+		/* ids 1.. in the range: k3 is every id with id % 4 == 3. */
+		assert_true(r.id_lo <= 1 || r.id_hi == r.id_lo);
+		want = r.id_hi > 3 ? (r.id_hi - 4) / 4 + 1 : 0;
+		assert_int_equal(r.total, want);
+		if (want > 0) {
+			assert_int_equal(r.ids[0], (r.id_hi - 4) / 4 * 4 + 3);
+			assert_int_equal(r.n, want < 3 ? want : 3);
+		}
+		lb_searchres_free(&r);
+		if (done)
+			break;
+	}
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* After the writer is gone: everything, all indexed. */
+	assert_ok(lb_search(st, &rq, &r));
+	assert_int_equal(r.total, RD_N / 4);
+	assert_int_equal(r.tail, 0);
+	lb_searchres_free(&r);
+	if (getenv("T_EVAL_VERBOSE") != NULL)
+		fprintf(stderr, "%d searches while writing, %d with a tail\n", searches, tails);
+	assert_true(searches > 1);
+	lb_query_free(q);
+	lb_store_close(st);
+	lb_catalog_close(cat);
+	t_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -1021,6 +1124,7 @@ main(void)
 		cmocka_unit_test(t_limits),
 		cmocka_unit_test(t_tail),
 		cmocka_unit_test(t_wide),
+		cmocka_unit_test(t_reader),
 	};
 
 	return (cmocka_run_group_tests(tests, NULL, NULL));
