@@ -980,6 +980,46 @@ top_msgterm(void *arg, const uint8_t *term, size_t len)
 	return (top_add(&e->top, term + e->topkeylen, len - e->topkeylen, 1, t->id));
 }
 
+/* Counts the top field's values of one message. */
+static int
+top_message(struct ev *e, uint64_t id, const struct lb_msg *m)
+{
+	struct toptail tt = { e, id };
+
+	return (lb_msg_terms(e->tc, m, top_msgterm, &tt));
+}
+
+#define EV_TOP_READ	64	/* a segment's matches up to this many: read, not walk the index */
+
+/*
+ * The top values of a segment's matches. A few matches are counted from their messages (a
+ * block read each), which beats decoding every list of the field (the whole text index for
+ * LB_NS_TEXT) to find them.
+ */
+static int
+top_matches(struct ev *e, const struct lb_postings *ids)
+{
+	struct lb_msg	m;
+	int		rc;
+
+	if (ids->n > EV_TOP_READ)
+		return (top_segment(e, ids));
+	for (size_t i = 0; i < ids->n; i++) {
+		if ((rc = ev_tick(e, 16)) != 0)
+			return (rc);
+		if ((rc = lb_store_get(e->st, ids->ids[i], &m)) != 0) {
+			if (rc != LB_ECORRUPT && rc != LB_EFORMAT && rc != LB_ENOTFOUND)
+				return (rc);
+			ev_warn(e, "message %llu skipped: %s", (unsigned long long)ids->ids[i],
+			    lb_strerror(rc));
+			continue;
+		}
+		if ((rc = top_message(e, ids->ids[i], &m)) != 0)
+			return (rc);
+	}
+	return (0);
+}
+
 /* Adds the ascending matches ids[0..n) to the histogram. */
 static void
 hist_add(struct ev *e, const uint64_t *ids, size_t n)
@@ -1034,7 +1074,7 @@ take(struct ev *e, const struct lb_postings *m)
 	int rc;
 
 	/* (Top first: a damaged list there skips the segment before anything is counted.) */
-	if ((e->rq->want & LB_WANT_TOP) && (rc = top_segment(e, m)) != 0)
+	if ((e->rq->want & LB_WANT_TOP) && (rc = top_matches(e, m)) != 0)
 		return (rc);
 	e->res->total += m->n;
 	hist_add(e, m->ids, m->n);
@@ -1136,7 +1176,6 @@ static int
 run_tail(struct ev *e, uint64_t lo, uint64_t hi)
 {
 	const struct lb_searchreq	*rq = e->rq;
-	struct toptail			 tt = { e, 0 };
 	struct lb_msg			 m;
 	uint64_t			 id;
 	int				 rc;
@@ -1163,11 +1202,8 @@ run_tail(struct ev *e, uint64_t lo, uint64_t hi)
 		e->res->total++;
 		hist_add(e, &id, 1);
 		hits_add(e, &id, 1);
-		if (rq->want & LB_WANT_TOP) {
-			tt.id = id;
-			if ((rc = lb_msg_terms(e->tc, &m, top_msgterm, &tt)) != 0)
-				return (rc);
-		}
+		if ((rq->want & LB_WANT_TOP) && (rc = top_message(e, id, &m)) != 0)
+			return (rc);
 	}
 	return (0);
 }
