@@ -989,7 +989,9 @@ top_message(struct ev *e, uint64_t id, const struct lb_msg *m)
 	return (lb_msg_terms(e->tc, m, top_msgterm, &tt));
 }
 
-#define EV_TOP_READ	64	/* a segment's matches up to this many: read, not walk the index */
+/* A segment's matches up to this many are read, not looked for in the field's lists. */
+#define EV_TOP_READ	256
+#define EV_TOP_READ_TEXT 4096	/* (for tokens, whose lists are the whole text index) */
 
 /*
  * The top values of a segment's matches. A few matches are counted from their messages (a
@@ -1002,7 +1004,7 @@ top_matches(struct ev *e, const struct lb_postings *ids)
 	struct lb_msg	m;
 	int		rc;
 
-	if (ids->n > EV_TOP_READ)
+	if (ids->n > (e->rq->top_ns == LB_NS_TEXT ? EV_TOP_READ_TEXT : EV_TOP_READ))
 		return (top_segment(e, ids));
 	for (size_t i = 0; i < ids->n; i++) {
 		if ((rc = ev_tick(e, 16)) != 0)
