@@ -395,7 +395,8 @@ body_begin(FILE *f, json_t *o)
 	char	*s;
 	size_t	 n;
 
-	if (o == NULL || (s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)) == NULL)
+	if (o == NULL || (s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+	    JSON_REAL_PRECISION(6))) == NULL)
 		return (ENOMEM);
 	n = strlen(s);
 	fwrite(s, 1, n > 0 ? n - 1 : 0, f);

@@ -30,7 +30,7 @@ struct evhttp_request;
 
 #define SD_NAME			"logbox-searchd"
 #define SD_URI_MAX		(64 * 1024)	/* request target, bytes; longer is 414 */
-#define SD_HEADERS_MAX		(SD_URI_MAX + 16 * 1024)	/* request line + headers */
+#define SD_HEADERS_MAX		(1024 * 1024)	/* request line + headers; more is evhttp's 413 */
 #define SD_BODY_MAX		1024		/* a GET carries no body */
 #define SD_QUEUE_MAX		1024		/* jobs waiting for a worker; more is 503 */
 #define SD_STORES_PER_WORKER	16		/* open store handles per worker (LRU) */
