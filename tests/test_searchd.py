@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,11 @@ from typing import Any
 import pytest
 from lbtest.cli import Logbox, message_bytes
 from lbtest.oracle import fold, tokenize
-from lbtest.searchd import Searchd, request, searchd_binary
+from lbtest.searchd import Searchd, searchd_binary
+
+Record = dict[str, Any]
+Pred = Callable[[Record], bool]
+Store = tuple[Path, "Truth", int]
 
 N_MAIN = 3000
 PER_TS = 15  # messages sharing one time stamp (one time-map entry, one catalog write, each)
@@ -85,7 +89,7 @@ class Truth:
         self.by_id = {r["id"]: r for r in records}
         self.tokens = {r["id"]: tokenize(message_bytes(r["message"])) for r in records}
 
-    def ids(self, pred, lo_us: int | None = None, hi_us: int | None = None) -> list[int]:
+    def ids(self, pred: Pred, lo_us: int | None = None, hi_us: int | None = None) -> list[int]:
         """Ids (ascending) of records satisfying pred, received in [lo_us, hi_us)."""
         return [
             r["id"]
@@ -95,10 +99,10 @@ class Truth:
             and pred(r)
         ]
 
-    def has_token(self, tok: bytes):
+    def has_token(self, tok: bytes) -> Pred:
         return lambda r: fold(tok) in self.tokens[r["id"]]
 
-    def has_phrase(self, *toks: bytes):
+    def has_phrase(self, *toks: bytes) -> Pred:
         want = [fold(t) for t in toks]
 
         def pred(r: dict[str, Any]) -> bool:
@@ -122,7 +126,7 @@ def searchd_bin(top: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def corpus_store(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> tuple[Path, Truth, int]:
+def corpus_store(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Store:
     """A store: logspace main (N_MAIN messages over the last ~6 h) and logspace other (20)."""
     data = tmp_path_factory.mktemp("searchd") / "data"
     data.mkdir()
@@ -139,7 +143,7 @@ def corpus_store(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> t
 
 
 @pytest.fixture(scope="module")
-def daemon(corpus_store, searchd_bin: Path, sockdir: Path) -> Iterator[Searchd]:
+def daemon(corpus_store: Store, searchd_bin: Path, sockdir: Path) -> Iterator[Searchd]:
     """One daemon over corpus_store for the read-only tests."""
     data, _, _ = corpus_store
     d = Searchd(searchd_bin, data, sockdir / "main.sock", ["--threads", "4"]).start()
@@ -148,7 +152,7 @@ def daemon(corpus_store, searchd_bin: Path, sockdir: Path) -> Iterator[Searchd]:
 
 
 @pytest.fixture(scope="module")
-def truth(corpus_store) -> Truth:
+def truth(corpus_store: Store) -> Truth:
     return corpus_store[1]
 
 
@@ -181,7 +185,9 @@ def search_ids(d: Searchd, q: str, **params: Any) -> tuple[list[int], dict[str, 
         ("*", lambda t: lambda r: True),
     ],
 )  # fmt: skip
-def test_search_matches_brute_force(daemon: Searchd, truth: Truth, q: str, pred) -> None:
+def test_search_matches_brute_force(
+    daemon: Searchd, truth: Truth, q: str, pred: Callable[[Truth], Pred]
+) -> None:
     ids, body = search_ids(daemon, q)
     want = truth.ids(pred(truth))
     assert want, f"the corpus should hold matches of {q!r}"
@@ -196,7 +202,7 @@ def test_search_matches_brute_force(daemon: Searchd, truth: Truth, q: str, pred)
         assert h == truth.by_id[h["id"]]
 
 
-def test_search_lookup_agrees(daemon: Searchd, corpus_store, store_cli: Path) -> None:
+def test_search_lookup_agrees(daemon: Searchd, corpus_store: Store, store_cli: Path) -> None:
     data, _, _ = corpus_store
     lb = Logbox(store_cli, data)
     assert search_ids(daemon, "timeout")[0] == lb.lookup("timeout")
@@ -232,7 +238,7 @@ def test_search_pages_newest_first(daemon: Searchd, truth: Truth) -> None:
     assert r.json["total"] is None and len(r.json["hits"]) == 5
 
 
-def test_time_range(daemon: Searchd, truth: Truth, corpus_store) -> None:
+def test_time_range(daemon: Searchd, truth: Truth, corpus_store: Store) -> None:
     _, _, base_s = corpus_store
     lo, hi = base_s + 67 * GAP_S, base_s + 133 * GAP_S
     ids, body = search_ids(daemon, "*", **{"from": rfc3339(lo), "to": str(hi)})
@@ -252,7 +258,10 @@ def test_time_range(daemon: Searchd, truth: Truth, corpus_store) -> None:
 
 
 def test_count(daemon: Searchd, truth: Truth) -> None:
-    for q, pred in [("login", truth.has_token(b"login")), ("host:web-4", lambda r: r["host"] == "web-4")]:
+    for q, pred in [
+        ("login", truth.has_token(b"login")),
+        ("host:web-4", lambda r: r["host"] == "web-4"),
+    ]:
         r = daemon.get("/v1/count", {"q": q})
         assert r.status == 200
         b = r.json
@@ -260,7 +269,7 @@ def test_count(daemon: Searchd, truth: Truth) -> None:
         assert "hits" not in b and b["warnings"] == [] and b["logspace"] == "main"
 
 
-def test_histogram(daemon: Searchd, truth: Truth, corpus_store) -> None:
+def test_histogram(daemon: Searchd, truth: Truth, corpus_store: Store) -> None:
     _, _, base_s = corpus_store
     lo, hi, n = base_s, base_s + N_MAIN // PER_TS * GAP_S, 10
     r = daemon.get("/v1/histogram", {"q": "error", "from": lo, "to": hi, "buckets": n})
@@ -272,12 +281,16 @@ def test_histogram(daemon: Searchd, truth: Truth, corpus_store) -> None:
         (truth.by_id[i]["received_us"] // 1_000_000 - lo) // step
         for i in truth.ids(truth.has_token(b"error"))
     )
-    assert [x["from"] for x in b["buckets"]] == [(lo + k * step) * 1_000_000 for k in range(len(b["buckets"]))]
+    assert [x["from"] for x in b["buckets"]] == [
+        (lo + k * step) * 1_000_000 for k in range(len(b["buckets"]))
+    ]
     assert [x["count"] for x in b["buckets"]] == [want.get(k, 0) for k in range(len(b["buckets"]))]
     assert b["total"] == sum(want.values()) == sum(x["count"] for x in b["buckets"])
 
 
-@pytest.mark.parametrize("field", ["host", "program", "severity", "facility", "message", "ex@32473.code"])
+@pytest.mark.parametrize(
+    "field", ["host", "program", "severity", "facility", "message", "ex@32473.code"]
+)
 def test_top(daemon: Searchd, truth: Truth, field: str) -> None:
     def values(r: dict[str, Any]) -> set[str]:
         if field == "host":
@@ -391,7 +404,9 @@ def test_health_and_metrics(daemon: Searchd) -> None:
         ("/v2/search", {"q": "*"}, 404, "not_found", None),
     ],
 )  # fmt: skip
-def test_refused(daemon: Searchd, path: str, params, status: int, code: str, names) -> None:
+def test_refused(
+    daemon: Searchd, path: str, params: Any, status: int, code: str, names: str | None
+) -> None:
     r = daemon.get(path, params)
     assert r.status == status, r.body[:300]
     assert r.headers["content-type"] == "application/json"
@@ -417,7 +432,9 @@ def test_bad_query_positions(daemon: Searchd) -> None:
 def test_wildcards_everywhere_is_valid(daemon: Searchd, truth: Truth) -> None:
     r = daemon.get("/v1/count", {"q": "*?*?*?"})
     assert r.status == 200, r.body[:300]
-    assert r.json["total"] == len(truth.ids(lambda x: any(len(t) >= 3 for t in truth.tokens[x["id"]])))
+    assert r.json["total"] == len(
+        truth.ids(lambda x: any(len(t) >= 3 for t in truth.tokens[x["id"]]))
+    )
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "HEAD", "OPTIONS"])
@@ -430,7 +447,11 @@ def test_only_get(daemon: Searchd, method: str) -> None:
 
 
 def test_garbage_on_the_socket(daemon: Searchd) -> None:
-    for junk in (b"\x00\xff garbage\r\n\r\n", b"GET /health HTTP/1.1\r\n" + b"X: y\r\n" * 5000 + b"\r\n", b"GET"):
+    for junk in (
+        b"\x00\xff garbage\r\n\r\n",
+        b"GET /health HTTP/1.1\r\n" + b"X: y\r\n" * 5000 + b"\r\n",
+        b"GET",
+    ):
         s = socket.socket(socket.AF_UNIX)
         s.settimeout(5)
         s.connect(str(daemon.sock))
@@ -449,7 +470,9 @@ def test_garbage_on_the_socket(daemon: Searchd) -> None:
 
 def test_concurrent_requests(daemon: Searchd, truth: Truth) -> None:
     jobs = [(w, len(truth.ids(truth.has_token(w.encode())))) for w in VOCAB] * 3
-    jobs += [(f"host:{h}", len(truth.ids(lambda r, h=h: r["host"].lower() == h.lower()))) for h in HOSTS]
+    jobs += [
+        (f"host:{h}", len(truth.ids(lambda r, h=h: r["host"].lower() == h.lower()))) for h in HOSTS
+    ]
 
     def one(job: tuple[str, int]) -> tuple[str, int, int]:
         r = daemon.get("/v1/count", {"q": job[0]})
@@ -478,7 +501,9 @@ def big_store(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path
 SLOW_Q = '"*a* *b*" OR "*c* *d*"'
 
 
-def test_broad_queries_do_not_block_quick_ones(big_store: Path, searchd_bin: Path, sockdir: Path) -> None:
+def test_broad_queries_do_not_block_quick_ones(
+    big_store: Path, searchd_bin: Path, sockdir: Path
+) -> None:
     d = Searchd(searchd_bin, big_store, sockdir / "big.sock", ["--threads", "4"]).start()
     try:
         t0 = time.monotonic()
@@ -542,7 +567,9 @@ def test_deadline_and_max_terms(big_store: Path, searchd_bin: Path, sockdir: Pat
 # ---------------------------------------------------------------- damage, life cycle
 
 
-def test_damaged_segment_is_a_warning(tmp_path: Path, store_cli: Path, searchd_bin: Path, sockdir: Path) -> None:
+def test_damaged_segment_is_a_warning(
+    tmp_path: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
+) -> None:
     data = tmp_path / "data"
     data.mkdir()
     lb = Logbox(store_cli, data)
@@ -567,12 +594,16 @@ def test_damaged_segment_is_a_warning(tmp_path: Path, store_cli: Path, searchd_b
         assert r.status == 200 and r.json["warnings"] and r.json["total"] == 2000
         assert victim.name in d.log()
         assert d.healthy()
-        assert 'logbox_searchd_errors_total{kind="damaged_segment"}' in d.get("/metrics").body.decode()
+        assert (
+            'logbox_searchd_errors_total{kind="damaged_segment"}' in d.get("/metrics").body.decode()
+        )
     finally:
         assert d.stop() == 0, d.log()
 
 
-def test_new_messages_and_sighup(tmp_path: Path, store_cli: Path, searchd_bin: Path, sockdir: Path) -> None:
+def test_new_messages_and_sighup(
+    tmp_path: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
+) -> None:
     data = tmp_path / "data"
     data.mkdir()
     lb = Logbox(store_cli, data)
@@ -590,7 +621,9 @@ def test_new_messages_and_sighup(tmp_path: Path, store_cli: Path, searchd_bin: P
         assert d.stop() == 0, d.log()
 
 
-def test_sigterm_finishes_in_flight_and_exits_0(big_store: Path, searchd_bin: Path, sockdir: Path) -> None:
+def test_sigterm_finishes_in_flight_and_exits_0(
+    big_store: Path, searchd_bin: Path, sockdir: Path
+) -> None:
     d = Searchd(searchd_bin, big_store, sockdir / "term.sock", ["--threads", "2"]).start()
     answers: list[int] = []
     t = threading.Thread(target=lambda: answers.append(d.get("/v1/count", {"q": SLOW_Q}).status))
@@ -605,7 +638,7 @@ def test_sigterm_finishes_in_flight_and_exits_0(big_store: Path, searchd_bin: Pa
     assert "stopped" in d.log()
 
 
-def test_socket_file(corpus_store, searchd_bin: Path, sockdir: Path) -> None:
+def test_socket_file(corpus_store: Store, searchd_bin: Path, sockdir: Path) -> None:
     data, _, _ = corpus_store
     path = sockdir / "stale.sock"
     s = socket.socket(socket.AF_UNIX)
@@ -628,7 +661,7 @@ def test_socket_file(corpus_store, searchd_bin: Path, sockdir: Path) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the root check only applies to root")
-def test_refuses_root(corpus_store, searchd_bin: Path, sockdir: Path) -> None:
+def test_refuses_root(corpus_store: Store, searchd_bin: Path, sockdir: Path) -> None:
     data, _, _ = corpus_store
     p = subprocess.run(
         [str(searchd_bin), "--data", str(data), "--socket", str(sockdir / "root.sock")],
@@ -639,7 +672,7 @@ def test_refuses_root(corpus_store, searchd_bin: Path, sockdir: Path) -> None:
     assert not (sockdir / "root.sock").exists()
 
 
-def test_bad_options(corpus_store, searchd_bin: Path, sockdir: Path, tmp_path: Path) -> None:
+def test_bad_options(corpus_store: Store, searchd_bin: Path, sockdir: Path, tmp_path: Path) -> None:
     data, _, _ = corpus_store
     base = [str(searchd_bin), "--allow-root", "--socket", str(sockdir / "opt.sock")]
     for extra, rc in [([], 2), (["--data", str(data), "--threads", "0"], 1),

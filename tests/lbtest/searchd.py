@@ -46,7 +46,9 @@ class Reply:
         try:
             return json.loads(self.body.decode("utf-8"))
         except ValueError as e:
-            raise AssertionError(f"searchd answered {self.status} with non-JSON: {self.body[:300]!r}") from e
+            raise AssertionError(
+                f"searchd answered {self.status} with non-JSON: {self.body[:300]!r}"
+            ) from e
 
     def error(self) -> dict[str, Any]:
         """The "error" object of an error answer (asserting the envelope's shape)."""
@@ -58,9 +60,7 @@ class Reply:
 def query_string(params: Mapping[str, str | bytes | int] | Sequence[tuple[str, Any]]) -> str:
     """params url-encoded (form style; bytes values are sent as they are)."""
     items = params.items() if isinstance(params, Mapping) else params
-    return urllib.parse.urlencode(
-        [(k, v if isinstance(v, bytes) else str(v)) for k, v in items]
-    )
+    return urllib.parse.urlencode([(k, v if isinstance(v, bytes) else str(v)) for k, v in items])
 
 
 def request(
