@@ -679,3 +679,53 @@ def test_bad_options(corpus_store: Store, searchd_bin: Path, sockdir: Path, tmp_
                       (["--data", str(tmp_path / "missing")], 1)]:  # fmt: skip
         p = subprocess.run(base + extra, capture_output=True, timeout=10)
         assert p.returncode == rc, (extra, p.stderr)
+
+
+def test_systemd_notify(corpus_store: Store, searchd_bin: Path, sockdir: Path) -> None:
+    data, _, _ = corpus_store
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ns.bind(str(sockdir / "notify"))
+    ns.settimeout(5)
+    env = {"NOTIFY_SOCKET": str(sockdir / "notify"), "WATCHDOG_USEC": "200000"}
+    d = Searchd(searchd_bin, data, sockdir / "notify.sock", env=env).start()
+    try:
+        got = [ns.recv(4096).decode()]
+        assert got[0].startswith("READY=1\nSTATUS=listening on")
+        got += [ns.recv(4096).decode() for _ in range(2)]  # 100 ms apart
+        assert got[1:] == ["WATCHDOG=1", "WATCHDOG=1"]
+    finally:
+        assert d.stop() == 0, d.log()
+    while (m := ns.recv(4096).decode()) == "WATCHDOG=1":
+        pass
+    assert m.startswith("STOPPING=1")
+    ns.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can switch users")
+def test_drops_to_user(corpus_store: Store, searchd_bin: Path) -> None:
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    data, _, _ = corpus_store
+    # A copy of the store the user can read (LMDB readers also write the lock file).
+    top = Path(tempfile.mkdtemp(prefix="sdu", dir="/tmp"))
+    try:
+        shutil.copytree(data, top / "data")
+        for p in [top, *top.rglob("*")]:
+            p.chmod(0o777 if p.is_dir() else 0o666)
+        d = Searchd(searchd_bin, top / "data", top / "u.sock", ["--user", "nobody"]).start()
+        try:
+            st = (top / "u.sock").stat()
+            assert (st.st_uid, st.st_gid) == (nobody.pw_uid, nobody.pw_gid)
+            assert stat.S_IMODE(st.st_mode) == 0o660
+            status = Path(f"/proc/{d.proc.pid}/status").read_text()
+            uids = next(line for line in status.splitlines() if line.startswith("Uid:"))
+            assert uids.split()[1:] == [str(nobody.pw_uid)] * 4
+            groups = next(line for line in status.splitlines() if line.startswith("Groups:"))
+            assert groups.split()[1:] in ([], [str(nobody.pw_gid)])
+            assert d.get("/v1/count", {"q": "*"}).json["total"] == N_MAIN
+        finally:
+            assert d.stop() == 0, d.log()
+        assert not (top / "u.sock").exists()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

@@ -89,6 +89,7 @@ class Searchd:
     data: Path
     sock: Path
     args: list[str] = field(default_factory=list)
+    env: dict[str, str] | None = None  # added to the test's environment
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
 
@@ -103,7 +104,12 @@ class Searchd:
         if os.geteuid() == 0 and "--user" not in self.args:
             argv.append("--allow-root")
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log)
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env=dict(os.environ, **(self.env or {})),
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
