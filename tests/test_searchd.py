@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import random
 import shutil
@@ -28,7 +29,7 @@ from typing import Any
 import pytest
 from lbtest.cli import Logbox, message_bytes
 from lbtest.oracle import fold, tokenize
-from lbtest.searchd import Searchd, searchd_binary
+from lbtest.searchd import Searchd, UnixHTTPConnection, query_string, searchd_binary
 
 Record = dict[str, Any]
 Pred = Callable[[Record], bool]
@@ -463,6 +464,33 @@ def test_garbage_on_the_socket(daemon: Searchd) -> None:
             pass
         s.close()
     assert daemon.healthy()
+
+
+def test_bytes_in_errors(daemon: Searchd) -> None:
+    # Bytes that are not UTF-8 come back as \udcXX escapes, so the body is still valid JSON.
+    err = daemon.get("/v1/count", {"q": b"facility:\xff\xfe"}).error()
+    assert err["code"] == "bad_query" and "\udcff\udcfe" in err["message"]
+    err = daemon.get("/v1/count", {"q": "*", b"\xff": "1"}).error()
+    assert err["code"] == "bad_parameter" and "\udcff" in err["message"]
+
+
+def test_keep_alive(daemon: Searchd, truth: Truth) -> None:
+    c = UnixHTTPConnection(daemon.sock)
+    try:
+        for i in range(30):
+            q = VOCAB[i % len(VOCAB)] if i % 3 else "(broken"
+            c.request("GET", "/v1/count?" + query_string({"q": q}))
+            r = c.getresponse()
+            body = json.loads(r.read())
+            if i % 3:
+                assert r.status == 200 and body["total"] == len(
+                    truth.ids(truth.has_token(q.encode()))
+                )
+            else:
+                assert r.status == 400 and body["error"]["code"] == "bad_query"
+            assert not r.will_close
+    finally:
+        c.close()
 
 
 # ---------------------------------------------------------------- concurrency
