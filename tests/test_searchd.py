@@ -649,6 +649,28 @@ def test_new_messages_and_sighup(
         assert d.stop() == 0, d.log()
 
 
+def test_store_created_after_start(
+    tmp_path: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
+) -> None:
+    # searchd may start before indexd has created the catalog: 503 until it exists.
+    data = tmp_path / "data"
+    data.mkdir()
+    d = Searchd(searchd_bin, data, sockdir / "late.sock").start()
+    try:
+        for path in ("/v1/count", "/v1/logspaces"):
+            r = d.get(path, {"q": "x"} if path == "/v1/count" else None)
+            assert r.status == 503 and r.error()["code"] == "unavailable", r.body
+        assert d.healthy()
+        Logbox(store_cli, data).ingest(b"<14>late arrival\n")
+        deadline = time.monotonic() + 5
+        while (r := d.get("/v1/count", {"q": "late"})).status == 503:
+            assert time.monotonic() < deadline, r.body
+            time.sleep(0.1)
+        assert r.status == 200 and r.json["total"] == 1
+    finally:
+        assert d.stop() == 0, d.log()
+
+
 def test_sigterm_finishes_in_flight_and_exits_0(
     big_store: Path, searchd_bin: Path, sockdir: Path
 ) -> None:
