@@ -256,6 +256,9 @@ def test_time_range(daemon: Searchd, truth: Truth, corpus_store: Store) -> None:
     assert ids[0] == 1 or truth.by_id[ids[0] - 1]["received_us"] < (after - 3600 + 1) * 1e6
     # The default range is the last 24 h: everything.
     assert daemon.get("/v1/count", {"q": "*"}).json["total"] == N_MAIN
+    # Without from, the range is the day before to.
+    b = daemon.get("/v1/count", {"q": "*", "to": hi}).json
+    assert b["from"] == (hi - 86400) * 1_000_000 and b["total"] == 133 * PER_TS
 
 
 def test_count(daemon: Searchd, truth: Truth) -> None:

@@ -317,8 +317,9 @@ req_params(struct req *r)
 		return (0);
 	if (r->r_val[P_Q] == NULL)
 		return (req_fail(r, 400, "bad_parameter", "q: missing (the query is required)"));
-	if (req_time(r, P_FROM, now, now - DAY_US, &r->r_from) != 0 ||
-	    req_time(r, P_TO, now, now, &r->r_to) != 0)
+	/* Without from, the day before to (now - 24 h when to is now too). */
+	if (req_time(r, P_TO, now, now, &r->r_to) != 0 ||
+	    req_time(r, P_FROM, now, r->r_to - DAY_US, &r->r_from) != 0)
 		return (-1);
 	if (r->r_from > r->r_to)
 		return (req_fail(r, 400, "bad_parameter", "from: after to"));
