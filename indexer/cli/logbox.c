@@ -1,8 +1,8 @@
 /*
  * logbox.c — the logbox admin tool: ingest, cat, lookup, verify, stats, dump, reindex over a
- * data directory. This file owns argument handling, progress and output formats (text and
- * NDJSON); every storage decision is liblogbox's. Errors go to stderr as "logbox: ..." with
- * exit status 1; usage errors exit 2.
+ * data directory, and the dispatch to search (search.c). This file owns argument handling,
+ * progress and output formats (text and NDJSON); every storage decision is liblogbox's. Errors
+ * go to stderr as "logbox: ..." with exit status 1; usage errors exit 2.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 
 #include "logbox.h"
 #include "lb_format.h"
+#include "search.h"
 
 #define READ_CHUNK	(4 << 20)	/* bytes read from the input at a time */
 #define FRAME_MAX	(64 << 20)	/* the largest frame buffered; longer ones are skipped */
@@ -32,7 +33,8 @@ static const char *usage_text =
     "       logbox verify  --data DIR [--logspace L]\n"
     "       logbox stats   --data DIR [--logspace L] [--json]\n"
     "       logbox reindex --data DIR [--logspace L]\n"
-    "       logbox dump    FILE\n"
+    "       logbox dump    FILE\n";
+static const char *usage_tail =
     "       logbox --version\n";
 
 struct opts {
@@ -72,9 +74,17 @@ static void
 usage(void) __attribute__((noreturn));
 
 static void
+print_usage(FILE *f)
+{
+	fputs(usage_text, f);
+	fputs(search_usage, f);
+	fputs(usage_tail, f);
+}
+
+static void
 usage(void)
 {
-	fputs(usage_text, stderr);
+	print_usage(stderr);
 	exit(2);
 }
 
@@ -152,7 +162,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		case 'e': o->field = optarg; break;
 		case 'j': o->json = 1; break;
 		case 'r': o->received = optarg; break;
-		case 'h': fputs(usage_text, stdout); exit(0);
+		case 'h': print_usage(stdout); exit(0);
 		default: usage();
 		}
 	}
@@ -683,11 +693,13 @@ main(int argc, char *argv[])
 		return (0);
 	}
 	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-		fputs(usage_text, stdout);
+		print_usage(stdout);
 		return (0);
 	}
 	if (argc < 2)
 		usage();
+	if (strcmp(argv[1], "search") == 0)
+		return (search_main(argc - 1, argv + 1));
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(argv[1], cmds[i].name) == 0) {
 			parse_opts(argc - 1, argv + 1, &o);
