@@ -19,6 +19,7 @@
 
 #include "logbox.h"
 #include "lb_format.h"
+#include "lb_util.h"
 #include "search.h"
 
 #define READ_CHUNK	(4 << 20)	/* bytes read from the input at a time */
@@ -27,7 +28,7 @@
 static const char *usage_text =
     "usage: logbox ingest  --data DIR [--logspace L] [--framing line|octet]\n"
     "                      [--sync always|batch|none] [--batch N] [--ack]\n"
-    "                      [--received now|header] [FILE|-]\n"
+    "                      [--received now|header] [--flush-ms MS] [FILE|-]\n"
     "       logbox cat     --data DIR [--logspace L] [--from-id N] [--to-id N]\n"
     "       logbox lookup  --data DIR [--logspace L] [--prefix] [--field F] TERM\n"
     "       logbox verify  --data DIR [--logspace L]\n"
@@ -45,6 +46,7 @@ struct opts {
 	const char	*field;
 	const char	*received;
 	uint64_t	 batch;
+	uint64_t	 flush_ms;	/* ingest --flush-ms: 0 keeps the logspace's setting */
 	uint64_t	 from_id;
 	uint64_t	 to_id;
 	int		 ack;
@@ -135,6 +137,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		{ "field", required_argument, NULL, 'e' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "received", required_argument, NULL, 'r' },
+		{ "flush-ms", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -162,6 +165,11 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		case 'e': o->field = optarg; break;
 		case 'j': o->json = 1; break;
 		case 'r': o->received = optarg; break;
+		case 'M':
+			if ((o->flush_ms = parse_u64(optarg, "--flush-ms")) == 0 ||
+			    o->flush_ms > UINT32_MAX)
+				die("--flush-ms: 1 to %u", UINT32_MAX);
+			break;
 		case 'h': print_usage(stdout); exit(0);
 		default: usage();
 		}
@@ -186,6 +194,36 @@ open_store(const struct opts *o, int mode)
 }
 
 /* ---------------------------------------------------------------- ingest */
+
+/*
+ * ingest --flush-ms: stores the logspace's segment interval (creating the logspace with the
+ * default settings otherwise) before the store opens it. The catalog is closed again first: a
+ * process opens a data directory's catalog once at a time.
+ */
+static void
+set_flush_ms(const struct opts *o)
+{
+	struct lb_catalog	*cat;
+	struct lb_lsconf	 conf;
+	int			 rc;
+
+	if (o->data == NULL)
+		usage();
+	if ((rc = lb_mkdirs(o->data)) != 0 ||
+	    (rc = lb_catalog_open(o->data, LB_RDWR, &cat)) != 0)
+		die("%s: %s", o->data, lb_strerror(rc));
+	if ((rc = lb_catalog_logspace_get(cat, o->ls, &conf)) == LB_ENOTFOUND) {
+		lb_lsconf_default(&conf);
+		conf.flush_ms = (uint32_t)o->flush_ms;
+		rc = lb_catalog_logspace_create(cat, o->ls, &conf);
+	} else if (rc == 0 && conf.flush_ms != o->flush_ms) {
+		conf.flush_ms = (uint32_t)o->flush_ms;
+		rc = lb_catalog_logspace_set(cat, o->ls, &conf);
+	}
+	lb_catalog_close(cat);
+	if (rc != 0)
+		die("%s: logspace %s: --flush-ms: %s", o->data, o->ls, lb_strerror(rc));
+}
 
 struct ingest {
 	struct lb_store	*st;
@@ -272,6 +310,8 @@ cmd_ingest(struct opts *o)
 	if (o->argc == 1 && strcmp(o->argv[0], "-") != 0 &&
 	    (fd = open(o->argv[0], O_RDONLY | O_CLOEXEC)) == -1)
 		die("%s: %s", o->argv[0], strerror(errno));
+	if (o->flush_ms != 0)
+		set_flush_ms(o);
 	in.st = open_store(o, LB_RDWR);
 	in.ack = o->ack;
 	if (strcmp(o->received, "header") == 0)
