@@ -441,9 +441,10 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 			break;
 		case 'C': o->what = W_COUNT; nwhat++; break;
 		case 'H':
-			if (parse_count(optarg, "--histogram", LB_HIST_MAX, &v) != 0 || v == 0) {
-				if (v == 0)
-					errmsg("--histogram: 1 to %d buckets", LB_HIST_MAX);
+			if (parse_count(optarg, "--histogram", LB_HIST_MAX, &v) != 0)
+				return (2);
+			if (v == 0) {
+				errmsg("--histogram: 1 to %d buckets", LB_HIST_MAX);
 				return (2);
 			}
 			o->nbuckets = (uint32_t)v;
@@ -481,9 +482,10 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 	if (limit != NULL) {
 		uint64_t max = o->what == W_TOP ? LB_TOP_MAX : HITS_MAX;
 
-		if (parse_count(limit, "--limit", max, &v) != 0 || v == 0) {
-			if (v == 0)
-				errmsg("--limit: 1 to %" PRIu64, max);
+		if (parse_count(limit, "--limit", max, &v) != 0)
+			return (2);
+		if (v == 0) {
+			errmsg("--limit: 1 to %" PRIu64, max);
 			return (2);
 		}
 		o->limit = (uint32_t)v;
