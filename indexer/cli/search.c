@@ -492,14 +492,17 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 	} else
 		o->limit = o->what == W_TOP ? TOP_DEFAULT : HITS_DEFAULT;
 
-	/* Times: to defaults to now, from to 24 hours before to. */
+	/*
+	 * Times: to defaults to now, from to 24 hours before to (rounded up to a second first, so
+	 * that the default range is exactly 24 hours and histogram steps come out round).
+	 */
 	o->to = now;
 	if (to != NULL && lb_time_parse(to, now, &o->to) != 0) {
 		errmsg("--to: not a time: '%s' (RFC 3339, -15m, -2h, -1d, now, or epoch seconds)",
 		    to);
 		return (1);
 	}
-	o->from = o->to - DAY_US;
+	o->from = ceil_s(o->to) - DAY_US;
 	if (from != NULL && lb_time_parse(from, now, &o->from) != 0) {
 		errmsg("--from: not a time: '%s' (RFC 3339, -15m, -2h, -1d, now, or epoch "
 		    "seconds)", from);
