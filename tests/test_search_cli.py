@@ -401,3 +401,15 @@ def test_socket_prints_what_data_prints(s: Searcher, sd: Searcher, query: str, k
     a = s.run(query, **ALL, **kw)
     b = sd.run(query, **ALL, **kw)
     assert (b.returncode, b.stdout, b.stderr) == (a.returncode, a.stdout, a.stderr)
+
+
+def test_too_broad_through_searchd(lb: Logbox, top: Path, tokens: list[bytes]) -> None:
+    binary = searchd_binary(top)
+    if binary is None:
+        pytest.skip("logbox-searchd is not built: the searchd branch has not landed yet")
+    with Searchd(binary, lb.data, "--max-terms", "3") as d:
+        s = Searcher(lb, d.socket)
+        p = s.run("*a*", **ALL)
+        assert p.returncode == 1 and p.stderr.startswith(b"logbox: query too broad"), p.stderr
+        assert p.stdout == b""
+        assert s.count(tokens[0].decode(), **ALL) > 0  # one term: not too broad
