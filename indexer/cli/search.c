@@ -93,13 +93,15 @@ errmsg(const char *fmt, ...)
 	va_end(ap);
 }
 
+static const char usage_text[] =
+    "usage: logbox search [--data DIR | --socket PATH] [--logspace L] [--from T] [--to T]\n"
+    "                     [--limit N] [--order newest|oldest] [--cursor ID] [--count]\n"
+    "                     [--histogram N] [--top FIELD] [--json] QUERY\n";
+
 static int
 search_usage_exit(void)
 {
-	fputs("usage: logbox search [--data DIR | --socket PATH] [--logspace L] [--from T] "
-	    "[--to T]\n"
-	    "                     [--limit N] [--order newest|oldest] [--cursor ID] [--count]\n"
-	    "                     [--histogram N] [--top FIELD] [--json] QUERY\n", stderr);
+	fputs(usage_text, stderr);
 	return (2);
 }
 
@@ -454,12 +456,7 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 		case 'T': o->top = optarg; o->what = W_TOP; nwhat++; break;
 		case 'j': o->json = 1; break;
 		case 'h':
-			fputs("usage: logbox search [--data DIR | --socket PATH] [--logspace L] "
-			    "[--from T] [--to T]\n"
-			    "                     [--limit N] [--order newest|oldest] [--cursor ID] "
-			    "[--count]\n"
-			    "                     [--histogram N] [--top FIELD] [--json] QUERY\n",
-			    stdout);
+			fputs(usage_text, stdout);
 			exit(0);
 		default:
 			return (search_usage_exit());
