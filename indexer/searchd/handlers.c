@@ -543,6 +543,7 @@ do_query(struct req *r, char **body, size_t *len)
 	FILE			*f = NULL, *hf = NULL;
 	json_t			*o = NULL;
 	int64_t			 waited;
+	uint64_t		 next_cursor;
 	int			 rc, ret = -1;
 
 	memset(&res, 0, sizeof(res));
@@ -627,6 +628,7 @@ do_query(struct req *r, char **body, size_t *len)
 		metrics_error(env->sd_metrics, ERR_DAMAGED, res.nwarnings);
 
 	/* The hits' messages first: took_ms covers reading them. */
+	next_cursor = res.next_cursor;
 	if (j->j_ep == EP_SEARCH) {
 		if ((hf = open_memstream(&hits, &hitslen)) == NULL) {
 			req_fail(r, 503, "unavailable", "out of memory");
@@ -647,6 +649,17 @@ do_query(struct req *r, char **body, size_t *len)
 			if (n++ > 0)
 				fputc(',', hf);
 			lb_msg_json(hf, &m);
+			/* Huge messages: cut the page, the client continues from here. */
+			if (i + 1 < res.n && ftell(hf) > SD_HITS_BYTES_MAX) {
+				next_cursor = res.ids[i];
+				if (req_warn(r, "hits cut after %zu messages (a page holds at "
+				    "most %d bytes): continue with next_cursor", n,
+				    SD_HITS_BYTES_MAX) != 0) {
+					req_fail(r, 503, "unavailable", "out of memory");
+					goto done;
+				}
+				break;
+			}
 		}
 		rc = fclose(hf);
 		hf = NULL;
@@ -670,9 +683,9 @@ do_query(struct req *r, char **body, size_t *len)
 	if (j->j_ep == EP_SEARCH) {
 		char cur[24];
 
-		snprintf(cur, sizeof(cur), "%llu", (unsigned long long)res.next_cursor);
+		snprintf(cur, sizeof(cur), "%llu", (unsigned long long)next_cursor);
 		if ((!r->r_total && json_object_set_new(o, "total", json_null()) != 0) ||
-		    json_object_set_new(o, "next_cursor", res.next_cursor ? json_string(cur) :
+		    json_object_set_new(o, "next_cursor", next_cursor ? json_string(cur) :
 		    json_null()) != 0)
 			goto nomem;
 	}
