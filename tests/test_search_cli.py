@@ -8,23 +8,18 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shutil
 import subprocess
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lbtest.cli import (
-    Logbox,
-    Searchd,
-    Searcher,
-    message_bytes,
-    parse_bad_query,
-    parse_summary,
-    searchd_binary,
-)
+from lbtest.cli import Logbox, Searcher, message_bytes, parse_bad_query, parse_summary
 from lbtest.corpus import Expected, octet_frames, parse_5424, random_corpus
 from lbtest.oracle import fold, tokenize
+from lbtest.searchd import Searchd, searchd_binary
 
 BASE = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
 BASE_US = int(BASE.timestamp()) * 1_000_000
@@ -68,13 +63,19 @@ def s(lb: Logbox) -> Searcher:
 
 
 @pytest.fixture(scope="module")
-def sd(lb: Logbox, top: Path) -> Iterator[Searcher]:
-    """A logbox-searchd on the same store."""
-    binary = searchd_binary(top)
-    if binary is None:
-        pytest.skip("logbox-searchd is not built: the searchd branch has not landed yet")
-    with Searchd(binary, lb.data) as d:
-        yield Searcher(lb, d.socket)
+def sockdir() -> Iterator[Path]:
+    """A short directory for sockets (sun_path holds 107 bytes)."""
+    d = Path(tempfile.mkdtemp(prefix="lbs", dir="/tmp"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def sd(lb: Logbox, top: Path, sockdir: Path) -> Iterator[Searcher]:
+    """Search through a logbox-searchd on the same store (--socket)."""
+    d = Searchd(searchd_binary(top), lb.data, sockdir / "cli.sock").start()
+    yield Searcher(lb, d.sock)
+    assert d.stop() == 0, d.log()
 
 
 def ids(hits: list[dict]) -> list[int]:
@@ -403,13 +404,16 @@ def test_socket_prints_what_data_prints(s: Searcher, sd: Searcher, query: str, k
     assert (b.returncode, b.stdout, b.stderr) == (a.returncode, a.stdout, a.stderr)
 
 
-def test_too_broad_through_searchd(lb: Logbox, top: Path, tokens: list[bytes]) -> None:
-    binary = searchd_binary(top)
-    if binary is None:
-        pytest.skip("logbox-searchd is not built: the searchd branch has not landed yet")
-    with Searchd(binary, lb.data, "--max-terms", "3") as d:
-        s = Searcher(lb, d.socket)
+def test_too_broad_through_searchd(
+    lb: Logbox, top: Path, sockdir: Path, tokens: list[bytes]
+) -> None:
+    d = Searchd(searchd_binary(top), lb.data, sockdir / "broad.sock", ["--max-terms", "3"])
+    d.start()
+    try:
+        s = Searcher(lb, d.sock)
         p = s.run("*a*", **ALL)
         assert p.returncode == 1 and p.stderr.startswith(b"logbox: query too broad"), p.stderr
         assert p.stdout == b""
         assert s.count(tokens[0].decode(), **ALL) > 0  # one term: not too broad
+    finally:
+        assert d.stop() == 0, d.log()

@@ -1,7 +1,7 @@
 """`logbox search` while `logbox ingest --ack` writes (real processes, contract:
 indexer/cli/README.md): the loghub corpus, shuffled, streamed at a steady rate in small commits
 into a logspace that flushes a segment every 250 ms and so merges every 2 s. A searcher loops
-over a few tokens, in process and (when logbox-searchd is built) through searchd, and checks:
+over a few tokens, in process and through logbox-searchd, and checks:
 
 - every acked id older than 1 s whose message holds the token is found;
 - the pages of one search never repeat an id, and every hit holds the token;
@@ -12,15 +12,18 @@ and at the end every message of the stream is found, and the store verifies."""
 from __future__ import annotations
 
 import random
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from lbtest.cli import Logbox, Searchd, Searcher, message_bytes, searchd_binary
+from lbtest.cli import Logbox, Searcher, message_bytes
 from lbtest.corpus import loghub_corpus
 from lbtest.oracle import tokenize
+from lbtest.searchd import Searchd, searchd_binary
 
 RATE = 2000  # messages a second
 SECONDS = 20  # of streaming
@@ -141,6 +144,7 @@ def test_search_while_ingesting(store_cli: Path, tmp_path: Path, top: Path) -> N
     fixed = (t0, t0 + 3)  # a time range that is in the past after 3 s
     sd_bin = searchd_binary(top)
     daemon: Searchd | None = None
+    sockdir = Path(tempfile.mkdtemp(prefix="lbc", dir="/tmp"))  # sun_path holds 107 bytes
     feed = Stream(lb, lines)
     try:
         # Searching starts once the store exists: after the first ack.
@@ -148,9 +152,8 @@ def test_search_while_ingesting(store_cli: Path, tmp_path: Path, top: Path) -> N
         deadline = time.monotonic() + 10
         while feed.acked_before(time.monotonic()) == 0 and time.monotonic() < deadline:
             time.sleep(0.01)
-        if sd_bin is not None:
-            daemon = Searchd(sd_bin, lb.data).start()
-            searchers.append(("socket", Searcher(lb, daemon.socket)))
+        daemon = Searchd(sd_bin, lb.data, sockdir / "searchd.sock").start()
+        searchers.append(("socket", Searcher(lb, daemon.sock)))
 
         seen_segments: set[str] = set()
         merged = 0
@@ -192,6 +195,7 @@ def test_search_while_ingesting(store_cli: Path, tmp_path: Path, top: Path) -> N
             feed.proc.kill()
             feed.proc.wait()
         if daemon is not None:
-            daemon.stop()
+            assert daemon.stop() == 0, daemon.log()
+        shutil.rmtree(sockdir, ignore_errors=True)
     rc, err = lb.verify()
     assert rc == 0, err

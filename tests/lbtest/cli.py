@@ -7,11 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import socket
 import subprocess
-import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -382,96 +378,3 @@ class Searcher:
         """--top FIELD --json: [(value bytes, count)]."""
         rows = parse_cat(self.check(query, top=field, json=True, **kw))
         return [(message_bytes(r["value"], "top value"), r["count"]) for r in rows]
-
-
-# ---------------------------------------------------------------- logbox-searchd
-
-
-def searchd_binary(top: Path) -> Path | None:
-    """build/bin/logbox-searchd ($LOGBOX_SEARCHD_BIN), or None when it is not built."""
-    p = Path(os.environ.get("LOGBOX_SEARCHD_BIN", top / "build" / "bin" / "logbox-searchd"))
-    return p if p.is_file() else None
-
-
-class Searchd:
-    """A logbox-searchd process serving one data directory on a unix socket (SEARCH.md §C).
-    Use as a context manager: it is started, waited for (GET /health) and stopped."""
-
-    def __init__(self, binary: Path, data: Path, *args: str) -> None:
-        self.binary = Path(binary)
-        self.data = Path(data)
-        self.args = list(args)
-        # Unix socket paths are short (108 bytes): not under pytest's long tmp_path.
-        self.dir = Path(tempfile.mkdtemp(prefix="lbsd"))
-        self.socket = self.dir / "searchd.sock"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log = self.dir / "searchd.log"
-
-    def start(self, timeout: float = 20) -> Searchd:
-        argv = [str(self.binary), "--data", str(self.data), "--socket", str(self.socket)]
-        if os.geteuid() == 0:
-            argv.append("--allow-root")
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(
-                argv + self.args, stdout=log, stderr=subprocess.STDOUT, env=_env(self.binary)
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"searchd exited {self.proc.returncode}:\n{self.output()}")
-            try:
-                status, _ = self.get("/health")
-                if status == 200:
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.05)
-        self.stop()
-        raise AssertionError(f"searchd did not answer /health within {timeout} s:\n{self.output()}")
-
-    def output(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")[-4000:]
-        except OSError:
-            return ""
-
-    def get(self, target: str, timeout: float = 30) -> tuple[int, bytes]:
-        """A plain HTTP/1.1 GET over the socket: (status, body)."""
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(timeout)
-            s.connect(str(self.socket))
-            s.sendall(
-                f"GET {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode()
-            )
-            chunks = []
-            while data := s.recv(65536):
-                chunks.append(data)
-        resp = b"".join(chunks)
-        head, _, body = resp.partition(b"\r\n\r\n")
-        status = int(head.split(b" ", 2)[1])
-        if b"chunked" in head.lower():
-            out, rest = b"", body
-            while True:
-                size_line, _, rest = rest.partition(b"\r\n")
-                size = int(size_line.split(b";")[0], 16)
-                if size == 0:
-                    break
-                out, rest = out + rest[:size], rest[size + 2 :]
-            body = out
-        return status, body
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def __enter__(self) -> Searchd:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
