@@ -1,7 +1,7 @@
 /*
  * search.c — `logbox search`: runs one query over a logspace, either in this process on a data
  * directory (--data: lb_store_open, lb_query_parse, lb_search, lb_store_get) or through
- * logbox-searchd on its unix socket (--socket: HTTP/1.1 and JSON, SEARCH.md §C), and prints
+ * logbox-searchd on its unix socket (--socket: HTTP/1.1 and JSON, PROTOCOL.md), and prints
  * hits, a count, a histogram or the top values of a field. It owns the command line, the two
  * transports and the output formats; what matches is liblogbox's business alone.
  *
