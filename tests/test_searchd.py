@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import random
 import shutil
@@ -28,7 +29,7 @@ from typing import Any
 import pytest
 from lbtest.cli import Logbox, message_bytes
 from lbtest.oracle import fold, tokenize
-from lbtest.searchd import Searchd, searchd_binary
+from lbtest.searchd import Searchd, UnixHTTPConnection, query_string, searchd_binary
 
 Record = dict[str, Any]
 Pred = Callable[[Record], bool]
@@ -255,6 +256,9 @@ def test_time_range(daemon: Searchd, truth: Truth, corpus_store: Store) -> None:
     assert ids[0] == 1 or truth.by_id[ids[0] - 1]["received_us"] < (after - 3600 + 1) * 1e6
     # The default range is the last 24 h: everything.
     assert daemon.get("/v1/count", {"q": "*"}).json["total"] == N_MAIN
+    # Without from, the range is the day before to.
+    b = daemon.get("/v1/count", {"q": "*", "to": hi}).json
+    assert b["from"] == (hi - 86400) * 1_000_000 and b["total"] == 133 * PER_TS
 
 
 def test_count(daemon: Searchd, truth: Truth) -> None:
@@ -465,6 +469,33 @@ def test_garbage_on_the_socket(daemon: Searchd) -> None:
     assert daemon.healthy()
 
 
+def test_bytes_in_errors(daemon: Searchd) -> None:
+    # Bytes that are not UTF-8 come back as \udcXX escapes, so the body is still valid JSON.
+    err = daemon.get("/v1/count", {"q": b"facility:\xff\xfe"}).error()
+    assert err["code"] == "bad_query" and "\udcff\udcfe" in err["message"]
+    err = daemon.get("/v1/count", {"q": "*", b"\xff": "1"}).error()
+    assert err["code"] == "bad_parameter" and "\udcff" in err["message"]
+
+
+def test_keep_alive(daemon: Searchd, truth: Truth) -> None:
+    c = UnixHTTPConnection(daemon.sock)
+    try:
+        for i in range(30):
+            q = VOCAB[i % len(VOCAB)] if i % 3 else "(broken"
+            c.request("GET", "/v1/count?" + query_string({"q": q}))
+            r = c.getresponse()
+            body = json.loads(r.read())
+            if i % 3:
+                assert r.status == 200 and body["total"] == len(
+                    truth.ids(truth.has_token(q.encode()))
+                )
+            else:
+                assert r.status == 400 and body["error"]["code"] == "bad_query"
+            assert not r.will_close
+    finally:
+        c.close()
+
+
 # ---------------------------------------------------------------- concurrency
 
 
@@ -617,6 +648,28 @@ def test_new_messages_and_sighup(
         assert d.get("/v1/count", {"q": "alpha"}).json["total"] == 15
         assert d.get("/v1/logspaces").json["logspaces"][0]["next_id"] == 16
         assert "SIGHUP" in d.log()
+    finally:
+        assert d.stop() == 0, d.log()
+
+
+def test_store_created_after_start(
+    tmp_path: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
+) -> None:
+    # searchd may start before indexd has created the catalog: 503 until it exists.
+    data = tmp_path / "data"
+    data.mkdir()
+    d = Searchd(searchd_bin, data, sockdir / "late.sock").start()
+    try:
+        for path in ("/v1/count", "/v1/logspaces"):
+            r = d.get(path, {"q": "x"} if path == "/v1/count" else None)
+            assert r.status == 503 and r.error()["code"] == "unavailable", r.body
+        assert d.healthy()
+        Logbox(store_cli, data).ingest(b"<14>late arrival\n")
+        deadline = time.monotonic() + 5
+        while (r := d.get("/v1/count", {"q": "late"})).status == 503:
+            assert time.monotonic() < deadline, r.body
+            time.sleep(0.1)
+        assert r.status == 200 and r.json["total"] == 1
     finally:
         assert d.stop() == 0, d.log()
 

@@ -165,7 +165,7 @@ http_error(struct searchd *env, struct evhttp_request *req, int ep, int64_t star
 	char	*body = NULL;
 	size_t	 len = 0;
 
-	if (body_error(status, code, msg, -1, &body, &len) != 0)
+	if (body_error(code, msg, -1, &body, &len) != 0)
 		log_warnx("%s: cannot build the error body", __func__);
 	http_reply(env, req, ep, start, status, "application/json", body, len);
 }

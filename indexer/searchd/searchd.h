@@ -164,8 +164,7 @@ void	job_free(struct job *j);
 
 /* handlers.c */
 void	handle_job(struct worker *w, struct job *j);
-int	body_error(int status, const char *code, const char *msg, long long pos, char **body,
-	    size_t *len);
+int	body_error(const char *code, const char *msg, long long pos, char **body, size_t *len);
 
 /* metrics.c */
 int	metrics_new(struct metrics **out);
