@@ -437,3 +437,15 @@ def test_search_semantics_by_hand() -> None:
     top = query.top_values(c.msgs[:2], query.NS_TEXT, 5)
     assert top == [(b"connection", 2), (b"error", 2)]
     assert query.top_values(c.msgs, query.NS_SD, 5, b"m@1.k") == [(b"v", 1), (b"w", 1)]
+
+
+def test_in_range_sorted_and_unsorted_agree() -> None:
+    times = [0, 999_999, 1_000_000, 1_000_000, 2_500_000, 3_000_000, 7_000_001]
+    fwd = query.Corpus([_msg(b"x", i, t) for i, t in enumerate(times, start=1)])
+    rev = query.Corpus([_msg(b"x", i, t) for i, t in enumerate(reversed(times), start=1)])
+    assert fwd.in_order and not rev.in_order
+    for a, b in [(0, 0), (1, 1_000_000), (999_999, 2_500_001), (3_000_000, 9_000_000)]:
+        want = [i for i, t in enumerate(times) if a // 10**6 * 10**6 <= t < -(-b // 10**6) * 10**6]
+        assert query.bits(fwd.in_range(a, b)) == want, (a, b)
+        got = sorted(len(times) - 1 - i for i in query.bits(rev.in_range(a, b)))
+        assert got == want, (a, b)

@@ -747,6 +747,8 @@ class Corpus:
         self.msgs = list(msgs)
         self.table = table
         self.terms = [msg_terms(m, table) for m in self.msgs]
+        self.received = [m.received_us for m in self.msgs]
+        self.in_order = self.received == sorted(self.received)
         self.universe = (1 << len(self.msgs)) - 1
         self.postings: dict[TermT, int] = {}
         for i, ts in enumerate(self.terms):
@@ -819,11 +821,11 @@ class Corpus:
     def in_range(self, from_us: int, to_us: int) -> int:
         """Bit set of the messages received in [floor_s(from), ceil_s(to))."""
         lo, hi = floor_s(from_us), ceil_s(to_us)
-        out = 0
-        for i, m in enumerate(self.msgs):
-            if lo <= m.received_us < hi:
-                out |= 1 << i
-        return out
+        if not self.in_order:
+            return sum(1 << i for i, r in enumerate(self.received) if lo <= r < hi)
+        a = bisect.bisect_left(self.received, lo)
+        b = max(a, bisect.bisect_left(self.received, hi))
+        return ((1 << b) - 1) ^ ((1 << a) - 1)
 
     def matching(self, q: Node, from_us: int, to_us: int) -> list[Msg]:
         """The matching messages in the time range, in id order."""
@@ -882,6 +884,26 @@ def top_values(
     for m in msgs:
         vals = set()
         for t in msg_terms(m, table):
+            if t[0] != ns:
+                continue
+            if head is None:
+                vals.add(t[1])
+            elif t[1].startswith(head):
+                vals.add(t[1][len(head) :])
+        for v in vals:
+            counts[v] = counts.get(v, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+def corpus_top(
+    c: Corpus, sel: int, ns: int, k: int, sdname: bytes | None = None
+) -> list[tuple[bytes, int]]:
+    """top_values over the messages of bit set sel, from the corpus's cached terms."""
+    head = None if sdname is None else sdname + b"\x00"
+    counts: dict[bytes, int] = {}
+    for i in bits(sel):
+        vals = set()
+        for t in c.terms[i]:
             if t[0] != ns:
                 continue
             if head is None:
