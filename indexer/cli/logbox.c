@@ -1,8 +1,8 @@
 /*
  * logbox.c — the logbox admin tool: ingest, cat, lookup, verify, stats, dump, reindex over a
- * data directory. This file owns argument handling, progress and output formats (text and
- * NDJSON); every storage decision is liblogbox's. Errors go to stderr as "logbox: ..." with
- * exit status 1; usage errors exit 2.
+ * data directory, and the dispatch to search (search.c). This file owns argument handling,
+ * progress and output formats (text and NDJSON); every storage decision is liblogbox's. Errors
+ * go to stderr as "logbox: ..." with exit status 1; usage errors exit 2.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +19,8 @@
 
 #include "logbox.h"
 #include "lb_format.h"
+#include "lb_util.h"
+#include "search.h"
 
 #define READ_CHUNK	(4 << 20)	/* bytes read from the input at a time */
 #define FRAME_MAX	(64 << 20)	/* the largest frame buffered; longer ones are skipped */
@@ -26,13 +28,14 @@
 static const char *usage_text =
     "usage: logbox ingest  --data DIR [--logspace L] [--framing line|octet]\n"
     "                      [--sync always|batch|none] [--batch N] [--ack]\n"
-    "                      [--received now|header] [FILE|-]\n"
+    "                      [--received now|header] [--flush-ms MS] [FILE|-]\n"
     "       logbox cat     --data DIR [--logspace L] [--from-id N] [--to-id N]\n"
     "       logbox lookup  --data DIR [--logspace L] [--prefix] [--field F] TERM\n"
     "       logbox verify  --data DIR [--logspace L]\n"
     "       logbox stats   --data DIR [--logspace L] [--json]\n"
     "       logbox reindex --data DIR [--logspace L]\n"
-    "       logbox dump    FILE\n"
+    "       logbox dump    FILE\n";
+static const char *usage_tail =
     "       logbox --version\n";
 
 struct opts {
@@ -43,6 +46,7 @@ struct opts {
 	const char	*field;
 	const char	*received;
 	uint64_t	 batch;
+	uint64_t	 flush_ms;	/* ingest --flush-ms: 0 keeps the logspace's setting */
 	uint64_t	 from_id;
 	uint64_t	 to_id;
 	int		 ack;
@@ -72,9 +76,17 @@ static void
 usage(void) __attribute__((noreturn));
 
 static void
+print_usage(FILE *f)
+{
+	fputs(usage_text, f);
+	fputs(search_usage, f);
+	fputs(usage_tail, f);
+}
+
+static void
 usage(void)
 {
-	fputs(usage_text, stderr);
+	print_usage(stderr);
 	exit(2);
 }
 
@@ -125,6 +137,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		{ "field", required_argument, NULL, 'e' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "received", required_argument, NULL, 'r' },
+		{ "flush-ms", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -152,7 +165,12 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		case 'e': o->field = optarg; break;
 		case 'j': o->json = 1; break;
 		case 'r': o->received = optarg; break;
-		case 'h': fputs(usage_text, stdout); exit(0);
+		case 'M':
+			if ((o->flush_ms = parse_u64(optarg, "--flush-ms")) == 0 ||
+			    o->flush_ms > UINT32_MAX)
+				die("--flush-ms: 1 to %u", UINT32_MAX);
+			break;
+		case 'h': print_usage(stdout); exit(0);
 		default: usage();
 		}
 	}
@@ -176,6 +194,36 @@ open_store(const struct opts *o, int mode)
 }
 
 /* ---------------------------------------------------------------- ingest */
+
+/*
+ * ingest --flush-ms: stores the logspace's segment interval (creating the logspace with the
+ * default settings otherwise) before the store opens it. The catalog is closed again first: a
+ * process opens a data directory's catalog once at a time.
+ */
+static void
+set_flush_ms(const struct opts *o)
+{
+	struct lb_catalog	*cat;
+	struct lb_lsconf	 conf;
+	int			 rc;
+
+	if (o->data == NULL)
+		usage();
+	if ((rc = lb_mkdirs(o->data)) != 0 ||
+	    (rc = lb_catalog_open(o->data, LB_RDWR, &cat)) != 0)
+		die("%s: %s", o->data, lb_strerror(rc));
+	if ((rc = lb_catalog_logspace_get(cat, o->ls, &conf)) == LB_ENOTFOUND) {
+		lb_lsconf_default(&conf);
+		conf.flush_ms = (uint32_t)o->flush_ms;
+		rc = lb_catalog_logspace_create(cat, o->ls, &conf);
+	} else if (rc == 0 && conf.flush_ms != o->flush_ms) {
+		conf.flush_ms = (uint32_t)o->flush_ms;
+		rc = lb_catalog_logspace_set(cat, o->ls, &conf);
+	}
+	lb_catalog_close(cat);
+	if (rc != 0)
+		die("%s: logspace %s: --flush-ms: %s", o->data, o->ls, lb_strerror(rc));
+}
 
 struct ingest {
 	struct lb_store	*st;
@@ -262,6 +310,8 @@ cmd_ingest(struct opts *o)
 	if (o->argc == 1 && strcmp(o->argv[0], "-") != 0 &&
 	    (fd = open(o->argv[0], O_RDONLY | O_CLOEXEC)) == -1)
 		die("%s: %s", o->argv[0], strerror(errno));
+	if (o->flush_ms != 0)
+		set_flush_ms(o);
 	in.st = open_store(o, LB_RDWR);
 	in.ack = o->ack;
 	if (strcmp(o->received, "header") == 0)
@@ -683,11 +733,13 @@ main(int argc, char *argv[])
 		return (0);
 	}
 	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-		fputs(usage_text, stdout);
+		print_usage(stdout);
 		return (0);
 	}
 	if (argc < 2)
 		usage();
+	if (strcmp(argv[1], "search") == 0)
+		return (search_main(argc - 1, argv + 1));
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(argv[1], cmds[i].name) == 0) {
 			parse_opts(argc - 1, argv + 1, &o);
