@@ -275,7 +275,8 @@ def test_query_canonical(text: str, canonical: bytes) -> None:
     [
         ("", 0),
         ("   ", 0),
-        ("(a", 0),
+        ("(a", 2),
+        ("(a (b c)", 8),
         ("a)", 1),
         ("a AND", 5),
         ("a OR OR b", 5),
@@ -449,3 +450,11 @@ def test_in_range_sorted_and_unsorted_agree() -> None:
         assert query.bits(fwd.in_range(a, b)) == want, (a, b)
         got = sorted(len(times) - 1 - i for i in query.bits(rev.in_range(a, b)))
         assert got == want, (a, b)
+
+
+def test_long_query_tokens_are_cut_at_255() -> None:
+    assert query.parse(b"Y" * 300) == T(1, b"y" * 255)
+    assert query.parse(b"y" * 300 + b"*") == T(1, b"y" * 255)
+    assert query.parse(b"a*" + b"b" * 300) == T(1, b"a*" + b"b" * 253)
+    assert query.parse(b"x\\*" + b"b" * 300) == T(1, b"x\\*" + b"b" * 253)
+    assert query.parse(b"host:" + b"H" * 300) == T(2, b"h" * 255)

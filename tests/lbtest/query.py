@@ -204,17 +204,11 @@ def _elem(c: int, esc: bool) -> Elem:
 
 
 def _cut_runs(elems: list[Elem]) -> list[Elem]:
-    """A literal run longer than TOKEN_MAX is cut there (the rest of the run skipped)."""
-    out: list[Elem] = []
-    run = 0
-    for e in elems:
-        if isinstance(e, str):
-            run = 0
-            out.append(e)
-        elif run < TOKEN_MAX:
-            run += 1
-            out.append(e)
-    return out
+    """A token longer than TOKEN_MAX is cut there, the rest skipped, as the tokenizer cuts a
+    message's token. SEARCH.md says "a literal run longer than LB_TOKEN_MAX is cut there";
+    with wildcards that is open: here every element (a byte or a wildcard) counts as one,
+    so `y{300}*` is `y{255}` and `a*b{300}` is `a*b{253}` (what lb_query.c does too)."""
+    return elems[:TOKEN_MAX]
 
 
 def glob_of(elems: Sequence[Elem]) -> bytes:
@@ -357,7 +351,8 @@ class _Parser:
             q = self.or_()
             close = self.peek()
             if close is None or close.kind != ")":
-                raise QueryError(lx.pos, f"expected ')' to close '(' at {lx.pos}")
+                where = close.pos if close is not None else len(self.text)
+                raise QueryError(where, f"expected ')' to close '(' at {lx.pos}")
             self.take()
             self.depth -= 1
             return q
