@@ -34,7 +34,7 @@ from lbtest import query, querygen
 from lbtest.cli import Logbox, has_verb, parse_cat
 from lbtest.query import Corpus, QueryError
 
-SEED = 20261122
+SEED = int(os.environ.get("LOGBOX_SEARCH_SEED", "20261122"))
 N_QUERIES = int(os.environ.get("LOGBOX_SEARCH_QUERIES", "2500"))
 LOGHUB_PER_SYSTEM = 400
 N_HOSTILE = 2500
@@ -677,3 +677,31 @@ def test_canonical_form_round_trips(stored: Stored, searchd: Path) -> None:
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         problems = [p for p in pool.map(one, texts) if p]
     _fail_if(problems, "canonical forms differ")
+
+
+def _mutate(rng: random.Random, text: bytes) -> bytes:
+    """text with a few bytes of the query syntax inserted, deleted or swapped in."""
+    b = bytearray(text)
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randint(0, len(b))
+        r = rng.random()
+        if r < 0.5:
+            b[i:i] = rng.choice([b"(", b")", b'"', b"\\", b" AND ", b" OR ", b"NOT ", b":", b"*"])
+        elif r < 0.8 and i < len(b):
+            del b[i]
+        else:
+            b[i:i] = rng.choice([b" severity<", b" host:", b" facility:", b" ", b"\t", b"?"])
+    out = bytes(b)
+    return out if not out.endswith(b"\\") or rng.random() < 0.5 else out + b"x"
+
+
+def test_mutated_queries_refused_or_answered_alike(stored: Stored) -> None:
+    rng = random.Random(SEED + 4)
+    cases = _random_cases(stored, N_QUERIES // 3, SEED + 5)
+    for c in cases:
+        c.text = _mutate(rng, c.text)
+        c.opts = ["--count"]
+    expected = [expect(stored.corpus, k) for k in cases]
+    refused = sum(1 for e in expected if e.refused)
+    assert len(cases) // 10 < refused < len(cases) * 9 // 10, refused
+    _fail_if(compare(stored, cases, expected), "mutated queries handled differently")

@@ -149,8 +149,26 @@ def _read_escaped(text: bytes, i: int) -> int:
 
 
 def lex(text: bytes) -> list[Lexeme]:
-    """The query's lexemes (SEARCH.md §A "Lexing")."""
+    """The query's lexemes (SEARCH.md §A "Lexing"); raises QueryError."""
+    out, err = lex_until_error(text)
+    if err is not None:
+        raise err
+    return out
+
+
+def lex_until_error(text: bytes) -> tuple[list[Lexeme], QueryError | None]:
+    """The lexemes before the first lexing error, and that error (or None). The parser takes
+    lexemes one by one and meets the error only when it needs the lexeme that has it, so the
+    error reported is the first one from the left, whichever stage finds it."""
     out: list[Lexeme] = []
+    try:
+        _lex(text, out)
+    except QueryError as e:
+        return out, e
+    return out, None
+
+
+def _lex(text: bytes, out: list[Lexeme]) -> None:
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -188,7 +206,6 @@ def lex(text: bytes) -> list[Lexeme]:
                     i += 1
             lx.end = i
             out.append(lx)
-    return out
 
 
 # ---------------------------------------------------------------- terms of a query
@@ -270,13 +287,17 @@ class _Parser:
     def __init__(self, text: bytes, table: frozenset[int]) -> None:
         self.text = text
         self.table = table
-        self.lx = lex(text)
+        self.lx, self.lex_err = lex_until_error(text)
         self.i = 0
         self.depth = 0
         self.nodes = 0
 
     def peek(self) -> Lexeme | None:
-        return self.lx[self.i] if self.i < len(self.lx) else None
+        if self.i < len(self.lx):
+            return self.lx[self.i]
+        if self.lex_err is not None:
+            raise self.lex_err
+        return None
 
     def take(self) -> Lexeme:
         lx = self.lx[self.i]
@@ -299,7 +320,7 @@ class _Parser:
             raise QueryError(nxt.pos if nxt else len(self.text), f"expected a term after '{name}'")
 
     def parse(self) -> Node:
-        if not self.lx:
+        if not self.lx and self.lex_err is None:
             raise QueryError(0, "empty query")
         q = self.or_()
         lx = self.peek()
