@@ -275,7 +275,7 @@ def _opts_for(rng: random.Random, k: int, c: Corpus, fields: list[str]) -> list[
     if k % 5 == 2:
         return ["--histogram", str(rng.choice([1, 2, 7, 24, 100, 10000]))]
     if k % 5 == 3:
-        return ["--top", rng.choice(fields), "--limit", str(rng.choice([1, 3, 10, 50]))]
+        return ["--top", rng.choice(fields), "--limit", str(rng.choice([1, 3, 10, 50, 1000]))]
     opts = ["--limit", str(rng.choice([1, 5, 20, 100, 10000])), "--order"]
     opts.append(rng.choice(["newest", "oldest"]))
     if rng.random() < 0.3:
@@ -451,6 +451,16 @@ def test_bad_queries_are_refused_at_the_same_place(stored: Stored) -> None:
     _fail_if(compare(stored, cases, expected), "bad queries handled differently")
 
 
+def test_query_limits_alike(stored: Stored) -> None:
+    frm, to = _whole(stored)
+    cases = [Case(t, frm, to, ["--count"]) for t in LIMIT_QUERIES]
+    expected = [expect(stored.corpus, k) for k in cases]
+    want = [False, True] * 3 + [False, False, True, False, True, False, False, False, True]
+    assert [bool(e.refused) for e in expected] == want
+    _fail_if(compare(stored, cases, expected), "queries at the limits handled differently")
+    _fail_if(compare(stored, cases, expected), "bad queries handled differently")
+
+
 def test_paging_with_cursor_visits_every_match_once(stored: Stored) -> None:
     frm, to = _whole(stored)
     for text, order in [
@@ -561,6 +571,32 @@ EDGE_QUERIES = [
     b"line 5",
     b'"header connection error"',
     b"header:Connection",
+    b"caf?",
+    b"caf??",
+    b"ex@32473.du:*",
+    b"ex@32473.d:*",
+    b"ex@32473.d*:x",
+    b"nul*",
+    b"*byte",
+]
+
+# The limits of SEARCH.md §A: nesting, nodes and bytes, each side of the line.
+LIMIT_QUERIES = [
+    b"(" * 64 + b"user" + b")" * 64,
+    b"(" * 65 + b"user" + b")" * 65,
+    b"NOT " * 64 + b"user",
+    b"NOT " * 65 + b"user",
+    b"(NOT " * 32 + b"user" + b")" * 32,
+    b"(NOT " * 33 + b"user" + b")" * 33,
+    b" ".join([b"user"] * 3000),
+    b" ".join([b"u"] * 4095),
+    b" ".join([b"u"] * 4096),
+    b" ".join([b"NOT u"] * 2047),
+    b" ".join([b"NOT u"] * 2048),
+    b" OR ".join([b"user error"] * 1000),
+    b":".join([b"user"] * 3000),
+    b"user " + b"x" * 16379,
+    b"user " + b"x" * 16380,
 ]
 
 

@@ -305,10 +305,16 @@ class _Parser:
         return lx
 
     def node(self, n: Node, pos: int) -> Node:
+        """n, counted against QUERY_NODES. SEARCH.md leaves open in which order nodes count
+        (and so where "too many" points): here a term when it is read, NOT after its operand,
+        AND/OR when their second operand starts; the error points at that node's token."""
+        self.count(pos)
+        return n
+
+    def count(self, pos: int) -> None:
         self.nodes += 1
         if self.nodes > QUERY_NODES:
             raise QueryError(pos, "too many terms in the query", toobig=True)
-        return n
 
     def starts_unary(self, lx: Lexeme | None) -> bool:
         return lx is not None and lx.kind != ")" and not lx.is_op(b"OR") and not lx.is_op(b"AND")
@@ -329,16 +335,16 @@ class _Parser:
         return q
 
     def or_(self) -> Node:
-        pos = self.peek().pos if self.peek() else len(self.text)
         kids = [self.and_()]
         while (lx := self.peek()) is not None and lx.is_op(b"OR"):
             self.take()
             self.need_operand(lx)
+            if len(kids) == 1:
+                self.count(self.peek_pos())
             kids.append(self.and_())
-        return self.node(flatten(Or, kids), pos) if len(kids) > 1 else kids[0]
+        return flatten(Or, kids) if len(kids) > 1 else kids[0]
 
     def and_(self) -> Node:
-        pos = self.peek().pos if self.peek() else len(self.text)
         kids = [self.unary()]
         while True:
             lx = self.peek()
@@ -347,8 +353,14 @@ class _Parser:
                 self.need_operand(lx)
             elif not self.starts_unary(lx):
                 break
+            if len(kids) == 1:
+                self.count(self.peek_pos())
             kids.append(self.unary())
-        return self.node(flatten(And, kids), pos) if len(kids) > 1 else kids[0]
+        return flatten(And, kids) if len(kids) > 1 else kids[0]
+
+    def peek_pos(self) -> int:
+        lx = self.peek()
+        return lx.pos if lx is not None else len(self.text)
 
     def unary(self) -> Node:
         lx = self.peek()

@@ -77,6 +77,7 @@ _SD = [
     b'[timeQuality tzKnown="1" isSynced="0"]',
     b'[ex@32473 quote="a \\"b\\" c\\\\d \\]e" utf8="caf\xc3\xa9 na\xc3\xafve"]',
     b'[ex@32473 dup="p q" dup="r s"][ex@32473 other="t"]',
+    b'[ex@32473 d="x" du="y x" dup="z"]',
     b'[Mixed@1 Key="Value Two" key="lower one"]',
     b'[long@2 v="' + b"L" * 300 + b' tail"]',
     b"[bad@1 x=1]",
@@ -129,6 +130,8 @@ _WORDS = [
     "\udcff\udcfe",
     "na\udcefve",
     "tab\there",
+    "nul\x00byte",
+    "esc\x1b[31mred",
 ]
 _SEPS = [" "] * 10 + ["  ", "\t", ", ", ": ", "=", "/", " | ", ";", "\x0b", "::", "\n"]
 
@@ -261,7 +264,7 @@ class Vocab:
 
     @classmethod
     def of(cls, c: query.Corpus) -> Vocab:
-        texts = [[t for ns, t in ts if ns == query.NS_TEXT] for ts in c.terms]
+        texts = [[t for ns, t in ts if ns == query.NS_TEXT and _argv_safe(t)] for ts in c.terms]
         tokens = sorted({t for ts in texts for t in ts if _argv_safe(t)})
         fields: dict[int, set[bytes]] = {}
         raw: dict[int, set[bytes]] = {}
@@ -450,7 +453,8 @@ def time_range(
         return lo_us - DAY_US, hi_us + DAY_US
     if r < 0.5:  # edges on a message's own receive time: the rounding matters
         a, b = sorted(rng.choice(msgs).received_us for _ in range(2))
-        return a + rng.choice([0, 1, -1]), b + rng.choice([0, 1, -1, 999_999])
+        a, b = a + rng.choice([0, 1, -1]), b + rng.choice([0, 1, -1, 999_999])
+        return min(a, b), max(a, b)
     if r < 0.55:
         t = rng.choice(msgs).received_us
         return t, t
