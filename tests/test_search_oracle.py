@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 from lbtest import query, querygen
-from lbtest.cli import Logbox, has_verb, parse_cat
+from lbtest.cli import SANITIZER_ENV, Logbox, has_verb, parse_cat
 from lbtest.query import Corpus, QueryError
 
 SEED = int(os.environ.get("LOGBOX_SEARCH_SEED", "20261122"))
@@ -166,10 +166,18 @@ _BAD = re.compile(rb"logbox: bad query at (\d+): ([^\n]*)")
 _SUMMARY = re.compile(rb"(\d+) of (\d+) matches(?:; next page: --cursor (\d+))?")
 
 
-def run_search(lb: Logbox, text: bytes, frm: int, to: int, *opts: str) -> Answer:
-    """Runs `logbox search --json` with opts and parses what it printed."""
+def run_search(
+    lb: Logbox, text: bytes, frm: int, to: int, *opts: str, sock: Path | None = None
+) -> Answer:
+    """Runs `logbox search --json` with opts (in process, or through searchd at sock) and
+    parses what it printed."""
     argv = ["--json", "--from", querygen.time_arg(frm), "--to", querygen.time_arg(to), *opts]
-    p = lb.run("search", *argv, "--", text)
+    if sock is None:
+        p = lb.run("search", *argv, "--", text)
+    else:
+        full = [str(lb.binary), "search", "--socket", str(sock), *argv, "--", text]
+        env = dict(os.environ, **SANITIZER_ENV)
+        p = subprocess.run(full, capture_output=True, timeout=lb.timeout, env=env)
     if p.returncode == 2 and (m := _BAD.search(p.stderr)):
         return Answer(refused=(int(m.group(1)), m.group(2).decode("utf-8", "replace")))
     lb.check(p)
@@ -309,12 +317,17 @@ def _diff(case: Case, want: Answer, got: Answer) -> str | None:
     return f"{case.show()}: top {got.top[:6]}, want {want.top[:6]}"
 
 
-def compare(stored: Stored, cases: Sequence[Case], expected: Sequence[Answer]) -> list[str]:
+def compare(
+    stored: Stored,
+    cases: Sequence[Case],
+    expected: Sequence[Answer],
+    sock: Path | None = None,
+) -> list[str]:
     """Runs the cases through the CLI (in parallel); the differences."""
 
     def one(i: int) -> str | None:
         case = cases[i]
-        got = run_search(stored.lb, case.text, case.frm, case.to, *case.opts)
+        got = run_search(stored.lb, case.text, case.frm, case.to, *case.opts, sock=sock)
         return _diff(case, expected[i], got)
 
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
@@ -702,7 +715,8 @@ def test_canonical_form_round_trips(stored: Stored, searchd: Path) -> None:
     """searchd echoes lb_query_fmt's canonical query: it must be the oracle's canonical text,
     parse back to the same tree, and count the same matches."""
     frm, to = _whole(stored)
-    texts = [t for t in EDGE_QUERIES if b"\x00" not in t]
+    # argv cannot carry a NUL byte, a URL can
+    texts = [*EDGE_QUERIES, b"nul\x00byte", b"NUL\x00*", b'"nul\x00byte"', b"\x00", b"a\\\x00b"]
     texts += [c.text for c in _random_cases(stored, 600, SEED + 3)]
     texts += [q.encode() for q in querygen.SSB_QUERIES]
 
@@ -768,3 +782,10 @@ def test_mutated_queries_refused_or_answered_alike(stored: Stored) -> None:
     refused = sum(1 for e in expected if e.refused)
     assert len(cases) // 10 < refused < len(cases) * 9 // 10, refused
     _fail_if(compare(stored, cases, expected), "mutated queries handled differently")
+
+
+def test_random_queries_through_searchd_match_oracle(stored: Stored, searchd: Path) -> None:
+    """`logbox search --socket` (searchd's /v1 answers) agrees with the oracle too."""
+    cases = _random_cases(stored, N_QUERIES // 8, SEED + 6)
+    expected = [expect(stored.corpus, k) for k in cases]
+    _fail_if(compare(stored, cases, expected, searchd), "answers through searchd differ")
