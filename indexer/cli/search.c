@@ -1,7 +1,7 @@
 /*
  * search.c — `logbox search`: runs one query over a logspace, either in this process on a data
  * directory (--data: lb_store_open, lb_query_parse, lb_search, lb_store_get) or through
- * logbox-searchd on its unix socket (--socket: HTTP/1.1 and JSON, SEARCH.md §C), and prints
+ * logbox-searchd on its unix socket (--socket: HTTP/1.1 and JSON, PROTOCOL.md), and prints
  * hits, a count, a histogram or the top values of a field. It owns the command line, the two
  * transports and the output formats; what matches is liblogbox's business alone.
  *
@@ -93,13 +93,15 @@ errmsg(const char *fmt, ...)
 	va_end(ap);
 }
 
+static const char usage_text[] =
+    "usage: logbox search [--data DIR | --socket PATH] [--logspace L] [--from T] [--to T]\n"
+    "                     [--limit N] [--order newest|oldest] [--cursor ID] [--count]\n"
+    "                     [--histogram N] [--top FIELD] [--json] QUERY\n";
+
 static int
 search_usage_exit(void)
 {
-	fputs("usage: logbox search [--data DIR | --socket PATH] [--logspace L] [--from T] "
-	    "[--to T]\n"
-	    "                     [--limit N] [--order newest|oldest] [--cursor ID] [--count]\n"
-	    "                     [--histogram N] [--top FIELD] [--json] QUERY\n", stderr);
+	fputs(usage_text, stderr);
 	return (2);
 }
 
@@ -441,9 +443,10 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 			break;
 		case 'C': o->what = W_COUNT; nwhat++; break;
 		case 'H':
-			if (parse_count(optarg, "--histogram", LB_HIST_MAX, &v) != 0 || v == 0) {
-				if (v == 0)
-					errmsg("--histogram: 1 to %d buckets", LB_HIST_MAX);
+			if (parse_count(optarg, "--histogram", LB_HIST_MAX, &v) != 0)
+				return (2);
+			if (v == 0) {
+				errmsg("--histogram: 1 to %d buckets", LB_HIST_MAX);
 				return (2);
 			}
 			o->nbuckets = (uint32_t)v;
@@ -453,12 +456,7 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 		case 'T': o->top = optarg; o->what = W_TOP; nwhat++; break;
 		case 'j': o->json = 1; break;
 		case 'h':
-			fputs("usage: logbox search [--data DIR | --socket PATH] [--logspace L] "
-			    "[--from T] [--to T]\n"
-			    "                     [--limit N] [--order newest|oldest] [--cursor ID] "
-			    "[--count]\n"
-			    "                     [--histogram N] [--top FIELD] [--json] QUERY\n",
-			    stdout);
+			fputs(usage_text, stdout);
 			exit(0);
 		default:
 			return (search_usage_exit());
@@ -481,23 +479,27 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 	if (limit != NULL) {
 		uint64_t max = o->what == W_TOP ? LB_TOP_MAX : HITS_MAX;
 
-		if (parse_count(limit, "--limit", max, &v) != 0 || v == 0) {
-			if (v == 0)
-				errmsg("--limit: 1 to %" PRIu64, max);
+		if (parse_count(limit, "--limit", max, &v) != 0)
+			return (2);
+		if (v == 0) {
+			errmsg("--limit: 1 to %" PRIu64, max);
 			return (2);
 		}
 		o->limit = (uint32_t)v;
 	} else
 		o->limit = o->what == W_TOP ? TOP_DEFAULT : HITS_DEFAULT;
 
-	/* Times: to defaults to now, from to 24 hours before to. */
+	/*
+	 * Times: to defaults to now, from to 24 hours before to (rounded up to a second first, so
+	 * that the default range is exactly 24 hours and histogram steps come out round).
+	 */
 	o->to = now;
 	if (to != NULL && lb_time_parse(to, now, &o->to) != 0) {
 		errmsg("--to: not a time: '%s' (RFC 3339, -15m, -2h, -1d, now, or epoch seconds)",
 		    to);
 		return (1);
 	}
-	o->from = o->to - DAY_US;
+	o->from = ceil_s(o->to) - DAY_US;
 	if (from != NULL && lb_time_parse(from, now, &o->from) != 0) {
 		errmsg("--from: not a time: '%s' (RFC 3339, -15m, -2h, -1d, now, or epoch "
 		    "seconds)", from);

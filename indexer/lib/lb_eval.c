@@ -395,12 +395,69 @@ mkkey(uint8_t *key, size_t *klen, uint8_t ns, const char *sdname, const uint8_t 
 	return (0);
 }
 
+/* How a wildcard pattern is matched against each term of its range. */
+#define GM_GLOB		0	/* lb_glob_match */
+#define GM_SUFFIX	1	/* "*lit": the term ends with lit */
+#define GM_INFIX	2	/* "*lit*": the term holds lit */
+
 struct expand {
 	struct ev		*e;
-	const struct lb_qpat	*pat;		/* NULL: every term of the range */
+	const struct lb_qpat	*pat;
 	size_t			 hlen;		/* bytes of namespace (and sd name) to skip */
+	int			 gm;		/* GM_* */
+	const uint8_t		*gl;		/* GM_SUFFIX, GM_INFIX: the literal */
+	size_t			 gllen;
 	struct uni		 u;
 };
+
+/*
+ * Leading wildcards scan a whole namespace: the two common shapes ("*lit" and "*lit*" with no
+ * other wildcard or escape) skip the general matcher.
+ */
+static void
+gm_setup(struct expand *x)
+{
+	const uint8_t	*g = x->pat->glob;
+	size_t		 n = x->pat->globlen, i = 0, j, k;
+
+	x->gm = GM_GLOB;
+	while (i < n && g[i] == '*')
+		i++;
+	if (i == 0)
+		return;
+	for (j = i; j < n && g[j] != '*' && g[j] != '?' && g[j] != '\\'; j++)
+		;
+	for (k = j; k < n && g[k] == '*'; k++)
+		;
+	if (j == i || k != n)
+		return;
+	x->gm = j == n ? GM_SUFFIX : GM_INFIX;
+	x->gl = g + i;
+	x->gllen = j - i;
+}
+
+static int
+gm_match(const struct expand *x, const uint8_t *s, size_t len)
+{
+	switch (x->gm) {
+	case GM_SUFFIX:
+		return (len >= x->gllen && memcmp(s + len - x->gllen, x->gl, x->gllen) == 0);
+	case GM_INFIX: {
+		const uint8_t *p = s, *last = s + len - x->gllen;
+
+		if (len < x->gllen)
+			return (0);
+		/* (Terms are short: memchr for the first byte beats memmem's setup.) */
+		while (p <= last && (p = memchr(p, x->gl[0], (size_t)(last - p) + 1)) != NULL) {
+			if (memcmp(p + 1, x->gl + 1, x->gllen - 1) == 0)
+				return (1);
+			p++;
+		}
+		return (0);
+	}
+	}
+	return (lb_glob_match(x->pat->glob, x->pat->globlen, s, len));
+}
 
 static int
 expand_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
@@ -412,8 +469,8 @@ expand_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_
 	(void)df;
 	if ((rc = ev_tick(e, 1)) != 0)
 		return (rc);
-	if (x->pat->kind == LB_QP_WILD && (len < x->hlen || !lb_glob_match(x->pat->glob,
-	    x->pat->globlen, term + x->hlen, len - x->hlen)))
+	if (x->pat->kind == LB_QP_WILD && (len < x->hlen ||
+	    !gm_match(x, term + x->hlen, len - x->hlen)))
 		return (0);
 	if (++e->nterms > e->max_terms)
 		return (LB_ETOOBROAD);
@@ -453,6 +510,7 @@ ev_pat(struct ev *e, uint8_t ns, const char *sdname, const struct lb_qpat *pat,
 	x.e = e;
 	x.pat = pat;
 	x.hlen = hlen;
+	gm_setup(&x);
 	uni_begin(e, &x.u, out);
 	rc = lb_segment_prefix(e->sg, key, klen, expand_term, &x);
 	return (uni_finish(e, &x.u, rc));
@@ -991,27 +1049,59 @@ take_lazy(struct ev *e, struct lb_postings *c)
 	return (0);
 }
 
-/* One published segment: window [lo, hi). */
+/* 1 when q holds ALL or NOT: its list can be as long as the window. */
+static int
+wide(const struct lb_qnode *q)
+{
+	if (q->kind == LB_Q_ALL || q->kind == LB_Q_NOT)
+		return (1);
+	for (size_t i = 0; i < q->nkids; i++)
+		if (wide(q->kids[i]))
+			return (1);
+	return (0);
+}
+
+#define EV_SUBWIN	65536	/* ids of the first part of a segment a wide search for hits takes */
+
+/*
+ * One published segment: window [lo, hi). A search for hits alone with a wide tree takes the
+ * window in parts from the end hits come from, each twice as large as the one before, so that
+ * "*" or "NOT x" does not list a whole large segment to return a page of it.
+ */
 static int
 run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 {
 	struct lb_postings	 m = { NULL, 0, 0 };
 	char			 path[PATH_MAX];
+	uint64_t		 part = e->full || !wide(e->rq->q) ? hi - lo : EV_SUBWIN;
+	uint64_t		 a = lo, b = hi;
 	int			 rc, inexact = 0;
 
 	path[0] = '\0';
 	if ((rc = lb_store_segment(e->st, ref, &e->sg, path, sizeof(path))) != 0)
 		goto bad;
-	e->wlo = lo;
-	e->whi = hi;
-	e->nterms = 0;
 	e->res->segments++;
-	if ((rc = ev_node(e, e->rq->q, &m, &inexact)) != 0)
-		goto bad;
-	if (inexact && !e->full)
-		rc = take_lazy(e, &m);
-	else if (!inexact || (rc = verify(e, e->rq->q, &m)) == 0)
-		rc = take(e, &m);
+	while (a < b && !(hits_done(e) && !e->full)) {
+		if (e->rq->order == LB_ORDER_NEWEST) {
+			e->whi = b;
+			e->wlo = b - a > part ? b - part : a;
+			b = e->wlo;
+		} else {
+			e->wlo = a;
+			e->whi = b - a > part ? a + part : b;
+			a = e->whi;
+		}
+		part = part > UINT64_MAX / 2 ? UINT64_MAX : part * 2;
+		e->nterms = 0;
+		if ((rc = ev_node(e, e->rq->q, &m, &inexact)) != 0)
+			goto bad;
+		if (inexact && !e->full)
+			rc = take_lazy(e, &m);
+		else if (!inexact || (rc = verify(e, e->rq->q, &m)) == 0)
+			rc = take(e, &m);
+		if (rc != 0)
+			goto bad;
+	}
  bad:
 	if (rc == LB_ECORRUPT || rc == LB_EFORMAT) {
 		ev_warn(e, "segment %s skipped: %s", path, lb_strerror(rc));
@@ -1319,6 +1409,8 @@ lb_search(struct lb_store *st, const struct lb_searchreq *rq, struct lb_searchre
 		e.nhits = rq->limit;
 		r.next_cursor = e.hits[rq->limit - 1];
 	}
+	if (!(rq->want & LB_WANT_TOTAL))
+		r.total = 0;
 	r.ids = e.hits;
 	r.n = e.nhits;
 	e.hits = NULL;

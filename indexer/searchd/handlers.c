@@ -317,8 +317,9 @@ req_params(struct req *r)
 		return (0);
 	if (r->r_val[P_Q] == NULL)
 		return (req_fail(r, 400, "bad_parameter", "q: missing (the query is required)"));
-	if (req_time(r, P_FROM, now, now - DAY_US, &r->r_from) != 0 ||
-	    req_time(r, P_TO, now, now, &r->r_to) != 0)
+	/* Without from, the day before to (now - 24 h when to is now too). */
+	if (req_time(r, P_TO, now, now, &r->r_to) != 0 ||
+	    req_time(r, P_FROM, now, r->r_to - DAY_US, &r->r_from) != 0)
 		return (-1);
 	if (r->r_from > r->r_to)
 		return (req_fail(r, 400, "bad_parameter", "from: after to"));
@@ -432,15 +433,14 @@ body_warnings(FILE *f, struct req *r, const struct lb_searchres *res)
 	fputc(']', f);
 }
 
+/* The error envelope {"error":{"code","message"[,"position"]}} into a malloc'ed *body. */
 int
-body_error(int status, const char *code, const char *msg, long long pos, char **body,
-    size_t *len)
+body_error(const char *code, const char *msg, long long pos, char **body, size_t *len)
 {
 	FILE	*f;
 	json_t	*o;
 	int	 rc;
 
-	(void)status;
 	if ((f = open_memstream(body, len)) == NULL)
 		return (errno);
 	if (pos >= 0)
@@ -480,7 +480,7 @@ job_error(struct searchd *env, struct job *j, int status, const char *code, cons
 
 	if (status >= 500)
 		metrics_error(env->sd_metrics, ERR_INTERNAL, 1);
-	if (body_error(status, code, msg, pos, &body, &len) != 0) {
+	if (body_error(code, msg, pos, &body, &len) != 0) {
 		body = NULL;
 		len = 0;
 	}
@@ -543,6 +543,7 @@ do_query(struct req *r, char **body, size_t *len)
 	FILE			*f = NULL, *hf = NULL;
 	json_t			*o = NULL;
 	int64_t			 waited;
+	uint64_t		 next_cursor;
 	int			 rc, ret = -1;
 
 	memset(&res, 0, sizeof(res));
@@ -627,6 +628,7 @@ do_query(struct req *r, char **body, size_t *len)
 		metrics_error(env->sd_metrics, ERR_DAMAGED, res.nwarnings);
 
 	/* The hits' messages first: took_ms covers reading them. */
+	next_cursor = res.next_cursor;
 	if (j->j_ep == EP_SEARCH) {
 		if ((hf = open_memstream(&hits, &hitslen)) == NULL) {
 			req_fail(r, 503, "unavailable", "out of memory");
@@ -647,6 +649,17 @@ do_query(struct req *r, char **body, size_t *len)
 			if (n++ > 0)
 				fputc(',', hf);
 			lb_msg_json(hf, &m);
+			/* Huge messages: cut the page, the client continues from here. */
+			if (i + 1 < res.n && ftell(hf) > SD_HITS_BYTES_MAX) {
+				next_cursor = res.ids[i];
+				if (req_warn(r, "hits cut after %zu messages (a page holds at "
+				    "most %d bytes): continue with next_cursor", n,
+				    SD_HITS_BYTES_MAX) != 0) {
+					req_fail(r, 503, "unavailable", "out of memory");
+					goto done;
+				}
+				break;
+			}
 		}
 		rc = fclose(hf);
 		hf = NULL;
@@ -670,9 +683,9 @@ do_query(struct req *r, char **body, size_t *len)
 	if (j->j_ep == EP_SEARCH) {
 		char cur[24];
 
-		snprintf(cur, sizeof(cur), "%llu", (unsigned long long)res.next_cursor);
+		snprintf(cur, sizeof(cur), "%llu", (unsigned long long)next_cursor);
 		if ((!r->r_total && json_object_set_new(o, "total", json_null()) != 0) ||
-		    json_object_set_new(o, "next_cursor", res.next_cursor ? json_string(cur) :
+		    json_object_set_new(o, "next_cursor", next_cursor ? json_string(cur) :
 		    json_null()) != 0)
 			goto nomem;
 	}
@@ -791,18 +804,10 @@ do_message(struct req *r, char **body, size_t *len)
 	    "'%.64s'", (unsigned long long)UINT64_MAX, s));
 }
 
-struct lsjson {
-	struct req	*r;
-	json_t		*arr;
-	int		 rc;
-};
-
 static int
 ls_add(void *arg, const char *name)
 {
-	struct lsjson	*lj = arg;
-
-	return (json_array_append_new(lj->arr, json_string(name)) != 0 ? ENOMEM : 0);
+	return (json_array_append_new(arg, json_string(name)) != 0 ? ENOMEM : 0);
 }
 
 /* /v1/logspaces */
@@ -811,7 +816,6 @@ do_logspaces(struct req *r, char **body, size_t *len)
 {
 	struct lb_catalog	*cat;
 	struct lb_store		*st;
-	struct lsjson		 lj;
 	json_t			*names, *out = NULL, *list, *o;
 	uint64_t		 first, next;
 	size_t			 i;
@@ -821,9 +825,7 @@ do_logspaces(struct req *r, char **body, size_t *len)
 		return (req_fail(r, 503, "unavailable", "no store in %s yet", r->r_env->sd_data));
 	if ((names = json_array()) == NULL)
 		return (req_fail(r, 503, "unavailable", "out of memory"));
-	lj.r = r;
-	lj.arr = names;
-	if ((rc = lb_catalog_logspaces(cat, ls_add, &lj)) != 0) {
+	if ((rc = lb_catalog_logspaces(cat, ls_add, names)) != 0) {
 		log_warnx("%s: lb_catalog_logspaces: %s", __func__, lb_strerror(rc));
 		metrics_error(r->r_env->sd_metrics, ERR_STORE, 1);
 		req_fail(r, 500, "internal", "cannot list logspaces: %s", lb_strerror(rc));

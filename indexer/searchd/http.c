@@ -8,7 +8,8 @@
  * copied into a job and queued; the worker's answer comes back through pool_drain(), which
  * calls http_job_done(). On stop the listener is closed first, answers still owed are sent,
  * and the loop exits once every answer has been written out (each request's completion
- * callback counts down sd_open) or, failing that, after a grace period.
+ * callback counts down sd_open) or, since a client that went away never completes, at most
+ * SD_DRAIN_S seconds after the last answer.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -65,10 +66,40 @@ http_reason(int status)
 }
 
 static void
+http_drain_timeout_cb(int fd, short what, void *arg)
+{
+	struct searchd *env = arg;
+
+	(void)fd;
+	(void)what;
+	if (env->sd_open > 0)
+		log_info("%s: %llu answers not confirmed written (clients gone?): exiting",
+		    __func__, (unsigned long long)env->sd_open);
+	event_base_loopexit(env->sd_base, NULL);
+}
+
+/*
+ * Stopping: once every job is answered, exit as soon as every answer is written out. A
+ * request whose client vanished never reports completion, so that wait is bounded too.
+ */
+static void
 http_maybe_exit(struct searchd *env)
 {
-	if (env->sd_stopping && env->sd_inflight == 0 && env->sd_open == 0)
+	struct timeval tv = { SD_DRAIN_S, 0 };
+
+	if (!env->sd_stopping || env->sd_inflight > 0)
+		return;
+	if (env->sd_open == 0) {
 		event_base_loopexit(env->sd_base, NULL);
+		return;
+	}
+	if (env->sd_ev_drain == NULL) {
+		if ((env->sd_ev_drain = evtimer_new(env->sd_base, http_drain_timeout_cb,
+		    env)) == NULL || evtimer_add(env->sd_ev_drain, &tv) == -1) {
+			log_warnx("%s: cannot arm the drain timer: exiting now", __func__);
+			event_base_loopexit(env->sd_base, NULL);
+		}
+	}
 }
 
 static void
@@ -134,7 +165,7 @@ http_error(struct searchd *env, struct evhttp_request *req, int ep, int64_t star
 	char	*body = NULL;
 	size_t	 len = 0;
 
-	if (body_error(status, code, msg, -1, &body, &len) != 0)
+	if (body_error(code, msg, -1, &body, &len) != 0)
 		log_warnx("%s: cannot build the error body", __func__);
 	http_reply(env, req, ep, start, status, "application/json", body, len);
 }
@@ -300,6 +331,9 @@ http_free(struct searchd *env)
 	if (env->sd_ev_stop != NULL)
 		event_free(env->sd_ev_stop);
 	env->sd_ev_stop = NULL;
+	if (env->sd_ev_drain != NULL)
+		event_free(env->sd_ev_drain);
+	env->sd_ev_drain = NULL;
 	if (env->sd_http != NULL)
 		evhttp_free(env->sd_http);
 	env->sd_http = NULL;

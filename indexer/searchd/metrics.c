@@ -189,7 +189,7 @@ metrics_write(struct searchd *env, struct worker *w, FILE *f)
 	    "# TYPE logbox_searchd_uptime_seconds gauge\nlogbox_searchd_uptime_seconds %.3f\n",
 	    (now_mono_us() - c.m_started) / 1e6);
 
-	if ((rc = pool_catalog(env, &cat)) != 0)
+	if (pool_catalog(env, &cat) != 0)
 		return (0);	/* no store yet: no logspace gauges */
 	if ((rc = lb_catalog_logspaces(cat, names_add, &ns)) != 0) {
 		log_warnx("%s: lb_catalog_logspaces: %s", __func__, lb_strerror(rc));

@@ -36,6 +36,8 @@ struct evhttp_request;
 #define SD_STORES_PER_WORKER	16		/* open store handles per worker (LRU) */
 #define SD_THREADS_MAX		256
 #define SD_IDLE_TIMEOUT_S	60		/* idle keep-alive connections are closed */
+#define SD_DRAIN_S		2		/* stopping: wait for answers to be written */
+#define SD_HITS_BYTES_MAX	(32 * 1024 * 1024)	/* /v1/search: hits cut beyond this */
 
 /* Endpoints, for routing and metrics. */
 enum sd_ep {
@@ -102,7 +104,8 @@ struct searchd {
 	struct event		*sd_ev_done;	/* the workers' pipe is readable */
 	struct event		*sd_ev_sig[3];	/* SIGTERM, SIGINT, SIGHUP */
 	struct event		*sd_ev_wd;	/* systemd watchdog */
-	struct event		*sd_ev_stop;	/* give up draining after a while */
+	struct event		*sd_ev_stop;	/* stopping: give up on jobs after a while */
+	struct event		*sd_ev_drain;	/* stopping: give up on writes after a while */
 	int			 sd_stopping;
 	uint64_t		 sd_inflight;	/* jobs handed to the pool, not yet answered */
 	uint64_t		 sd_open;	/* requests not yet completely written */
@@ -161,8 +164,7 @@ void	job_free(struct job *j);
 
 /* handlers.c */
 void	handle_job(struct worker *w, struct job *j);
-int	body_error(int status, const char *code, const char *msg, long long pos, char **body,
-	    size_t *len);
+int	body_error(const char *code, const char *msg, long long pos, char **body, size_t *len);
 
 /* metrics.c */
 int	metrics_new(struct metrics **out);

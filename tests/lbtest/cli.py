@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -232,3 +233,148 @@ def ingest_summary(stderr: bytes | str) -> tuple[int, int, int]:
     assert found, f"ingest printed no 'ingested N messages (ids A-B)' summary:\n{text[-2000:]}"
     n, a, b = found[-1]
     return int(n), int(a), int(b)
+
+
+# ---------------------------------------------------------------- search (indexer/cli/README.md)
+
+_SEARCH_SUMMARY = re.compile(r"^(\d+) of (\d+) matches(?:; next page: --cursor (\d+))?$", re.M)
+_BAD_QUERY = re.compile(r"^logbox: bad query at (\d+): (.+)\n  (.*)\n  ( *)\^$", re.M)
+
+
+@dataclass
+class SearchPage:
+    """One page of `search --json`: the hits as objects, the raw lines, the summary."""
+
+    hits: list[dict[str, Any]]
+    lines: list[bytes]
+    total: int
+    next_cursor: int | None
+
+
+def search_args(
+    *,
+    from_: str | int | None = None,
+    to: str | int | None = None,
+    limit: int | None = None,
+    order: str | None = None,
+    cursor: int | None = None,
+    count: bool = False,
+    histogram: int | None = None,
+    top: str | None = None,
+    json: bool = False,
+) -> list[Arg]:
+    """The options of `search` (before the query)."""
+    args: list[Arg] = []
+    for name, value in (
+        ("--from", from_),
+        ("--to", to),
+        ("--limit", limit),
+        ("--order", order),
+        ("--cursor", cursor),
+        ("--histogram", histogram),
+        ("--top", top),
+    ):
+        if value is not None:
+            args += [name, str(value)]
+    if count:
+        args.append("--count")
+    if json:
+        args.append("--json")
+    return args
+
+
+def parse_summary(stderr: bytes | str) -> tuple[int, int, int | None]:
+    """(hits printed, total, next cursor or None) from search's "N of TOTAL matches" line.
+
+    :raises AssertionError: if stderr has no such line.
+    """
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+    found = _SEARCH_SUMMARY.findall(text)
+    assert found, f"search printed no 'N of TOTAL matches' summary:\n{text[-2000:]}"
+    n, total, cursor = found[-1]
+    return int(n), int(total), int(cursor) if cursor else None
+
+
+def parse_bad_query(stderr: bytes | str) -> tuple[int, str, str, int]:
+    """(position, message, the query line shown, caret column in that line) of a bad query.
+
+    :raises AssertionError: if stderr does not report a bad query in the documented shape.
+    """
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+    m = _BAD_QUERY.search(text)
+    assert m, f"no 'logbox: bad query at <pos>: <message>' with a caret:\n{text[-2000:]}"
+    return int(m.group(1)), m.group(2), m.group(3), len(m.group(4))
+
+
+class Searcher:
+    """`logbox search` on one logspace, either in process (--data) or through a searchd
+    (--socket). Every method takes search_args() keywords."""
+
+    def __init__(self, lb: Logbox, socket: Path | None = None) -> None:
+        self.lb = lb
+        self.socket = socket
+
+    def argv(self, query: str | bytes, **kw: Any) -> list[Arg]:
+        where: list[Arg] = (
+            ["--socket", str(self.socket)] if self.socket else ["--data", str(self.lb.data)]
+        )
+        return [
+            str(self.lb.binary),
+            "search",
+            *where,
+            "--logspace",
+            self.lb.logspace,
+            *search_args(**kw),
+            "--",
+            query,
+        ]
+
+    def run(self, query: str | bytes, **kw: Any) -> subprocess.CompletedProcess[bytes]:
+        """Runs a search; never raises on its exit code."""
+        return subprocess.run(
+            self.argv(query, **kw),
+            capture_output=True,
+            timeout=self.lb.timeout,
+            env=_env(self.lb.binary),
+        )
+
+    def check(self, query: str | bytes, **kw: Any) -> subprocess.CompletedProcess[bytes]:
+        """Runs a search; raises CliError unless it succeeds."""
+        return self.lb.check(self.run(query, **kw))
+
+    def page(self, query: str | bytes, **kw: Any) -> SearchPage:
+        """One page of hits (--json)."""
+        p = self.check(query, json=True, **kw)
+        hits = parse_cat(p)
+        n, total, cursor = parse_summary(p.stderr)
+        if n != len(hits):
+            raise CliError(p.args, p.returncode, p.stderr.decode(), f"said {n} hits, printed")
+        return SearchPage(hits, p.stdout.splitlines(), total, cursor)
+
+    def all(self, query: str | bytes, limit: int = 1000, **kw: Any) -> list[dict[str, Any]]:
+        """Every hit, page after page through the cursors."""
+        hits: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            pg = self.page(query, limit=limit, cursor=cursor, **kw)
+            hits += pg.hits
+            if pg.next_cursor is None:
+                return hits
+            cursor = pg.next_cursor
+
+    def count(self, query: str | bytes, **kw: Any) -> int:
+        """--count."""
+        p = self.check(query, count=True, **kw)
+        try:
+            return int(p.stdout)
+        except ValueError as e:
+            raise CliError(p.args, p.returncode, repr(p.stdout[:200]), "printed no count") from e
+
+    def histogram(self, query: str | bytes, buckets: int, **kw: Any) -> list[dict[str, Any]]:
+        """--histogram N --json: [{"from", "from_us", "count"}]."""
+        return parse_cat(self.check(query, histogram=buckets, json=True, **kw))
+
+    def top(self, query: str | bytes, field: str, **kw: Any) -> list[tuple[bytes, int]]:
+        """--top FIELD --json: [(value bytes, count)]."""
+        rows = parse_cat(self.check(query, top=field, json=True, **kw))
+        return [(message_bytes(r["value"], "top value"), r["count"]) for r in rows]
