@@ -41,7 +41,9 @@ SEED = int(os.environ.get("LOGBOX_SEARCH_SEED", "20261122"))
 N_QUERIES = int(os.environ.get("LOGBOX_SEARCH_QUERIES", "2500"))
 LOGHUB_PER_SYSTEM = int(os.environ.get("LOGBOX_SEARCH_LOGHUB", "400"))
 N_HOSTILE = int(os.environ.get("LOGBOX_SEARCH_HOSTILE", "2500"))
-N_INGESTS = 6  # invocations for the indexed part: several segments per day
+N_INGESTS = 6  # invocations for the part received at its own time stamps (five days)
+N_TODAY = 1500  # then received now ...
+N_TODAY_INGESTS = 20  # ... in this many invocations: segments of one day, merged 8 at a time
 N_TAIL = 400  # acked, then the ingest is killed: never indexed
 TAIL_BATCH = 50
 START_US = 1_794_268_800_000_000  # 2026-11-10T00:00:00Z
@@ -60,12 +62,13 @@ class Stored:
     tail_killed: bool
 
 
-def _ingest_argv() -> list[str]:
-    return ["--framing", "octet", "--received", "header"]
+def _ingest_argv(received: str = "header") -> list[str]:
+    return ["--framing", "octet", "--received", received]
 
 
-def _ingest(lb: Logbox, raws: Sequence[bytes]) -> None:
-    lb.check(lb.run("ingest", *_ingest_argv(), "-", input=querygen.corpus.octet_frames(raws)))
+def _ingest(lb: Logbox, raws: Sequence[bytes], received: str = "header") -> None:
+    frames = querygen.corpus.octet_frames(raws)
+    lb.check(lb.run("ingest", *_ingest_argv(received), "-", input=frames))
 
 
 def _ingest_and_kill(lb: Logbox, raws: Sequence[bytes], last_id: int) -> bool:
@@ -80,6 +83,8 @@ def _ingest_and_kill(lb: Logbox, raws: Sequence[bytes], last_id: int) -> bool:
         "batch",
         "--batch",
         str(TAIL_BATCH),
+        "--flush-ms",
+        "3600000",
         "-",
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -132,14 +137,18 @@ def stored(search_cli: Path, tmp_path_factory: pytest.TempPathFactory) -> Stored
     data = tmp_path_factory.mktemp("search") / "data"
     data.mkdir()
     lb = Logbox(search_cli, data)
-    body, tail = raws[:-N_TAIL], raws[-N_TAIL:]
+    body, today, tail = raws[: -N_TODAY - N_TAIL], raws[-N_TODAY - N_TAIL : -N_TAIL], raws[-N_TAIL:]
     step = -(-len(body) // N_INGESTS)
     for k in range(0, len(body), step):
         _ingest(lb, body[k : k + step])
-    _ingest(lb, noheader[:5])  # raises the receive time to now: the tail follows at now
+    # received now, in many small ingests: today's day holds several segments, not merged yet
+    _ingest(lb, noheader[:5])
+    step = -(-len(today) // N_TODAY_INGESTS)
+    for k in range(0, len(today), step):
+        _ingest(lb, today[k : k + step], received="now")
     tail = [*noheader[5:], *tail]
     tail = tail[: len(tail) // TAIL_BATCH * TAIL_BATCH]
-    n_before = len(body) + 5
+    n_before = len(body) + 5 + len(today)
     killed = _ingest_and_kill(lb, tail, n_before + len(tail))
     recs = parse_cat(lb.check(lb.run("cat")))
     assert len(recs) == n_before + len(tail), f"cat gave {len(recs)} messages"
@@ -360,6 +369,9 @@ def test_store_holds_what_the_generators_made(stored: Stored) -> None:
     assert ssb == set(querygen.SSB_MESSAGES)
     assert any(m.sd for m in c.msgs) and any(b"\xff" in m.message for m in c.msgs)
     assert stored.tail_killed, "the ingest of the tail was never acked: no unindexed tail"
+    stats = stored.lb.stats()
+    print(f"store: {stats}")
+    assert stats["segments"] > 2 * stats["days"], f"few segments: {stats}"
 
 
 def _whole(stored: Stored) -> tuple[int, int]:
@@ -701,23 +713,26 @@ def searchd(stored: Stored, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield sock
 
 
-def searchd_count(sock: Path, text: bytes, frm: int, to: int) -> tuple[int, dict[str, Any]]:
-    """GET /v1/count: (status, JSON body)."""
-    qs = "&".join(
-        f"{k}={urllib.parse.quote_from_bytes(v)}"
-        for k, v in [
-            ("q", text),
-            ("from", querygen.time_arg(frm).encode()),
-            ("to", querygen.time_arg(to).encode()),
-        ]
-    )
+def searchd_get(
+    sock: Path, what: str, text: bytes, frm: int, to: int, **params: str
+) -> tuple[int, dict[str, Any]]:
+    """GET /v1/<what>: (status, JSON body)."""
+    args = [("q", text), ("from", querygen.time_arg(frm).encode())]
+    args += [("to", querygen.time_arg(to).encode())]
+    args += [(k, v.encode()) for k, v in params.items()]
+    qs = "&".join(f"{k}={urllib.parse.quote_from_bytes(v)}" for k, v in args)
     conn = _UnixHTTP(sock)
     try:
-        conn.request("GET", f"/v1/count?{qs}")
+        conn.request("GET", f"/v1/{what}?{qs}")
         r = conn.getresponse()
         return r.status, json.loads(r.read().decode("utf-8"))
     finally:
         conn.close()
+
+
+def searchd_count(sock: Path, text: bytes, frm: int, to: int) -> tuple[int, dict[str, Any]]:
+    """GET /v1/count: (status, JSON body)."""
+    return searchd_get(sock, "count", text, frm, to)
 
 
 def test_canonical_form_round_trips(stored: Stored, searchd: Path) -> None:
@@ -826,3 +841,45 @@ def test_wildcards_past_max_terms_are_too_broad(stored: Stored, tmp_path: Path) 
             status, body = searchd_count(sock, pat, frm, to)
             want = len(c.matching(query.parse(pat), frm, to))
             assert status == 200 and body["total"] == want, (pat, status, body, want)
+
+
+HITS_ALONE = [b"*", b"NOT user", b"NOT *e*", b"* NOT severity:info", b"NOT (user OR error)"]
+
+
+def test_hits_alone_through_searchd_match_oracle(stored: Stored, searchd: Path) -> None:
+    """GET /v1/search with total=0 (hits alone: lb_eval may stop early, e.g. for ALL and NOT)
+    gives the oracle's page and next cursor."""
+    rng = random.Random(SEED + 7)
+    c = stored.corpus
+    cases = [k for k in _random_cases(stored, N_QUERIES // 4, SEED + 8) if "--order" in k.opts]
+    for _ in range(150):
+        frm, to = querygen.time_range(rng, stored.lo_us, stored.hi_us, c.msgs)
+        opts = ["--limit", str(rng.choice([1, 7, 100, 1000])), "--order"]
+        opts.append(rng.choice(["newest", "oldest"]))
+        if rng.random() < 0.4:
+            opts += ["--cursor", str(rng.choice(c.msgs).id)]
+        cases.append(Case(rng.choice(HITS_ALONE), frm, to, opts))
+
+    def one(case: Case) -> str | None:
+        want = expect(c, case)
+        o = dict(zip(case.opts[::2], case.opts[1::2], strict=True))
+        params = {"limit": o["--limit"], "order": o["--order"], "total": "0"}
+        if "--cursor" in o:
+            params["cursor"] = o["--cursor"]
+        status, body = searchd_get(searchd, "search", case.text, case.frm, case.to, **params)
+        if want.refused:
+            return None if status == 400 else f"{case.show()}: {status} {body}, oracle refuses"
+        if status != 200:
+            return f"{case.show()} total=0: {status} {body}"
+        ids = [h["id"] for h in body["hits"]]
+        nxt = int(body["next_cursor"] or 0)
+        if ids != want.ids or nxt != want.next_cursor:
+            return (
+                f"{case.show()} total=0: ids {ids[:6]} ({len(ids)}) next {nxt}, "
+                f"want {want.ids[:6]} ({len(want.ids)}) next {want.next_cursor}"
+            )
+        return None
+
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        problems = [p for p in pool.map(one, cases) if p]
+    _fail_if(problems, "hits-alone answers through searchd differ")
