@@ -1439,7 +1439,41 @@ lb_store_refresh(struct lb_store *st)
 int
 lb_store_time_to_id(struct lb_store *st, int64_t t, uint64_t *id)
 {
-	return (lb_catalog_time_to_id(st->cat, st->ls, t, id));
+	struct lb_msg	 m;
+	uint64_t	 lo, hi, first, mid;
+	int		 rc;
+
+	if ((rc = lb_catalog_time_to_id(st->cat, st->ls, t, id)) != LB_ENOTFOUND)
+		return (rc);
+	/*
+	 * t is past every entry in the catalog. Entries reach it a little after their messages
+	 * (tm_write), but always before the segment that indexes them: every message below the
+	 * indexed end was received before t. Find the first one at or after t among the newer
+	 * ones by their receive times, which never go backwards.
+	 */
+	if (st->mode == LB_RDWR)
+		lo = st->indexed_id;
+	else if ((rc = indexed_end(st, &lo)) != 0)
+		return (rc);
+	lb_store_range(st, &first, &hi);
+	if (lo < first)
+		lo = first;
+	if (lo >= hi)
+		return (LB_ENOTFOUND);
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((rc = lb_store_get(st, mid, &m)) != 0)
+			return (rc);
+		if (m.received < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	lb_store_range(st, &first, &mid);
+	if (lo >= mid)
+		return (LB_ENOTFOUND);
+	*id = lo;
+	return (0);
 }
 
 int
