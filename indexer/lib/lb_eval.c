@@ -1084,6 +1084,36 @@ take(struct ev *e, const struct lb_postings *m)
 	return (0);
 }
 
+/* take() for every id of [lo, hi) without listing them (ALL, without top values). */
+static void
+take_range(struct ev *e, uint64_t lo, uint64_t hi)
+{
+	const struct lb_searchreq	*rq = e->rq;
+	struct lb_searchres		*r = e->res;
+	size_t				 lim = (size_t)rq->limit + 1;
+	uint64_t			 id;
+
+	r->total += hi - lo;
+	for (uint32_t k = 0; k < r->nhist; k++) {
+		uint64_t a = e->bounds[k] > lo ? e->bounds[k] : lo;
+		uint64_t b = e->bounds[k + 1] < hi ? e->bounds[k + 1] : hi;
+
+		if (b > a)
+			r->hist[k] += b - a;
+	}
+	if (!(rq->want & LB_WANT_HITS))
+		return;
+	if (rq->order == LB_ORDER_NEWEST) {
+		id = rq->cursor != 0 && rq->cursor < hi ? rq->cursor : hi;
+		while (id > lo && e->nhits < lim)
+			e->hits[e->nhits++] = --id;
+	} else {
+		id = rq->cursor != 0 && rq->cursor >= lo ? rq->cursor + 1 : lo;
+		while (id < hi && e->nhits < lim)
+			e->hits[e->nhits++] = id++;
+	}
+}
+
 /* ---------------------------------------------------------------- chunks */
 
 /* Hits only: checks candidates one by one in the requested order until enough are found. */
@@ -1140,6 +1170,10 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 	if ((rc = lb_store_segment(e->st, ref, &e->sg, path, sizeof(path))) != 0)
 		goto bad;
 	e->res->segments++;
+	if (e->rq->q->kind == LB_Q_ALL && !(e->rq->want & LB_WANT_TOP)) {
+		take_range(e, lo, hi);
+		goto bad;
+	}
 	while (a < b && !(hits_done(e) && !e->full)) {
 		if (e->rq->order == LB_ORDER_NEWEST) {
 			e->whi = b;
