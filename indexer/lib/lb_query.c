@@ -964,8 +964,9 @@ static int
 fmt_set(struct buf *b, const struct lb_qnode *q)
 {
 	const char *const	*names = q->ns == LB_NS_FACILITY ? facilities : severities;
-	int			 n = q->ns == LB_NS_FACILITY ? 24 : 8, lo = -1, hi = -1, first = 1;
-	uint32_t		 all = n == 32 ? UINT32_MAX : (1u << n) - 1, m = q->mask;
+	int			 n = q->ns == LB_NS_FACILITY ? 24 : 8;
+	int			 lo = -1, hi = -1, first = 1;
+	uint32_t		 all = (1u << n) - 1, m = q->mask;
 
 	if ((q->ns != LB_NS_FACILITY && q->ns != LB_NS_SEVERITY) || m == 0 || (m & ~all) != 0)
 		return (EINVAL);
@@ -1210,7 +1211,8 @@ collect(void *arg, const uint8_t *term, size_t len)
 
 /* 1 when term i is in q's namespace (and SD name) and matches pattern pt. */
 static int
-term_match(const struct terms *t, size_t i, const struct lb_qnode *q, const struct lb_qpat *pt)
+term_match(const struct terms *t, size_t i, const struct lb_qnode *q,
+    const struct lb_qpat *pt)
 {
 	const uint8_t	*s = t->bytes + t->off[i];
 	size_t		 len = t->off[i + 1] - t->off[i];
@@ -1283,12 +1285,28 @@ eval(const struct lb_qnode *q, const struct lb_msg *m, const struct terms *t)
 	}
 }
 
+/* 1 when some node of q looks at terms (TERM, PHRASE); sets and ALL need none. */
+static int
+needs_terms(const struct lb_qnode *q)
+{
+	if (q->kind == LB_Q_TERM || q->kind == LB_Q_PHRASE)
+		return (1);
+	for (size_t i = 0; i < q->nkids; i++)
+		if (needs_terms(q->kids[i]))
+			return (1);
+	return (0);
+}
+
 int
 lb_query_match(const struct lb_qnode *q, const struct lb_tokconf *tc, const struct lb_msg *m)
 {
 	struct terms	 t;
 	int		 rc;
 
+	if (!needs_terms(q)) {
+		t.n = 0;
+		return (eval(q, m, &t));
+	}
 	t.bytes = t.sbytes;
 	t.capbytes = TERMS_BYTES;
 	t.nbytes = 0;
