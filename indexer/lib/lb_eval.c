@@ -1114,6 +1114,47 @@ take_range(struct ev *e, uint64_t lo, uint64_t hi)
 	}
 }
 
+/* take() for the window minus the ascending ids c[0..n) without listing it (NOT, no top). */
+static void
+take_not(struct ev *e, const struct lb_postings *c)
+{
+	const struct lb_searchreq	*rq = e->rq;
+	struct lb_searchres		*r = e->res;
+	size_t				 lim = (size_t)rq->limit + 1, j;
+	uint64_t			 id;
+
+	r->total += (e->whi - e->wlo) - c->n;
+	for (uint32_t k = 0; k < r->nhist; k++) {
+		uint64_t a = e->bounds[k] > e->wlo ? e->bounds[k] : e->wlo;
+		uint64_t b = e->bounds[k + 1] < e->whi ? e->bounds[k + 1] : e->whi;
+
+		if (b > a)
+			r->hist[k] += (b - a) - (lower(c->ids, c->n, b) - lower(c->ids, c->n, a));
+	}
+	if (!(rq->want & LB_WANT_HITS))
+		return;
+	if (rq->order == LB_ORDER_NEWEST) {
+		id = rq->cursor != 0 && rq->cursor < e->whi ? rq->cursor : e->whi;
+		j = lower(c->ids, c->n, id);
+		while (id > e->wlo && e->nhits < lim) {
+			id--;
+			if (j > 0 && c->ids[j - 1] == id)
+				j--;
+			else
+				e->hits[e->nhits++] = id;
+		}
+	} else {
+		id = rq->cursor != 0 && rq->cursor >= e->wlo ? rq->cursor + 1 : e->wlo;
+		j = lower(c->ids, c->n, id);
+		for (; id < e->whi && e->nhits < lim; id++) {
+			if (j < c->n && c->ids[j] == id)
+				j++;
+			else
+				e->hits[e->nhits++] = id;
+		}
+	}
+}
+
 /* ---------------------------------------------------------------- chunks */
 
 /* Hits only: checks candidates one by one in the requested order until enough are found. */
@@ -1170,8 +1211,18 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 	if ((rc = lb_store_segment(e->st, ref, &e->sg, path, sizeof(path))) != 0)
 		goto bad;
 	e->res->segments++;
-	if (e->rq->q->kind == LB_Q_ALL && !(e->rq->want & LB_WANT_TOP)) {
+	if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_ALL) {
 		take_range(e, lo, hi);
+		goto bad;
+	}
+	if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_NOT &&
+	    e->rq->q->nkids == 1) {
+		/* Counted as the window minus the child: the complement is not listed. */
+		e->wlo = lo;
+		e->whi = hi;
+		e->nterms = 0;
+		if ((rc = ev_exact(e, e->rq->q->kids[0], &m)) == 0)
+			take_not(e, &m);
 		goto bad;
 	}
 	while (a < b && !(hits_done(e) && !e->full)) {
