@@ -1258,16 +1258,83 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 	return (rc);
 }
 
-/* Ids [lo, hi) that are not in a published segment: brute force over the messages. */
+static inline uint8_t
+fold(uint8_t c)
+{
+	return (c >= 'A' && c <= 'Z' ? (uint8_t)(c + 32) : c);
+}
+
+/*
+ * A literal that every message matching q holds in its text (ASCII case aside), or none
+ * (*len 0): a text term's bytes before its first wildcard are the start of one of the
+ * message's tokens, and tokens are runs of the text, folded.
+ */
+static void
+required(const struct lb_qnode *q, const uint8_t **lit, size_t *len)
+{
+	const uint8_t	*l;
+	size_t		 n;
+
+	*len = 0;
+	switch (q->kind) {
+	case LB_Q_TERM:
+	case LB_Q_PHRASE:
+		if (q->ns != LB_NS_TEXT)
+			return;
+		for (size_t i = 0; i < q->npats; i++) {
+			if (q->pats[i].litlen > *len) {
+				*lit = q->pats[i].lit;
+				*len = q->pats[i].litlen;
+			}
+		}
+		return;
+	case LB_Q_AND:
+		for (size_t i = 0; i < q->nkids; i++) {
+			required(q->kids[i], &l, &n);
+			if (n > *len) {
+				*lit = l;
+				*len = n;
+			}
+		}
+		return;
+	}
+}
+
+/* 1 when lit[0..n) (n >= 1) occurs in s[0..len), ASCII case aside. */
+static int
+holds(const uint8_t *s, size_t len, const uint8_t *lit, size_t n)
+{
+	uint8_t c = fold(lit[0]);
+
+	for (size_t i = 0; i + n <= len; i++) {
+		size_t k;
+
+		if (fold(s[i]) != c)
+			continue;
+		for (k = 1; k < n && fold(s[i + k]) == fold(lit[k]); k++)
+			;
+		if (k == n)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Ids [lo, hi) that are not in a published segment: brute force over the messages. A message
+ * whose text lacks the query's required literal is passed over without lb_query_match().
+ */
 static int
 run_tail(struct ev *e, uint64_t lo, uint64_t hi)
 {
 	const struct lb_searchreq	*rq = e->rq;
 	struct lb_msg			 m;
+	const uint8_t			*lit = NULL;
+	size_t				 litlen;
 	uint64_t			 id;
 	int				 rc;
 
 	e->sg = NULL;
+	required(rq->q, &lit, &litlen);
 	for (uint64_t k = 0; k < hi - lo && !(hits_done(e) && !e->full); k++) {
 		id = rq->order == LB_ORDER_NEWEST ? hi - 1 - k : lo + k;
 		if ((rc = ev_tick(e, 16)) != 0)
@@ -1282,6 +1349,8 @@ run_tail(struct ev *e, uint64_t lo, uint64_t hi)
 			continue;
 		}
 		e->res->tail++;
+		if (litlen > 0 && !holds(m.message.p, m.message.len, lit, litlen))
+			continue;
 		if ((rc = lb_query_match(rq->q, e->tc, &m)) != 0 && rc != 1)
 			return (match_err(rc));
 		if (rc == 0)

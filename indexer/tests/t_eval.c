@@ -91,9 +91,16 @@ gen_msgs(void)
 			if (rnd(10) == 0)
 				n += snprintf(t->text + n, sizeof(t->text) - (size_t)n, "%sConn:%u ",
 				    k ? " " : "", rnd(40));
-			else
+			else {
+				int at = n + (k ? 1 : 0);
+
 				n += snprintf(t->text + n, sizeof(t->text) - (size_t)n, "%s%s",
 				    k ? " " : "", w);
+				/* Some words in capitals: the index folds them. */
+				for (int c = at; rnd(4) == 0 && c < n; c++)
+					if (t->text[c] >= 'a' && t->text[c] <= 'z')
+						t->text[c] -= 32;
+			}
 		}
 		if (rnd(4) == 0)
 			snprintf(t->sd, sizeof(t->sd), "[ex@1 user=\"%s smith\" n=\"%u\"]",
