@@ -1084,6 +1084,77 @@ take(struct ev *e, const struct lb_postings *m)
 	return (0);
 }
 
+/* take() for every id of [lo, hi) without listing them (ALL, without top values). */
+static void
+take_range(struct ev *e, uint64_t lo, uint64_t hi)
+{
+	const struct lb_searchreq	*rq = e->rq;
+	struct lb_searchres		*r = e->res;
+	size_t				 lim = (size_t)rq->limit + 1;
+	uint64_t			 id;
+
+	r->total += hi - lo;
+	for (uint32_t k = 0; k < r->nhist; k++) {
+		uint64_t a = e->bounds[k] > lo ? e->bounds[k] : lo;
+		uint64_t b = e->bounds[k + 1] < hi ? e->bounds[k + 1] : hi;
+
+		if (b > a)
+			r->hist[k] += b - a;
+	}
+	if (!(rq->want & LB_WANT_HITS))
+		return;
+	if (rq->order == LB_ORDER_NEWEST) {
+		id = rq->cursor != 0 && rq->cursor < hi ? rq->cursor : hi;
+		while (id > lo && e->nhits < lim)
+			e->hits[e->nhits++] = --id;
+	} else {
+		id = rq->cursor != 0 && rq->cursor >= lo ? rq->cursor + 1 : lo;
+		while (id < hi && e->nhits < lim)
+			e->hits[e->nhits++] = id++;
+	}
+}
+
+/* take() for the window minus the ascending ids c[0..n) without listing it (NOT, no top). */
+static void
+take_not(struct ev *e, const struct lb_postings *c)
+{
+	const struct lb_searchreq	*rq = e->rq;
+	struct lb_searchres		*r = e->res;
+	size_t				 lim = (size_t)rq->limit + 1, j;
+	uint64_t			 id;
+
+	r->total += (e->whi - e->wlo) - c->n;
+	for (uint32_t k = 0; k < r->nhist; k++) {
+		uint64_t a = e->bounds[k] > e->wlo ? e->bounds[k] : e->wlo;
+		uint64_t b = e->bounds[k + 1] < e->whi ? e->bounds[k + 1] : e->whi;
+
+		if (b > a)
+			r->hist[k] += (b - a) - (lower(c->ids, c->n, b) - lower(c->ids, c->n, a));
+	}
+	if (!(rq->want & LB_WANT_HITS))
+		return;
+	if (rq->order == LB_ORDER_NEWEST) {
+		id = rq->cursor != 0 && rq->cursor < e->whi ? rq->cursor : e->whi;
+		j = lower(c->ids, c->n, id);
+		while (id > e->wlo && e->nhits < lim) {
+			id--;
+			if (j > 0 && c->ids[j - 1] == id)
+				j--;
+			else
+				e->hits[e->nhits++] = id;
+		}
+	} else {
+		id = rq->cursor != 0 && rq->cursor >= e->wlo ? rq->cursor + 1 : e->wlo;
+		j = lower(c->ids, c->n, id);
+		for (; id < e->whi && e->nhits < lim; id++) {
+			if (j < c->n && c->ids[j] == id)
+				j++;
+			else
+				e->hits[e->nhits++] = id;
+		}
+	}
+}
+
 /* ---------------------------------------------------------------- chunks */
 
 /* Hits only: checks candidates one by one in the requested order until enough are found. */
@@ -1140,6 +1211,20 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 	if ((rc = lb_store_segment(e->st, ref, &e->sg, path, sizeof(path))) != 0)
 		goto bad;
 	e->res->segments++;
+	if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_ALL) {
+		take_range(e, lo, hi);
+		goto bad;
+	}
+	if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_NOT &&
+	    e->rq->q->nkids == 1) {
+		/* Counted as the window minus the child: the complement is not listed. */
+		e->wlo = lo;
+		e->whi = hi;
+		e->nterms = 0;
+		if ((rc = ev_exact(e, e->rq->q->kids[0], &m)) == 0)
+			take_not(e, &m);
+		goto bad;
+	}
 	while (a < b && !(hits_done(e) && !e->full)) {
 		if (e->rq->order == LB_ORDER_NEWEST) {
 			e->whi = b;
@@ -1173,16 +1258,83 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 	return (rc);
 }
 
-/* Ids [lo, hi) that are not in a published segment: brute force over the messages. */
+static inline uint8_t
+fold(uint8_t c)
+{
+	return (c >= 'A' && c <= 'Z' ? (uint8_t)(c + 32) : c);
+}
+
+/*
+ * A literal that every message matching q holds in its text (ASCII case aside), or none
+ * (*len 0): a text term's bytes before its first wildcard are the start of one of the
+ * message's tokens, and tokens are runs of the text, folded.
+ */
+static void
+required(const struct lb_qnode *q, const uint8_t **lit, size_t *len)
+{
+	const uint8_t	*l;
+	size_t		 n;
+
+	*len = 0;
+	switch (q->kind) {
+	case LB_Q_TERM:
+	case LB_Q_PHRASE:
+		if (q->ns != LB_NS_TEXT)
+			return;
+		for (size_t i = 0; i < q->npats; i++) {
+			if (q->pats[i].litlen > *len) {
+				*lit = q->pats[i].lit;
+				*len = q->pats[i].litlen;
+			}
+		}
+		return;
+	case LB_Q_AND:
+		for (size_t i = 0; i < q->nkids; i++) {
+			required(q->kids[i], &l, &n);
+			if (n > *len) {
+				*lit = l;
+				*len = n;
+			}
+		}
+		return;
+	}
+}
+
+/* 1 when lit[0..n) (n >= 1) occurs in s[0..len), ASCII case aside. */
+static int
+holds(const uint8_t *s, size_t len, const uint8_t *lit, size_t n)
+{
+	uint8_t c = fold(lit[0]);
+
+	for (size_t i = 0; i + n <= len; i++) {
+		size_t k;
+
+		if (fold(s[i]) != c)
+			continue;
+		for (k = 1; k < n && fold(s[i + k]) == fold(lit[k]); k++)
+			;
+		if (k == n)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Ids [lo, hi) that are not in a published segment: brute force over the messages. A message
+ * whose text lacks the query's required literal is passed over without lb_query_match().
+ */
 static int
 run_tail(struct ev *e, uint64_t lo, uint64_t hi)
 {
 	const struct lb_searchreq	*rq = e->rq;
 	struct lb_msg			 m;
+	const uint8_t			*lit = NULL;
+	size_t				 litlen;
 	uint64_t			 id;
 	int				 rc;
 
 	e->sg = NULL;
+	required(rq->q, &lit, &litlen);
 	for (uint64_t k = 0; k < hi - lo && !(hits_done(e) && !e->full); k++) {
 		id = rq->order == LB_ORDER_NEWEST ? hi - 1 - k : lo + k;
 		if ((rc = ev_tick(e, 16)) != 0)
@@ -1197,6 +1349,8 @@ run_tail(struct ev *e, uint64_t lo, uint64_t hi)
 			continue;
 		}
 		e->res->tail++;
+		if (litlen > 0 && !holds(m.message.p, m.message.len, lit, litlen))
+			continue;
 		if ((rc = lb_query_match(rq->q, e->tc, &m)) != 0 && rc != 1)
 			return (match_err(rc));
 		if (rc == 0)

@@ -91,9 +91,16 @@ gen_msgs(void)
 			if (rnd(10) == 0)
 				n += snprintf(t->text + n, sizeof(t->text) - (size_t)n, "%sConn:%u ",
 				    k ? " " : "", rnd(40));
-			else
+			else {
+				int at = n + (k ? 1 : 0);
+
 				n += snprintf(t->text + n, sizeof(t->text) - (size_t)n, "%s%s",
 				    k ? " " : "", w);
+				/* Some words in capitals: the index folds them. */
+				for (int c = at; rnd(4) == 0 && c < n; c++)
+					if (t->text[c] >= 'a' && t->text[c] <= 'z')
+						t->text[c] -= 32;
+			}
 		}
 		if (rnd(4) == 0)
 			snprintf(t->sd, sizeof(t->sd), "[ex@1 user=\"%s smith\" n=\"%u\"]",
@@ -1113,6 +1120,76 @@ t_reader(void **state)
 	t_rmtree(dir);
 }
 
+/* More segments than a store keeps open (one a day for 80 days): the cache evicts and reopens. */
+static void
+t_many(void **state)
+{
+	struct lb_store		*st;
+	struct lb_catalog	*cat;
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct lb_qerr		 err;
+	struct lb_qnode		*q;
+	struct lb_msg		 m;
+	struct lb_segref	*refs = NULL;
+	size_t			 n = 0;
+	char			 buf[64];
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	lb_tokconf_default(&tc);
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	for (int d = 0; d < 80; d++) {
+		for (int i = 0; i < 10; i++) {
+			memset(&m, 0, sizeof(m));
+			snprintf(buf, sizeof(buf), "day%d n%d all", d, i);
+			m.message.p = (const uint8_t *)buf;
+			m.message.len = strlen(buf);
+			m.facility = m.severity = LB_NOVALUE;
+			m.timestamp = LB_NOTIME;
+			m.received = T0 + d * DAY_US + i * 1000000LL;
+			assert_ok(lb_store_append(st, &m));
+		}
+	}
+	assert_ok(lb_store_close(st));
+	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
+	assert_ok(lb_catalog_segments(cat, "main", 0, UINT64_MAX, &refs, &n));
+	assert_true(n >= 80);
+	free(refs);
+	assert_ok(lb_store_open_reader(cat, dir, "main", &st));
+	assert_int_equal(lb_store_open_reader(NULL, dir, "main", &st), EINVAL);
+	memset(&rq, 0, sizeof(rq));
+	rq.from = T0;
+	rq.to = T0 + 100 * DAY_US;
+	rq.want = LB_WANT_HITS | LB_WANT_TOTAL | LB_WANT_HIST | LB_WANT_TOP;
+	rq.limit = 1000;
+	rq.nbuckets = 100;
+	rq.top_ns = LB_NS_TEXT;
+	rq.topk = 3;
+	for (int k = 0; k < 3; k++) {
+		const char *text = k == 0 ? "n3" : k == 1 ? "all AND NOT n3" : "day7*";
+
+		assert_ok(lb_query_parse(&tc, text, strlen(text), &q, &err));
+		rq.q = q;
+		for (int rep = 0; rep < 2; rep++) {
+			uint64_t want = k == 0 ? 80 : k == 1 ? 720 : 110;
+
+			assert_ok(lb_search(st, &rq, &r));
+			assert_int_equal(r.total, want);
+			assert_int_equal(r.n, want);
+			assert_int_equal(r.nwarnings, 0);
+			assert_int_equal(r.nhist, 100);
+			for (size_t i = 1; i < r.n; i++)
+				assert_true(r.ids[i] < r.ids[i - 1]);
+			lb_searchres_free(&r);
+		}
+		lb_query_free(q);
+	}
+	lb_store_close(st);
+	lb_catalog_close(cat);
+	t_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -1125,6 +1202,7 @@ main(void)
 		cmocka_unit_test(t_tail),
 		cmocka_unit_test(t_wide),
 		cmocka_unit_test(t_reader),
+		cmocka_unit_test(t_many),
 	};
 
 	return (cmocka_run_group_tests(tests, NULL, NULL));
