@@ -94,6 +94,15 @@ struct qslot {
 
 enum { Q_FREE, Q_QUEUED, Q_DONE };
 
+/* A decoded sealed block kept for the next gets. */
+struct mcache {
+	struct mblk	 b;
+	size_t		 idx;		/* its index in blk, or SIZE_MAX */
+	uint64_t	 used;		/* LRU stamp */
+};
+
+#define MF_CACHE_READER	128	/* decoded blocks a reader keeps (a writer: 1) */
+
 /* One entry of the block index. */
 struct bent {
 	uint64_t	 first;		/* first id */
@@ -118,8 +127,9 @@ struct lb_msgfile {
 	uint64_t	 snext;		/* one past the last sealed id */
 	uint64_t	 mend;		/* end of the last sound block in messages */
 	uint64_t	 sraw;		/* raw payload bytes of the sealed blocks */
-	struct mblk	 cache;		/* one decoded sealed block */
-	size_t		 cidx;		/* its index in blk, or SIZE_MAX */
+	struct mcache	*cache;		/* decoded sealed blocks (LRU) */
+	unsigned	 ncache;
+	uint64_t	 cclock;	/* LRU clock for cache[].used */
 	struct mblk	 tail;		/* ids [snext, next): open block / WAL records */
 	uint64_t	 wsize;		/* reader: WAL bytes seen at the last refresh */
 	/* writer */
@@ -1092,7 +1102,13 @@ lb_msgfile_open(const char *daydir, int mode, uint64_t first_id, struct lb_msgfi
 		free(mf);
 		return (rc);
 	}
-	mf->cidx = SIZE_MAX;
+	mf->ncache = mode == LB_RDONLY ? MF_CACHE_READER : 1;
+	if ((mf->cache = calloc(mf->ncache, sizeof(*mf->cache))) == NULL) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	for (unsigned i = 0; i < mf->ncache; i++)
+		mf->cache[i].idx = SIZE_MAX;
 	if ((rc = lb_path(mf->dir, sizeof(mf->dir), "%s", daydir)) != 0 ||
 	    (rc = lb_path(mf->mpath, sizeof(mf->mpath), "%s/%s", daydir,
 	    LB_FILE_MESSAGES)) != 0 ||
@@ -1157,7 +1173,9 @@ lb_msgfile_close(struct lb_msgfile *mf)
 		close(mf->wfd);
 	free(mf->lvlbuf);
 	free(mf->zi);
-	mblk_free(&mf->cache);
+	for (unsigned i = 0; mf->cache != NULL && i < mf->ncache; i++)
+		mblk_free(&mf->cache[i].b);
+	free(mf->cache);
 	mblk_free(&mf->tail);
 	free(mf->blk);
 	free(mf->wal);
@@ -1529,6 +1547,7 @@ lb_msgfile_seal(struct lb_msgfile *mf)
 int
 lb_msgfile_get(struct lb_msgfile *mf, uint64_t id, struct lb_msg *m)
 {
+	struct mcache	*c;
 	const char	*what;
 	size_t		 lo, hi, mid;
 	int		 rc;
@@ -1566,17 +1585,28 @@ lb_msgfile_get(struct lb_msgfile *mf, uint64_t id, struct lb_msg *m)
 	if (mf->nblk == 0 || mf->blk[lo].bad || id < mf->blk[lo].first ||
 	    id - mf->blk[lo].first >= mf->blk[lo].count)
 		return (LB_ECORRUPT);
-	if (mf->cidx != lo) {
-		mf->cidx = SIZE_MAX;
-		if ((rc = block_load(mf, mf->blk[lo].off, &mf->blk[lo], &mf->cache, NULL,
+	/* The decoded block, or the least recently used slot to decode it into. */
+	c = &mf->cache[0];
+	for (unsigned i = 0; i < mf->ncache; i++) {
+		if (mf->cache[i].idx == lo) {
+			c = &mf->cache[i];
+			break;
+		}
+		if (mf->cache[i].used < c->used)
+			c = &mf->cache[i];
+	}
+	if (c->idx != lo) {
+		c->idx = SIZE_MAX;
+		if ((rc = block_load(mf, mf->blk[lo].off, &mf->blk[lo], &c->b, NULL,
 		    &what)) != 0) {
 			if (rc == LB_ECORRUPT)
 				mf->blk[lo].bad = 1;
 			return (rc);
 		}
-		mf->cidx = lo;
+		c->idx = lo;
 	}
-	return (mblk_msg(&mf->cache, id, m));
+	c->used = ++mf->cclock;
+	return (mblk_msg(&c->b, id, m));
 }
 
 static int
@@ -1653,7 +1683,7 @@ lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen)
 	if ((rc = fsize(mf->mfd, &size)) != 0)
 		return (rc);
 	next = mf->first_id;
-	mf->cidx = SIZE_MAX;	/* the cache is used as the work buffer */
+	mf->cache[0].idx = SIZE_MAX;	/* the first cached block is the work buffer */
 	while (off < size) {
 		/*
 		 * A last block cut short by the end of the file is what a writer killed inside
@@ -1675,7 +1705,7 @@ lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen)
 			    (unsigned long long)(size - off), (unsigned long long)next);
 			return (LB_ECORRUPT);
 		}
-		rc = block_load(mf, off, NULL, &mf->cache, &e, &what);
+		rc = block_load(mf, off, NULL, &mf->cache[0].b, &e, &what);
 		if (rc == LB_ECORRUPT && strcmp(what, "cannot read block payload") == 0 &&
 		    off + LB_BHDR_SIZE + (uint64_t)e.comp > size) {
 			torn = 1;
