@@ -49,7 +49,7 @@
 #include "lb_store_int.h"
 
 #define STORE_FANOUT		8	/* merge this many same-level segments of a day */
-#define STORE_CACHE_DAYS	4	/* message files a reader keeps open */
+#define STORE_CACHE_DAYS	16	/* message files a reader keeps open */
 #define STORE_TM_MS		200	/* time map entries reach the catalog this often at most */
 #define STORE_CACHE_SEGS	64	/* segment files a store keeps open for searches */
 
