@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -583,33 +584,103 @@ match_err(int rc)
 	return (rc < 0 && rc > -4096 ? -rc : rc);
 }
 
+/* One thread's share of a verification: ids[0..n) checked through st, kept ids compacted. */
+struct vpart {
+	struct lb_store			*st;
+	const struct lb_qnode		*q;
+	const struct lb_tokconf		*tc;
+	uint64_t			*ids;
+	size_t				 n, kept;
+	int64_t				 deadline;	/* CLOCK_MONOTONIC ns; 0: none */
+	uint64_t			 skipped;	/* unreadable messages left out */
+	uint64_t			 first_bad;	/* the first of them */
+	int				 bad_rc;
+	int				 rc;
+};
+
+static void *
+vpart_run(void *arg)
+{
+	struct vpart	*v = arg;
+	struct lb_msg	 m;
+	size_t		 k = 0;
+	int		 rc = 0;
+
+	for (size_t i = 0; i < v->n; i++) {
+		if ((i & 255) == 0 && v->deadline != 0 && mono_ns() > v->deadline) {
+			rc = LB_EDEADLINE;
+			break;
+		}
+		if ((rc = lb_store_get(v->st, v->ids[i], &m)) != 0) {
+			if (rc != LB_ECORRUPT && rc != LB_EFORMAT && rc != LB_ENOTFOUND)
+				break;
+			if (v->skipped++ == 0) {
+				v->first_bad = v->ids[i];
+				v->bad_rc = rc;
+			}
+			rc = 0;
+			continue;
+		}
+		if ((rc = lb_query_match(v->q, v->tc, &m)) != 0 && rc != 1) {
+			rc = match_err(rc);
+			break;
+		}
+		if (rc == 1)
+			v->ids[k++] = v->ids[i];
+		rc = 0;
+	}
+	v->kept = k;
+	v->rc = rc;
+	return (NULL);
+}
+
+#define EV_PAR_MIN	4096	/* candidates worth a second thread */
+
 /*
  * Keeps the ids of p whose message matches q. A message that cannot be read is left out with
- * a warning (the index said it might match; the message file is damaged).
+ * a warning (the index said it might match; the message file is damaged). Many candidates are
+ * split in two id ranges, the newer half read by a helper thread through a second reader of
+ * the store: reading (inflating blocks) is what a phrase check costs.
  */
 static int
 verify(struct ev *e, const struct lb_qnode *q, struct lb_postings *p)
 {
-	struct lb_msg	m;
-	size_t		k = 0;
-	int		rc;
+	struct vpart	 v[2];
+	struct lb_store	*helper = NULL;
+	pthread_t	 tid;
+	int		 nv = 1, rc;
 
-	for (size_t i = 0; i < p->n; i++) {
-		if ((rc = ev_tick(e, 16)) != 0)
-			return (rc);
-		if ((rc = lb_store_get(e->st, p->ids[i], &m)) != 0) {
-			if (rc != LB_ECORRUPT && rc != LB_EFORMAT && rc != LB_ENOTFOUND)
-				return (rc);
-			ev_warn(e, "message %llu skipped: %s", (unsigned long long)p->ids[i],
-			    lb_strerror(rc));
-			continue;
-		}
-		if ((rc = lb_query_match(q, e->tc, &m)) != 0 && rc != 1)
-			return (match_err(rc));
-		if (rc == 1)
-			p->ids[k++] = p->ids[i];
+	memset(v, 0, sizeof(v));
+	v[0].st = e->st;
+	v[0].q = q;
+	v[0].tc = e->tc;
+	v[0].ids = p->ids;
+	v[0].n = p->n;
+	v[0].deadline = e->deadline;
+	if (p->n >= EV_PAR_MIN && lb_store_helper(e->st, &helper) == 0) {
+		v[1] = v[0];
+		v[1].st = helper;
+		v[0].n = p->n / 2;
+		v[1].ids = p->ids + v[0].n;
+		v[1].n = p->n - v[0].n;
+		if (pthread_create(&tid, NULL, vpart_run, &v[1]) == 0)
+			nv = 2;
+		else
+			v[0].n = p->n;
 	}
-	p->n = k;
+	vpart_run(&v[0]);
+	if (nv == 2)
+		pthread_join(tid, NULL);
+	for (int i = 0; i < nv; i++)
+		if (v[i].skipped > 0)
+			ev_warn(e, "message %llu skipped: %s (%llu unreadable)",
+			    (unsigned long long)v[i].first_bad, lb_strerror(v[i].bad_rc),
+			    (unsigned long long)v[i].skipped);
+	if ((rc = v[0].rc) != 0 || (nv == 2 && (rc = v[1].rc) != 0))
+		return (rc);
+	if (nv == 2)
+		memmove(p->ids + v[0].kept, v[1].ids, v[1].kept * sizeof(*p->ids));
+	p->n = v[0].kept + (nv == 2 ? v[1].kept : 0);
 	return (0);
 }
 

@@ -77,6 +77,7 @@ struct lb_store {
 	int			 lockfd;
 	struct lb_catalog	*cat;
 	int			 borrowed;	/* cat is the caller's (lb_store_open_reader) */
+	struct lb_store		*helper;	/* a second reader for parallel reads, or NULL */
 	struct store_seg	 segs[STORE_CACHE_SEGS];
 	struct lb_lsconf	 conf;
 	struct lb_tokconf	 tc;
@@ -1218,6 +1219,7 @@ lb_store_close(struct lb_store *st)
 	lb_segw_free(st->spare);
 	free(st->tm_t);
 	free(st->tm_id);
+	lb_store_close(st->helper);
 	for (size_t i = 0; i < STORE_CACHE_SEGS; i++)
 		lb_segment_close(st->segs[i].sg);
 	if (!st->borrowed)
@@ -1436,6 +1438,18 @@ int
 lb_store_refresh(struct lb_store *st)
 {
 	return (st->mode == LB_RDWR ? 0 : days_load(st));
+}
+
+int
+lb_store_helper(struct lb_store *st, struct lb_store **out)
+{
+	int rc;
+
+	if (st->helper == NULL &&
+	    (rc = lb_store_open_reader(st->cat, st->data, st->ls, &st->helper)) != 0)
+		return (rc);
+	*out = st->helper;
+	return (0);
 }
 
 int

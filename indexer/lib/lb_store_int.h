@@ -36,4 +36,11 @@ int	lb_store_segment(struct lb_store *st, const struct lb_segref *ref, struct lb
 /* Closes sg (found damaged) and forgets it. */
 void	lb_store_segment_drop(struct lb_store *st, struct lb_segment *sg);
 
+/*
+ * A second reader of the same logspace on the same catalog, for a thread that helps a search
+ * read messages in parallel (a store handle is used by one thread at a time). Opened on first
+ * use and kept: owned by st, valid until lb_store_close(st).
+ */
+int	lb_store_helper(struct lb_store *st, struct lb_store **out);
+
 #endif /* LB_STORE_INT_H */
