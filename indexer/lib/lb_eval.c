@@ -409,6 +409,7 @@ struct expand {
 	int			 gm;		/* GM_* */
 	const uint8_t		*gl;		/* GM_SUFFIX, GM_INFIX: the literal */
 	size_t			 gllen;
+	int			 scanned;	/* lb_segment_scan matched the terms already */
 	struct uni		 u;
 };
 
@@ -487,7 +488,7 @@ expand_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_
 	(void)df;
 	if ((rc = ev_tick(e, 1)) != 0)
 		return (rc);
-	if (x->pat->kind == LB_QP_WILD && (len < x->hlen ||
+	if (x->pat->kind == LB_QP_WILD && !x->scanned && (len < x->hlen ||
 	    !gm_match(x, term + x->hlen, len - x->hlen)))
 		return (0);
 	if (++e->nterms > e->max_terms)
@@ -529,8 +530,22 @@ ev_pat(struct ev *e, uint8_t ns, const char *sdname, const struct lb_qpat *pat,
 	x.pat = pat;
 	x.hlen = hlen;
 	gm_setup(&x);
+	/*
+	 * A leading wildcard scans the whole namespace: through the segment's term blob (built
+	 * on the first such scan when the store's budget allows), a memmem() over the terms'
+	 * bytes instead of inflating and decoding every dictionary block. A wildcard with a
+	 * literal prefix uses the blob when it is there.
+	 */
+	if (pat->kind == LB_QP_WILD && pat->litlen == 0 &&
+	    (rc = lb_store_segment_blob(e->st, e->sg)) != 0)
+		return (rc);
 	uni_begin(e, &x.u, out);
-	rc = lb_segment_prefix(e->sg, key, klen, expand_term, &x);
+	if (pat->kind == LB_QP_WILD && lb_segment_blob_size(e->sg, NULL) > 0) {
+		x.scanned = 1;
+		rc = lb_segment_scan(e->sg, key, klen, hlen, pat->glob, pat->globlen,
+		    expand_term, &x);
+	} else
+		rc = lb_segment_prefix(e->sg, key, klen, expand_term, &x);
 	return (uni_finish(e, &x.u, rc));
 }
 

@@ -478,6 +478,12 @@ struct lb_segment {
 	uint64_t	 cbi;		/* block whose entries cent holds (checked), or UINT64_MAX */
 	uint32_t	 cn;
 	struct blkent	 cent[LB_SEG_BLOCK_TERMS];
+	/* The term blob (lb_segment_blob): every term back to back, for wildcard scans. */
+	uint8_t		*bterms;	/* NULL: not built */
+	uint32_t	*boff;		/* nterms + 1 offsets into bterms */
+	uint32_t	*bfirst;	/* nblocks + 1: index of each block's first term */
+	size_t		 bsize;		/* bytes the three take */
+	size_t		 bneed;		/* bytes a blob would take once known (0: not yet) */
 };
 
 /* A walk through one dictionary block, inflated into raw. */
@@ -714,6 +720,7 @@ lb_segment_close(struct lb_segment *sg)
 		return;
 	if (sg->map != NULL)
 		munmap(sg->map, sg->size);
+	lb_segment_blob_free(sg);
 	free(sg->zs);
 	free(sg);
 }
@@ -908,6 +915,315 @@ lb_segment_prefix(struct lb_segment *sg, const uint8_t *prefix, size_t len, lb_t
 		return (lb_segment_terms(sg, prefix, len, NULL, 0, fn, arg));
 	hi[hilen - 1]++;
 	return (lb_segment_terms(sg, prefix, len, hi, hilen, fn, arg));
+}
+
+/* ---------------------------------------------------------------- wildcard scans */
+
+/*
+ * The term blob: the dictionary's terms back to back (bterms), where term t is
+ * bterms[boff[t] .. boff[t + 1]), and bfirst[b] the index of block b's first term, so that a
+ * term found in the blob gets its cookie (block, entry) without a walk. It is built by one
+ * full, checked walk of the dictionary; a wildcard scan is then a memmem() over the range's
+ * bytes for the pattern's longest literal run, and the dictionary block of a term that
+ * matches is inflated (and checked) only to give its df and id list.
+ */
+
+void
+lb_segment_blob_free(struct lb_segment *sg)
+{
+	if (sg == NULL)
+		return;
+	free(sg->bterms);
+	free(sg->boff);
+	free(sg->bfirst);
+	sg->bterms = NULL;
+	sg->boff = NULL;
+	sg->bfirst = NULL;
+	sg->bsize = 0;
+}
+
+size_t
+lb_segment_blob_size(const struct lb_segment *sg, size_t *need)
+{
+	if (need != NULL)
+		*need = sg->bterms != NULL ? sg->bsize : sg->bneed;
+	return (sg->bsize);
+}
+
+int
+lb_segment_blob(struct lb_segment *sg, size_t max)
+{
+	struct blkcur	 c;
+	uint8_t		*t = NULL, *nt;
+	uint32_t	*off = NULL, *first = NULL;
+	size_t		 len = 0, cap = 0, fixed, room;
+	uint64_t	 n = 0;
+	int		 rc, over = 0;
+
+	if (sg->bterms != NULL)
+		return (0);
+	if (sg->nterms == 0)
+		return (EINVAL);
+	if (sg->bneed > max || sg->nterms >= UINT32_MAX)
+		return (LB_ETOOBIG);
+	fixed = (size_t)(sg->nterms + 1) * 4 + ((size_t)sg->nblocks + 1) * 4;
+	if (fixed > max)
+		over = 1;
+	room = over ? 0 : max - fixed;
+	if (!over && ((off = malloc((size_t)(sg->nterms + 1) * 4)) == NULL ||
+	    (first = malloc(((size_t)sg->nblocks + 1) * 4)) == NULL)) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	for (uint64_t bi = 0; bi < sg->nblocks; bi++) {
+		if ((rc = blk_open(sg, bi, &c)) != 0)
+			goto fail;
+		if (!over)
+			first[bi] = (uint32_t)n;
+		while ((rc = blk_next(&c)) == 0) {
+			if (n >= sg->nterms) {
+				rc = LB_ECORRUPT;
+				goto fail;
+			}
+			if (!over && (c.tlen > room - len || len + c.tlen > UINT32_MAX)) {
+				/* Too big: only count what it would take. */
+				over = 1;
+				free(t);
+				t = NULL;
+			}
+			if (!over) {
+				if (len + c.tlen > cap) {
+					size_t nc = cap ? cap * 2 : (size_t)sg->nterms * 8;
+
+					if (nc < len + c.tlen)
+						nc = len + c.tlen;
+					if (nc > room)
+						nc = room;
+					if ((nt = realloc(t, nc)) == NULL) {
+						rc = ENOMEM;
+						goto fail;
+					}
+					t = nt;
+					cap = nc;
+				}
+				memcpy(t + len, c.term, c.tlen);
+				off[n] = (uint32_t)len;
+			}
+			len += c.tlen;
+			n++;
+		}
+		if (rc != 1)
+			goto fail;
+	}
+	if (n != sg->nterms) {
+		rc = LB_ECORRUPT;
+		goto fail;
+	}
+	sg->bneed = len > UINT32_MAX ? SIZE_MAX : fixed + len;
+	if (over || len > UINT32_MAX) {
+		rc = LB_ETOOBIG;
+		goto fail;
+	}
+	off[n] = (uint32_t)len;
+	first[sg->nblocks] = (uint32_t)n;
+	if ((nt = realloc(t, len)) != NULL)
+		t = nt;
+	sg->bterms = t;
+	sg->boff = off;
+	sg->bfirst = first;
+	sg->bsize = fixed + len;
+	return (0);
+ fail:
+	free(t);
+	free(off);
+	free(first);
+	return (rc);
+}
+
+/* The longest run of literal bytes of glob (unescaped, cut at LB_SEG_TERM_MAX) into lit. */
+static size_t
+glob_lit(const uint8_t *g, size_t n, uint8_t *lit)
+{
+	uint8_t	 run[LB_SEG_TERM_MAX];
+	size_t	 i = 0, cur = 0, best = 0;
+	uint8_t	 ch;
+
+	for (;;) {
+		if (i == n || g[i] == '*' || g[i] == '?') {
+			if (cur > best) {
+				memcpy(lit, run, cur);
+				best = cur;
+			}
+			cur = 0;
+			if (i == n)
+				return (best);
+			i++;
+			continue;
+		}
+		ch = g[i];
+		if (ch == '\\' && i + 1 < n)
+			ch = g[++i];
+		i++;
+		if (cur < sizeof(run))
+			run[cur++] = ch;
+	}
+}
+
+/* 1 when s[0..n) holds lit[0..litlen) (litlen > 0). Terms are short: memchr, then memcmp. */
+static int
+holds(const uint8_t *s, size_t n, const uint8_t *lit, size_t litlen)
+{
+	const uint8_t *p = s, *last;
+
+	if (n < litlen)
+		return (0);
+	last = s + n - litlen;
+	while (p <= last && (p = memchr(p, lit[0], (size_t)(last - p) + 1)) != NULL) {
+		if (memcmp(p + 1, lit + 1, litlen - 1) == 0)
+			return (1);
+		p++;
+	}
+	return (0);
+}
+
+struct scan {
+	const uint8_t	*glob;
+	size_t		 globlen, skip;
+	uint8_t		 lit[LB_SEG_TERM_MAX];
+	size_t		 litlen;
+	lb_term_fn	 fn;
+	void		*arg;
+};
+
+static int
+scan_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
+{
+	struct scan *s = arg;
+
+	if (len < s->skip || (s->litlen > 0 && !holds(term + s->skip, len - s->skip, s->lit,
+	    s->litlen)) || !lb_glob_match(s->glob, s->globlen, term + s->skip, len - s->skip))
+		return (0);
+	return (s->fn(s->arg, term, len, cookie, df));
+}
+
+static inline int
+bl_cmp(const struct lb_segment *sg, uint64_t t, const uint8_t *key, size_t klen)
+{
+	return (term_cmp(sg->bterms + sg->boff[t], sg->boff[t + 1] - sg->boff[t], key, klen));
+}
+
+/* The largest i in [lo, hi) with off[i] <= at (off[lo] <= at), galloping from lo. */
+static uint64_t
+bl_at(const uint32_t *off, uint64_t lo, uint64_t hi, uint64_t at)
+{
+	uint64_t step = 1, top, mid;
+
+	while (lo + step < hi && off[lo + step] <= at) {
+		lo += step;
+		step *= 2;
+	}
+	top = lo + step < hi ? lo + step : hi;
+	while (top - lo > 1) {
+		mid = lo + (top - lo) / 2;
+		if (off[mid] <= at)
+			lo = mid;
+		else
+			top = mid;
+	}
+	return (lo);
+}
+
+/* Calls fn for blob term t, with its cookie and df (from its block, inflated and checked). */
+static int
+bl_emit(struct lb_segment *sg, uint64_t t, uint64_t *bi, const struct scan *s)
+{
+	struct blkent	 e;
+	uint64_t	 ei;
+	int		 rc;
+
+	*bi = bl_at(sg->bfirst, *bi, sg->nblocks, t);
+	ei = t - sg->bfirst[*bi];
+	if (sg->cbi == *bi) {
+		if (ei >= sg->cn)
+			return (LB_ECORRUPT);
+		e = sg->cent[ei];
+	} else if ((rc = blk_find(sg, *bi, NULL, 0, (uint32_t)ei, &e)) != 0)
+		return (rc == LB_ENOTFOUND ? LB_ECORRUPT : rc);
+	return (s->fn(s->arg, sg->bterms + sg->boff[t], sg->boff[t + 1] - sg->boff[t],
+	    *bi << LB_SEG_COOKIE_SHIFT | ei, e.df));
+}
+
+static int
+bl_scan(struct lb_segment *sg, const uint8_t *prefix, size_t len, const struct scan *s)
+{
+	const uint8_t	*base = sg->bterms, *p, *end, *h;
+	uint64_t	 a, b, mid, t, bi = 0, at;
+	size_t		 tl;
+	int		 rc;
+
+	/* [a, b): the terms that start with prefix. */
+	for (a = 0, b = sg->nterms; a < b; ) {
+		mid = a + (b - a) / 2;
+		if (bl_cmp(sg, mid, prefix, len) < 0)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	for (b = sg->nterms, t = a; t < b; ) {
+		mid = t + (b - t) / 2;
+		if (sg->boff[mid + 1] - sg->boff[mid] >= len &&
+		    memcmp(base + sg->boff[mid], prefix, len) == 0)
+			t = mid + 1;
+		else
+			b = mid;
+	}
+	if (s->litlen == 0) {
+		for (t = a; t < b; t++) {
+			tl = sg->boff[t + 1] - sg->boff[t];
+			if (lb_glob_match(s->glob, s->globlen, base + sg->boff[t] + s->skip,
+			    tl - s->skip) && (rc = bl_emit(sg, t, &bi, s)) != 0)
+				return (rc);
+		}
+		return (0);
+	}
+	p = base + sg->boff[a];
+	end = base + sg->boff[b];
+	t = a;
+	while (p < end && (size_t)(end - p) >= s->litlen &&
+	    (h = memmem(p, (size_t)(end - p), s->lit, s->litlen)) != NULL) {
+		at = (uint64_t)(h - base);
+		t = bl_at(sg->boff, t, b, at);
+		/* A run that crosses into the next term is no match of this one. */
+		if (at + s->litlen <= sg->boff[t + 1]) {
+			tl = sg->boff[t + 1] - sg->boff[t];
+			if (lb_glob_match(s->glob, s->globlen, base + sg->boff[t] + s->skip,
+			    tl - s->skip) && (rc = bl_emit(sg, t, &bi, s)) != 0)
+				return (rc);
+		}
+		p = base + sg->boff[++t];
+	}
+	return (0);
+}
+
+int
+lb_segment_scan(struct lb_segment *sg, const uint8_t *prefix, size_t len, size_t skip,
+    const uint8_t *glob, size_t globlen, lb_term_fn fn, void *arg)
+{
+	struct scan	s;
+
+	if (skip > len)
+		return (EINVAL);
+	if (len > LB_SEG_TERM_MAX || sg->nterms == 0)
+		return (0);
+	s.glob = glob;
+	s.globlen = globlen;
+	s.skip = skip;
+	s.litlen = glob_lit(glob, globlen, s.lit);
+	s.fn = fn;
+	s.arg = arg;
+	if (sg->bterms != NULL)
+		return (bl_scan(sg, prefix, len, &s));
+	return (lb_segment_prefix(sg, prefix, len, scan_term, &s));
 }
 
 int

@@ -79,6 +79,7 @@ struct lb_store {
 	int			 borrowed;	/* cat is the caller's (lb_store_open_reader) */
 	struct lb_store		*helper;	/* a second reader for parallel reads, or NULL */
 	struct store_seg	 segs[STORE_CACHE_SEGS];
+	size_t			 blob_budget;	/* bytes of term blobs the segs may hold */
 	struct lb_lsconf	 conf;
 	struct lb_tokconf	 tc;
 
@@ -507,6 +508,7 @@ store_open(struct lb_catalog *cat, const char *data, const char *ls, int mode,
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return (errno);
 	st->lockfd = -1;
+	st->blob_budget = LB_BLOB_BUDGET;
 	st->mode = mode;
 	if ((rc = lb_path(st->data, sizeof(st->data), "%s", data)) != 0)
 		goto fail;
@@ -1589,6 +1591,81 @@ lb_store_segment_drop(struct lb_store *st, struct lb_segment *sg)
 			st->segs[i].sg = NULL;
 		}
 	}
+}
+
+size_t
+lb_store_blob_bytes(const struct lb_store *st)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < STORE_CACHE_SEGS; i++)
+		if (st->segs[i].sg != NULL)
+			n += lb_segment_blob_size(st->segs[i].sg, NULL);
+	return (n);
+}
+
+/*
+ * Frees the blobs of the least recently used segments other than keep until want more bytes
+ * fit the budget (or none is left to free). Returns the bytes held then.
+ */
+static size_t
+blob_trim(struct lb_store *st, const struct lb_segment *keep, size_t want)
+{
+	struct store_seg	*lru;
+	size_t			 held;
+
+	for (;;) {
+		held = lb_store_blob_bytes(st);
+		if (held <= st->blob_budget && want <= st->blob_budget - held)
+			return (held);
+		lru = NULL;
+		for (size_t i = 0; i < STORE_CACHE_SEGS; i++) {
+			struct store_seg *c = &st->segs[i];
+
+			if (c->sg != NULL && c->sg != keep && lb_segment_blob_size(c->sg, NULL) > 0 &&
+			    (lru == NULL || c->used < lru->used))
+				lru = c;
+		}
+		if (lru == NULL)
+			return (held);
+		lb_segment_blob_free(lru->sg);
+	}
+}
+
+void
+lb_store_set_blob_budget(struct lb_store *st, size_t bytes)
+{
+	st->blob_budget = bytes;
+	blob_trim(st, NULL, 0);
+}
+
+int
+lb_store_segment_blob(struct lb_store *st, struct lb_segment *sg)
+{
+	struct lb_seginfo	si;
+	size_t			need, held;
+	int			rc, tries;
+
+	if (lb_segment_blob_size(sg, &need) > 0)
+		return (0);
+	lb_segment_info(sg, &si);
+	if (si.nterms == 0 || st->blob_budget == 0 || need > st->blob_budget)
+		return (0);
+	for (tries = 0; tries < 2; tries++) {
+		/* Unknown yet: guess 8 bytes a term and its offset. */
+		if (need == 0)
+			need = si.nterms > st->blob_budget / 12 ? st->blob_budget : si.nterms * 12;
+		held = blob_trim(st, sg, need);
+		if (held >= st->blob_budget)
+			return (0);
+		if ((rc = lb_segment_blob(sg, st->blob_budget - held)) != LB_ETOOBIG)
+			return (rc);
+		/* The build learnt what it needs: make that much room once. */
+		lb_segment_blob_size(sg, &need);
+		if (need == 0 || need > st->blob_budget)
+			return (0);
+	}
+	return (0);
 }
 
 /* ---------------------------------------------------------------- reindex, verify, stats */

@@ -33,6 +33,13 @@ int	lb_store_segments(struct lb_store *st, uint64_t lo, uint64_t hi, struct lb_s
 int	lb_store_segment(struct lb_store *st, const struct lb_segref *ref, struct lb_segment **out,
 	    char *path, size_t plen);
 
+/*
+ * Builds the term blob of sg (a segment of st's cache) for wildcard scans when the store's
+ * blob budget allows, freeing blobs of less recently used segments to make room. 0 also when
+ * it does not fit (scans then walk the dictionary); LB_ECORRUPT when the dictionary is damaged.
+ */
+int	lb_store_segment_blob(struct lb_store *st, struct lb_segment *sg);
+
 /* Closes sg (found damaged) and forgets it. */
 void	lb_store_segment_drop(struct lb_store *st, struct lb_segment *sg);
 

@@ -329,6 +329,28 @@ int	lb_segment_terms(struct lb_segment *sg, const uint8_t *lo, size_t lolen,
 /* Calls fn for every term that starts with prefix. */
 int	lb_segment_prefix(struct lb_segment *sg, const uint8_t *prefix, size_t len,
 	    lb_term_fn fn, void *arg);
+/*
+ * A wildcard expansion: calls fn, in term order, for every term that starts with
+ * prefix[0..len) and whose bytes from skip on (skip <= len) match glob (lb_glob_match), like
+ * lb_segment_prefix() with a filter. With the segment's term blob built (lb_segment_blob) it
+ * looks for the glob's longest literal run with memmem() over the blob and inflates only the
+ * dictionary blocks of terms that match; without it, it walks the blocks of the range.
+ */
+int	lb_segment_scan(struct lb_segment *sg, const uint8_t *prefix, size_t len, size_t skip,
+	    const uint8_t *glob, size_t globlen, lb_term_fn fn, void *arg);
+/*
+ * Builds the term blob of sg for lb_segment_scan: a copy of every term back to back in memory
+ * (one full, checked walk of the dictionary; LB_ECORRUPT on damage). It belongs to sg and is
+ * freed by lb_segment_blob_free() or lb_segment_close(). LB_ETOOBIG (nothing kept) when it
+ * would take more than max bytes; 0 when it is built already.
+ */
+int	lb_segment_blob(struct lb_segment *sg, size_t max);
+/*
+ * Bytes the blob of sg holds (0: none). *need (NULL is fine) gets the bytes it takes or would
+ * take, once a build learnt it (0: unknown yet).
+ */
+size_t	lb_segment_blob_size(const struct lb_segment *sg, size_t *need);
+void	lb_segment_blob_free(struct lb_segment *sg);
 /* Decodes the id list of a term found by lb_segment_terms(); appends to *out. */
 int	lb_segment_postings(struct lb_segment *sg, uint64_t cookie, struct lb_postings *out);
 
@@ -524,6 +546,16 @@ int	lb_store_flush(struct lb_store *st);
 /* Writer. Rebuilds every segment of the logspace from its message files. */
 int	lb_store_reindex(struct lb_store *st, void (*progress)(void *arg, uint64_t done,
 	    uint64_t total), void *arg);
+
+/*
+ * The memory the store's segments may hold as term blobs for wildcard scans
+ * (lb_segment_blob), default LB_BLOB_BUDGET; blobs of the least recently used segments are
+ * freed to make room, and a segment whose blob does not fit is scanned block by block. 0
+ * turns blobs off (and frees them). lb_store_blob_bytes: the bytes held now.
+ */
+#define LB_BLOB_BUDGET	((size_t)512 << 20)
+void	lb_store_set_blob_budget(struct lb_store *st, size_t bytes);
+size_t	lb_store_blob_bytes(const struct lb_store *st);
 
 /* Ids stored: [*first, *next). */
 void	lb_store_range(struct lb_store *st, uint64_t *first, uint64_t *next);
