@@ -659,6 +659,15 @@ damaged_check(const char *path, const struct oracle *o)
 	wk.lenient = 1;
 	rc = lb_segment_terms(sg, NULL, 0, NULL, 0, walk_fn, &wk);
 	assert_false(wk.bad);
+	/* The term blob is built only from blocks that check out; a scan through it too. */
+	if (lb_segment_blob(sg, SIZE_MAX) == 0) {
+		wk.next = 0;
+		wk.end = o->nt;
+		rc = lb_segment_scan(sg, (const uint8_t *)"", 0, 0, (const uint8_t *)"*", 1,
+		    walk_fn, &wk);
+		assert_false(wk.bad);
+		assert_true(rc != 0 || wk.next == wk.end);
+	}
 	lb_postings_free(&wk.p);
 	lb_postings_free(&p);
 	lb_segment_close(sg);
@@ -726,6 +735,165 @@ t_damage(void **state)
 	free(orig);
 	or_free(&o);
 	free(msgs);
+	t_rmtree(dir);
+}
+
+/* ---------------------------------------------------------------- wildcard scans */
+
+/* What a scan reported: term bytes, cookie, df, in order. */
+struct shit {
+	uint8_t		 t[64];
+	size_t		 len;
+	uint64_t	 cookie;
+	uint32_t	 df;
+};
+
+struct shits {
+	struct shit	*h;
+	size_t		 n, cap;
+	/* filter mode (the oracle): */
+	const uint8_t	*glob;
+	size_t		 globlen, skip;
+};
+
+static int
+shit_add(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
+{
+	struct shits *s = arg;
+
+	if (s->glob != NULL && (len < s->skip ||
+	    !lb_glob_match(s->glob, s->globlen, term + s->skip, len - s->skip)))
+		return (0);
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 64;
+		s->h = realloc(s->h, s->cap * sizeof(*s->h));
+		assert_non_null(s->h);
+	}
+	assert_true(len <= sizeof(s->h[0].t));
+	memcpy(s->h[s->n].t, term, len);
+	s->h[s->n].len = len;
+	s->h[s->n].cookie = cookie;
+	s->h[s->n].df = df;
+	s->n++;
+	return (0);
+}
+
+static void
+shits_equal(const struct shits *a, const struct shits *b, const char *what)
+{
+	if (a->n != b->n)
+		fail_msg("%s: %zu terms, want %zu", what, b->n, a->n);
+	for (size_t i = 0; i < a->n; i++)
+		if (a->h[i].len != b->h[i].len || memcmp(a->h[i].t, b->h[i].t, a->h[i].len) != 0 ||
+		    a->h[i].cookie != b->h[i].cookie || a->h[i].df != b->h[i].df)
+			fail_msg("%s: term %zu differs", what, i);
+}
+
+/*
+ * The blob scan gives exactly what the streaming scan gives and what a filtered prefix walk
+ * gives, on random dictionaries over a small alphabet (NUL, high bytes, the glob's own
+ * metacharacters) where literal runs often straddle two terms.
+ */
+static void
+t_scan(void **state)
+{
+	static const uint8_t alpha[] = { 0x00, 'a', 'b', 'p', 'l', 0x80, 0xff, '*', '?', '\\' };
+	static const uint8_t nss[] = { LB_NS_TEXT, LB_NS_HOST, LB_NS_SD };
+	struct lb_segw		*w;
+	struct lb_segment	*sg;
+	struct lb_postings	 p = { NULL, 0, 0 }, q = { NULL, 0, 0 };
+	struct shits		 want = { 0 }, str = { 0 }, blob = { 0 };
+	char			 dir[256], path[300];
+	uint8_t			 term[16], glob[24], pre[4];
+	uint64_t		 seed = 0x5eed5ca9ULL;
+	size_t			 need, size;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/s.seg", dir);
+	for (int round = 0; round < 6; round++) {
+		size_t nterms = round == 0 ? 3 : 400 + rnd(&seed) % 4000;
+
+		assert_ok(lb_segw_new(&w));
+		for (size_t i = 0; i < nterms; i++) {
+			size_t len = 2 + rnd(&seed) % (round % 2 ? 3 : 10);
+
+			term[0] = nss[rnd(&seed) % 3];
+			for (size_t k = 1; k < len; k++)
+				term[k] = alpha[rnd(&seed) % sizeof(alpha)];
+			/* ids ascend per term: one id per add, ids ascending overall. */
+			assert_ok(lb_segw_add_term(w, term, len, i + 1));
+		}
+		assert_ok(lb_segw_write(w, path));
+		lb_segw_free(w);
+		assert_ok(lb_segment_open(path, &sg));
+		/* The budget: too small is LB_ETOOBIG and teaches the size needed. */
+		assert_int_equal(lb_segment_blob_size(sg, &need), 0);
+		assert_int_equal(need, 0);
+		assert_int_equal(lb_segment_blob(sg, 16), LB_ETOOBIG);
+		assert_int_equal(lb_segment_blob_size(sg, &need), 0);
+		assert_true(need > 16);
+		assert_int_equal(lb_segment_blob(sg, need - 1), LB_ETOOBIG);
+		for (int pat = 0; pat < 300; pat++) {
+			size_t gl = 1 + rnd(&seed) % 8, plen = rnd(&seed) % 3, skip;
+
+			for (size_t k = 0; k < gl; k++) {
+				uint64_t r = rnd(&seed) % 16;
+
+				glob[k] = r < 3 ? '*' : r < 5 ? '?' : r == 5 ? nss[rnd(&seed) % 3] :
+				    alpha[rnd(&seed) % sizeof(alpha)];
+				if (glob[k] == '\\' && k + 1 < gl)
+					glob[++k] = alpha[rnd(&seed) % sizeof(alpha)];
+			}
+			if (pat % 5 == 0) {	/* a literal that straddles: "*lp*" over "..l" "p.." */
+				gl = 4;
+				memcpy(glob, "*lp*", 4);
+				glob[1] = alpha[rnd(&seed) % 6];
+				glob[2] = alpha[rnd(&seed) % 6];
+			}
+			pre[0] = nss[rnd(&seed) % 3];
+			for (size_t k = 1; k < plen; k++)
+				pre[k] = alpha[rnd(&seed) % sizeof(alpha)];
+			skip = plen == 0 ? 0 : 1 + rnd(&seed) % plen;
+			if (plen == 0)
+				skip = 0;
+			want.n = str.n = blob.n = 0;
+			want.glob = glob;
+			want.globlen = gl;
+			want.skip = skip;
+			assert_ok(lb_segment_prefix(sg, pre, plen, shit_add, &want));
+			lb_segment_blob_free(sg);
+			assert_ok(lb_segment_scan(sg, pre, plen, skip, glob, gl, shit_add, &str));
+			assert_ok(lb_segment_blob(sg, need));
+			assert_int_equal(lb_segment_blob_size(sg, &size), need);
+			assert_int_equal(size, need);
+			assert_ok(lb_segment_scan(sg, pre, plen, skip, glob, gl, shit_add, &blob));
+			shits_equal(&want, &str, "streaming scan");
+			shits_equal(&want, &blob, "blob scan");
+			/* The cookies give the terms' lists. */
+			for (size_t i = 0; i < blob.n && i < 5; i++) {
+				p.n = q.n = 0;
+				assert_ok(lb_segment_postings(sg, blob.h[i].cookie, &p));
+				assert_ok(lb_segment_lookup(sg, blob.h[i].t, blob.h[i].len, &q));
+				assert_int_equal(p.n, blob.h[i].df);
+				assert_int_equal(p.n, q.n);
+				assert_memory_equal(p.ids, q.ids, p.n * sizeof(uint64_t));
+			}
+		}
+		/* A prefix longer than a term, an empty range, skip past the prefix. */
+		blob.n = 0;
+		assert_ok(lb_segment_scan(sg, (const uint8_t *)"\x09", 1, 1,
+		    (const uint8_t *)"*", 1, shit_add, &blob));
+		assert_int_equal(blob.n, 0);
+		assert_int_equal(lb_segment_scan(sg, (const uint8_t *)"\x01", 1, 2,
+		    (const uint8_t *)"*", 1, shit_add, &blob), EINVAL);
+		lb_segment_close(sg);
+	}
+	free(want.h);
+	free(str.h);
+	free(blob.h);
+	lb_postings_free(&p);
+	lb_postings_free(&q);
 	t_rmtree(dir);
 }
 
@@ -1039,6 +1207,7 @@ main(void)
 		cmocka_unit_test(t_big_lists),
 		cmocka_unit_test(t_no_terms),
 		cmocka_unit_test(t_damage),
+		cmocka_unit_test(t_scan),
 	};
 	return (cmocka_run_group_tests(tests, NULL, NULL));
 }
