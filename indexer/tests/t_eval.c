@@ -633,15 +633,27 @@ t_random(void **state)
 	struct lb_store		*st, *rd;
 	struct lb_catalog	*cat;
 
+	size_t			 blob;
+
 	(void)state;
 	st = build();
-	/* The writer: segments and a tail not indexed yet. */
+	/* The writer: segments and a tail not indexed yet; leading wildcards through term blobs. */
 	assert_int_equal(check_random(st, 1500, NMSG), 0);
+	blob = lb_store_blob_bytes(st);
+	assert_true(blob > 0 && blob <= LB_BLOB_BUDGET);
 	assert_ok(lb_store_close(st));
 	/* Readers over one catalog, after the close flushed the tail. */
 	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
 	assert_ok(lb_store_open_reader(cat, dir, "main", &rd));
 	assert_int_equal(check_random(rd, 500, NMSG), 0);
+	/* Without blobs (dictionary walks), and with room for only some of them (LRU). */
+	lb_store_set_blob_budget(rd, 0);
+	assert_int_equal(lb_store_blob_bytes(rd), 0);
+	assert_int_equal(check_random(rd, 300, NMSG), 0);
+	assert_int_equal(lb_store_blob_bytes(rd), 0);
+	lb_store_set_blob_budget(rd, blob / 2);
+	assert_int_equal(check_random(rd, 300, NMSG), 0);
+	assert_true(lb_store_blob_bytes(rd) <= blob / 2);
 	lb_store_close(rd);
 	lb_catalog_close(cat);
 	t_rmtree(dir);
