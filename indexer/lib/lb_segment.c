@@ -614,8 +614,14 @@ blk_next(struct blkcur *c)
 	if (shared > c->tlen || (c->i == 0 && shared != 0) || sfx == 0 ||
 	    sfx > LB_SEG_TERM_MAX - shared || sfx > (uint64_t)(c->end - c->p))
 		return (LB_ECORRUPT);
-	if (c->i > 0 && term_cmp(c->p, (size_t)sfx, c->term + shared,
-	    c->tlen - (size_t)shared) <= 0)
+	/*
+	 * Terms ascend: the suffix must sort after the previous term's rest. The writer shares
+	 * the longest prefix, so the first byte nearly always decides (a term that only extends
+	 * the previous one is greater).
+	 */
+	if (c->i > 0 && shared < c->tlen && (c->p[0] < c->term[shared] ||
+	    (c->p[0] == c->term[shared] && term_cmp(c->p, (size_t)sfx, c->term + shared,
+	    c->tlen - (size_t)shared) <= 0)))
 		return (LB_ECORRUPT);
 	memcpy(c->term + shared, c->p, (size_t)sfx);
 	c->tlen = (size_t)(shared + sfx);
@@ -883,9 +889,13 @@ lb_segment_terms(struct lb_segment *sg, const uint8_t *lo, size_t lolen, const u
 		if ((rc = blk_open(sg, bi, &c)) != 0)
 			return (rc);
 		while ((rc = blk_next(&c)) == 0) {
-			if (lo != NULL && term_cmp(c.term, c.tlen, lo, lolen) < 0)
-				continue;
-			if (hi != NULL && term_cmp(c.term, c.tlen, hi, hilen) >= 0)
+			if (lo != NULL) {
+				if (term_cmp(c.term, c.tlen, lo, lolen) < 0)
+					continue;
+				lo = NULL;	/* (terms ascend: every next one is past lo too) */
+			}
+			if (hi != NULL && (hilen == 0 || c.term[0] >= hi[0]) &&
+			    term_cmp(c.term, c.tlen, hi, hilen) >= 0)
 				return (0);
 			if ((rc = fn(arg, c.term, c.tlen, bi << LB_SEG_COOKIE_SHIFT | (c.i - 1), c.df)) != 0)
 				return (rc);
