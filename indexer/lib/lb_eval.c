@@ -60,6 +60,7 @@ struct ev {
 	int64_t				 deadline;	/* CLOCK_MONOTONIC ns; 0: none */
 	uint64_t			 work;		/* ticks since the last look at the clock */
 	uint64_t			 max_terms;
+	uint64_t			 stamp;		/* the store's clock when the search began */
 
 	/* The chunk being evaluated. */
 	struct lb_segment		*sg;		/* NULL for the tail */
@@ -537,7 +538,7 @@ ev_pat(struct ev *e, uint8_t ns, const char *sdname, const struct lb_qpat *pat,
 	 * literal prefix uses the blob when it is there.
 	 */
 	if (pat->kind == LB_QP_WILD && pat->litlen == 0 &&
-	    (rc = lb_store_segment_blob(e->st, e->sg)) != 0)
+	    (rc = lb_store_segment_blob(e->st, e->sg, e->stamp)) != 0)
 		return (rc);
 	uni_begin(e, &x.u, out);
 	if (pat->kind == LB_QP_WILD && lb_segment_blob_size(e->sg, NULL) > 0) {
@@ -1654,6 +1655,7 @@ lb_search(struct lb_store *st, const struct lb_searchreq *rq, struct lb_searchre
 	memset(&r, 0, sizeof(r));
 	memset(&e, 0, sizeof(e));
 	e.st = st;
+	e.stamp = lb_store_stamp(st);
 	e.rq = rq;
 	e.tc = lb_store_tokconf(st);
 	e.res = &r;

@@ -1605,11 +1605,12 @@ lb_store_blob_bytes(const struct lb_store *st)
 }
 
 /*
- * Frees the blobs of the least recently used segments other than keep until want more bytes
- * fit the budget (or none is left to free). Returns the bytes held then.
+ * Frees the blobs of the least recently used segments other than keep, and other than those
+ * used after stamp since, until want more bytes fit the budget (or none is left to free).
+ * Returns the bytes held then.
  */
 static size_t
-blob_trim(struct lb_store *st, const struct lb_segment *keep, size_t want)
+blob_trim(struct lb_store *st, const struct lb_segment *keep, uint64_t since, size_t want)
 {
 	struct store_seg	*lru;
 	size_t			 held;
@@ -1622,7 +1623,8 @@ blob_trim(struct lb_store *st, const struct lb_segment *keep, size_t want)
 		for (size_t i = 0; i < STORE_CACHE_SEGS; i++) {
 			struct store_seg *c = &st->segs[i];
 
-			if (c->sg != NULL && c->sg != keep && lb_segment_blob_size(c->sg, NULL) > 0 &&
+			if (c->sg != NULL && c->sg != keep && c->used <= since &&
+			    lb_segment_blob_size(c->sg, NULL) > 0 &&
 			    (lru == NULL || c->used < lru->used))
 				lru = c;
 		}
@@ -1636,14 +1638,20 @@ void
 lb_store_set_blob_budget(struct lb_store *st, size_t bytes)
 {
 	st->blob_budget = bytes;
-	blob_trim(st, NULL, 0);
+	blob_trim(st, NULL, UINT64_MAX, 0);
+}
+
+uint64_t
+lb_store_stamp(struct lb_store *st)
+{
+	return (st->clock);
 }
 
 int
-lb_store_segment_blob(struct lb_store *st, struct lb_segment *sg)
+lb_store_segment_blob(struct lb_store *st, struct lb_segment *sg, uint64_t since)
 {
 	struct lb_seginfo	si;
-	size_t			need, held;
+	size_t			need, want, held;
 	int			rc, tries;
 
 	if (lb_segment_blob_size(sg, &need) > 0)
@@ -1653,10 +1661,13 @@ lb_store_segment_blob(struct lb_store *st, struct lb_segment *sg)
 		return (0);
 	for (tries = 0; tries < 2; tries++) {
 		/* Unknown yet: guess 8 bytes a term and its offset. */
-		if (need == 0)
-			need = si.nterms > st->blob_budget / 12 ? st->blob_budget : si.nterms * 12;
-		held = blob_trim(st, sg, need);
+		want = need != 0 ? need : si.nterms > st->blob_budget / 12 ? st->blob_budget :
+		    si.nterms * 12;
+		held = blob_trim(st, sg, since, want);
 		if (held >= st->blob_budget)
+			return (0);
+		/* A known size that does not fit without evicting blobs in use: no walk for it. */
+		if (need != 0 && need > st->blob_budget - held)
 			return (0);
 		if ((rc = lb_segment_blob(sg, st->blob_budget - held)) != LB_ETOOBIG)
 			return (rc);

@@ -33,12 +33,17 @@ int	lb_store_segments(struct lb_store *st, uint64_t lo, uint64_t hi, struct lb_s
 int	lb_store_segment(struct lb_store *st, const struct lb_segref *ref, struct lb_segment **out,
 	    char *path, size_t plen);
 
+/* The store's clock: segments lb_store_segment() returns later are used after it. */
+uint64_t lb_store_stamp(struct lb_store *st);
+
 /*
  * Builds the term blob of sg (a segment of st's cache) for wildcard scans when the store's
- * blob budget allows, freeing blobs of less recently used segments to make room. 0 also when
- * it does not fit (scans then walk the dictionary); LB_ECORRUPT when the dictionary is damaged.
+ * blob budget allows, freeing blobs of less recently used segments to make room, but not of
+ * those used after stamp since (the search's own: a search over more segments than fit does
+ * not evict the blobs it has just used, it walks the rest). 0 also when it does not fit (scans
+ * then walk the dictionary); LB_ECORRUPT when the dictionary is damaged.
  */
-int	lb_store_segment_blob(struct lb_store *st, struct lb_segment *sg);
+int	lb_store_segment_blob(struct lb_store *st, struct lb_segment *sg, uint64_t since);
 
 /* Closes sg (found damaged) and forgets it. */
 void	lb_store_segment_drop(struct lb_store *st, struct lb_segment *sg);
