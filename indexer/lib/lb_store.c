@@ -1669,7 +1669,10 @@ lb_store_segment_blob(struct lb_store *st, struct lb_segment *sg, uint64_t since
 		/* A known size that does not fit without evicting blobs in use: no walk for it. */
 		if (need != 0 && need > st->blob_budget - held)
 			return (0);
-		if ((rc = lb_segment_blob(sg, st->blob_budget - held)) != LB_ETOOBIG)
+		rc = lb_segment_blob(sg, st->blob_budget - held);
+		if (rc == ENOMEM)
+			return (0);	/* (the scan walks the dictionary instead) */
+		if (rc != LB_ETOOBIG)
 			return (rc);
 		/* The build learnt what it needs: make that much room once. */
 		lb_segment_blob_size(sg, &need);
