@@ -1082,6 +1082,23 @@ glob_lit(const uint8_t *g, size_t n, uint8_t *lit)
 	}
 }
 
+/* Bytes a match of glob has at least; *star 0 when it has exactly that many. */
+static size_t
+glob_minlen(const uint8_t *g, size_t n, int *star)
+{
+	size_t i = 0, m = 0;
+
+	*star = 0;
+	while (i < n) {
+		if (g[i] == '*')
+			*star = 1;
+		else
+			m++;
+		i += g[i] == '\\' && i + 1 < n ? 2 : 1;
+	}
+	return (m);
+}
+
 /* 1 when s[0..n) holds lit[0..litlen) (litlen > 0). Terms are short: memchr, then memcmp. */
 static int
 holds(const uint8_t *s, size_t n, const uint8_t *lit, size_t litlen)
@@ -1102,18 +1119,27 @@ holds(const uint8_t *s, size_t n, const uint8_t *lit, size_t litlen)
 struct scan {
 	const uint8_t	*glob;
 	size_t		 globlen, skip;
+	size_t		 minlen;	/* bytes a match has at least (after skip) */
+	int		 star;		/* 0: exactly minlen */
 	uint8_t		 lit[LB_SEG_TERM_MAX];
 	size_t		 litlen;
 	lb_term_fn	 fn;
 	void		*arg;
 };
 
+/* The length test of a term's bytes after skip. */
+static inline int
+len_ok(const struct scan *s, size_t n)
+{
+	return (s->star ? n >= s->minlen : n == s->minlen);
+}
+
 static int
 scan_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
 {
 	struct scan *s = arg;
 
-	if (len < s->skip || (s->litlen > 0 && !holds(term + s->skip, len - s->skip, s->lit,
+	if (len < s->skip || !len_ok(s, len - s->skip) || (s->litlen > 0 && !holds(term + s->skip, len - s->skip, s->lit,
 	    s->litlen)) || !lb_glob_match(s->glob, s->globlen, term + s->skip, len - s->skip))
 		return (0);
 	return (s->fn(s->arg, term, len, cookie, df));
@@ -1227,7 +1253,7 @@ bl_scan(struct lb_segment *sg, const uint8_t *prefix, size_t len, const struct s
 	if (s->litlen == 0) {
 		for (t = a; t < b; t++) {
 			tl = sg->boff[t + 1] - sg->boff[t];
-			if (lb_glob_match(s->glob, s->globlen, base + sg->boff[t] + s->skip,
+			if (len_ok(s, tl - s->skip) && lb_glob_match(s->glob, s->globlen, base + sg->boff[t] + s->skip,
 			    tl - s->skip) && (rc = bl_emit(sg, t, &bi, s)) != 0)
 				return (rc);
 		}
@@ -1266,6 +1292,7 @@ lb_segment_scan(struct lb_segment *sg, const uint8_t *prefix, size_t len, size_t
 	s.globlen = globlen;
 	s.skip = skip;
 	s.litlen = glob_lit(glob, globlen, s.lit);
+	s.minlen = glob_minlen(glob, globlen, &s.star);
 	s.fn = fn;
 	s.arg = arg;
 	if (sg->bterms != NULL)
