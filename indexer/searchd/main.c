@@ -31,7 +31,8 @@
 
 static const char *usage_text =
     "usage: logbox-searchd --data DIR --socket PATH [--threads N] [--deadline-ms MS]\n"
-    "                      [--max-terms N] [--cache-segments N] [--user USER]\n"
+    "                      [--max-terms N] [--cache-segments N] [--term-cache-mb N]\n"
+    "                      [--user USER]\n"
     "                      [--allow-root] [-v]\n";
 
 static void usage(void) __attribute__((noreturn));
@@ -85,6 +86,7 @@ parse_options(struct searchd *env, int argc, char **argv)
 		{ "deadline-ms",	required_argument,	NULL, 'D' },
 		{ "max-terms",		required_argument,	NULL, 'm' },
 		{ "cache-segments",	required_argument,	NULL, 'c' },
+		{ "term-cache-mb",	required_argument,	NULL, 'T' },
 		{ "user",		required_argument,	NULL, 'u' },
 		{ "allow-root",		no_argument,		NULL, 'R' },
 		{ "verbose",		no_argument,		NULL, 'v' },
@@ -98,6 +100,7 @@ parse_options(struct searchd *env, int argc, char **argv)
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	env->sd_threads = ncpu < 1 ? 1 : ncpu > SD_THREADS_MAX ? SD_THREADS_MAX : (int)ncpu;
 	env->sd_deadline_ms = 10000;
+	env->sd_term_cache_mb = LB_BLOB_BUDGET >> 20;
 	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'd': env->sd_data = optarg; break;
@@ -110,6 +113,8 @@ parse_options(struct searchd *env, int argc, char **argv)
 		case 'm': env->sd_max_terms = opt_num("max-terms", optarg, 1, UINT32_MAX); break;
 		case 'c': env->sd_cache_segments = opt_num("cache-segments", optarg, 1,
 			    1000000);
+			break;
+		case 'T': env->sd_term_cache_mb = opt_num("term-cache-mb", optarg, 0, 1048576);
 			break;
 		case 'u': env->sd_user = optarg; break;
 		case 'R': env->sd_allow_root = 1; break;

@@ -140,6 +140,9 @@ worker_store(struct worker *w, const char *ls, struct lb_store **out)
 		return (rc);
 	if ((rc = lb_store_open_reader(cat, env->sd_data, ls, &st)) != 0)
 		return (rc);
+	/* The wildcard term cache is shared out among the workers (each has its handles). */
+	lb_store_set_blob_budget(st, (size_t)(env->sd_term_cache_mb << 20) /
+	    (size_t)env->sd_threads);
 	if (victim->ws_st != NULL)
 		lb_store_close(victim->ws_st);
 	strcpy(victim->ws_name, ls);

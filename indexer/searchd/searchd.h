@@ -92,6 +92,7 @@ struct searchd {
 	const char		*sd_user;	/* --user, or NULL */
 	int			 sd_allow_root;	/* --allow-root */
 	int			 sd_threads;	/* --threads */
+	uint64_t		 sd_term_cache_mb; /* --term-cache-mb: wildcard term blobs, all workers */
 	int64_t			 sd_deadline_ms; /* --deadline-ms; 0 = none */
 	uint64_t		 sd_max_terms;	/* --max-terms; 0 = the library's default */
 	uint64_t		 sd_cache_segments; /* --cache-segments (see PROTOCOL.md) */
