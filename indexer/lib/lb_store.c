@@ -44,9 +44,11 @@
 #include "logbox.h"
 #include "lb_format.h"
 #include "lb_util.h"
+#include "lb_store_int.h"
 
 #define STORE_FANOUT		8	/* merge this many same-level segments of a day */
 #define STORE_CACHE_DAYS	4	/* message files a reader keeps open */
+#define STORE_CACHE_SEGS	64	/* segment files a store keeps open for searches */
 
 struct ixq;
 
@@ -56,12 +58,23 @@ struct store_day {
 	uint64_t		 used;		/* LRU stamp */
 };
 
+/* An open segment kept for the next search (keyed by day and file name). */
+struct store_seg {
+	struct lb_segment	*sg;		/* NULL: a free slot */
+	uint32_t		 day;
+	char			 file[64];
+	uint64_t		 first_id, last_id;
+	uint64_t		 used;		/* LRU stamp */
+};
+
 struct lb_store {
 	char			 data[PATH_MAX];
 	char			 ls[LB_NAME_MAX + 1];
 	int			 mode;
 	int			 lockfd;
 	struct lb_catalog	*cat;
+	int			 borrowed;	/* cat is the caller's (lb_store_open_reader) */
+	struct store_seg	 segs[STORE_CACHE_SEGS];
 	struct lb_lsconf	 conf;
 	struct lb_tokconf	 tc;
 
@@ -425,8 +438,10 @@ writer_recover(struct lb_store *st)
 	return (0);
 }
 
-int
-lb_store_open(const char *data, const char *ls, int mode, struct lb_store **out)
+/* lb_store_open, and with cat != NULL lb_store_open_reader. */
+static int
+store_open(struct lb_catalog *cat, const char *data, const char *ls, int mode,
+    struct lb_store **out)
 {
 	struct lb_store	*st;
 	int		 rc;
@@ -446,7 +461,10 @@ lb_store_open(const char *data, const char *ls, int mode, struct lb_store **out)
 		if ((rc = store_lock(st)) != 0)
 			goto fail;
 	}
-	if ((rc = lb_catalog_open(data, mode, &st->cat)) != 0)
+	if (cat != NULL) {
+		st->cat = cat;
+		st->borrowed = 1;
+	} else if ((rc = lb_catalog_open(data, mode, &st->cat)) != 0)
 		goto fail;
 	if ((rc = lb_catalog_logspace_get(st->cat, ls, &st->conf)) == LB_ENOTFOUND &&
 	    mode == LB_RDWR) {
@@ -471,6 +489,21 @@ lb_store_open(const char *data, const char *ls, int mode, struct lb_store **out)
  fail:
 	lb_store_close(st);
 	return (rc);
+}
+
+int
+lb_store_open(const char *data, const char *ls, int mode, struct lb_store **out)
+{
+	return (store_open(NULL, data, ls, mode, out));
+}
+
+int
+lb_store_open_reader(struct lb_catalog *cat, const char *data, const char *ls,
+    struct lb_store **out)
+{
+	if (cat == NULL)
+		return (EINVAL);
+	return (store_open(cat, data, ls, LB_RDONLY, out));
 }
 
 /* ---------------------------------------------------------------- the indexer thread */
@@ -1123,7 +1156,10 @@ lb_store_close(struct lb_store *st)
 	days_free(st);
 	lb_segw_free(st->segw);
 	lb_segw_free(st->spare);
-	lb_catalog_close(st->cat);
+	for (size_t i = 0; i < STORE_CACHE_SEGS; i++)
+		lb_segment_close(st->segs[i].sg);
+	if (!st->borrowed)
+		lb_catalog_close(st->cat);
 	if (st->lockfd != -1)
 		close(st->lockfd);
 	free(st);
@@ -1330,6 +1366,119 @@ const struct lb_tokconf *
 lb_store_tokconf(const struct lb_store *st)
 {
 	return (&st->tc);
+}
+
+/* ---------------------------------------------------------------- what searches need (lb_store_int.h) */
+
+int
+lb_store_refresh(struct lb_store *st)
+{
+	return (st->mode == LB_RDWR ? 0 : days_load(st));
+}
+
+int
+lb_store_time_to_id(struct lb_store *st, int64_t t, uint64_t *id)
+{
+	return (lb_catalog_time_to_id(st->cat, st->ls, t, id));
+}
+
+int
+lb_store_segments(struct lb_store *st, uint64_t lo, uint64_t hi, struct lb_segref **out,
+    size_t *n)
+{
+	struct lb_segref	*refs = NULL;
+	size_t			 nr = 0;
+	int			 rc;
+
+	if ((rc = lb_catalog_segments(st->cat, st->ls, lo, hi, &refs, &nr)) != 0)
+		return (rc);
+	/*
+	 * A cached segment whose ids a listed one covers under another name was merged or
+	 * rebuilt away: close it now rather than keep a deleted file mapped.
+	 */
+	for (size_t i = 0; i < STORE_CACHE_SEGS; i++) {
+		struct store_seg *c = &st->segs[i];
+
+		if (c->sg == NULL)
+			continue;
+		for (size_t k = 0; k < nr; k++) {
+			if (refs[k].first_id > c->last_id || refs[k].last_id < c->first_id)
+				continue;
+			if (refs[k].day != c->day || strcmp(refs[k].file, c->file) != 0) {
+				lb_segment_close(c->sg);
+				c->sg = NULL;
+				break;
+			}
+		}
+	}
+	*out = refs;
+	*n = nr;
+	return (0);
+}
+
+int
+lb_store_segment(struct lb_store *st, const struct lb_segref *ref, struct lb_segment **out,
+    char *path, size_t plen)
+{
+	struct store_seg	*c, *slot = NULL;
+	struct lb_seginfo	 si;
+	struct lb_segment	*sg;
+	int			 rc;
+
+	if ((rc = seg_path(st, ref->day, ref->file, path, plen)) != 0)
+		return (rc);
+	for (size_t i = 0; i < STORE_CACHE_SEGS; i++) {
+		c = &st->segs[i];
+		if (c->sg == NULL) {
+			if (slot == NULL || slot->sg != NULL)
+				slot = c;
+			continue;
+		}
+		if (c->day == ref->day && strcmp(c->file, ref->file) == 0) {
+			lb_segment_info(c->sg, &si);
+			if (si.size == ref->size && si.first_id == ref->first_id &&
+			    si.last_id == ref->last_id) {
+				c->used = ++st->clock;
+				*out = c->sg;
+				return (0);
+			}
+			/* The same name for another file (a reindex): open it again. */
+			lb_segment_close(c->sg);
+			c->sg = NULL;
+			slot = c;
+			continue;
+		}
+		if (slot == NULL || (slot->sg != NULL && c->used < slot->used))
+			slot = c;
+	}
+	if ((rc = lb_segment_open(path, &sg)) != 0)
+		return (rc);
+	lb_segment_info(sg, &si);
+	if (si.first_id != ref->first_id || si.last_id != ref->last_id) {
+		lb_segment_close(sg);
+		return (LB_ECORRUPT);
+	}
+	lb_segment_close(slot->sg);
+	slot->sg = sg;
+	slot->day = ref->day;
+	memcpy(slot->file, ref->file, sizeof(slot->file));
+	slot->file[sizeof(slot->file) - 1] = '\0';
+	slot->first_id = ref->first_id;
+	slot->last_id = ref->last_id;
+	slot->used = ++st->clock;
+	*out = sg;
+	return (0);
+}
+
+void
+lb_store_segment_drop(struct lb_store *st, struct lb_segment *sg)
+{
+	for (size_t i = 0; i < STORE_CACHE_SEGS; i++) {
+		if (st->segs[i].sg == sg) {
+			lb_segment_close(sg);
+			st->segs[i].sg = NULL;
+		}
+	}
 }
 
 /* ---------------------------------------------------------------- reindex, verify, stats */

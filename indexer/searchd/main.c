@@ -1,0 +1,330 @@
+/*
+ * main.c — logbox-searchd's process: options, the unix socket, privileges, signals, systemd
+ * notification, and the order things start and stop in. It owns struct searchd's lifetime; the
+ * request path lives in http.c (loop), pool.c (workers) and handlers.c (the work).
+ *
+ * Start: check options and refuse root unless told otherwise, bind the socket (a stale socket
+ * file is removed, a live searchd on it is an error), drop to --user, open the catalog
+ * read-only (a data directory without a catalog yet is served with 503s until indexd creates
+ * it), start the workers and the loop, then tell systemd READY=1. Errors up to there are fatal.
+ * Stop (SIGTERM, SIGINT): close the listener and remove the socket, send every answer still
+ * owed, exit 0. SIGHUP: every worker closes its store handles before its next job.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <systemd/sd-daemon.h>
+
+#include "searchd.h"
+
+static const char *usage_text =
+    "usage: logbox-searchd --data DIR --socket PATH [--threads N] [--deadline-ms MS]\n"
+    "                      [--max-terms N] [--cache-segments N] [--user USER]\n"
+    "                      [--allow-root] [-v]\n";
+
+static void usage(void) __attribute__((noreturn));
+
+static void
+usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(2);
+}
+
+int64_t
+now_mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+}
+
+int64_t
+now_real_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+}
+
+static uint64_t
+opt_num(const char *name, const char *s, uint64_t lo, uint64_t hi)
+{
+	char			*end;
+	unsigned long long	 v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < lo || v > hi)
+		fatalx("--%s: expected an integer %llu..%llu, got '%s'", name,
+		    (unsigned long long)lo, (unsigned long long)hi, s);
+	return (v);
+}
+
+static void
+parse_options(struct searchd *env, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "data",		required_argument,	NULL, 'd' },
+		{ "socket",		required_argument,	NULL, 's' },
+		{ "threads",		required_argument,	NULL, 't' },
+		{ "deadline-ms",	required_argument,	NULL, 'D' },
+		{ "max-terms",		required_argument,	NULL, 'm' },
+		{ "cache-segments",	required_argument,	NULL, 'c' },
+		{ "user",		required_argument,	NULL, 'u' },
+		{ "allow-root",		no_argument,		NULL, 'R' },
+		{ "verbose",		no_argument,		NULL, 'v' },
+		{ "version",		no_argument,		NULL, 'V' },
+		{ "help",		no_argument,		NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	long	ncpu;
+	int	ch;
+
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	env->sd_threads = ncpu < 1 ? 1 : ncpu > SD_THREADS_MAX ? SD_THREADS_MAX : (int)ncpu;
+	env->sd_deadline_ms = 10000;
+	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': env->sd_data = optarg; break;
+		case 's': env->sd_sock = optarg; break;
+		case 't': env->sd_threads = (int)opt_num("threads", optarg, 1, SD_THREADS_MAX);
+			break;
+		case 'D': env->sd_deadline_ms = (int64_t)opt_num("deadline-ms", optarg, 0,
+			    86400000);
+			break;
+		case 'm': env->sd_max_terms = opt_num("max-terms", optarg, 1, UINT32_MAX); break;
+		case 'c': env->sd_cache_segments = opt_num("cache-segments", optarg, 1,
+			    1000000);
+			break;
+		case 'u': env->sd_user = optarg; break;
+		case 'R': env->sd_allow_root = 1; break;
+		case 'v': env->sd_verbose = 1; break;
+		case 'V': printf("logbox-searchd %s\n", LB_VERSION); exit(0);
+		case 'h': fputs(usage_text, stdout); exit(0);
+		default: usage();
+		}
+	}
+	if (optind != argc || env->sd_data == NULL || env->sd_sock == NULL)
+		usage();
+}
+
+/*
+ * A listening unix socket at path with mode 0660. A socket file nobody answers on is removed
+ * first; one a live process answers on is fatal, as is any other kind of file there.
+ */
+static int
+sock_listen(const char *path)
+{
+	struct sockaddr_un	 sun;
+	struct stat		 sb;
+	mode_t			 old;
+	int			 fd, rc;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path))
+		fatalx("%s: socket path longer than %zu bytes", __func__, sizeof(sun.sun_path) - 1);
+	strcpy(sun.sun_path, path);
+	if (lstat(path, &sb) == 0) {
+		if (!S_ISSOCK(sb.st_mode))
+			fatalx("%s: %s exists and is not a socket", __func__, path);
+		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+			fatal("%s: socket", __func__);
+		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0)
+			fatalx("%s: another process (searchd?) is listening on %s", __func__, path);
+		if (errno != ECONNREFUSED)
+			fatal("%s: connect %s", __func__, path);
+		close(fd);
+		if (unlink(path) == -1)
+			fatal("%s: unlink stale socket %s", __func__, path);
+		log_info("removed the stale socket %s", path);
+	} else if (errno != ENOENT)
+		fatal("%s: lstat %s", __func__, path);
+
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1)
+		fatal("%s: socket", __func__);
+	old = umask(0117);
+	rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (rc == -1)
+		fatal("%s: bind %s", __func__, path);
+	if (chmod(path, 0660) == -1)
+		fatal("%s: chmod %s", __func__, path);
+	if (listen(fd, 128) == -1)
+		fatal("%s: listen %s", __func__, path);
+	return (fd);
+}
+
+/* Refuses root unless --user or --allow-root; called before anything is created. */
+static void
+priv_check(struct searchd *env)
+{
+	if (geteuid() != 0) {
+		if (env->sd_user != NULL) {
+			struct passwd *pw = getpwnam(env->sd_user);
+
+			if (pw == NULL || pw->pw_uid != geteuid())
+				fatalx("%s: --user %s: only root can switch users", __func__,
+				    env->sd_user);
+		}
+		return;
+	}
+	if (env->sd_user == NULL && !env->sd_allow_root)
+		fatalx("%s: refusing to run as root: give --user USER (or --allow-root for "
+		    "development)", __func__);
+}
+
+/* As root with --user: the socket becomes the user's, then privilege goes down for good. */
+static void
+priv_drop(struct searchd *env)
+{
+	struct passwd	*pw;
+	uid_t		 uid;
+	gid_t		 gid;
+
+	if (geteuid() != 0 || env->sd_user == NULL) {
+		if (geteuid() == 0)
+			log_info("running as root (--allow-root)");
+		return;
+	}
+	if ((pw = getpwnam(env->sd_user)) == NULL)
+		fatalx("%s: no user '%s'", __func__, env->sd_user);
+	if (pw->pw_uid == 0)
+		fatalx("%s: --user %s is root", __func__, env->sd_user);
+	uid = pw->pw_uid;
+	gid = pw->pw_gid;
+	if (chown(env->sd_sock, uid, gid) == -1)
+		fatal("%s: chown %s", __func__, env->sd_sock);
+	if (setgroups(1, &gid) == -1)
+		fatal("%s: setgroups", __func__);
+	if (setresgid(gid, gid, gid) == -1)
+		fatal("%s: setresgid", __func__);
+	if (setresuid(uid, uid, uid) == -1)
+		fatal("%s: setresuid", __func__);
+	if (setuid(0) != -1 || geteuid() == 0)
+		fatalx("%s: still root after dropping privileges", __func__);
+	log_info("running as %s (uid %u, gid %u)", env->sd_user, (unsigned)uid, (unsigned)gid);
+}
+
+static void
+sig_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct searchd *env = arg;
+
+	(void)what;
+	if (sig == SIGHUP) {
+		atomic_fetch_add(&env->sd_generation, 1);
+		log_info("SIGHUP: store handles will be reopened");
+		return;
+	}
+	if (!env->sd_stopping) {
+		log_info("%s: stopping after %llu requests in flight", strsignal(sig),
+		    (unsigned long long)env->sd_inflight);
+		sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+	}
+	http_stop(env);
+}
+
+static void
+watchdog_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	sd_notify(0, "WATCHDOG=1");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const int	 sigs[3] = { SIGTERM, SIGINT, SIGHUP };
+	struct searchd		 env;
+	struct lb_catalog	*cat;
+	struct stat		 sb;
+	struct timeval		 tv;
+	uint64_t		 wdusec = 0;
+	int			 fd, rc;
+
+	memset(&env, 0, sizeof(env));
+	env.sd_pipe[0] = env.sd_pipe[1] = -1;
+	pthread_mutex_init(&env.sd_mtx, NULL);
+	pthread_cond_init(&env.sd_cond, NULL);
+	pthread_mutex_init(&env.sd_catmtx, NULL);
+	atomic_init(&env.sd_generation, 0);
+	parse_options(&env, argc, argv);
+	log_init(env.sd_verbose);
+	priv_check(&env);
+	if (stat(env.sd_data, &sb) == -1)
+		fatal("%s: %s", __func__, env.sd_data);
+	if (!S_ISDIR(sb.st_mode))
+		fatalx("%s: %s is not a directory", __func__, env.sd_data);
+	if (env.sd_cache_segments != 0)
+		log_info("--cache-segments %llu: the library sizes its segment cache itself; "
+		    "open store handles are bounded to %d per thread",
+		    (unsigned long long)env.sd_cache_segments, SD_STORES_PER_WORKER);
+	signal(SIGPIPE, SIG_IGN);
+
+	fd = sock_listen(env.sd_sock);
+	priv_drop(&env);
+	if ((rc = pool_catalog(&env, &cat)) == ENOENT)
+		log_warnx("%s: no catalog in %s yet: answering 503 until indexd creates it",
+		    __func__, env.sd_data);
+	else if (rc != 0)
+		fatalx("%s: lb_catalog_open %s: %s", __func__, env.sd_data, lb_strerror(rc));
+
+	if ((rc = metrics_new(&env.sd_metrics)) != 0)
+		fatalx("%s: metrics_new: %s", __func__, strerror(rc));
+	if ((env.sd_base = event_base_new()) == NULL)
+		fatalx("%s: event_base_new failed", __func__);
+	if ((rc = http_init(&env, fd)) != 0)
+		fatalx("%s: http_init: %s", __func__, strerror(rc));
+	if ((rc = pool_start(&env)) != 0)
+		fatalx("%s: pool_start: %s", __func__, strerror(rc));
+	for (int i = 0; i < 3; i++)
+		if ((env.sd_ev_sig[i] = evsignal_new(env.sd_base, sigs[i], sig_cb, &env)) == NULL ||
+		    evsignal_add(env.sd_ev_sig[i], NULL) == -1)
+			fatalx("%s: cannot watch signal %d", __func__, sigs[i]);
+	if (sd_watchdog_enabled(0, &wdusec) > 0 && wdusec > 0) {
+		tv.tv_sec = (time_t)(wdusec / 2 / 1000000);
+		tv.tv_usec = (suseconds_t)(wdusec / 2 % 1000000);
+		if ((env.sd_ev_wd = event_new(env.sd_base, -1, EV_PERSIST, watchdog_cb,
+		    &env)) == NULL || evtimer_add(env.sd_ev_wd, &tv) == -1)
+			fatalx("%s: cannot arm the watchdog timer", __func__);
+	}
+	env.sd_started = now_mono_us();
+	log_info("listening on %s: data %s, %d threads, deadline %lld ms", env.sd_sock,
+	    env.sd_data, env.sd_threads, (long long)env.sd_deadline_ms);
+	sd_notifyf(0, "READY=1\nSTATUS=listening on %s, %d threads", env.sd_sock,
+	    env.sd_threads);
+
+	if (event_base_dispatch(env.sd_base) == -1)
+		log_warnx("%s: event_base_dispatch failed", __func__);
+
+	pool_stop(&env);
+	http_free(&env);
+	for (int i = 0; i < 3; i++)
+		if (env.sd_ev_sig[i] != NULL)
+			event_free(env.sd_ev_sig[i]);
+	if (env.sd_ev_wd != NULL)
+		event_free(env.sd_ev_wd);
+	event_base_free(env.sd_base);
+	lb_catalog_close(env.sd_cat);
+	metrics_free(env.sd_metrics);
+	log_info("stopped");
+	return (0);
+}

@@ -1,0 +1,300 @@
+/*
+ * pool.c — the worker threads that do searchd's work, and the handles they work with. It owns
+ * the job queue (loop -> workers), the done queue and its wake-up pipe (workers -> loop), the
+ * process's one read-only catalog, and each worker's small cache of store handles. It does not
+ * know HTTP: the loop hands it jobs and gets them back answered.
+ *
+ * The one idea: nothing that can take time runs on the event loop, and nothing of libevent runs
+ * on a worker. A worker takes a job under sd_mtx, runs handle_job() without any lock, puts the
+ * job on the done queue and writes one byte to a pipe; the loop reads the pipe and sends the
+ * answers. A store handle is used by one thread only, so each worker opens its own, lazily, one
+ * per logspace, at most SD_STORES_PER_WORKER of them (least recently used closed first), all on
+ * the one catalog (LMDB allows an environment to be opened once per process). SIGHUP bumps a
+ * generation number; a worker that sees it changed closes its handles before its next job.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "searchd.h"
+
+struct wstore {
+	char		 ws_name[LB_NAME_MAX + 1];
+	struct lb_store	*ws_st;		/* NULL: free slot */
+	uint64_t	 ws_used;	/* w_tick when last used */
+};
+
+struct worker {
+	struct searchd	*w_env;
+	pthread_t	 w_tid;
+	int		 w_idx;
+	uint64_t	 w_gen;		/* sd_generation the handles belong to */
+	uint64_t	 w_tick;
+	struct wstore	 w_stores[SD_STORES_PER_WORKER];
+};
+
+#define CATALOG_RETRY_US	1000000	/* a missing catalog is looked for again after 1 s */
+
+struct searchd *
+worker_env(struct worker *w)
+{
+	return (w->w_env);
+}
+
+void
+job_free(struct job *j)
+{
+	if (j == NULL)
+		return;
+	free(j->j_path);
+	free(j->j_query);
+	free(j->j_body);
+	free(j);
+}
+
+int
+pool_catalog(struct searchd *env, struct lb_catalog **out)
+{
+	struct lb_catalog	*cat;
+	int64_t			 now;
+	int			 rc = 0;
+
+	pthread_mutex_lock(&env->sd_catmtx);
+	if (env->sd_cat == NULL) {
+		now = now_mono_us();
+		if (env->sd_cat_tried != 0 && now - env->sd_cat_tried < CATALOG_RETRY_US)
+			rc = ENOENT;
+		else if ((rc = lb_catalog_open(env->sd_data, LB_RDONLY, &cat)) == 0) {
+			env->sd_cat = cat;
+			log_info("catalog of %s opened", env->sd_data);
+		} else
+			env->sd_cat_tried = now;
+	}
+	if (rc == 0)
+		*out = env->sd_cat;
+	pthread_mutex_unlock(&env->sd_catmtx);
+	return (rc);
+}
+
+static void
+worker_close_stores(struct worker *w)
+{
+	for (int i = 0; i < SD_STORES_PER_WORKER; i++) {
+		if (w->w_stores[i].ws_st != NULL)
+			lb_store_close(w->w_stores[i].ws_st);
+		w->w_stores[i].ws_st = NULL;
+	}
+}
+
+void
+worker_store_drop(struct worker *w, const char *ls)
+{
+	for (int i = 0; i < SD_STORES_PER_WORKER; i++) {
+		struct wstore *ws = &w->w_stores[i];
+
+		if (ws->ws_st != NULL && strcmp(ws->ws_name, ls) == 0) {
+			lb_store_close(ws->ws_st);
+			ws->ws_st = NULL;
+		}
+	}
+}
+
+int
+worker_store(struct worker *w, const char *ls, struct lb_store **out)
+{
+	struct searchd		*env = w->w_env;
+	struct lb_catalog	*cat;
+	struct lb_store		*st;
+	struct wstore		*ws, *victim = NULL;
+	uint64_t		 gen;
+	int			 rc;
+
+	if (strlen(ls) > LB_NAME_MAX)
+		return (LB_EBADCONF);
+	if ((gen = atomic_load(&env->sd_generation)) != w->w_gen) {
+		worker_close_stores(w);
+		w->w_gen = gen;
+	}
+	w->w_tick++;
+	for (int i = 0; i < SD_STORES_PER_WORKER; i++) {
+		ws = &w->w_stores[i];
+		if (ws->ws_st == NULL) {
+			if (victim == NULL || victim->ws_st != NULL)
+				victim = ws;
+			continue;
+		}
+		if (strcmp(ws->ws_name, ls) == 0) {
+			ws->ws_used = w->w_tick;
+			*out = ws->ws_st;
+			return (0);
+		}
+		if (victim == NULL || (victim->ws_st != NULL && ws->ws_used < victim->ws_used))
+			victim = ws;
+	}
+	if ((rc = pool_catalog(env, &cat)) != 0)
+		return (rc);
+	if ((rc = lb_store_open_reader(cat, env->sd_data, ls, &st)) != 0)
+		return (rc);
+	if (victim->ws_st != NULL)
+		lb_store_close(victim->ws_st);
+	strcpy(victim->ws_name, ls);
+	victim->ws_st = st;
+	victim->ws_used = w->w_tick;
+	*out = st;
+	return (0);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker	*w = arg;
+	struct searchd	*env = w->w_env;
+	struct job	*j;
+
+	for (;;) {
+		pthread_mutex_lock(&env->sd_mtx);
+		while (TAILQ_EMPTY(&env->sd_queue) && !env->sd_quit)
+			pthread_cond_wait(&env->sd_cond, &env->sd_mtx);
+		/* The loop has stopped waiting for answers: leave what is queued. */
+		if (env->sd_quit || (j = TAILQ_FIRST(&env->sd_queue)) == NULL) {
+			pthread_mutex_unlock(&env->sd_mtx);
+			break;
+		}
+		TAILQ_REMOVE(&env->sd_queue, j, j_entry);
+		env->sd_nqueued--;
+		pthread_mutex_unlock(&env->sd_mtx);
+
+		handle_job(w, j);
+
+		pthread_mutex_lock(&env->sd_mtx);
+		TAILQ_INSERT_TAIL(&env->sd_done, j, j_entry);
+		pthread_mutex_unlock(&env->sd_mtx);
+		/* A full pipe already holds a wake-up: the loop drains the whole queue. */
+		if (write(env->sd_pipe[1], "", 1) == -1 && errno != EAGAIN)
+			log_warn("%s: write", __func__);
+	}
+	worker_close_stores(w);
+	return (NULL);
+}
+
+/* The loop's side of the pipe: answers every job the workers have finished. */
+void
+pool_drain(struct searchd *env)
+{
+	struct jobq	 done;
+	struct job	*j;
+	char		 buf[256];
+
+	while (read(env->sd_pipe[0], buf, sizeof(buf)) > 0)
+		;
+	TAILQ_INIT(&done);
+	pthread_mutex_lock(&env->sd_mtx);
+	TAILQ_CONCAT(&done, &env->sd_done, j_entry);
+	pthread_mutex_unlock(&env->sd_mtx);
+	while ((j = TAILQ_FIRST(&done)) != NULL) {
+		TAILQ_REMOVE(&done, j, j_entry);
+		http_job_done(env, j);
+	}
+}
+
+static void
+pool_done_cb(int fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	pool_drain(arg);
+}
+
+int
+pool_submit(struct searchd *env, struct job *j)
+{
+	pthread_mutex_lock(&env->sd_mtx);
+	if (env->sd_nqueued >= SD_QUEUE_MAX) {
+		pthread_mutex_unlock(&env->sd_mtx);
+		return (EAGAIN);
+	}
+	TAILQ_INSERT_TAIL(&env->sd_queue, j, j_entry);
+	env->sd_nqueued++;
+	pthread_cond_signal(&env->sd_cond);
+	pthread_mutex_unlock(&env->sd_mtx);
+	return (0);
+}
+
+/*
+ * Starts env->sd_threads workers with every signal blocked (the loop thread takes them) and
+ * the pipe's read event on env->sd_base.
+ */
+int
+pool_start(struct searchd *env)
+{
+	sigset_t	 all, old;
+	int		 rc;
+
+	TAILQ_INIT(&env->sd_queue);
+	TAILQ_INIT(&env->sd_done);
+	if (pipe2(env->sd_pipe, O_NONBLOCK | O_CLOEXEC) == -1)
+		return (errno);
+	env->sd_ev_done = event_new(env->sd_base, env->sd_pipe[0], EV_READ | EV_PERSIST,
+	    pool_done_cb, env);
+	if (env->sd_ev_done == NULL || event_add(env->sd_ev_done, NULL) == -1)
+		return (ENOMEM);
+	if ((env->sd_workers = calloc(env->sd_threads, sizeof(*env->sd_workers))) == NULL)
+		return (errno);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int i = 0; i < env->sd_threads; i++) {
+		struct worker *w = &env->sd_workers[i];
+
+		w->w_env = env;
+		w->w_idx = i;
+		w->w_gen = atomic_load(&env->sd_generation);
+		if ((rc = pthread_create(&w->w_tid, NULL, worker_main, w)) != 0) {
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			return (rc);
+		}
+		env->sd_nworkers++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return (0);
+}
+
+/*
+ * Joins the workers once they have finished the job they hold, and frees the jobs left (their
+ * requests belong to evhttp, which frees them with the connections).
+ */
+void
+pool_stop(struct searchd *env)
+{
+	struct job *j;
+
+	pthread_mutex_lock(&env->sd_mtx);
+	env->sd_quit = 1;
+	pthread_cond_broadcast(&env->sd_cond);
+	pthread_mutex_unlock(&env->sd_mtx);
+	for (int i = 0; i < env->sd_nworkers; i++)
+		pthread_join(env->sd_workers[i].w_tid, NULL);
+	env->sd_nworkers = 0;
+	free(env->sd_workers);
+	env->sd_workers = NULL;
+	while ((j = TAILQ_FIRST(&env->sd_done)) != NULL) {
+		TAILQ_REMOVE(&env->sd_done, j, j_entry);
+		job_free(j);
+	}
+	while ((j = TAILQ_FIRST(&env->sd_queue)) != NULL) {
+		TAILQ_REMOVE(&env->sd_queue, j, j_entry);
+		job_free(j);
+	}
+	if (env->sd_ev_done != NULL)
+		event_free(env->sd_ev_done);
+	env->sd_ev_done = NULL;
+	if (env->sd_pipe[0] != -1)
+		close(env->sd_pipe[0]);
+	if (env->sd_pipe[1] != -1)
+		close(env->sd_pipe[1]);
+	env->sd_pipe[0] = env->sd_pipe[1] = -1;
+}

@@ -1,0 +1,177 @@
+/*
+ * searchd.h — what the files of logbox-searchd share: the one runtime state (struct searchd,
+ * hung off every libevent callback and every worker), a request in flight (struct job), and the
+ * prototypes of each file's entry points. One concern per file:
+ *   main.c      options, socket, privileges, signals, systemd, start and stop
+ *   http.c      the event loop side: evhttp, routing, limits, replies, draining on stop
+ *   pool.c      worker threads, the job queue, handing results back, per-worker store handles
+ *   handlers.c  the work of each endpoint (runs on a worker): parameters, search, JSON bodies
+ *   metrics.c   counters and the Prometheus text of /metrics
+ *   log.c       one line per event on stderr
+ */
+#ifndef SEARCHD_H
+#define SEARCHD_H
+
+#include <sys/queue.h>
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "logbox.h"
+
+struct event_base;
+struct event;
+struct evhttp;
+struct evhttp_bound_socket;
+struct evhttp_request;
+
+#define SD_NAME			"logbox-searchd"
+#define SD_URI_MAX		(64 * 1024)	/* request target, bytes; longer is 414 */
+#define SD_HEADERS_MAX		(1024 * 1024)	/* request line + headers; more is evhttp's 413 */
+#define SD_BODY_MAX		1024		/* a GET carries no body */
+#define SD_QUEUE_MAX		1024		/* jobs waiting for a worker; more is 503 */
+#define SD_STORES_PER_WORKER	16		/* open store handles per worker (LRU) */
+#define SD_THREADS_MAX		256
+#define SD_IDLE_TIMEOUT_S	60		/* idle keep-alive connections are closed */
+#define SD_DRAIN_S		2		/* stopping: wait for answers to be written */
+#define SD_HITS_BYTES_MAX	(32 * 1024 * 1024)	/* /v1/search: hits cut beyond this */
+
+/* Endpoints, for routing and metrics. */
+enum sd_ep {
+	EP_SEARCH,
+	EP_COUNT,
+	EP_HISTOGRAM,
+	EP_TOP,
+	EP_MESSAGE,
+	EP_LOGSPACES,
+	EP_HEALTH,
+	EP_METRICS,
+	EP_OTHER,		/* unknown paths, refused methods */
+	EP_N
+};
+
+/* Error kinds counted by /metrics. */
+enum sd_err {
+	ERR_INTERNAL,		/* a 500 answer */
+	ERR_STORE,		/* a store could not be opened or read */
+	ERR_DAMAGED,		/* a damaged segment skipped by a search (one per warning) */
+	ERR_MESSAGE,		/* a hit whose message could not be read */
+	ERR_BUSY,		/* a request refused because the queue was full */
+	ERR_N
+};
+
+struct metrics;
+struct worker;
+
+/*
+ * A request on its way from the loop to a worker and back. The loop thread owns j_req; a
+ * worker only reads the copied path and query and fills the answer fields.
+ */
+struct job {
+	TAILQ_ENTRY(job)	 j_entry;
+	struct evhttp_request	*j_req;		/* loop thread only */
+	int			 j_ep;		/* enum sd_ep */
+	char			*j_path;	/* the path, as received */
+	char			*j_query;	/* the query string without '?', or NULL */
+	int64_t			 j_start;	/* monotonic µs when it arrived */
+	int			 j_status;	/* answer: HTTP status */
+	const char		*j_ctype;	/* answer: Content-Type (static) */
+	char			*j_body;	/* answer: malloc'ed body */
+	size_t			 j_bodylen;
+};
+TAILQ_HEAD(jobq, job);
+
+/* The daemon. Configuration first (read-only once serving), then per-thread-group state. */
+struct searchd {
+	/* configuration */
+	const char		*sd_data;	/* --data */
+	const char		*sd_sock;	/* --socket */
+	const char		*sd_user;	/* --user, or NULL */
+	int			 sd_allow_root;	/* --allow-root */
+	int			 sd_threads;	/* --threads */
+	int64_t			 sd_deadline_ms; /* --deadline-ms; 0 = none */
+	uint64_t		 sd_max_terms;	/* --max-terms; 0 = the library's default */
+	uint64_t		 sd_cache_segments; /* --cache-segments (see PROTOCOL.md) */
+	int			 sd_verbose;	/* -v: log every request */
+
+	/* loop thread */
+	struct event_base	*sd_base;
+	struct evhttp		*sd_http;
+	struct evhttp_bound_socket *sd_bound;
+	struct event		*sd_ev_done;	/* the workers' pipe is readable */
+	struct event		*sd_ev_sig[3];	/* SIGTERM, SIGINT, SIGHUP */
+	struct event		*sd_ev_wd;	/* systemd watchdog */
+	struct event		*sd_ev_stop;	/* stopping: give up on jobs after a while */
+	struct event		*sd_ev_drain;	/* stopping: give up on writes after a while */
+	int			 sd_stopping;
+	uint64_t		 sd_inflight;	/* jobs handed to the pool, not yet answered */
+	uint64_t		 sd_open;	/* requests not yet completely written */
+	int64_t			 sd_started;	/* monotonic µs at start */
+
+	/* pool (pool.c): the queues are under sd_mtx */
+	pthread_mutex_t		 sd_mtx;
+	pthread_cond_t		 sd_cond;
+	struct jobq		 sd_queue;	/* waiting for a worker */
+	struct jobq		 sd_done;	/* answered, waiting for the loop */
+	size_t			 sd_nqueued;
+	int			 sd_quit;	/* workers exit when the queue is empty */
+	int			 sd_pipe[2];	/* worker -> loop wake-up */
+	struct worker		*sd_workers;
+	int			 sd_nworkers;	/* threads started */
+	atomic_uint_least64_t	 sd_generation;	/* SIGHUP bumps it: workers reopen stores */
+
+	/* the one catalog of the process (LMDB: open once), opened lazily if missing at start */
+	pthread_mutex_t		 sd_catmtx;
+	struct lb_catalog	*sd_cat;
+	int64_t			 sd_cat_tried;	/* monotonic µs of the last failed attempt */
+
+	struct metrics		*sd_metrics;
+};
+
+/* log.c */
+void	log_init(int verbose);
+void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void	fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* main.c */
+int64_t	now_mono_us(void);
+int64_t	now_real_us(void);
+
+/* http.c */
+int	http_init(struct searchd *env, int fd);
+void	http_stop(struct searchd *env);
+void	http_free(struct searchd *env);
+void	http_job_done(struct searchd *env, struct job *j);
+const char *ep_name(int ep);
+
+/* pool.c */
+int	pool_start(struct searchd *env);
+int	pool_submit(struct searchd *env, struct job *j);
+void	pool_stop(struct searchd *env);
+void	pool_drain(struct searchd *env);
+int	pool_catalog(struct searchd *env, struct lb_catalog **out);
+int	worker_store(struct worker *w, const char *ls, struct lb_store **out);
+void	worker_store_drop(struct worker *w, const char *ls);
+struct searchd *worker_env(struct worker *w);
+void	job_free(struct job *j);
+
+/* handlers.c */
+void	handle_job(struct worker *w, struct job *j);
+int	body_error(const char *code, const char *msg, long long pos, char **body, size_t *len);
+
+/* metrics.c */
+int	metrics_new(struct metrics **out);
+void	metrics_free(struct metrics *m);
+void	metrics_request(struct metrics *m, int ep, int status, int64_t us);
+void	metrics_inflight(struct metrics *m, int delta);
+void	metrics_error(struct metrics *m, int kind, uint64_t n);
+int	metrics_write(struct searchd *env, struct worker *w, FILE *f);
+
+#endif /* SEARCHD_H */

@@ -1,0 +1,102 @@
+/*
+ * fz_query.c — arbitrary bytes as query text through lb_query_parse() with the default and a
+ * custom tokenizer setting. A parsed query must print (lb_query_fmt) as text that parses to an
+ * equal tree and prints again to the same text; a refused one must say where and why. The
+ * tree is matched against a small message, and the input split in two is run through
+ * lb_glob_match() as a glob and a subject, checked against a plain recursive matcher.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "logbox.h"
+
+int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(x)	do { if (!(x)) abort(); } while (0)
+
+static void
+roundtrip(const struct lb_tokconf *tc, const uint8_t *data, size_t size)
+{
+	struct lb_qnode	*q = NULL, *q2 = NULL;
+	struct lb_qerr	 e;
+	struct lb_msg	 m;
+	char		*f = NULL, *f2 = NULL;
+	size_t		 fl, fl2;
+	int		 rc, r;
+
+	memset(&e, 0, sizeof(e));
+	rc = lb_query_parse(tc, (const char *)data, size, &q, &e);
+	if (rc != 0) {
+		CHECK(rc == LB_EQUERY || rc == LB_ETOOBIG);
+		CHECK(e.pos <= size && e.msg[0] != '\0');
+		return;
+	}
+	CHECK(lb_query_fmt(tc, q, &f, &fl) == 0);
+	CHECK(strlen(f) <= fl && f[fl] == '\0');
+	rc = lb_query_parse(tc, f, fl, &q2, &e);
+	CHECK(rc == 0);
+	CHECK(lb_query_equal(q, q2) && lb_query_equal(q2, q));
+	CHECK(lb_query_fmt(tc, q2, &f2, &fl2) == 0);
+	CHECK(fl == fl2 && memcmp(f, f2, fl) == 0);
+
+	memset(&m, 0, sizeof(m));
+	m.timestamp = LB_NOTIME;
+	m.facility = 4;
+	m.severity = 3;
+	m.message.p = data;
+	m.message.len = size;
+	m.host.p = (const uint8_t *)"web-01";
+	m.host.len = 6;
+	m.sd.p = (const uint8_t *)"[x@1 a=\"b c\"][meta seq=\"1\"]";
+	m.sd.len = strlen((const char *)m.sd.p);
+	r = lb_query_match(q, tc, &m);
+	CHECK(r == 0 || r == 1);
+	CHECK(lb_query_match(q2, tc, &m) == r);
+	free(f);
+	free(f2);
+	lb_query_free(q);
+	lb_query_free(q2);
+}
+
+/* The definition of a glob, the slow way (short inputs only). */
+static int
+slow_glob(const uint8_t *g, size_t gl, const uint8_t *s, size_t sl)
+{
+	if (gl == 0)
+		return (sl == 0);
+	if (g[0] == '*') {
+		for (size_t k = 0; k <= sl; k++)
+			if (slow_glob(g + 1, gl - 1, s + k, sl - k))
+				return (1);
+		return (0);
+	}
+	if (sl == 0)
+		return (0);
+	if (g[0] == '?')
+		return (slow_glob(g + 1, gl - 1, s + 1, sl - 1));
+	if (g[0] == '\\' && gl >= 2)
+		return (g[1] == s[0] && slow_glob(g + 2, gl - 2, s + 1, sl - 1));
+	return (g[0] == s[0] && slow_glob(g + 1, gl - 1, s + 1, sl - 1));
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct lb_tokconf	 tc, tc2;
+	size_t			 split;
+	int			 r;
+
+	lb_tokconf_default(&tc);
+	(void)lb_tokconf_set(&tc2, ".@-", 3);
+	roundtrip(&tc, data, size);
+	if (size < 4096)
+		roundtrip(&tc2, data, size);
+	if (size > 0) {
+		split = data[0] % size;
+		r = lb_glob_match(data, split, data + split, size - split);
+		CHECK(r == 0 || r == 1);
+		if (size <= 16)
+			CHECK(r == slow_glob(data, split, data + split, size - split));
+	}
+	return (0);
+}

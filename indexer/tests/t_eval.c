@@ -1,0 +1,1003 @@
+/*
+ * t_eval.c — lb_search on a real store (several segments over two days plus a tail that is not
+ * indexed yet) against a brute force over every message: random query trees (terms that exist
+ * and do not, prefixes, inner and leading wildcards, phrases, fields, structured data, sets,
+ * AND/OR/NOT, ALL) with random time ranges, orders, limits, histograms and top values; cursor
+ * paging both ways; a damaged segment; wildcard limits; bad requests.
+ */
+#include "t_helper.h"
+#include "lb_format.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#define DAY_US	(86400LL * 1000000)
+#define T0	(1735689600LL * 1000000)	/* 2025-01-01T00:00:00Z */
+#define NMSG	3000
+#define NDAY1	1400				/* messages on the first day */
+#define FLUSH	350				/* a segment every this many messages */
+#define NTAIL	230				/* the last messages stay unindexed */
+
+/* ---------------------------------------------------------------- the data */
+
+static const char *words[] = {
+	"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+	"lambda", "mu", "alphabet", "betamax", "deltas", "error", "errors", "conn", "x",
+};
+#define NWORDS	(sizeof(words) / sizeof(words[0]))
+static const char *hosts[] = { "web-01", "web-02", "DB-1", "mail" };
+static const char *progs[] = { "sshd", "cron", "nginx", "" };
+
+struct tmsg {
+	char		 text[160];
+	char		 sd[80];
+	const char	*host, *prog;
+	char		 pid[8];
+	int64_t		 received;
+	uint8_t		 fac, sev;
+	uint64_t	 id;
+};
+
+static struct tmsg	 msgs[NMSG];
+static char		 dir[256];
+static struct lb_tokconf tc;
+
+static uint64_t rng = 88172645463325252ULL;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return ((uint32_t)(rng % n));
+}
+
+static void
+tm_fill(struct lb_msg *m, const struct tmsg *t)
+{
+	memset(m, 0, sizeof(*m));
+	m->id = t->id;
+	m->received = t->received;
+	m->timestamp = LB_NOTIME;
+	m->facility = t->fac;
+	m->severity = t->sev;
+	m->message.p = (const uint8_t *)t->text;
+	m->message.len = strlen(t->text);
+	m->host.p = (const uint8_t *)t->host;
+	m->host.len = strlen(t->host);
+	m->program.p = (const uint8_t *)t->prog;
+	m->program.len = strlen(t->prog);
+	m->pid.p = (const uint8_t *)t->pid;
+	m->pid.len = strlen(t->pid);
+	m->sd.p = (const uint8_t *)t->sd;
+	m->sd.len = strlen(t->sd);
+}
+
+static void
+gen_msgs(void)
+{
+	for (int i = 0; i < NMSG; i++) {
+		struct tmsg	*t = &msgs[i];
+		int		 nw = 1 + (int)rnd(6), n = 0;
+
+		for (int k = 0; k < nw; k++) {
+			const char *w = words[rnd(NWORDS)];
+
+			if (rnd(10) == 0)
+				n += snprintf(t->text + n, sizeof(t->text) - (size_t)n, "%sConn:%u ",
+				    k ? " " : "", rnd(40));
+			else
+				n += snprintf(t->text + n, sizeof(t->text) - (size_t)n, "%s%s",
+				    k ? " " : "", w);
+		}
+		if (rnd(4) == 0)
+			snprintf(t->sd, sizeof(t->sd), "[ex@1 user=\"%s smith\" n=\"%u\"]",
+			    rnd(2) ? "bob" : "Alice", rnd(5));
+		t->host = hosts[rnd(4)];
+		t->prog = progs[rnd(4)];
+		if (rnd(3))
+			snprintf(t->pid, sizeof(t->pid), "%u", 100 + rnd(20));
+		t->fac = rnd(10) == 0 ? LB_NOVALUE : (uint8_t)rnd(24);
+		t->sev = rnd(10) == 0 ? LB_NOVALUE : (uint8_t)rnd(8);
+		/* Two days, a few seconds each; some steps of a second left empty. */
+		if (i < NDAY1)
+			t->received = T0 + 1000000 + (int64_t)i * 3217 + (i > 700 ? 3000000 : 0);
+		else
+			t->received = T0 + DAY_US + 500000 + (int64_t)(i - NDAY1) * 2903;
+	}
+}
+
+/* ---------------------------------------------------------------- brute force */
+
+
+/* ---------------------------------------------------------------- trees */
+
+static struct lb_qnode *
+qn(int kind)
+{
+	struct lb_qnode *q = calloc(1, sizeof(*q));
+
+	assert_non_null(q);
+	q->kind = kind;
+	return (q);
+}
+
+static void
+mkpat(struct lb_qpat *p, const char *glob)
+{
+	size_t n = strlen(glob), lit = strcspn(glob, "*?");
+
+	p->glob = (uint8_t *)strdup(glob);
+	p->globlen = n;
+	p->lit = (uint8_t *)strndup(glob, lit);
+	p->litlen = lit;
+	if (lit == n)
+		p->kind = LB_QP_EXACT;
+	else if (strspn(glob + lit, "*") == n - lit)
+		p->kind = LB_QP_PREFIX;
+	else
+		p->kind = LB_QP_WILD;
+}
+
+static struct lb_qnode *
+qterm(uint8_t ns, const char *sdname, const char *glob)
+{
+	struct lb_qnode *q = qn(LB_Q_TERM);
+
+	q->ns = ns;
+	if (sdname != NULL)
+		q->sdname = strdup(sdname);
+	q->pats = calloc(1, sizeof(*q->pats));
+	q->npats = 1;
+	mkpat(&q->pats[0], glob);
+	return (q);
+}
+
+static struct lb_qnode *
+qphrase(uint8_t ns, const char *sdname, const char *a, const char *b)
+{
+	struct lb_qnode *q = qn(LB_Q_PHRASE);
+
+	q->ns = ns;
+	if (sdname != NULL)
+		q->sdname = strdup(sdname);
+	q->pats = calloc(2, sizeof(*q->pats));
+	q->npats = 2;
+	mkpat(&q->pats[0], a);
+	mkpat(&q->pats[1], b);
+	return (q);
+}
+
+static struct lb_qnode *
+qkids(int kind, int n, struct lb_qnode **k)
+{
+	struct lb_qnode *q = qn(kind);
+
+	q->kids = calloc((size_t)n, sizeof(*q->kids));
+	memcpy(q->kids, k, (size_t)n * sizeof(*k));
+	q->nkids = (size_t)n;
+	return (q);
+}
+
+static void
+qfree(struct lb_qnode *q)
+{
+	if (q == NULL)
+		return;
+	for (size_t i = 0; i < q->npats; i++) {
+		free(q->pats[i].glob);
+		free(q->pats[i].lit);
+	}
+	free(q->pats);
+	for (size_t i = 0; i < q->nkids; i++)
+		qfree(q->kids[i]);
+	free(q->kids);
+	free(q->sdname);
+	free(q);
+}
+
+static const char *text_pats[] = {
+	"alpha", "beta", "eta", "error", "errors", "nosuchword", "conn", "7", "x",
+	"al*", "e*", "err*", "zz*", "*ta", "*a", "e?a", "*et*", "a*a", "?", "*", "b*x", "*rr*s",
+};
+static const char *host_pats[] = { "web-01", "db-1", "web-*", "*-0?", "nohost", "*" };
+static const char *prog_pats[] = { "sshd", "cron", "*n*", "ng*", "*" };
+
+static struct lb_qnode *
+gen_leaf(void)
+{
+	struct lb_qnode	*q;
+	const char	*a, *b;
+
+	switch (rnd(12)) {
+	case 0: case 1: case 2: case 3:
+		return (qterm(LB_NS_TEXT, NULL,
+		    text_pats[rnd(sizeof(text_pats) / sizeof(*text_pats))]));
+	case 4:
+		return (qterm(LB_NS_HOST, NULL, host_pats[rnd(6)]));
+	case 5:
+		return (qterm(LB_NS_PROGRAM, NULL, prog_pats[rnd(5)]));
+	case 6:
+		return (qterm(LB_NS_SD, rnd(3) ? "ex@1.user" : "ex@1.n",
+		    (const char *[]){ "bob", "alice", "sm*", "*i*", "3", "*" }[rnd(6)]));
+	case 7: case 8:
+		a = words[rnd(NWORDS)];
+		b = rnd(3) == 0 ? "*a" : words[rnd(NWORDS)];
+		if (rnd(5) == 0)
+			return (qphrase(LB_NS_SD, "ex@1.user", "bob", "smith"));
+		if (rnd(4) == 0)
+			return (qphrase(LB_NS_TEXT, NULL, "conn", "1*"));
+		return (qphrase(LB_NS_TEXT, NULL, a, b));
+	case 9: case 10:
+		q = qn(LB_Q_SET);
+		q->ns = rnd(2) ? LB_NS_FACILITY : LB_NS_SEVERITY;
+		q->mask = (uint32_t)rnd(1U << 24) | (1U << rnd(24));
+		if (q->ns == LB_NS_SEVERITY)
+			q->mask &= 0xff;
+		if (q->mask == 0)
+			q->mask = 1;
+		return (q);
+	default:
+		return (qn(LB_Q_ALL));
+	}
+}
+
+static struct lb_qnode *
+gen_tree(int depth)
+{
+	struct lb_qnode	*k[3];
+	int		 n = 2 + (int)rnd(2);
+
+	if (depth == 0 || rnd(3) == 0)
+		return (gen_leaf());
+	switch (rnd(3)) {
+	case 0:
+		for (int i = 0; i < n; i++)
+			k[i] = gen_tree(depth - 1);
+		return (qkids(LB_Q_AND, n, k));
+	case 1:
+		for (int i = 0; i < n; i++)
+			k[i] = gen_tree(depth - 1);
+		return (qkids(LB_Q_OR, n, k));
+	default:
+		k[0] = gen_tree(depth - 1);
+		return (qkids(LB_Q_NOT, 1, k));
+	}
+}
+
+/* ---------------------------------------------------------------- expected results */
+
+struct expect {
+	uint64_t	*ids;		/* matches, ascending */
+	size_t		 n;
+	uint64_t	 hist[LB_HIST_MAX];
+	uint32_t	 nhist;
+	int64_t		 step;
+	struct lb_topval top[4096];
+	size_t		 ntop;
+};
+
+static int64_t
+fl(int64_t t)
+{
+	return (t / 1000000 * 1000000 - (t % 1000000 < 0 ? 1000000 : 0));
+}
+
+static int64_t
+cl(int64_t t)
+{
+	return (-fl(-t));
+}
+
+struct topcol {
+	struct expect	*x;
+	uint8_t		 key[80];
+	size_t		 keylen;
+	uint8_t		 seen[64][300];
+	size_t		 seenlen[64];
+	int		 nseen;
+};
+
+static int
+top_col(void *arg, const uint8_t *term, size_t len)
+{
+	struct topcol	*c = arg;
+	const uint8_t	*v = term + c->keylen;
+	size_t		 vl = len - c->keylen;
+
+	if (len < c->keylen || memcmp(term, c->key, c->keylen) != 0)
+		return (0);
+	for (int i = 0; i < c->nseen; i++)
+		if (c->seenlen[i] == vl && memcmp(c->seen[i], v, vl) == 0)
+			return (0);
+	memcpy(c->seen[c->nseen], v, vl);
+	c->seenlen[c->nseen++] = vl;
+	for (size_t i = 0; i < c->x->ntop; i++) {
+		if (c->x->top[i].len == vl && memcmp(c->x->top[i].value, v, vl) == 0) {
+			c->x->top[i].count++;
+			return (0);
+		}
+	}
+	assert_true(c->x->ntop < 4096);
+	c->x->top[c->x->ntop].value = malloc(vl + 1);
+	memcpy(c->x->top[c->x->ntop].value, v, vl);
+	c->x->top[c->x->ntop].len = vl;
+	c->x->top[c->x->ntop++].count = 1;
+	return (0);
+}
+
+static int
+cmp_tv(const void *a, const void *b)
+{
+	const struct lb_topval	*x = a, *y = b;
+	size_t			 n = x->len < y->len ? x->len : y->len;
+	int			 c;
+
+	if (x->count != y->count)
+		return (x->count > y->count ? -1 : 1);
+	if ((c = memcmp(x->value, y->value, n)) != 0)
+		return (c);
+	return (x->len < y->len ? -1 : x->len > y->len);
+}
+
+static void
+brute(const struct lb_searchreq *rq, int nmsg, struct expect *x)
+{
+	int64_t		 from = fl(rq->from), to = cl(rq->to);
+	struct topcol	*tc2 = calloc(1, sizeof(*tc2));
+	struct lb_msg	 m;
+
+	assert_non_null(tc2);
+	memset(x, 0, offsetof(struct expect, top));
+	x->ntop = 0;
+	x->ids = calloc(NMSG, sizeof(*x->ids));
+	if (rq->want & LB_WANT_HIST) {
+		uint64_t span = (uint64_t)(to - from), st;
+
+		st = (span + rq->nbuckets - 1) / rq->nbuckets;
+		st = (st + 999999) / 1000000 * 1000000;
+		if (st < 1000000)
+			st = 1000000;
+		x->step = (int64_t)st;
+		x->nhist = (uint32_t)((span + st - 1) / st);
+	}
+	tc2->x = x;
+	tc2->key[0] = rq->top_ns;
+	tc2->keylen = 1;
+	if (rq->top_ns == LB_NS_SD) {
+		memcpy(tc2->key + 1, rq->top_sdname, strlen(rq->top_sdname) + 1);
+		tc2->keylen = 1 + strlen(rq->top_sdname) + 1;
+	}
+	for (int i = 0; i < nmsg; i++) {
+		const struct tmsg *t = &msgs[i];
+
+		if (t->received < from || t->received >= to)
+			continue;
+		tm_fill(&m, t);
+		if (lb_query_match(rq->q, &tc, &m) != 1)
+			continue;
+		x->ids[x->n++] = t->id;
+		if (x->nhist > 0)
+			x->hist[(t->received - from) / x->step]++;
+		if (rq->want & LB_WANT_TOP) {
+			tc2->nseen = 0;
+			lb_msg_terms(&tc, &m, top_col, tc2);
+		}
+	}
+	qsort(x->top, x->ntop, sizeof(*x->top), cmp_tv);
+	free(tc2);
+}
+
+static void
+expect_free(struct expect *x)
+{
+	free(x->ids);
+	for (size_t i = 0; i < x->ntop; i++)
+		free(x->top[i].value);
+	x->ntop = 0;
+}
+
+/* Compares a result with the brute force; returns a short description of the first mismatch. */
+static const char *
+compare(const struct lb_searchreq *rq, const struct lb_searchres *r, const struct expect *x)
+{
+	size_t want = x->n < rq->limit ? x->n : rq->limit;
+
+	if ((rq->want & LB_WANT_TOTAL) && r->total != x->n)
+		return ("total");
+	if (rq->want & LB_WANT_HITS) {
+		if (rq->cursor == 0) {
+			if (r->n != want)
+				return ("number of hits");
+			for (size_t i = 0; i < want; i++) {
+				uint64_t e = rq->order == LB_ORDER_NEWEST ? x->ids[x->n - 1 - i] :
+				    x->ids[i];
+
+				if (r->ids[i] != e)
+					return ("hits");
+			}
+			if (r->next_cursor != (x->n > rq->limit ? r->ids[want - 1] : 0))
+				return ("next_cursor");
+		}
+	}
+	if (rq->want & LB_WANT_HIST) {
+		if (r->nhist != x->nhist || r->hist_step != x->step)
+			return ("histogram shape");
+		for (uint32_t k = 0; k < x->nhist; k++)
+			if (r->hist[k] != x->hist[k])
+				return ("histogram counts");
+	}
+	if (rq->want & LB_WANT_TOP) {
+		size_t k = x->ntop < rq->topk ? x->ntop : rq->topk;
+
+		if (r->ntop != k)
+			return ("number of top values");
+		for (size_t i = 0; i < k; i++)
+			if (r->top[i].count != x->top[i].count || r->top[i].len != x->top[i].len ||
+			    memcmp(r->top[i].value, x->top[i].value, x->top[i].len) != 0)
+				return ("top values");
+	}
+	return (NULL);
+}
+
+static void
+print_tree(const struct lb_qnode *q)
+{
+	switch (q->kind) {
+	case LB_Q_ALL: fprintf(stderr, "*"); break;
+	case LB_Q_TERM: fprintf(stderr, "%d%s%s:%.*s", q->ns, q->sdname ? "/" : "",
+	    q->sdname ? q->sdname : "", (int)q->pats[0].globlen, q->pats[0].glob); break;
+	case LB_Q_PHRASE: fprintf(stderr, "%d:\"%.*s %.*s\"", q->ns, (int)q->pats[0].globlen,
+	    q->pats[0].glob, (int)q->pats[1].globlen, q->pats[1].glob); break;
+	case LB_Q_SET: fprintf(stderr, "set%d:%x", q->ns, q->mask); break;
+	default:
+		fprintf(stderr, "%s(", q->kind == LB_Q_AND ? "AND" : q->kind == LB_Q_OR ? "OR" : "NOT");
+		for (size_t i = 0; i < q->nkids; i++) {
+			if (i)
+				fprintf(stderr, ", ");
+			print_tree(q->kids[i]);
+		}
+		fprintf(stderr, ")");
+	}
+}
+
+/* ---------------------------------------------------------------- the store */
+
+static struct lb_store *
+build(void)
+{
+	struct lb_store	*st;
+	struct lb_msg	 m;
+
+	t_mkdtemp(dir, sizeof(dir));
+	lb_tokconf_default(&tc);
+	gen_msgs();
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	for (int i = 0; i < NMSG; i++) {
+		tm_fill(&m, &msgs[i]);
+		m.id = 0;
+		assert_ok(lb_store_append(st, &m));
+		msgs[i].id = m.id;
+		assert_int_equal(m.received, msgs[i].received);
+		if ((i + 1) % FLUSH == 0 && i < NMSG - NTAIL)
+			assert_ok(lb_store_flush(st));
+	}
+	assert_ok(lb_store_commit(st, 0));
+	return (st);
+}
+
+static void
+random_req(struct lb_searchreq *rq, struct lb_qnode *q)
+{
+	static const uint8_t tops[] = { LB_NS_HOST, LB_NS_PROGRAM, LB_NS_SEVERITY, LB_NS_TEXT,
+	    LB_NS_SD, LB_NS_FACILITY, LB_NS_PID };
+	int64_t span[] = { T0, T0 + 2 * DAY_US };
+
+	memset(rq, 0, sizeof(*rq));
+	rq->q = q;
+	switch (rnd(4)) {
+	case 0:		/* everything */
+		rq->from = span[0];
+		rq->to = span[1];
+		break;
+	case 1:		/* within the first day, to the microsecond */
+		rq->from = T0 + (int64_t)rnd(9000000);
+		rq->to = rq->from + (int64_t)rnd(6000000);
+		break;
+	case 2:		/* the second day, into the tail */
+		rq->from = T0 + DAY_US + (int64_t)rnd(5000000);
+		rq->to = T0 + DAY_US + (int64_t)rnd(9000000);
+		if (rq->to < rq->from)
+			rq->to = rq->from;
+		break;
+	default:	/* across the days */
+		rq->from = T0 + (int64_t)rnd(8000000);
+		rq->to = T0 + DAY_US + (int64_t)rnd(9000000);
+		break;
+	}
+	rq->want = LB_WANT_HITS | (rnd(4) ? LB_WANT_TOTAL : 0) | (rnd(3) ? LB_WANT_HIST : 0) |
+	    (rnd(3) == 0 ? LB_WANT_TOP : 0);
+	rq->limit = 1 + rnd(60);
+	rq->order = (int)rnd(2);
+	rq->nbuckets = 1 + rnd(40);
+	rq->top_ns = tops[rnd(sizeof(tops))];
+	rq->top_sdname = rnd(2) ? "ex@1.user" : "ex@1.n";
+	rq->topk = 1 + rnd(12);
+}
+
+static int
+check_random(struct lb_store *st, int ntrees, int nmsg)
+{
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct expect		*x = calloc(1, sizeof(*x));
+	uint64_t		 segs = 0;
+	int			 bad = 0, nonempty = 0, tail = 0;
+
+	assert_non_null(x);
+	for (int i = 0; i < ntrees; i++) {
+		struct lb_qnode	*q = gen_tree(3);
+		const char	*why;
+
+		random_req(&rq, q);
+		assert_ok(lb_search(st, &rq, &r));
+		brute(&rq, nmsg, x);
+		if ((why = compare(&rq, &r, x)) != NULL) {
+			fprintf(stderr, "tree %d: %s differs (got total %llu n %zu, want %zu): ", i,
+			    why, (unsigned long long)r.total, r.n, x->n);
+			print_tree(q);
+			fprintf(stderr, " want %#x order %d limit %u [%lld, %lld)\n", rq.want,
+			    rq.order, rq.limit, (long long)rq.from, (long long)rq.to);
+			bad++;
+		}
+		assert_int_equal(r.nwarnings, 0);
+		nonempty += x->n > 0;
+		segs += r.segments;
+		tail += r.tail > 0;
+		lb_searchres_free(&r);
+		expect_free(x);
+		qfree(q);
+	}
+	/* The trees must not be trivially empty, and both the index and the tail must be used. */
+	assert_true(nonempty > ntrees / 3);
+	assert_true(segs > (uint64_t)ntrees);
+	if (getenv("T_EVAL_VERBOSE") != NULL)
+		fprintf(stderr, "%d trees: %d nonempty, %llu segments, %d with tail\n", ntrees,
+		    nonempty, (unsigned long long)segs, tail);
+	free(x);
+	return (bad);
+}
+
+/* ---------------------------------------------------------------- tests */
+
+/* Queries as users write them, through the parser. */
+static const char *texts[] = {
+	"alpha", "alpha beta", "alpha OR beta", "NOT alpha", "alpha AND NOT (beta OR gamma)",
+	"\"alpha beta\"", "alpha-beta", "conn:1*", "Conn:1", "host:web-*", "host:WEB-01",
+	"program:*n* severity<=warning", "facility:kern OR facility:3", "ex@1.user:bob",
+	"ex@1.user:\"bob smith\"", "*ta AND e?a", "NOT (*a OR *e)", "*", "pid:1?0",
+	"severity>err NOT host:mail", "nosuchword OR x", "e* NOT eta", "\"* smith\"",
+	"message:alpha", "program:* AND NOT pid:*",
+};
+
+static void
+t_parsed(void **state)
+{
+	struct lb_store		*st;
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct lb_qerr		 err;
+	struct expect		*x = calloc(1, sizeof(*x));
+	struct lb_qnode		*q;
+
+	(void)state;
+	assert_non_null(x);
+	st = build();
+	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++) {
+		if (lb_query_parse(&tc, texts[i], strlen(texts[i]), &q, &err) != 0)
+			fail_msg("%s: %s at %zu", texts[i], err.msg, err.pos);
+		for (int k = 0; k < 20; k++) {
+			const char *why;
+
+			random_req(&rq, q);
+			assert_ok(lb_search(st, &rq, &r));
+			brute(&rq, NMSG, x);
+			if ((why = compare(&rq, &r, x)) != NULL)
+				fail_msg("%s: %s differs", texts[i], why);
+			lb_searchres_free(&r);
+			expect_free(x);
+		}
+		lb_query_free(q);
+	}
+	free(x);
+	assert_ok(lb_store_close(st));
+	t_rmtree(dir);
+}
+
+static void
+t_random(void **state)
+{
+	struct lb_store		*st, *rd;
+	struct lb_catalog	*cat;
+
+	(void)state;
+	st = build();
+	/* The writer: segments and a tail not indexed yet. */
+	assert_int_equal(check_random(st, 1500, NMSG), 0);
+	assert_ok(lb_store_close(st));
+	/* Readers over one catalog, after the close flushed the tail. */
+	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
+	assert_ok(lb_store_open_reader(cat, dir, "main", &rd));
+	assert_int_equal(check_random(rd, 500, NMSG), 0);
+	lb_store_close(rd);
+	lb_catalog_close(cat);
+	t_rmtree(dir);
+}
+
+/* Pages of a query newest first and oldest first give every match once, in order. */
+static void
+t_paging(void **state)
+{
+	struct lb_store		*st;
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct expect		*x = calloc(1, sizeof(*x));
+
+	(void)state;
+	st = build();
+	for (int i = 0; i < 40; i++) {
+		struct lb_qnode	*q = gen_tree(2);
+
+		for (int order = 0; order < 2; order++) {
+			size_t got = 0;
+
+			memset(&rq, 0, sizeof(rq));
+			rq.q = q;
+			rq.from = T0;
+			rq.to = T0 + 2 * DAY_US;
+			rq.want = LB_WANT_HITS;
+			rq.limit = 1 + rnd(90);
+			rq.order = order;
+			brute(&rq, NMSG, x);
+			for (;;) {
+				assert_ok(lb_search(st, &rq, &r));
+				for (size_t k = 0; k < r.n; k++, got++) {
+					assert_true(got < x->n);
+					assert_int_equal(r.ids[k], order == LB_ORDER_NEWEST ?
+					    x->ids[x->n - 1 - got] : x->ids[got]);
+				}
+				rq.cursor = r.next_cursor;
+				lb_searchres_free(&r);
+				if (rq.cursor == 0)
+					break;
+			}
+			assert_int_equal(got, x->n);
+			expect_free(x);
+		}
+		qfree(q);
+	}
+	free(x);
+	assert_ok(lb_store_close(st));
+	t_rmtree(dir);
+}
+
+/* A damaged segment is skipped with a warning; the others still answer. */
+static void
+t_corrupt(void **state)
+{
+	struct lb_store		*st;
+	struct lb_catalog	*cat;
+	struct lb_segref	*refs = NULL;
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct expect		*x = calloc(1, sizeof(*x));
+	struct lb_qnode		*q;
+	size_t			 n = 0, in = 0;
+	char			 path[PATH_MAX];
+	uint8_t			 h[128], junk[4096];
+	uint64_t		 idxoff;
+	int			 fd;
+
+	(void)state;
+	st = build();
+	assert_ok(lb_store_close(st));
+	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
+	assert_ok(lb_catalog_segments(cat, "main", 0, UINT64_MAX, &refs, &n));
+	assert_true(n >= 3);
+	/* Overwrite the id lists and dictionary of the second segment. */
+	snprintf(path, sizeof(path), "%s/main/%04u/%02u-%02u/index/%s", dir, refs[1].day / 10000,
+	    refs[1].day / 100 % 100, refs[1].day % 100, refs[1].file);
+	assert_true((fd = open(path, O_RDWR)) >= 0);
+	assert_int_equal(pread(fd, h, sizeof(h), 0), sizeof(h));
+	idxoff = 0;
+	for (int i = 7; i >= 0; i--)
+		idxoff = idxoff << 8 | h[LB_SEG_H_IDXOFF + i];
+	memset(junk, 0x5a, sizeof(junk));
+	for (uint64_t off = 128; off < idxoff; off += sizeof(junk))
+		assert_true(pwrite(fd, junk, idxoff - off < sizeof(junk) ? idxoff - off :
+		    sizeof(junk), (off_t)off) > 0);
+	close(fd);
+
+	assert_ok(lb_store_open_reader(cat, dir, "main", &st));
+	q = qterm(LB_NS_TEXT, NULL, "alpha");
+	memset(&rq, 0, sizeof(rq));
+	rq.q = q;
+	rq.from = T0;
+	rq.to = T0 + 2 * DAY_US;
+	rq.want = LB_WANT_HITS | LB_WANT_TOTAL;
+	rq.limit = 10000;
+	brute(&rq, NMSG, x);
+	assert_ok(lb_search(st, &rq, &r));
+	assert_int_equal(r.nwarnings, 1);
+	assert_non_null(strstr(r.warnings[0], refs[1].file));
+	assert_non_null(strstr(r.warnings[0], "skipped"));
+	for (size_t i = 0; i < x->n; i++)
+		in += x->ids[i] >= refs[1].first_id && x->ids[i] <= refs[1].last_id;
+	assert_true(in > 0);
+	assert_int_equal(r.total, x->n - in);
+	assert_int_equal(r.n, x->n - in);
+	lb_searchres_free(&r);
+	/* The same again from the cache of the handle (the segment is not kept open). */
+	assert_ok(lb_search(st, &rq, &r));
+	assert_int_equal(r.nwarnings, 1);
+	assert_int_equal(r.total, x->n - in);
+	lb_searchres_free(&r);
+	expect_free(x);
+	free(x);
+	qfree(q);
+	free(refs);
+	lb_store_close(st);
+	lb_catalog_close(cat);
+	t_rmtree(dir);
+}
+
+static void
+t_limits(void **state)
+{
+	struct lb_store		*st;
+	struct lb_searchreq	 rq, ok;
+	struct lb_searchres	 r;
+	struct lb_qnode		*q, *w;
+
+	(void)state;
+	st = build();
+	q = qterm(LB_NS_TEXT, NULL, "alpha");
+	memset(&ok, 0, sizeof(ok));
+	ok.q = q;
+	ok.from = T0;
+	ok.to = T0 + 2 * DAY_US;
+	ok.want = LB_WANT_HITS | LB_WANT_TOTAL | LB_WANT_HIST | LB_WANT_TOP;
+	ok.limit = 10;
+	ok.nbuckets = 10;
+	ok.topk = 5;
+	ok.top_ns = LB_NS_HOST;
+	assert_ok(lb_search(st, &ok, &r));
+	lb_searchres_free(&r);
+
+	rq = ok; rq.from = rq.to + 1;
+	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
+	rq = ok; rq.limit = 0;
+	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
+	rq = ok; rq.nbuckets = 0;
+	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
+	rq = ok; rq.nbuckets = LB_HIST_MAX + 1;
+	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
+	rq = ok; rq.topk = 0;
+	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
+	rq = ok; rq.topk = LB_TOP_MAX + 1;
+	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
+	rq = ok; rq.top_ns = 0x09;
+	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
+	rq = ok; rq.top_ns = LB_NS_SD; rq.top_sdname = NULL;
+	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
+	rq = ok; rq.order = 2;
+	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
+	rq = ok; rq.q = NULL;
+	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
+	/* limit 0 is fine without hits. */
+	rq = ok; rq.want = LB_WANT_TOTAL; rq.limit = 0;
+	assert_ok(lb_search(st, &rq, &r));
+	assert_true(r.total > 0);
+	assert_int_equal(r.n, 0);
+	lb_searchres_free(&r);
+
+	/* Wildcards past max_terms. */
+	w = qterm(LB_NS_TEXT, NULL, "*a");
+	rq = ok; rq.q = w; rq.max_terms = 2;
+	assert_int_equal(lb_search(st, &rq, &r), LB_ETOOBROAD);
+	rq.max_terms = 1000;
+	assert_ok(lb_search(st, &rq, &r));
+	lb_searchres_free(&r);
+	qfree(w);
+	w = qterm(LB_NS_TEXT, NULL, "e*");
+	rq = ok; rq.q = w; rq.max_terms = 1;
+	assert_int_equal(lb_search(st, &rq, &r), LB_ETOOBROAD);
+	qfree(w);
+
+	/* An empty time range, and one before every message. */
+	rq = ok; rq.from = rq.to = T0 + 5 * 1000000;
+	assert_ok(lb_search(st, &rq, &r));
+	assert_int_equal(r.total, 0);
+	assert_int_equal(r.nhist, 0);
+	lb_searchres_free(&r);
+	rq = ok; rq.from = 0; rq.to = T0;
+	assert_ok(lb_search(st, &rq, &r));
+	assert_int_equal(r.total, 0);
+	assert_int_equal(r.n, 0);
+	lb_searchres_free(&r);
+	rq = ok; rq.from = INT64_MIN; rq.to = INT64_MAX;
+	assert_ok(lb_search(st, &rq, &r));
+	assert_true(r.total > 0);
+	lb_searchres_free(&r);
+
+	qfree(q);
+	assert_ok(lb_store_close(st));
+	t_rmtree(dir);
+}
+
+/* A message is found as soon as the writer has it; a later flush gives the same answer. */
+static void
+t_tail(void **state)
+{
+	struct lb_store		*st;
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct lb_msg		 m;
+	struct lb_qnode		*q;
+	const char		*text = "fresh needle here";
+
+	(void)state;
+	st = build();
+	memset(&m, 0, sizeof(m));
+	m.message.p = (const uint8_t *)text;
+	m.message.len = strlen(text);
+	m.received = T0 + DAY_US + 20 * 1000000LL;
+	m.facility = m.severity = LB_NOVALUE;
+	assert_ok(lb_store_append(st, &m));
+	q = qterm(LB_NS_TEXT, NULL, "needle");
+	memset(&rq, 0, sizeof(rq));
+	rq.q = q;
+	rq.from = T0;
+	rq.to = T0 + 2 * DAY_US;
+	rq.want = LB_WANT_HITS | LB_WANT_TOTAL;
+	rq.limit = 5;
+	assert_ok(lb_search(st, &rq, &r));
+	assert_int_equal(r.total, 1);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.ids[0], m.id);
+	assert_true(r.tail > 0);
+	lb_searchres_free(&r);
+	assert_ok(lb_store_flush(st));
+	assert_ok(lb_search(st, &rq, &r));
+	assert_int_equal(r.total, 1);
+	assert_int_equal(r.ids[0], m.id);
+	assert_int_equal(r.tail, 0);
+	lb_searchres_free(&r);
+	qfree(q);
+	assert_ok(lb_store_close(st));
+	t_rmtree(dir);
+}
+
+/*
+ * Hits alone of "*" and NOT in one segment much larger than the first part a wide search takes
+ * (65536 ids): every page, both orders, against a brute force.
+ */
+#define WIDE_N	150000
+
+static void
+wide_msg(struct lb_msg *m, char *buf, size_t len, uint64_t i)
+{
+	memset(m, 0, sizeof(*m));
+	snprintf(buf, len, "w%llu v%llu%s", (unsigned long long)(i % 13),
+	    (unsigned long long)(i % 101), i % 50000 == 17 ? " rare" : "");
+	m->message.p = (const uint8_t *)buf;
+	m->message.len = strlen(buf);
+	m->facility = m->severity = LB_NOVALUE;
+	m->timestamp = LB_NOTIME;
+	m->received = T0 + (int64_t)i * 20;
+}
+
+static void
+t_wide(void **state)
+{
+	static const char *qs[] = { "*", "NOT w3", "rare OR NOT v7", "w1 AND NOT v1*",
+	    "NOT (w1 OR w2 OR w3 OR w4 OR w5 OR w6 OR w7 OR w8 OR w9 OR w10 OR w11 OR w12)",
+	    "NOT w0 AND NOT w1 AND NOT w2 AND NOT w3 AND NOT w4 AND NOT w5 AND NOT w6",
+	    "v5 AND NOT w0", "NOT w0 AND (v5 OR v6 OR rare)" };
+	static const uint32_t limits[] = { 100000, 997, 7000 };
+	struct lb_store		*st;
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct lb_qerr		 err;
+	struct lb_msg		 m;
+	struct lb_qnode		*q;
+	struct lb_catalog	*cat;
+	struct lb_lsconf	 conf;
+	struct lb_segref	*refs = NULL;
+	size_t			 nrefs = 0;
+	uint64_t		*want = calloc(WIDE_N, sizeof(*want));
+	char			 buf[64];
+
+	(void)state;
+	assert_non_null(want);
+	t_mkdtemp(dir, sizeof(dir));
+	lb_tokconf_default(&tc);
+	/* One segment for the whole run: no timed flush. */
+	assert_ok(lb_catalog_open(dir, LB_RDWR, &cat));
+	lb_lsconf_default(&conf);
+	conf.flush_ms = 3600 * 1000;
+	assert_ok(lb_catalog_logspace_create(cat, "main", &conf));
+	lb_catalog_close(cat);
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	for (uint64_t i = 1; i <= WIDE_N; i++) {
+		wide_msg(&m, buf, sizeof(buf), i);
+		assert_ok(lb_store_append(st, &m));
+		assert_int_equal(m.id, i);
+		if (i == WIDE_N - 100)
+			assert_ok(lb_store_flush(st));
+	}
+	for (size_t k = 0; k < sizeof(qs) / sizeof(*qs); k++) {
+		size_t nw = 0;
+
+		assert_ok(lb_query_parse(&tc, qs[k], strlen(qs[k]), &q, &err));
+		for (uint64_t i = 1; i <= WIDE_N; i++) {
+			wide_msg(&m, buf, sizeof(buf), i);
+			if (lb_query_match(q, &tc, &m) == 1)
+				want[nw++] = i;
+		}
+		for (int run = 0; run < 6; run++) {
+			int	order = run % 2;
+			size_t	got = 0;
+
+			memset(&rq, 0, sizeof(rq));
+			rq.q = q;
+			rq.from = T0;
+			rq.to = T0 + DAY_US;
+			rq.want = LB_WANT_HITS;
+			rq.order = order;
+			rq.limit = limits[run / 2];
+			for (;;) {
+				assert_ok(lb_search(st, &rq, &r));
+				for (size_t j = 0; j < r.n; j++, got++) {
+					assert_true(got < nw);
+					assert_int_equal(r.ids[j], order == LB_ORDER_NEWEST ?
+					    want[nw - 1 - got] : want[got]);
+				}
+				rq.cursor = r.next_cursor;
+				lb_searchres_free(&r);
+				if (rq.cursor == 0)
+					break;
+			}
+			assert_int_equal(got, nw);
+		}
+		lb_query_free(q);
+	}
+	free(want);
+	assert_ok(lb_store_close(st));
+	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
+	assert_ok(lb_catalog_segments(cat, "main", 0, UINT64_MAX, &refs, &nrefs));
+	assert_true(nrefs >= 1 && refs[0].count == WIDE_N - 100);
+	free(refs);
+	lb_catalog_close(cat);
+	t_rmtree(dir);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_random),
+		cmocka_unit_test(t_parsed),
+		cmocka_unit_test(t_paging),
+		cmocka_unit_test(t_corrupt),
+		cmocka_unit_test(t_limits),
+		cmocka_unit_test(t_tail),
+		cmocka_unit_test(t_wide),
+	};
+
+	return (cmocka_run_group_tests(tests, NULL, NULL));
+}
