@@ -43,7 +43,8 @@ sys.path.insert(0, str(TOP / "tests"))
 
 from lbtest import corpus  # noqa: E402
 
-VERSION = "v1"  # bump when the corpus, the store build or the peer's table change
+VERSION = "v1"  # bump when the corpus or the store build change
+PEER_VERSION = "chdb-2"  # bump when the peer's table changes (rebuilds chdb/ alone)
 START = 1793491200  # 2026-11-01T00:00:00Z
 SPAN = 7 * 86400
 HOSTS_PER_SYSTEM = 200
@@ -341,7 +342,7 @@ def build_peer(work: Path, py: Path, path: Path, n: int) -> dict[str, Any]:
     meta = work / "chdb.json"
     if db.is_dir() and meta.is_file():
         m = json.loads(meta.read_text())
-        if m.get("rows") == n:
+        if m.get("rows") == n and m.get("peer_version") == PEER_VERSION:
             m["built_s"] = 0.0
             return m
     shutil.rmtree(db, ignore_errors=True)
@@ -350,6 +351,7 @@ def build_peer(work: Path, py: Path, path: Path, n: int) -> dict[str, Any]:
     m = json.loads(p.stdout.decode().strip().splitlines()[-1])
     if m.get("rows") != n:
         sys.exit(f"bench-search: chdb holds {m.get('rows')} rows, {n} in the corpus")
+    m["peer_version"] = PEER_VERSION
     meta.write_text(json.dumps(m, indent=2) + "\n")
     m["built_s"] = time.monotonic() - t
     return m
@@ -612,25 +614,37 @@ def time_peer(
         for op in OPS:
             jobs.append({"sql": ch_sql(qc, op, t0, t1, step), "repeats": repeats, "warmup": 1})
             keys.append((qc.name, op))
-    p = subprocess.run(
+    errlog = open(db.parent / "chdb-run.log", "wb")  # noqa: SIM115
+    p = subprocess.Popen(
         [str(py), str(HERE / "peer_chdb.py"), "run", str(db)],
-        input=json.dumps(jobs).encode(),
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errlog,
     )
-    lines = p.stdout.decode().splitlines()
+    assert p.stdin is not None and p.stdout is not None
+    p.stdin.write(json.dumps(jobs).encode())
+    p.stdin.close()
     out: dict[tuple[str, str], dict] = {}
     for i, key in enumerate(keys):
-        if i >= len(lines):
-            out[key] = {"error": p.stderr.decode(errors="replace")[-300:] or "no result"}
+        line = p.stdout.readline()
+        if not line:
+            out[key] = {"error": "no result"}
             continue
-        r = json.loads(lines[i])
+        r = json.loads(line)
         if "error" in r:
             out[key] = {"error": r["error"], "sql": jobs[i]["sql"]}
-            continue
-        s = summary(r["times"])
-        s["result"] = ch_post(key[1], r["result"])
-        s["sql"] = jobs[i]["sql"]
-        out[key] = s
+        else:
+            s = summary(r["times"])
+            s["result"] = ch_post(key[1], r["result"])
+            s["sql"] = jobs[i]["sql"]
+            out[key] = s
+        res = out[key]
+        say(
+            f"  {key[0]:28} {OP_TITLE[key[1]]:14} {fmt_ms(res):>22}  {res.get('result', res.get('error'))}"
+        )
+    if p.wait() != 0:
+        say(f"  chdb exited {p.returncode}: see {errlog.name}")
+    errlog.close()
     return out
 
 
@@ -679,7 +693,8 @@ def table(cls: list[QClass], res: dict, engines: list[str]) -> str:
             def ratio(o: dict | None, lb: dict | None = lb) -> str:
                 if not o or not lb or "error" in o or "error" in lb or lb["p50_ms"] <= 0:
                     return "—"
-                return f"{o['p50_ms'] / lb['p50_ms']:,.1f}x"
+                r = o["p50_ms"] / lb["p50_ms"]
+                return f"{r:,.1f}x" if r >= 1 else f"{r:.2f}x"
 
             tgt, ok = verdict(qc.name, op, lb, [rg, ch])
             row = [qc.name, f"`{qc.q}`", OP_TITLE[op], fmt_ms(lb), fmt_ms(rg)]
@@ -861,12 +876,6 @@ def main(argv: list[str] | None = None) -> int:
     if py is not None:
         say(f"chDB, {args.baseline_repeats} runs per query ...")
         res["chdb"] = time_peer(py, work / "chdb", cls, args.baseline_repeats, t0, t1, step)
-        for qc in cls:
-            for op in OPS:
-                r = res["chdb"][(qc.name, op)]
-                say(
-                    f"  {qc.name:28} {OP_TITLE[op]:14} {fmt_ms(r):>22}  {r.get('result', r.get('error'))}"
-                )
 
     v = versions(args.logbox, py)
     m2 = machine()
