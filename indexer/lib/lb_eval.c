@@ -395,12 +395,86 @@ mkkey(uint8_t *key, size_t *klen, uint8_t ns, const char *sdname, const uint8_t 
 	return (0);
 }
 
+/* How a wildcard pattern is matched against each term of its range. */
+#define GM_GLOB		0	/* lb_glob_match */
+#define GM_SUFFIX	1	/* "*lit": the term ends with lit */
+#define GM_INFIX	2	/* "*lit*": the term holds lit */
+#define GM_SUFFIXQ	3	/* "*l?t": the term ends with lit, '?' any byte */
+
 struct expand {
 	struct ev		*e;
-	const struct lb_qpat	*pat;		/* NULL: every term of the range */
+	const struct lb_qpat	*pat;
 	size_t			 hlen;		/* bytes of namespace (and sd name) to skip */
+	int			 gm;		/* GM_* */
+	const uint8_t		*gl;		/* GM_SUFFIX, GM_INFIX: the literal */
+	size_t			 gllen;
 	struct uni		 u;
 };
+
+/*
+ * Leading wildcards scan a whole namespace: the two common shapes ("*lit" and "*lit*" with no
+ * other wildcard or escape) skip the general matcher.
+ */
+static void
+gm_setup(struct expand *x)
+{
+	const uint8_t	*g = x->pat->glob;
+	size_t		 n = x->pat->globlen, i = 0, j, k;
+
+	x->gm = GM_GLOB;
+	while (i < n && g[i] == '*')
+		i++;
+	if (i == 0)
+		return;
+	for (j = i; j < n && g[j] != '*' && g[j] != '?' && g[j] != '\\'; j++)
+		;
+	for (k = j; k < n && g[k] == '*'; k++)
+		;
+	x->gl = g + i;
+	x->gllen = j - i;
+	if (j > i && k == n) {
+		x->gm = j == n ? GM_SUFFIX : GM_INFIX;
+		return;
+	}
+	/* "*l?t": a suffix of fixed length where '?' is any byte. */
+	for (j = i; j < n && g[j] != '*' && g[j] != '\\'; j++)
+		;
+	if (j == n) {
+		x->gm = GM_SUFFIXQ;
+		x->gllen = n - i;
+	}
+}
+
+static int
+gm_match(const struct expand *x, const uint8_t *s, size_t len)
+{
+	switch (x->gm) {
+	case GM_SUFFIXQ:
+		if (len < x->gllen)
+			return (0);
+		s += len - x->gllen;
+		for (size_t i = 0; i < x->gllen; i++)
+			if (x->gl[i] != '?' && x->gl[i] != s[i])
+				return (0);
+		return (1);
+	case GM_SUFFIX:
+		return (len >= x->gllen && memcmp(s + len - x->gllen, x->gl, x->gllen) == 0);
+	case GM_INFIX: {
+		const uint8_t *p = s, *last = s + len - x->gllen;
+
+		if (len < x->gllen)
+			return (0);
+		/* (Terms are short: memchr for the first byte beats memmem's setup.) */
+		while (p <= last && (p = memchr(p, x->gl[0], (size_t)(last - p) + 1)) != NULL) {
+			if (memcmp(p + 1, x->gl + 1, x->gllen - 1) == 0)
+				return (1);
+			p++;
+		}
+		return (0);
+	}
+	}
+	return (lb_glob_match(x->pat->glob, x->pat->globlen, s, len));
+}
 
 static int
 expand_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
@@ -412,8 +486,8 @@ expand_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_
 	(void)df;
 	if ((rc = ev_tick(e, 1)) != 0)
 		return (rc);
-	if (x->pat->kind == LB_QP_WILD && (len < x->hlen || !lb_glob_match(x->pat->glob,
-	    x->pat->globlen, term + x->hlen, len - x->hlen)))
+	if (x->pat->kind == LB_QP_WILD && (len < x->hlen ||
+	    !gm_match(x, term + x->hlen, len - x->hlen)))
 		return (0);
 	if (++e->nterms > e->max_terms)
 		return (LB_ETOOBROAD);
@@ -453,6 +527,7 @@ ev_pat(struct ev *e, uint8_t ns, const char *sdname, const struct lb_qpat *pat,
 	x.e = e;
 	x.pat = pat;
 	x.hlen = hlen;
+	gm_setup(&x);
 	uni_begin(e, &x.u, out);
 	rc = lb_segment_prefix(e->sg, key, klen, expand_term, &x);
 	return (uni_finish(e, &x.u, rc));
@@ -905,6 +980,48 @@ top_msgterm(void *arg, const uint8_t *term, size_t len)
 	return (top_add(&e->top, term + e->topkeylen, len - e->topkeylen, 1, t->id));
 }
 
+/* Counts the top field's values of one message. */
+static int
+top_message(struct ev *e, uint64_t id, const struct lb_msg *m)
+{
+	struct toptail tt = { e, id };
+
+	return (lb_msg_terms(e->tc, m, top_msgterm, &tt));
+}
+
+/* A segment's matches up to this many are read, not looked for in the field's lists. */
+#define EV_TOP_READ	256
+#define EV_TOP_READ_TEXT 4096	/* (for tokens, whose lists are the whole text index) */
+
+/*
+ * The top values of a segment's matches. A few matches are counted from their messages (a
+ * block read each), which beats decoding every list of the field (the whole text index for
+ * LB_NS_TEXT) to find them.
+ */
+static int
+top_matches(struct ev *e, const struct lb_postings *ids)
+{
+	struct lb_msg	m;
+	int		rc;
+
+	if (ids->n > (e->rq->top_ns == LB_NS_TEXT ? EV_TOP_READ_TEXT : EV_TOP_READ))
+		return (top_segment(e, ids));
+	for (size_t i = 0; i < ids->n; i++) {
+		if ((rc = ev_tick(e, 16)) != 0)
+			return (rc);
+		if ((rc = lb_store_get(e->st, ids->ids[i], &m)) != 0) {
+			if (rc != LB_ECORRUPT && rc != LB_EFORMAT && rc != LB_ENOTFOUND)
+				return (rc);
+			ev_warn(e, "message %llu skipped: %s", (unsigned long long)ids->ids[i],
+			    lb_strerror(rc));
+			continue;
+		}
+		if ((rc = top_message(e, ids->ids[i], &m)) != 0)
+			return (rc);
+	}
+	return (0);
+}
+
 /* Adds the ascending matches ids[0..n) to the histogram. */
 static void
 hist_add(struct ev *e, const uint64_t *ids, size_t n)
@@ -959,12 +1076,83 @@ take(struct ev *e, const struct lb_postings *m)
 	int rc;
 
 	/* (Top first: a damaged list there skips the segment before anything is counted.) */
-	if ((e->rq->want & LB_WANT_TOP) && (rc = top_segment(e, m)) != 0)
+	if ((e->rq->want & LB_WANT_TOP) && (rc = top_matches(e, m)) != 0)
 		return (rc);
 	e->res->total += m->n;
 	hist_add(e, m->ids, m->n);
 	hits_add(e, m->ids, m->n);
 	return (0);
+}
+
+/* take() for every id of [lo, hi) without listing them (ALL, without top values). */
+static void
+take_range(struct ev *e, uint64_t lo, uint64_t hi)
+{
+	const struct lb_searchreq	*rq = e->rq;
+	struct lb_searchres		*r = e->res;
+	size_t				 lim = (size_t)rq->limit + 1;
+	uint64_t			 id;
+
+	r->total += hi - lo;
+	for (uint32_t k = 0; k < r->nhist; k++) {
+		uint64_t a = e->bounds[k] > lo ? e->bounds[k] : lo;
+		uint64_t b = e->bounds[k + 1] < hi ? e->bounds[k + 1] : hi;
+
+		if (b > a)
+			r->hist[k] += b - a;
+	}
+	if (!(rq->want & LB_WANT_HITS))
+		return;
+	if (rq->order == LB_ORDER_NEWEST) {
+		id = rq->cursor != 0 && rq->cursor < hi ? rq->cursor : hi;
+		while (id > lo && e->nhits < lim)
+			e->hits[e->nhits++] = --id;
+	} else {
+		id = rq->cursor != 0 && rq->cursor >= lo ? rq->cursor + 1 : lo;
+		while (id < hi && e->nhits < lim)
+			e->hits[e->nhits++] = id++;
+	}
+}
+
+/* take() for the window minus the ascending ids c[0..n) without listing it (NOT, no top). */
+static void
+take_not(struct ev *e, const struct lb_postings *c)
+{
+	const struct lb_searchreq	*rq = e->rq;
+	struct lb_searchres		*r = e->res;
+	size_t				 lim = (size_t)rq->limit + 1, j;
+	uint64_t			 id;
+
+	r->total += (e->whi - e->wlo) - c->n;
+	for (uint32_t k = 0; k < r->nhist; k++) {
+		uint64_t a = e->bounds[k] > e->wlo ? e->bounds[k] : e->wlo;
+		uint64_t b = e->bounds[k + 1] < e->whi ? e->bounds[k + 1] : e->whi;
+
+		if (b > a)
+			r->hist[k] += (b - a) - (lower(c->ids, c->n, b) - lower(c->ids, c->n, a));
+	}
+	if (!(rq->want & LB_WANT_HITS))
+		return;
+	if (rq->order == LB_ORDER_NEWEST) {
+		id = rq->cursor != 0 && rq->cursor < e->whi ? rq->cursor : e->whi;
+		j = lower(c->ids, c->n, id);
+		while (id > e->wlo && e->nhits < lim) {
+			id--;
+			if (j > 0 && c->ids[j - 1] == id)
+				j--;
+			else
+				e->hits[e->nhits++] = id;
+		}
+	} else {
+		id = rq->cursor != 0 && rq->cursor >= e->wlo ? rq->cursor + 1 : e->wlo;
+		j = lower(c->ids, c->n, id);
+		for (; id < e->whi && e->nhits < lim; id++) {
+			if (j < c->n && c->ids[j] == id)
+				j++;
+			else
+				e->hits[e->nhits++] = id;
+		}
+	}
 }
 
 /* ---------------------------------------------------------------- chunks */
@@ -1023,6 +1211,20 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 	if ((rc = lb_store_segment(e->st, ref, &e->sg, path, sizeof(path))) != 0)
 		goto bad;
 	e->res->segments++;
+	if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_ALL) {
+		take_range(e, lo, hi);
+		goto bad;
+	}
+	if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_NOT &&
+	    e->rq->q->nkids == 1) {
+		/* Counted as the window minus the child: the complement is not listed. */
+		e->wlo = lo;
+		e->whi = hi;
+		e->nterms = 0;
+		if ((rc = ev_exact(e, e->rq->q->kids[0], &m)) == 0)
+			take_not(e, &m);
+		goto bad;
+	}
 	while (a < b && !(hits_done(e) && !e->full)) {
 		if (e->rq->order == LB_ORDER_NEWEST) {
 			e->whi = b;
@@ -1056,17 +1258,83 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 	return (rc);
 }
 
-/* Ids [lo, hi) that are not in a published segment: brute force over the messages. */
+static inline uint8_t
+fold(uint8_t c)
+{
+	return (c >= 'A' && c <= 'Z' ? (uint8_t)(c + 32) : c);
+}
+
+/*
+ * A literal that every message matching q holds in its text (ASCII case aside), or none
+ * (*len 0): a text term's bytes before its first wildcard are the start of one of the
+ * message's tokens, and tokens are runs of the text, folded.
+ */
+static void
+required(const struct lb_qnode *q, const uint8_t **lit, size_t *len)
+{
+	const uint8_t	*l;
+	size_t		 n;
+
+	*len = 0;
+	switch (q->kind) {
+	case LB_Q_TERM:
+	case LB_Q_PHRASE:
+		if (q->ns != LB_NS_TEXT)
+			return;
+		for (size_t i = 0; i < q->npats; i++) {
+			if (q->pats[i].litlen > *len) {
+				*lit = q->pats[i].lit;
+				*len = q->pats[i].litlen;
+			}
+		}
+		return;
+	case LB_Q_AND:
+		for (size_t i = 0; i < q->nkids; i++) {
+			required(q->kids[i], &l, &n);
+			if (n > *len) {
+				*lit = l;
+				*len = n;
+			}
+		}
+		return;
+	}
+}
+
+/* 1 when lit[0..n) (n >= 1) occurs in s[0..len), ASCII case aside. */
+static int
+holds(const uint8_t *s, size_t len, const uint8_t *lit, size_t n)
+{
+	uint8_t c = fold(lit[0]);
+
+	for (size_t i = 0; i + n <= len; i++) {
+		size_t k;
+
+		if (fold(s[i]) != c)
+			continue;
+		for (k = 1; k < n && fold(s[i + k]) == fold(lit[k]); k++)
+			;
+		if (k == n)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Ids [lo, hi) that are not in a published segment: brute force over the messages. A message
+ * whose text lacks the query's required literal is passed over without lb_query_match().
+ */
 static int
 run_tail(struct ev *e, uint64_t lo, uint64_t hi)
 {
 	const struct lb_searchreq	*rq = e->rq;
-	struct toptail			 tt = { e, 0 };
 	struct lb_msg			 m;
+	const uint8_t			*lit = NULL;
+	size_t				 litlen;
 	uint64_t			 id;
 	int				 rc;
 
 	e->sg = NULL;
+	required(rq->q, &lit, &litlen);
 	for (uint64_t k = 0; k < hi - lo && !(hits_done(e) && !e->full); k++) {
 		id = rq->order == LB_ORDER_NEWEST ? hi - 1 - k : lo + k;
 		if ((rc = ev_tick(e, 16)) != 0)
@@ -1081,6 +1349,8 @@ run_tail(struct ev *e, uint64_t lo, uint64_t hi)
 			continue;
 		}
 		e->res->tail++;
+		if (litlen > 0 && !holds(m.message.p, m.message.len, lit, litlen))
+			continue;
 		if ((rc = lb_query_match(rq->q, e->tc, &m)) != 0 && rc != 1)
 			return (match_err(rc));
 		if (rc == 0)
@@ -1088,11 +1358,8 @@ run_tail(struct ev *e, uint64_t lo, uint64_t hi)
 		e->res->total++;
 		hist_add(e, &id, 1);
 		hits_add(e, &id, 1);
-		if (rq->want & LB_WANT_TOP) {
-			tt.id = id;
-			if ((rc = lb_msg_terms(e->tc, &m, top_msgterm, &tt)) != 0)
-				return (rc);
-		}
+		if ((rq->want & LB_WANT_TOP) && (rc = top_message(e, id, &m)) != 0)
+			return (rc);
 	}
 	return (0);
 }
@@ -1351,6 +1618,8 @@ lb_search(struct lb_store *st, const struct lb_searchreq *rq, struct lb_searchre
 		e.nhits = rq->limit;
 		r.next_cursor = e.hits[rq->limit - 1];
 	}
+	if (!(rq->want & LB_WANT_TOTAL))
+		r.total = 0;
 	r.ids = e.hits;
 	r.n = e.nhits;
 	e.hits = NULL;

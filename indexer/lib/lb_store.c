@@ -3,7 +3,9 @@
  * the published segments and the catalog, tied together. It owns the write path's ordering
  * (messages durable → segment durable → catalog points at it → inputs of a merge deleted),
  * recovery after a crash, flushing by time and memory, tiered merging, and the read side the
- * CLI uses (get by id, term lookup including the not-yet-indexed tail, verify, stats). It does
+ * CLI and searches use (get by id, term lookup including the not-yet-indexed tail, verify,
+ * stats; for lb_eval.c through lb_store_int.h: the segment list, the time map and a cache of
+ * open segment files). Readers may share one catalog handle (lb_store_open_reader). It does
  * not know file layouts: lb_msgfile.c, lb_segment.c and lb_catalog.c do.
  *
  * The one idea: the message files are the truth. Everything in segments and the catalog can be

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #define DAY_US	(86400LL * 1000000)
 #define T0	(1735689600LL * 1000000)	/* 2025-01-01T00:00:00Z */
@@ -90,9 +91,16 @@ gen_msgs(void)
 			if (rnd(10) == 0)
 				n += snprintf(t->text + n, sizeof(t->text) - (size_t)n, "%sConn:%u ",
 				    k ? " " : "", rnd(40));
-			else
+			else {
+				int at = n + (k ? 1 : 0);
+
 				n += snprintf(t->text + n, sizeof(t->text) - (size_t)n, "%s%s",
 				    k ? " " : "", w);
+				/* Some words in capitals: the index folds them. */
+				for (int c = at; rnd(4) == 0 && c < n; c++)
+					if (t->text[c] >= 'a' && t->text[c] <= 'z')
+						t->text[c] -= 32;
+			}
 		}
 		if (rnd(4) == 0)
 			snprintf(t->sd, sizeof(t->sd), "[ex@1 user=\"%s smith\" n=\"%u\"]",
@@ -203,6 +211,7 @@ qfree(struct lb_qnode *q)
 static const char *text_pats[] = {
 	"alpha", "beta", "eta", "error", "errors", "nosuchword", "conn", "7", "x",
 	"al*", "e*", "err*", "zz*", "*ta", "*a", "e?a", "*et*", "a*a", "?", "*", "b*x", "*rr*s",
+	"*?a", "**e?a", "*t?*",
 };
 static const char *host_pats[] = { "web-01", "db-1", "web-*", "*-0?", "nohost", "*" };
 static const char *prog_pats[] = { "sshd", "cron", "*n*", "ng*", "*" };
@@ -976,12 +985,207 @@ t_wide(void **state)
 		}
 		lb_query_free(q);
 	}
+	/* A deadline of 1 ms is far too short for counting "*" with its top tokens here. */
+	assert_ok(lb_query_parse(&tc, "*", 1, &q, &err));
+	memset(&rq, 0, sizeof(rq));
+	rq.q = q;
+	rq.from = T0;
+	rq.to = T0 + DAY_US;
+	rq.want = LB_WANT_TOTAL | LB_WANT_TOP;
+	rq.top_ns = LB_NS_TEXT;
+	rq.topk = 10;
+	rq.deadline_ms = 1;
+	assert_int_equal(lb_search(st, &rq, &r), LB_EDEADLINE);
+	rq.deadline_ms = 0;
+	assert_ok(lb_search(st, &rq, &r));
+	assert_int_equal(r.total, WIDE_N);
+	assert_int_equal(r.ntop, 10);
+	assert_int_equal(r.top[0].count, WIDE_N / 13 + 1);	/* w1 .. w8: 11539 each */
+	assert_memory_equal(r.top[0].value, "w1", 2);
+	assert_int_equal(r.top[6].count, WIDE_N / 13);
+	assert_int_equal(r.top[6].len, 2);
+	assert_memory_equal(r.top[6].value, "w0", 2);
+	lb_searchres_free(&r);
+	lb_query_free(q);
+
 	free(want);
 	assert_ok(lb_store_close(st));
 	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
 	assert_ok(lb_catalog_segments(cat, "main", 0, UINT64_MAX, &refs, &nrefs));
 	assert_true(nrefs >= 1 && refs[0].count == WIDE_N - 100);
 	free(refs);
+	lb_catalog_close(cat);
+	t_rmtree(dir);
+}
+
+/*
+ * A reader in one process while the writer in another appends, flushes and merges: every
+ * search sees one consistent state (the count of a term equals what the id range holds), also
+ * when the segments it had open were merged away, and the tail not yet indexed is found.
+ */
+#define RD_N	24000
+
+static void
+rd_writer(const char *d)
+{
+	struct lb_store	*st;
+	struct lb_msg	 m;
+	char		 buf[64];
+
+	if (lb_store_open(d, "main", LB_RDWR, &st) != 0)
+		_exit(1);
+	for (uint64_t i = 1; i <= RD_N; i++) {
+		memset(&m, 0, sizeof(m));
+		snprintf(buf, sizeof(buf), "common k%llu", (unsigned long long)(i % 4));
+		m.message.p = (const uint8_t *)buf;
+		m.message.len = strlen(buf);
+		m.facility = m.severity = LB_NOVALUE;
+		m.timestamp = LB_NOTIME;
+		m.received = T0 + (int64_t)i * 1000;
+		if (lb_store_append(st, &m) != 0 || m.id != i)
+			_exit(2);
+		if (i % 100 == 0 && lb_store_commit(st, 0) != 0)
+			_exit(3);
+		if (i % 300 == 0 && lb_store_flush(st) != 0)
+			_exit(4);
+	}
+	_exit(lb_store_close(st) == 0 ? 0 : 5);
+}
+
+static void
+t_reader(void **state)
+{
+	struct lb_catalog	*cat = NULL;
+	struct lb_store		*st;
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct lb_qerr		 err;
+	struct lb_qnode		*q;
+	pid_t			 pid;
+	int			 status = 0, done = 0, searches = 0, tails = 0;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	lb_tokconf_default(&tc);
+	/* The logspace exists before the reader opens it. */
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	assert_ok(lb_store_close(st));
+	if ((pid = fork()) == 0)
+		rd_writer(dir);
+	assert_true(pid > 0);
+	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
+	assert_ok(lb_store_open_reader(cat, dir, "main", &st));
+	assert_ok(lb_query_parse(&tc, "k3", 2, &q, &err));
+	memset(&rq, 0, sizeof(rq));
+	rq.q = q;
+	rq.from = T0;
+	rq.to = T0 + DAY_US;
+	rq.want = LB_WANT_TOTAL | LB_WANT_HITS | LB_WANT_HIST;
+	rq.limit = 3;
+	rq.nbuckets = 5;
+	while (!done || searches == 0 || status == 0) {
+		uint64_t want;
+
+		if (!done && waitpid(pid, &status, WNOHANG) == pid)
+			done = 1;
+		assert_ok(lb_search(st, &rq, &r));
+		searches++;
+		tails += r.tail > 0;
+		assert_int_equal(r.nwarnings, 0);
+		/* ids 1.. in the range: k3 is every id with id % 4 == 3. */
+		assert_true(r.id_lo <= 1 || r.id_hi == r.id_lo);
+		want = r.id_hi > 3 ? (r.id_hi - 4) / 4 + 1 : 0;
+		assert_int_equal(r.total, want);
+		if (want > 0) {
+			assert_int_equal(r.ids[0], (r.id_hi - 4) / 4 * 4 + 3);
+			assert_int_equal(r.n, want < 3 ? want : 3);
+		}
+		lb_searchres_free(&r);
+		if (done)
+			break;
+	}
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* After the writer is gone: everything, all indexed. */
+	assert_ok(lb_search(st, &rq, &r));
+	assert_int_equal(r.total, RD_N / 4);
+	assert_int_equal(r.tail, 0);
+	lb_searchres_free(&r);
+	if (getenv("T_EVAL_VERBOSE") != NULL)
+		fprintf(stderr, "%d searches while writing, %d with a tail\n", searches, tails);
+	assert_true(searches > 1);
+	lb_query_free(q);
+	lb_store_close(st);
+	lb_catalog_close(cat);
+	t_rmtree(dir);
+}
+
+/* More segments than a store keeps open (one a day for 80 days): the cache evicts and reopens. */
+static void
+t_many(void **state)
+{
+	struct lb_store		*st;
+	struct lb_catalog	*cat;
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct lb_qerr		 err;
+	struct lb_qnode		*q;
+	struct lb_msg		 m;
+	struct lb_segref	*refs = NULL;
+	size_t			 n = 0;
+	char			 buf[64];
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	lb_tokconf_default(&tc);
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	for (int d = 0; d < 80; d++) {
+		for (int i = 0; i < 10; i++) {
+			memset(&m, 0, sizeof(m));
+			snprintf(buf, sizeof(buf), "day%d n%d all", d, i);
+			m.message.p = (const uint8_t *)buf;
+			m.message.len = strlen(buf);
+			m.facility = m.severity = LB_NOVALUE;
+			m.timestamp = LB_NOTIME;
+			m.received = T0 + d * DAY_US + i * 1000000LL;
+			assert_ok(lb_store_append(st, &m));
+		}
+	}
+	assert_ok(lb_store_close(st));
+	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
+	assert_ok(lb_catalog_segments(cat, "main", 0, UINT64_MAX, &refs, &n));
+	assert_true(n >= 80);
+	free(refs);
+	assert_ok(lb_store_open_reader(cat, dir, "main", &st));
+	assert_int_equal(lb_store_open_reader(NULL, dir, "main", &st), EINVAL);
+	memset(&rq, 0, sizeof(rq));
+	rq.from = T0;
+	rq.to = T0 + 100 * DAY_US;
+	rq.want = LB_WANT_HITS | LB_WANT_TOTAL | LB_WANT_HIST | LB_WANT_TOP;
+	rq.limit = 1000;
+	rq.nbuckets = 100;
+	rq.top_ns = LB_NS_TEXT;
+	rq.topk = 3;
+	for (int k = 0; k < 3; k++) {
+		const char *text = k == 0 ? "n3" : k == 1 ? "all AND NOT n3" : "day7*";
+
+		assert_ok(lb_query_parse(&tc, text, strlen(text), &q, &err));
+		rq.q = q;
+		for (int rep = 0; rep < 2; rep++) {
+			uint64_t want = k == 0 ? 80 : k == 1 ? 720 : 110;
+
+			assert_ok(lb_search(st, &rq, &r));
+			assert_int_equal(r.total, want);
+			assert_int_equal(r.n, want);
+			assert_int_equal(r.nwarnings, 0);
+			assert_int_equal(r.nhist, 100);
+			for (size_t i = 1; i < r.n; i++)
+				assert_true(r.ids[i] < r.ids[i - 1]);
+			lb_searchres_free(&r);
+		}
+		lb_query_free(q);
+	}
+	lb_store_close(st);
 	lb_catalog_close(cat);
 	t_rmtree(dir);
 }
@@ -997,6 +1201,8 @@ main(void)
 		cmocka_unit_test(t_limits),
 		cmocka_unit_test(t_tail),
 		cmocka_unit_test(t_wide),
+		cmocka_unit_test(t_reader),
+		cmocka_unit_test(t_many),
 	};
 
 	return (cmocka_run_group_tests(tests, NULL, NULL));
