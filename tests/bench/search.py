@@ -44,7 +44,7 @@ sys.path.insert(0, str(TOP / "tests"))
 from lbtest import corpus  # noqa: E402
 
 VERSION = "v1"  # bump when the corpus or the store build change
-PEER_VERSION = "chdb-2"  # bump when the peer's table changes (rebuilds chdb/ alone)
+PEER_VERSION = "chdb-3"  # bump when the peer's table changes (rebuilds chdb/ alone)
 START = 1793491200  # 2026-11-01T00:00:00Z
 SPAN = 7 * 86400
 HOSTS_PER_SYSTEM = 200
