@@ -84,7 +84,8 @@ def run(db: str) -> None:
                 t = time.perf_counter()
                 out = s.query(q["sql"], "TabSeparated").data()
                 times.append(time.perf_counter() - t)
-            print(json.dumps({"times": times, "result": out[:20000]}), flush=True)
+            rows = out.count("\n")
+            print(json.dumps({"times": times, "rows": rows, "result": out[:20000]}), flush=True)
         except Exception as e:  # noqa: BLE001 - reported per query, the run goes on
             print(json.dumps({"error": str(e)[:500]}), flush=True)
     s.close()

@@ -636,6 +636,8 @@ def time_peer(
         else:
             s = summary(r["times"])
             s["result"] = ch_post(key[1], r["result"])
+            if key[1] == "newest":
+                s["result"] = r.get("rows", s["result"])
             s["sql"] = jobs[i]["sql"]
             out[key] = s
         res = out[key]
