@@ -4,6 +4,7 @@
 #   make run     install what is missing, build, start the appliance locally (foreground)
 #   make test    install what is missing, build, run every test suite
 #   make bench   benchmarks (not tests): figures side by side with a baseline
+#   make bench-search   the search benchmark alone (tests/bench/search.py)
 #   make fuzz    fuzz targets at length (make test runs them briefly)
 
 LOGBOX_DATA ?= $(CURDIR)/var
@@ -11,7 +12,7 @@ VENV        := $(CURDIR)/.venv
 PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
-.PHONY: all deps build run test test-c test-py lint bench fuzz clean
+.PHONY: all deps build run test test-c test-py lint bench bench-search fuzz clean
 
 all: build
 
@@ -47,6 +48,12 @@ bench:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
 	@$(PY) tests/bench/run.py
+	@$(PY) tests/bench/search.py
+
+bench-search:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(PY) tests/bench/search.py
 
 fuzz:
 	@$(MAKE) --no-print-directory deps

@@ -1,0 +1,932 @@
+#!/usr/bin/env python3
+"""Search benchmark (issue 4; run by `make bench` after the ingest bench, or `make bench-search`;
+not a test, it never fails on a missed target).
+
+Builds, once, and caches under build/bench/search-<VERSION>-<N>-<seed>/:
+  - corpus.log: N (default 20 M) time-sorted RFC 5424 lines made from the loghub samples by
+    tests/bench/gencorpus.c (each sample line repeated with a host out of ~3,200, a pid per
+    stream, 30 % of its digit runs redrawn, time stamps over 7 days with a day/night rhythm);
+  - store/: `logbox ingest --received header --sync none` of that file (receive time = the
+    line's own time stamp), built on tmpfs when there is room and moved here;
+  - chdb/: the same lines in chDB (ts, host, msg; tokenbf_v1 index on lower(msg)), loaded by
+    tests/bench/peer_chdb.py in build/bench/venv-peer (tests/bench/requirements-bench.txt).
+Then, on the warm cache, times every query class x {newest 100, count, 100-bucket histogram,
+top-10 hosts} over the whole time range through logbox-searchd (HTTP over its unix socket,
+one persistent connection), ripgrep over corpus.log and chDB, and prints a markdown table,
+also written to build/bench/search-results.md (and the raw numbers to search-results.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import math
+import os
+import platform
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TOP = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(TOP / "tests"))
+
+from lbtest import corpus  # noqa: E402
+
+VERSION = "v1"  # bump when the corpus or the store build change
+PEER_VERSION = "chdb-3"  # bump when the peer's table changes (rebuilds chdb/ alone)
+START = 1793491200  # 2026-11-01T00:00:00Z
+SPAN = 7 * 86400
+HOSTS_PER_SYSTEM = 200
+BUCKETS = 100
+
+# Targets of issue 4 (ms, p50 on 2 cores, warm cache), by (class, operation).
+TARGETS = {
+    ("rare token", "newest"): 20,
+    ("common token", "newest"): 20,
+    ("prefix appl*", "newest"): 100,
+    ("prefix appl*", "count"): 100,
+    ("prefix appl*", "hist"): 100,
+    ("prefix appl*", "top"): 100,
+    ("leading *pple", "newest"): 500,
+    ("leading *pple", "count"): 500,
+    ("leading *pple", "hist"): 500,
+    ("leading *pple", "top"): 500,
+    ("infix *ppl*", "newest"): 500,
+    ("infix *ppl*", "count"): 500,
+    ("infix *ppl*", "hist"): 500,
+    ("infix *ppl*", "top"): 500,
+    ("common token", "count"): 200,
+    ("common token", "hist"): 200,
+}
+
+# The tokenizer's default delimiters (LB_DEFAULT_DELIMS plus whitespace) as a regex class, so
+# the baselines' token boundaries are those of logbox (a Rust regex / RE2 class).
+D = r"""[\s&:~?!\[\]=,;()'"/\\|<>{}*]"""
+ND = r"""[^\s&:~?!\[\]=,;()'"/\\|<>{}*]"""
+B = f"(?:^|{D})"
+E = f"(?:{D}|$)"
+
+
+def sql_str(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def has(tok: str) -> str:
+    return f"hasToken(lower(msg), {sql_str(tok)})"
+
+
+def rx(pattern: str) -> str:
+    return f"match(lower(msg), {sql_str(pattern)})"
+
+
+@dataclass
+class QClass:
+    """One query class: the logbox query, the ripgrep pipeline stages (each a list of rg
+    arguments; "-v" first inverts the stage), the chDB WHERE condition."""
+
+    name: str
+    q: str
+    rg: list[list[str]]
+    ch: str
+    note: str = ""
+    counts: dict[str, Any] = field(default_factory=dict)
+
+
+def classes(host: str) -> list[QClass]:
+    def tok(t: str) -> list[str]:
+        return ["-i", f"{B}{t}{E}"]
+
+    return [
+        QClass("rare token", "trampoline", [tok("trampoline")], has("trampoline")),
+        QClass("common token", "info", [tok("info")], has("info")),
+        QClass(
+            "AND of two",
+            "failed AND password",
+            [tok("failed"), tok("password")],
+            f"{has('failed')} AND {has('password')}",
+        ),
+        QClass(
+            "OR of four",
+            "error OR failed OR timeout OR denied",
+            [["-i", f"{B}(?:error|failed|timeout|denied){E}"]],
+            " OR ".join(has(t) for t in ("error", "failed", "timeout", "denied")),
+        ),
+        QClass(
+            "NOT",
+            "error NOT kernel",
+            [tok("error"), ["-v", *tok("kernel")]],
+            f"{has('error')} AND NOT {has('kernel')}",
+        ),
+        QClass("prefix appl*", "appl*", [["-i", f"{B}appl"]], rx(f"{B}appl")),
+        QClass("leading *pple", "*pple", [["-i", f"pple{E}"]], rx(f"pple{E}")),
+        QClass("infix *ppl*", "*ppl*", [["-i", "ppl"]], "position(lower(msg), 'ppl') > 0"),
+        QClass(
+            "one-char wildcard pass?ord",
+            "pass?ord",
+            [["-i", f"{B}pass{ND}ord{E}"]],
+            rx(f"{B}pass{ND}ord{E}"),
+            note="user?ame has no match in loghub: the same shape on a word that occurs",
+        ),
+        QClass("all *", "*", [["^"]], "1"),
+        QClass(
+            'phrase "failed password"',
+            '"failed password"',
+            [["-i", f"{B}failed{D}+password{E}"]],
+            f"{has('failed')} AND {has('password')} AND {rx(f'{B}failed{D}+password{E}')}",
+        ),
+        QClass(
+            f"field host:{host}", f"host:{host}", [[f"^<\\d+>1 \\S+ {host} "]], f"host = '{host}'"
+        ),
+    ]
+
+
+OPS = ("newest", "count", "hist", "top")
+OP_TITLE = {
+    "newest": "newest 100",
+    "count": "count",
+    "hist": f"histogram {BUCKETS}",
+    "top": "top-10 hosts",
+}
+
+# ---------------------------------------------------------------- machine and paths
+
+
+def machine() -> dict[str, Any]:
+    model = "?"
+    mem = 0
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "kernel": platform.release(),
+        "mem_gib": round(mem / 2**30, 1),
+        "loadavg": os.getloadavg(),
+    }
+
+
+def find_shared(env: str, rel: str) -> Path:
+    """$env, else the first shared/<rel> beside the repository or one of its parents (a
+    worktree sits deeper than the main checkout)."""
+    if os.environ.get(env):
+        return Path(os.environ[env])
+    for p in [TOP, *TOP.parents]:
+        if (p / "shared" / rel).exists():
+            return p / "shared" / rel
+    return TOP.parent / "shared" / rel
+
+
+def say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def run_ok(argv: list[str], what: str, **kw: Any) -> subprocess.CompletedProcess:
+    p = subprocess.run(argv, capture_output=True, **kw)
+    if p.returncode != 0:
+        sys.stderr.write(
+            f"bench-search: {what} failed (exit {p.returncode}):\n"
+            f"{p.stderr.decode(errors='replace')[-3000:]}\n"
+        )
+        sys.exit(1)
+    return p
+
+
+# ---------------------------------------------------------------- building (cached)
+
+
+def build_corpus(work: Path, n: int, seed: int) -> dict[str, Any]:
+    path = work / "corpus.log"
+    meta = work / "corpus.json"
+    if path.is_file() and meta.is_file():
+        m = json.loads(meta.read_text())
+        if m.get("lines") == n and m.get("bytes") == path.stat().st_size:
+            m["built_s"] = 0.0
+            return m
+    t = time.monotonic()
+    gen = work / "gencorpus"
+    run_ok(["cc", "-O2", "-o", str(gen), str(HERE / "gencorpus.c"), "-lm"], "compiling gencorpus.c")
+    root = find_shared("LOGBOX_LOGHUB", "data/loghub")
+    corpus.LOGHUB_TOOL = find_shared("LOGBOX_LOGHUB_TOOL", "tools/loghub_to_syslog.py")
+    tool = corpus.loghub_tool()
+    tpl = work / "templates.txt"
+    ntpl = 0
+    with open(tpl, "wb") as f:
+        for s in corpus.loghub_systems(root):
+            for raw in corpus.loghub_raw(s, root, tool):
+                parts = raw.split(b" ", 7)
+                if len(parts) != 8 or parts[6] != b"-" or b"\x1f" in raw or b"\n" in raw:
+                    continue
+                pri = parts[0][1 : parts[0].index(b">")]
+                f.write(b"\x1f".join([s.encode(), pri, parts[3], parts[4], parts[5], parts[7]]))
+                f.write(b"\n")
+                ntpl += 1
+    if ntpl == 0:
+        sys.exit(f"bench-search: no loghub samples under {root} (set LOGBOX_LOGHUB)")
+    tmp = work / "corpus.tmp"
+    p = run_ok(
+        [
+            str(gen),
+            str(tpl),
+            str(n),
+            str(seed),
+            str(START),
+            str(SPAN),
+            str(HOSTS_PER_SYSTEM),
+            str(tmp),
+        ],
+        "gencorpus",
+    )
+    lines, size = (int(x) for x in p.stdout.split())
+    tmp.rename(path)
+    m = {
+        "version": VERSION,
+        "lines": lines,
+        "bytes": size,
+        "seed": seed,
+        "templates": ntpl,
+        "start": START,
+        "span_s": SPAN,
+        "hosts_per_system": HOSTS_PER_SYSTEM,
+    }
+    meta.write_text(json.dumps(m, indent=2) + "\n")
+    m["built_s"] = time.monotonic() - t
+    return m
+
+
+def build_store(work: Path, logbox: Path, path: Path, n: int) -> dict[str, Any]:
+    store = work / "store"
+    meta = work / "store.json"
+    if store.is_dir() and meta.is_file():
+        m = json.loads(meta.read_text())
+        if m.get("messages") == n:
+            m["built_s"] = 0.0
+            return m
+    shutil.rmtree(store, ignore_errors=True)
+    t = time.monotonic()
+    # The import commits the catalog's time map once per second of log time (604,800 times
+    # for a week), each commit durable: on tmpfs that costs microseconds, on a disk minutes.
+    shm = Path("/dev/shm")
+    tmp = store
+    if shm.is_dir() and shutil.disk_usage(shm).free > path.stat().st_size // 2:
+        tmp = shm / f"logbox-bench-store-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        p = run_ok(
+            [str(logbox), "ingest", "--data", str(tmp), "--received", "header", "--sync", "none"]
+            + [str(path)],
+            "logbox ingest",
+        )
+        ingest_s = time.monotonic() - t
+        if tmp != store:
+            shutil.copytree(tmp, store, symlinks=True)
+    finally:
+        if tmp != store:
+            shutil.rmtree(tmp, ignore_errors=True)
+    st = run_ok([str(logbox), "stats", "--data", str(store), "--json"], "logbox stats")
+    stats = json.loads(st.stdout)
+    if stats.get("messages") != n:
+        sys.exit(f"bench-search: store holds {stats.get('messages')} messages, {n} sent")
+    m = {
+        "version": VERSION,
+        "messages": n,
+        "stats": stats,
+        "ingest_s": ingest_s,
+        "ingest_summary": p.stderr.decode(errors="replace").strip(),
+    }
+    meta.write_text(json.dumps(m, indent=2) + "\n")
+    m["built_s"] = time.monotonic() - t
+    return m
+
+
+def peer_python(out: Path) -> Path:
+    venv = out / "venv-peer"
+    py = venv / "bin" / "python"
+    req = HERE / "requirements-bench.txt"
+    stamp = venv / ".requirements.stamp"
+    if py.is_file() and stamp.is_file() and stamp.read_bytes() == req.read_bytes():
+        return py
+    say(f"  installing the peer into {venv} ({req.name}) ...")
+    base = "/usr/bin/python3" if Path("/usr/bin/python3").is_file() else sys.executable
+    if not py.is_file():
+        run_ok([base, "-m", "venv", str(venv)], "python -m venv")
+    run_ok(
+        [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r", str(req)],
+        "pip install -r requirements-bench.txt",
+    )
+    shutil.copyfile(req, stamp)
+    return py
+
+
+def build_peer(work: Path, py: Path, path: Path, n: int) -> dict[str, Any]:
+    db = work / "chdb"
+    meta = work / "chdb.json"
+    if db.is_dir() and meta.is_file():
+        m = json.loads(meta.read_text())
+        if m.get("rows") == n and m.get("peer_version") == PEER_VERSION:
+            m["built_s"] = 0.0
+            return m
+    shutil.rmtree(db, ignore_errors=True)
+    t = time.monotonic()
+    p = run_ok([str(py), str(HERE / "peer_chdb.py"), "load", str(db), str(path)], "chdb load")
+    m = json.loads(p.stdout.decode().strip().splitlines()[-1])
+    if m.get("rows") != n:
+        sys.exit(f"bench-search: chdb holds {m.get('rows')} rows, {n} in the corpus")
+    m["peer_version"] = PEER_VERSION
+    meta.write_text(json.dumps(m, indent=2) + "\n")
+    m["built_s"] = time.monotonic() - t
+    return m
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def pct(times: list[float], p: float) -> float:
+    """Nearest-rank percentile of times (s)."""
+    s = sorted(times)
+    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
+
+
+def summary(times: list[float]) -> dict[str, Any]:
+    return {
+        "p50_ms": 1000 * statistics.median(times),
+        "p95_ms": 1000 * pct(times, 95),
+        "runs": len(times),
+        "times_ms": [round(1000 * t, 3) for t in times],
+    }
+
+
+# ---------------------------------------------------------------- logbox (searchd)
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float = 120) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
+class Searchd:
+    def __init__(self, binary: Path, store: Path, sock: Path, threads: int | None) -> None:
+        self.sock = sock
+        sock.unlink(missing_ok=True)
+        argv = [str(binary), "--data", str(store), "--socket", str(sock)]
+        if threads:
+            argv += ["--threads", str(threads)]
+        if os.geteuid() == 0:
+            argv.append("--allow-root")
+        self.log = open(sock.with_suffix(".log"), "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
+        self.conn: UnixHTTP | None = None
+        self.reconnects = 0
+        deadline = time.monotonic() + 60
+        while True:
+            if self.proc.poll() is not None:
+                sys.exit(
+                    f"bench-search: {binary} exited ({self.proc.returncode}); see {self.log.name}"
+                )
+            if sock.exists():
+                try:
+                    st, _ = self.get("/health")
+                    if st == 200:
+                        break
+                except OSError:
+                    pass
+            if time.monotonic() > deadline:
+                self.stop()
+                sys.exit(f"bench-search: {binary} did not answer /health in 60 s")
+            time.sleep(0.1)
+
+    def get(self, url: str) -> tuple[int, bytes]:
+        """GET url on the persistent connection (reopened when the server closed it)."""
+        for attempt in (0, 1):
+            if self.conn is None:
+                self.conn = UnixHTTP(str(self.sock))
+                if attempt or self.reconnects >= 0:
+                    self.reconnects += 1
+            try:
+                self.conn.request("GET", url)
+                r = self.conn.getresponse()
+                body = r.read()
+                if r.will_close:
+                    self.conn.close()
+                    self.conn = None
+                return r.status, body
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                self.conn.close()
+                self.conn = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def stop(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def lb_url(op: str, q: str, t0: int, t1: int) -> str:
+    p = {"q": q, "from": str(t0), "to": str(t1)}
+    if op == "newest":
+        path = "/v1/search"
+        p.update(limit="100", total="0")
+    elif op == "count":
+        path = "/v1/count"
+    elif op == "hist":
+        path = "/v1/histogram"
+        p.update(buckets=str(BUCKETS))
+    else:
+        path = "/v1/top"
+        p.update(field="host", k="10")
+    return path + "?" + urllib.parse.urlencode(p, quote_via=urllib.parse.quote)
+
+
+def lb_result(op: str, body: dict[str, Any]) -> Any:
+    if op == "newest":
+        return len(body.get("hits", []))
+    if op == "count":
+        return body.get("total")
+    if op == "hist":
+        return sum(b["count"] for b in body.get("buckets", []))
+    return [(v["value"], v["count"]) for v in body.get("values", [])][:3]
+
+
+def time_logbox(sd: Searchd, qc: QClass, op: str, repeats: int, t0: int, t1: int) -> dict:
+    url = lb_url(op, qc.q, t0, t1)
+    status, body = sd.get(url)  # warm-up
+    if status != 200:
+        return {"error": f"{status} {body[:300].decode(errors='replace')}"}
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        status, body = sd.get(url)
+        times.append(time.perf_counter() - t)
+        if status != 200:
+            return {"error": f"{status} {body[:300].decode(errors='replace')}"}
+    res = json.loads(body)
+    out = summary(times)
+    out["result"] = lb_result(op, res)
+    out["server_took_ms"] = res.get("took_ms")
+    return out
+
+
+# ---------------------------------------------------------------- ripgrep
+
+
+def rg_pipeline(qc: QClass, op: str, path: Path) -> str:
+    stages = []
+    for i, st in enumerate(qc.rg):
+        args = list(st)
+        inv = args[:1] == ["-v"]
+        if inv:
+            args = args[1:]
+        last = i == len(qc.rg) - 1
+        argv = ["rg", "--no-filename", "--no-line-number", "--color=never"]
+        if inv:
+            argv.append("-v")
+        if last and op == "count":
+            argv.append("-c")
+        argv += args[:-1] + ["-e", args[-1]]
+        if i == 0:
+            argv.append(str(path))
+        stages.append(shlex.join(argv))
+    if op == "newest":
+        stages.append("tail -n 100")
+    elif op == "hist":
+        stages.append("mawk '{print substr($2, 1, 16)}'")
+        stages.append("uniq -c")
+    elif op == "top":
+        stages.append("mawk '{c[$3]++} END {for (h in c) print c[h], h}'")
+        stages.append("sort -k1,1nr -k2,2")
+        stages.append("head -n 10")
+    return " | ".join(stages)
+
+
+def rg_post(op: str, out: bytes, t0: int, step: int) -> Any:
+    text = out.decode(errors="replace")
+    if op == "newest":
+        return len(text.splitlines())
+    if op == "count":
+        return int(text.strip() or 0)
+    if op == "hist":
+        # minute counts -> 100 buckets of `step` seconds (a minute is put where it starts)
+        hist = [0] * BUCKETS
+        for line in text.splitlines():
+            c, minute = line.split()
+            y, mo, d = int(minute[0:4]), int(minute[5:7]), int(minute[8:10])
+            hh, mm = int(minute[11:13]), int(minute[14:16])
+            sec = int(time.mktime((y, mo, d, hh, mm, 0, 0, 0, 0))) - time.timezone
+            k = (sec - t0) // step
+            if 0 <= k < BUCKETS:
+                hist[k] += int(c)
+        return sum(hist)
+    return [(ln.split()[1], int(ln.split()[0])) for ln in text.splitlines()][:3]
+
+
+def time_rg(qc: QClass, op: str, path: Path, repeats: int, t0: int, step: int) -> dict:
+    cmd = rg_pipeline(qc, op, path)
+    env = dict(os.environ, LC_ALL="C")
+    times = []
+    res: Any = None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        p = subprocess.run(["sh", "-c", cmd], capture_output=True, env=env)
+        res = rg_post(op, p.stdout, t0, step)
+        times.append(time.perf_counter() - t)
+        if p.returncode not in (0, 1):
+            return {"error": p.stderr.decode(errors="replace")[:300], "cmd": cmd}
+    out = summary(times)
+    out["result"] = res
+    out["cmd"] = cmd
+    return out
+
+
+# ---------------------------------------------------------------- chDB
+
+
+def ch_sql(qc: QClass, op: str, t0: int, t1: int, step: int) -> str:
+    where = (
+        f"ts >= toDateTime64({t0}, 6, 'UTC') AND ts < toDateTime64({t1}, 6, 'UTC') AND ({qc.ch})"
+    )
+    if op == "newest":
+        return f"SELECT ts, host, msg FROM logs WHERE {where} ORDER BY ts DESC LIMIT 100"
+    if op == "count":
+        return f"SELECT count() FROM logs WHERE {where}"
+    if op == "hist":
+        return (
+            f"SELECT intDiv(toUnixTimestamp64Micro(ts) - {t0 * 1000000}, {step * 1000000}) AS b, "
+            f"count() FROM logs WHERE {where} GROUP BY b ORDER BY b"
+        )
+    return (
+        f"SELECT host, count() AS c FROM logs WHERE {where} GROUP BY host "
+        "ORDER BY c DESC, host LIMIT 10"
+    )
+
+
+def ch_post(op: str, text: str) -> Any:
+    lines = [ln for ln in text.splitlines() if ln]
+    if op == "newest":
+        return len(lines)
+    if op == "count":
+        return int(lines[0]) if lines else 0
+    if op == "hist":
+        return sum(int(ln.split("\t")[1]) for ln in lines)
+    return [(ln.split("\t")[0], int(ln.split("\t")[1])) for ln in lines][:3]
+
+
+def time_peer(
+    py: Path, db: Path, cls: list[QClass], repeats: int, t0: int, t1: int, step: int
+) -> dict[tuple[str, str], dict]:
+    jobs = []
+    keys = []
+    for qc in cls:
+        for op in OPS:
+            jobs.append({"sql": ch_sql(qc, op, t0, t1, step), "repeats": repeats, "warmup": 1})
+            keys.append((qc.name, op))
+    errlog = open(db.parent / "chdb-run.log", "wb")  # noqa: SIM115
+    p = subprocess.Popen(
+        [str(py), str(HERE / "peer_chdb.py"), "run", str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errlog,
+    )
+    assert p.stdin is not None and p.stdout is not None
+    p.stdin.write(json.dumps(jobs).encode())
+    p.stdin.close()
+    out: dict[tuple[str, str], dict] = {}
+    for i, key in enumerate(keys):
+        line = p.stdout.readline()
+        if not line:
+            out[key] = {"error": "no result"}
+            continue
+        r = json.loads(line)
+        if "error" in r:
+            out[key] = {"error": r["error"], "sql": jobs[i]["sql"]}
+        else:
+            s = summary(r["times"])
+            s["result"] = ch_post(key[1], r["result"])
+            if key[1] == "newest":
+                s["result"] = r.get("rows", s["result"])
+            s["sql"] = jobs[i]["sql"]
+            out[key] = s
+        res = out[key]
+        say(
+            f"  {key[0]:28} {OP_TITLE[key[1]]:14} {fmt_ms(res):>22}  {res.get('result', res.get('error'))}"
+        )
+    if p.wait() != 0:
+        say(f"  chdb exited {p.returncode}: see {errlog.name}")
+    errlog.close()
+    return out
+
+
+# ---------------------------------------------------------------- report
+
+
+def fmt_ms(r: dict | None) -> str:
+    if r is None:
+        return "—"
+    if "error" in r:
+        return "error"
+    return f"{r['p50_ms']:,.1f} / {r['p95_ms']:,.1f}"
+
+
+def verdict(qname: str, op: str, lb: dict | None, others: list[dict | None]) -> tuple[str, str]:
+    tgt = TARGETS.get((qname, op))
+    if lb is None or "error" in lb:
+        return (f"<= {tgt} ms" if tgt else "faster than both", "n/a")
+    ok = True
+    why = []
+    if tgt is not None and lb["p50_ms"] > tgt:
+        ok = False
+        why.append("target")
+    for o in others:
+        if o is not None and "error" not in o and lb["p50_ms"] >= o["p50_ms"]:
+            ok = False
+            why.append("baseline")
+            break
+    tstr = f"<= {tgt} ms, faster" if tgt else "faster than both"
+    return tstr, "pass" if ok else "FAIL (" + ", ".join(why) + ")"
+
+
+def table(cls: list[QClass], res: dict, engines: list[str]) -> str:
+    head = ["class", "query", "op", "logbox p50/p95 ms", "rg p50/p95 ms"]
+    if "chdb" in engines:
+        head.append("chdb p50/p95 ms")
+    head += ["rg/logbox", "chdb/logbox" if "chdb" in engines else None, "target", "result"]
+    head = [h for h in head if h is not None]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for qc in cls:
+        for op in OPS:
+            lb = res["logbox"].get((qc.name, op))
+            rg = res["rg"].get((qc.name, op))
+            ch = res["chdb"].get((qc.name, op)) if "chdb" in engines else None
+
+            def ratio(o: dict | None, lb: dict | None = lb) -> str:
+                if not o or not lb or "error" in o or "error" in lb or lb["p50_ms"] <= 0:
+                    return "—"
+                r = o["p50_ms"] / lb["p50_ms"]
+                return f"{r:,.1f}x" if r >= 1 else f"{r:.2f}x"
+
+            tgt, ok = verdict(qc.name, op, lb, [rg, ch])
+            row = [qc.name, f"`{qc.q}`", OP_TITLE[op], fmt_ms(lb), fmt_ms(rg)]
+            if "chdb" in engines:
+                row.append(fmt_ms(ch))
+            row.append(ratio(rg))
+            if "chdb" in engines:
+                row.append(ratio(ch))
+            row += [tgt, ok]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def counts_table(cls: list[QClass], res: dict, engines: list[str]) -> str:
+    lines = [
+        "| class | query | logbox count | rg count | chdb count | logbox top host |",
+        "|---|---|---|---|---|---|",
+    ]
+    for qc in cls:
+
+        def c(engine: str, op: str, qc: QClass = qc) -> str:
+            r = res.get(engine, {}).get((qc.name, op))
+            if r is None:
+                return "—"
+            if "error" in r:
+                return "error"
+            return f"{r['result']:,}" if isinstance(r["result"], int) else str(r["result"][:1])
+
+        lines.append(
+            f"| {qc.name} | `{qc.q}` | {c('logbox', 'count')} | {c('rg', 'count')} | "
+            f"{c('chdb', 'count')} | {c('logbox', 'top')} |"
+        )
+    return "\n".join(lines)
+
+
+def versions(logbox: Path, py: Path | None) -> dict[str, str]:
+    v = {}
+    rg = subprocess.run(["rg", "--version"], capture_output=True, text=True)
+    v["ripgrep"] = rg.stdout.splitlines()[0] if rg.stdout else "?"
+    g = subprocess.run(
+        ["git", "-C", str(TOP), "describe", "--always", "--dirty"], capture_output=True, text=True
+    )
+    v["logbox"] = g.stdout.strip() or "?"
+    if py is not None:
+        c = subprocess.run(
+            [str(py), "-c", "import chdb; print(chdb.__version__, chdb.engine_version)"],
+            capture_output=True,
+            text=True,
+        )
+        v["chdb"] = c.stdout.strip() or c.stderr.strip()[-200:]
+    v["python"] = platform.python_version()
+    return v
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--messages", type=int, default=20_000_000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=15, help="timed logbox runs per query")
+    ap.add_argument(
+        "--baseline-repeats", type=int, default=5, help="timed rg / chdb runs per query"
+    )
+    ap.add_argument("--threads", type=int, default=None, help="searchd --threads")
+    ap.add_argument("--no-peer", action="store_true", help="skip chdb")
+    ap.add_argument("--no-rg", action="store_true", help="skip ripgrep")
+    ap.add_argument("--build-only", action="store_true", help="build the cache and stop")
+    ap.add_argument("--only", default="", help="comma-separated class names to run")
+    ap.add_argument(
+        "--logbox", type=Path, default=Path(os.environ.get("LOGBOX_BIN", TOP / "build/bin/logbox"))
+    )
+    ap.add_argument(
+        "--searchd",
+        type=Path,
+        default=Path(os.environ.get("LOGBOX_SEARCHD_BIN", TOP / "build/bin/logbox-searchd")),
+    )
+    ap.add_argument("--out", type=Path, default=TOP / "build" / "bench")
+    args = ap.parse_args(argv)
+
+    if not args.logbox.is_file():
+        sys.exit(f"bench-search: {args.logbox} not found (make build)")
+    work = args.out / f"search-{VERSION}-{args.messages}-{args.seed}"
+    work.mkdir(parents=True, exist_ok=True)
+    m = machine()
+    say(
+        f"machine: {m['nproc']} CPUs, {m['cpu']}, {m['mem_gib']} GiB, kernel {m['kernel']}, "
+        f"load {m['loadavg'][0]:.2f}"
+    )
+    t_build = time.monotonic()
+    say(f"corpus: {args.messages:,} lines (loghub-based, seed {args.seed}) in {work}")
+    cm = build_corpus(work, args.messages, args.seed)
+    path = work / "corpus.log"
+    say(
+        f"  {cm['bytes'] / 1e9:.2f} GB, {cm['templates']:,} sample lines"
+        + (f", built in {cm['built_s']:.1f} s" if cm["built_s"] else ", cached")
+    )
+    say("store: logbox ingest --received header --sync none ...")
+    sm = build_store(work, args.logbox, path, args.messages)
+    st = sm["stats"]
+    say(
+        f"  {st.get('messages', 0):,} messages, {st.get('days')} days, {st.get('segments')} "
+        f"segments, {st.get('disk_bytes', 0) / 1e6:,.0f} MB on disk"
+        + (
+            f", built in {sm['built_s']:.1f} s (ingest {sm['ingest_s']:.1f} s)"
+            if sm["built_s"]
+            else ", cached"
+        )
+    )
+    py = None
+    pm: dict[str, Any] = {}
+    if not args.no_peer:
+        say("peer: chDB table with a tokenbf_v1 index ...")
+        py = peer_python(args.out)
+        pm = build_peer(work, py, path, args.messages)
+        say(
+            f"  {pm['rows']:,} rows, parts/bytes {pm.get('parts')}"
+            + (f", built in {pm['built_s']:.1f} s" if pm["built_s"] else ", cached")
+        )
+    build_s = time.monotonic() - t_build
+    if any(x.get("built_s") for x in (cm, sm, pm)):
+        say(f"first-time build took {build_s:.1f} s")
+    if args.build_only:
+        return 0
+
+    host = f"openssh-{0:03d}"
+    cls = classes(host)
+    if args.only:
+        want = {s.strip() for s in args.only.split(",")}
+        cls = [c for c in cls if c.name in want or c.q in want]
+    t0, t1 = START, START + SPAN
+    step = max(1, math.ceil((t1 - t0) / BUCKETS))
+    engines = ["logbox"] + ([] if args.no_rg else ["rg"]) + ([] if args.no_peer else ["chdb"])
+    res: dict[str, dict] = {"logbox": {}, "rg": {}, "chdb": {}}
+
+    say("warming the page cache (corpus, store) ...")
+    subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        [
+            "sh",
+            "-c",
+            f"find {shlex.quote(str(work / 'store'))} -type f -exec cat {{}} + >/dev/null",
+        ],
+        check=False,
+    )
+
+    conn_note = "no searchd"
+    if args.searchd.is_file():
+        say(f"logbox: {args.searchd} on a unix socket, {args.repeats} runs per query ...")
+        sd = Searchd(args.searchd, work / "store", work / "searchd.sock", args.threads)
+        try:
+            for qc in cls:
+                for op in OPS:
+                    r = time_logbox(sd, qc, op, args.repeats, t0, t1)
+                    res["logbox"][(qc.name, op)] = r
+                    say(
+                        f"  {qc.name:28} {OP_TITLE[op]:14} {fmt_ms(r):>22}  {r.get('result', r.get('error'))}"
+                    )
+            conn_note = (
+                "one persistent HTTP/1.1 connection"
+                if sd.reconnects <= 1
+                else f"HTTP/1.1, the server closed the connection ({sd.reconnects} connects)"
+            )
+        finally:
+            sd.stop()
+    else:
+        say(f"logbox: {args.searchd} not found: no logbox column")
+
+    if not args.no_rg:
+        say(f"ripgrep over {path.name}, {args.baseline_repeats} runs per query ...")
+        for qc in cls:
+            for op in OPS:
+                r = time_rg(qc, op, path, args.baseline_repeats, t0, step)
+                res["rg"][(qc.name, op)] = r
+                say(
+                    f"  {qc.name:28} {OP_TITLE[op]:14} {fmt_ms(r):>22}  {r.get('result', r.get('error'))}"
+                )
+    if py is not None:
+        say(f"chDB, {args.baseline_repeats} runs per query ...")
+        res["chdb"] = time_peer(py, work / "chdb", cls, args.baseline_repeats, t0, t1, step)
+
+    v = versions(args.logbox, py)
+    m2 = machine()
+    md = [
+        "# Search benchmark (issue 4)",
+        "",
+        f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['mem_gib']} GiB RAM, kernel {m['kernel']}; "
+        f"load average at start {m['loadavg'][0]:.2f}, at end {m2['loadavg'][0]:.2f}",
+        f"- versions: logbox {v['logbox']}, {v['ripgrep']}, chdb {v.get('chdb', '—')}, "
+        f"Python {v['python']}",
+        f"- corpus: {cm['lines']:,} lines, {cm['bytes'] / 1e9:.2f} GB ({cm['templates']:,} loghub "
+        f"sample lines, seed {cm['seed']}), 7 days from 2026-11-01; store {st.get('disk_bytes', 0) / 1e6:,.0f} MB "
+        f"in {st.get('segments')} segments; {work}",
+        f"- whole time range, warm cache; times are client-side wall times in ms, p50 / p95 "
+        f"(nearest rank) of {args.repeats} logbox runs ({conn_note}) and {args.baseline_repeats} "
+        "rg / chdb runs, each after one untimed run (not for rg: the file is cached)",
+        "- rg: one pipeline per query over the raw file (`rg | tail -n 100`, `rg -c`, "
+        "`rg | mawk | uniq -c` by minute, `rg | mawk | sort | head`); chdb: one SQL query "
+        "in-process (chdb.session), max_threads = 2",
+        "- ratio = baseline p50 / logbox p50 (higher: logbox faster); target = issue 4's p50 "
+        "target where it sets one, and faster than both baselines everywhere",
+        "",
+        table(cls, res, engines),
+        "",
+        "Matches per engine (the engines tokenize differently; see tests/bench/README.md):",
+        "",
+        counts_table(cls, res, engines),
+        "",
+    ]
+    notes = [f"- {qc.name}: {qc.note}" for qc in cls if qc.note]
+    if notes:
+        md += ["Notes:", "", *notes, ""]
+    text = "\n".join(md)
+    (args.out / "search-results.md").write_text(text)
+    raw = {
+        "machine": m,
+        "versions": v,
+        "corpus": cm,
+        "store": sm,
+        "peer": pm,
+        "connection": conn_note,
+        "results": {e: {f"{k[0]}|{k[1]}": r for k, r in res[e].items()} for e in res},
+    }
+    (args.out / "search-results.json").write_text(json.dumps(raw, indent=2) + "\n")
+    say("")
+    say(text)
+    say(f"wrote {args.out / 'search-results.md'} and search-results.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
