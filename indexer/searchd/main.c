@@ -95,12 +95,12 @@ parse_options(struct searchd *env, int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	long	ncpu;
-	int	ch;
+	int	ch, term_cache_set = 0;
 
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	env->sd_threads = ncpu < 1 ? 1 : ncpu > SD_THREADS_MAX ? SD_THREADS_MAX : (int)ncpu;
 	env->sd_deadline_ms = 10000;
-	env->sd_term_cache_mb = LB_BLOB_BUDGET >> 20;
+	env->sd_term_cache_mb = 0;	/* (set below: the library's budget per worker) */
 	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'd': env->sd_data = optarg; break;
@@ -115,6 +115,7 @@ parse_options(struct searchd *env, int argc, char **argv)
 			    1000000);
 			break;
 		case 'T': env->sd_term_cache_mb = opt_num("term-cache-mb", optarg, 0, 1048576);
+			term_cache_set = 1;
 			break;
 		case 'u': env->sd_user = optarg; break;
 		case 'R': env->sd_allow_root = 1; break;
@@ -126,6 +127,8 @@ parse_options(struct searchd *env, int argc, char **argv)
 	}
 	if (optind != argc || env->sd_data == NULL || env->sd_sock == NULL)
 		usage();
+	if (!term_cache_set)
+		env->sd_term_cache_mb = (uint64_t)(LB_BLOB_BUDGET >> 20) * (uint64_t)env->sd_threads;
 }
 
 /*
