@@ -535,6 +535,7 @@ def big_store(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path
 # Phrases of inner wildcards: every message is a candidate to read and check. Without term
 # blobs (--term-cache-mb 0) the wildcards also walk the dictionaries.
 SLOW_Q = '"*a* *b*" OR "*c* *d*"'
+SLOW_ARGS = ["--term-cache-mb", "0", "--max-terms", "100000000"]  # keep SLOW_Q slow and allowed
 
 
 def test_broad_queries_do_not_block_quick_ones(
@@ -544,7 +545,7 @@ def test_broad_queries_do_not_block_quick_ones(
         searchd_bin,
         big_store,
         sockdir / "big.sock",
-        ["--threads", "4", "--term-cache-mb", "0", "--max-terms", "100000000"],
+        ["--threads", "4", *SLOW_ARGS],
     ).start()
     try:
         t0 = time.monotonic()
@@ -687,7 +688,8 @@ def test_store_created_after_start(
 def test_sigterm_finishes_in_flight_and_exits_0(
     big_store: Path, searchd_bin: Path, sockdir: Path
 ) -> None:
-    d = Searchd(searchd_bin, big_store, sockdir / "term.sock", ["--threads", "2"]).start()
+    d = Searchd(searchd_bin, big_store, sockdir / "term.sock", ["--threads", "2", *SLOW_ARGS])
+    d.start()
     answers: list[int] = []
     t = threading.Thread(target=lambda: answers.append(d.get("/v1/count", {"q": SLOW_Q}).status))
     t.start()
