@@ -68,15 +68,6 @@ struct buf {
 	size_t		 cap;
 };
 
-static const char *facility_names[24] = {
-	"kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron",
-	"authpriv", "ftp", "ntp", "security", "console", "solaris-cron", "local0", "local1",
-	"local2", "local3", "local4", "local5", "local6", "local7"
-};
-static const char *severity_names[8] = {
-	"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"
-};
-
 static void
 errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -631,10 +622,10 @@ run_data(const struct sopts *o)
 			const struct lb_topval	*tv = &res.top[i];
 			const char		*name = NULL;
 
-			if (o->top_ns == LB_NS_FACILITY && tv->len == 1 && tv->value[0] < 24)
-				name = facility_names[tv->value[0]];
-			else if (o->top_ns == LB_NS_SEVERITY && tv->len == 1 && tv->value[0] < 8)
-				name = severity_names[tv->value[0]];
+			if (o->top_ns == LB_NS_FACILITY && tv->len == 1)
+				name = lb_facility_name(tv->value[0]);
+			else if (o->top_ns == LB_NS_SEVERITY && tv->len == 1)
+				name = lb_severity_name(tv->value[0]);
 			if (name != NULL)
 				print_top(o, (const uint8_t *)name, strlen(name), tv->count);
 			else

@@ -77,6 +77,18 @@ static const char *const severities[8] = {
 	"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"
 };
 
+const char *
+lb_facility_name(unsigned v)
+{
+	return (v < 24 ? facilities[v] : NULL);
+}
+
+const char *
+lb_severity_name(unsigned v)
+{
+	return (v < 8 ? severities[v] : NULL);
+}
+
 static const struct {
 	const char	*name;
 	uint8_t		 ns;

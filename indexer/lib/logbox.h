@@ -703,6 +703,13 @@ void	lb_query_free(struct lb_qnode *q);
 int	lb_query_fmt(const struct lb_tokconf *tc, const struct lb_qnode *q, char **out,
 	    size_t *outlen);
 
+/*
+ * The query language's name of facility v (0..23: "kern" .. "local7") or severity v (0..7:
+ * "emerg" .. "debug"): a static string, or NULL for a value out of range.
+ */
+const char	*lb_facility_name(unsigned v);
+const char	*lb_severity_name(unsigned v);
+
 /* 1 when the two trees are the same (positions aside), else 0. */
 int	lb_query_equal(const struct lb_qnode *a, const struct lb_qnode *b);
 

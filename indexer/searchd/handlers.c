@@ -46,14 +46,6 @@ static const unsigned ep_params[EP_N] = {
 #define BUCKETS_DEFAULT	100
 #define TOPK_DEFAULT	10
 
-static const char *facilities[24] = {
-	"kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron",
-	"authpriv", "ftp", "ntp", "security", "console", "solaris-cron", "local0", "local1",
-	"local2", "local3", "local4", "local5", "local6", "local7"
-};
-static const char *severities[8] = {
-	"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"
-};
 
 /* One request being worked on. */
 struct req {
@@ -519,10 +511,10 @@ top_value_name(uint8_t ns, const struct lb_topval *tv)
 {
 	if (tv->len != 1)
 		return (NULL);
-	if (ns == LB_NS_FACILITY && tv->value[0] < 24)
-		return (facilities[tv->value[0]]);
-	if (ns == LB_NS_SEVERITY && tv->value[0] < 8)
-		return (severities[tv->value[0]]);
+	if (ns == LB_NS_FACILITY)
+		return (lb_facility_name(tv->value[0]));
+	if (ns == LB_NS_SEVERITY)
+		return (lb_severity_name(tv->value[0]));
 	return (NULL);
 }
 
