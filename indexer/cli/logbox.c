@@ -59,15 +59,21 @@ struct opts {
 static void
 die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
+void
+cli_verr(const char *fmt, va_list ap)
+{
+	fputs("logbox: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 static void
 die(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	fputs("logbox: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	cli_verr(fmt, ap);
 	va_end(ap);
 	exit(1);
 }

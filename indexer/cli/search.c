@@ -78,9 +78,7 @@ errmsg(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	fputs("logbox: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	cli_verr(fmt, ap);
 	va_end(ap);
 }
 

@@ -4,6 +4,11 @@
 #ifndef LOGBOX_CLI_SEARCH_H
 #define LOGBOX_CLI_SEARCH_H
 
+#include <stdarg.h>
+
+/* Prints "logbox: <message>" and a newline on stderr (logbox.c; every verb's errors). */
+void	cli_verr(const char *fmt, va_list ap);
+
 /* The search verb's usage lines, for logbox's usage text. */
 extern const char search_usage[];
 
