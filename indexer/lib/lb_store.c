@@ -564,6 +564,15 @@ lb_store_open_reader(struct lb_catalog *cat, const char *data, const char *ls,
 	return (store_open(cat, data, ls, LB_RDONLY, out));
 }
 
+int
+lb_store_open_writer(struct lb_catalog *cat, const char *data, const char *ls,
+    struct lb_store **out)
+{
+	if (cat == NULL)
+		return (EINVAL);
+	return (store_open(cat, data, ls, LB_RDWR, out));
+}
+
 /* ---------------------------------------------------------------- the indexer thread */
 
 #define IX_DEPTH	4		/* batches: one being filled, the others queued */

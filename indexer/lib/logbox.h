@@ -521,6 +521,14 @@ int	lb_store_open_reader(struct lb_catalog *cat, const char *data, const char *l
 	    struct lb_store **out);
 
 /*
+ * A writer of logspace ls through cat (opened LB_RDWR by the caller, who keeps it open until
+ * every store on it is closed): how one process (indexd) writes several logspaces. Otherwise
+ * the same as lb_store_open(data, ls, LB_RDWR, out).
+ */
+int	lb_store_open_writer(struct lb_catalog *cat, const char *data, const char *ls,
+	    struct lb_store **out);
+
+/*
  * Writer: commits, flushes the open interval to a segment, and closes. Reader: closes.
  * Returns the first error of the final flush (the store is closed either way). NULL is fine.
  */
@@ -595,6 +603,57 @@ int	lb_store_stats(struct lb_store *st, struct lb_storestats *ss);
 
 /* The logspace's tokenizer settings. */
 const struct lb_tokconf	*lb_store_tokconf(const struct lb_store *st);
+
+/* ---------------------------------------------------------------- hand-off frames (lb_frame.c) */
+
+/*
+ * The record syslog-ng hands to indexd, one per message (FORMAT.md §11): a text header line,
+ * the payload, a LF.
+ *   "LB1" SP rtime SP stime SP tzoff SP pri SP fmt SP Lls SP Lhost SP Lprog SP Lpid SP Lmsgid
+ *   SP Lsd SP Lmsg LF  <ls><host><prog><pid><msgid><sd><msg> LF
+ * Fields that do not fit the store's limits are cut by the store (LB_FIELD_MAX, LB_SD_MAX);
+ * a message longer than LB_MSG_MAX is cut by the decoder and flagged LB_MSG_TRUNCATED.
+ */
+#define LB_FRAME_MAGIC		"LB1 "
+#define LB_FRAME_HDR_MAX	256		/* header line bytes, LF included */
+#define LB_FRAME_MAX		(512 * 1024)	/* a frame indexd decodes in one piece */
+#define LB_FRAME_FIELD_MAX	4096		/* host, program, pid, msgid in a frame */
+#define LB_FRAME_SD_MAX		(64 * 1024)	/* structured data in a frame */
+#define LB_FRAME_MSG_MAX	(64 * 1024 * 1024)	/* message bytes a frame may announce */
+
+struct lb_frame {
+	struct lb_msg	 msg;	/* id 0; slices point into the decoded buffer */
+	struct lb_slice	 ls;	/* the logspace name: 1..LB_NAME_MAX bytes of [a-z0-9_-] */
+	size_t		 hdr;	/* bytes of the header line, LF included */
+	size_t		 size;	/* bytes of the whole frame */
+};
+
+/*
+ * Decodes the frame at buf[0..len).
+ * - 0: *f is the frame; it took f->size bytes.
+ * - EAGAIN: buf holds a valid beginning but not the whole frame. *need is the whole frame's
+ *   size once the header line is complete, else 0.
+ * - LB_ETOOBIG: the header is valid but the frame is larger than max bytes. *need is its size
+ *   and f->hdr, f->ls and the header fields of f->msg are set (slices only for what buf holds:
+ *   the caller streams the rest itself).
+ * - LB_EPARSE: buf does not start with a valid frame; *why says what is wrong (a static
+ *   string). Skip with lb_frame_resync(buf, len, 1).
+ * Never reads past buf[len - 1].
+ */
+int	lb_frame_decode(const uint8_t *buf, size_t len, size_t max, struct lb_frame *f,
+	    size_t *need, const char **why);
+
+/* The offset of the next "LB1 " at or after from in buf[0..len), or the offset from which a
+ * partial "LB1 " at the end of buf begins, or len. */
+size_t	lb_frame_resync(const uint8_t *buf, size_t len, size_t from);
+
+/*
+ * Appends m as a frame for logspace ls to *buf (len bytes used of cap, grown with realloc).
+ * m->received must be set; LB_NOTIME / LB_NOVALUE fields become "-". EINVAL for a bad ls or a
+ * field longer than a frame allows. For tests, benchmarks and tools.
+ */
+int	lb_frame_encode(const struct lb_msg *m, const char *ls, uint8_t **buf, size_t *len,
+	    size_t *cap);
 
 /* ---------------------------------------------------------------- JSON and time (lb_json.c, lb_time.c) */
 
