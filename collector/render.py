@@ -478,6 +478,12 @@ def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
         lines.append(f"# {what}")
         lines.append(f"source {name} {{\n    {driver};\n}};")
     lines += [
+        "# syslog-ng's own messages (start, stop, errors, refused TLS peers), without the",
+        "# per-connection chatter. Storing them also makes syslog-ng open the FIFO at start,",
+        "# which is what replays a disk buffer left by the previous run.",
+        "source s_internal {\n    internal();\n};",
+    ]
+    lines += [
         "",
         "# ONE destination: the FIFO logbox-indexd reads, one frame per message (FORMAT.md §11).",
         "destination d_indexd {",
@@ -485,6 +491,14 @@ def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
         f'        template("{frame_template()}")',
         "        time-reopen(1)",
         f"        disk-buffer({dbuf}));",
+        "};",
+        "",
+        "log {",
+        "    source(s_internal);",
+        '    filter { not message("^Syslog connection (accepted|closed);" type(pcre)); };',
+        '    rewrite { set("${S_UNIXTIME} ${S_TZOFFSET} ${PRI} 5" value(".lb.h")); };',
+        _routing(s.routes) + "    destination(d_indexd);",
+        "    flags(flow-control);",
         "};",
         "",
         "log {",
@@ -497,11 +511,11 @@ def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
 
 def syslogng_argv(conf: Path, run: Path, *, program: str = "syslog-ng") -> list[str]:
     """syslog-ng in the foreground on conf, its persist file, pid file and control socket in
-    run, its own messages (listener errors, refused TLS peers) on stderr."""
+    run. Its own messages go to the store (source s_internal), not to stderr: only errors in
+    the configuration, before it runs, are printed."""
     return [
         program,
         "-F",
-        "-e",
         "-f",
         str(conf),
         "-R",
