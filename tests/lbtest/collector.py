@@ -9,6 +9,7 @@ import fcntl
 import importlib
 import os
 import re
+import resource
 import signal
 import socket
 import ssl
@@ -331,7 +332,12 @@ class Collector:
             self.reader = FifoReader(self.fd)
 
     def start(self, timeout: float = 10.0) -> None:
-        """Start syslog-ng and wait for its "starting up" message in the FIFO."""
+        """Start syslog-ng and wait for its "starting up" message in the FIFO. The open-files
+        limit (this process's and syslog-ng's) is raised to the hard limit first, for tests with
+        thousands of connections."""
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         self.hold()
         before = self.started()
         err = open(self.stderr_path, "ab")
