@@ -386,7 +386,7 @@ def _routing(routes: tuple[Route, ...]) -> str:
 def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
     """The syslog-ng.conf text for settings: data is the logbox data directory (disk buffer in
     <data>/collector/buffer, default TLS files in <data>/tls), run the run directory (the
-    persist file, pid file and control socket go there through syslog_ng_argv), fifo the
+    persist file, pid file and control socket go there through syslogng_argv), fifo the
     FIFO the supervisor holds for logbox-indexd."""
     s = settings
     del run  # the run-time files are named on syslog-ng's command line (syslogng_argv)
