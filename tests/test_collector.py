@@ -44,7 +44,7 @@ ROUTES = [
     {"name": "db", "program": "^postgres"},
     {"name": "alerts", "message": "CRITICAL"},
     {"name": "hostile", "message": re.escape(HOSTILE)},
-    {"name": "injection", "program": re.escape(INJECTION)},
+    {"name": "injection", "message": re.escape(INJECTION)},
     {"name": "both", "host": "^mail", "program": "^postfix/"},
 ]
 
@@ -401,10 +401,14 @@ def test_routes_first_match_wins_default_main(col: Collector) -> None:
     assert got == lines
 
 
-def test_injection_attempt_is_a_literal_program_name(col: Collector) -> None:
-    send_udp(col.ports["udp"], f"<13>Nov 22 10:00:00 h {INJECTION}: x".encode())
-    (f,) = col.frames.take(1)
-    assert f.ls in ("injection", "main")  # the 3164 parser may stop the program at a space
+def test_injection_attempt_is_a_literal_pattern(col: Collector) -> None:
+    send_udp(col.ports["udp"], f"<13>Nov 22 10:00:00 h app: x {INJECTION} y".encode())
+    send_udp(col.ports["udp"], b'<13>Nov 22 10:00:00 h app: destination d_x { file("PWNED"); }')
+    got = {f.msg: f.ls for f in col.frames.take(2)}
+    assert got == {
+        f"x {INJECTION} y".encode(): "injection",
+        b'destination d_x { file("PWNED"); }': "main",
+    }
     assert not list(col.data.rglob("PWNED")) and not Path("PWNED").exists()
 
 
