@@ -225,7 +225,8 @@ def prepare_collector(data: Path) -> Collector | None:
     conf = run / "syslog-ng.conf"
     text = collector.render(settings, data=data, run=run, fifo=fifo)
     (data / "collector" / "buffer").mkdir(parents=True, exist_ok=True)
-    if settings.tls_port and settings.tls_cert is None and dev_tls(data / "tls"):
+    own = (settings.tls_cert, settings.tls_key, settings.tls_ca)
+    if settings.tls_port and None in own and dev_tls(data / "tls"):
         log(f"made a dev TLS CA and server certificate in {data / 'tls'}")
     tmp = conf.with_suffix(".conf.tmp")
     tmp.write_text(text)
