@@ -480,3 +480,93 @@ def test_reliable_disk_buffer_keeps_frames_across_a_restart(tmp_path: Path) -> N
         assert len(lost) <= 1, lost[:10]
     finally:
         c.close()
+
+
+# ------------------------------------------------------------------------ the C decoder
+
+DECODER_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "logbox.h"
+
+static void hex(const char *name, struct lb_slice s) {
+    printf(" %s=", name);
+    for (size_t i = 0; i < s.len; i++)
+        printf("%02x", s.p[i]);
+}
+
+int main(int argc, char **argv) {
+    static uint8_t buf[16 << 20];
+    FILE *f = fopen(argv[1], "rb");
+    size_t len = fread(buf, 1, sizeof(buf), f), pos = 0;
+    while (pos < len) {
+        struct lb_frame fr;
+        size_t need = 0;
+        const char *why = "";
+        int rc = lb_frame_decode(buf + pos, len - pos, LB_FRAME_MAX, &fr, &need, &why);
+        if (rc != 0) {
+            printf("error %d at %zu: %s\n", rc, pos, why ? why : "");
+            return 1;
+        }
+        printf("ts=%lld tz=%d fac=%d sev=%d flags=%d", (long long)fr.msg.timestamp,
+            fr.msg.tzoff, fr.msg.facility, fr.msg.severity, fr.msg.flags);
+        hex("ls", fr.ls); hex("host", fr.msg.host); hex("program", fr.msg.program);
+        hex("pid", fr.msg.pid); hex("msgid", fr.msg.msgid); hex("sd", fr.msg.sd);
+        hex("message", fr.msg.message);
+        printf("\n");
+        pos += fr.size;
+    }
+    return 0;
+}
+"""
+
+
+def test_frames_decode_with_liblogbox(col: Collector, top: Path, tmp_path: Path) -> None:
+    """The frames syslog-ng writes, hostile ones included, decode with lb_frame_decode (the
+    codec indexd uses) to exactly the bytes that were sent."""
+    lib = top / "build" / "liblogbox.a"
+    assert lib.is_file(), "make build"
+    src, exe = tmp_path / "dec.c", tmp_path / "dec"
+    src.write_text(DECODER_C)
+    subprocess.run(
+        ["cc", "-std=c11", "-D_GNU_SOURCE", f"-I{top / 'indexer/lib'}", "-o", str(exe), str(src)]
+        + [str(lib), "-llmdb", "-lisal", "-lz", "-ljansson", "-lm", "-lpthread"],
+        check=True,
+    )
+    body = b"a\nb\x00c\xff\xfe \xe2\x82 LB1 1 2 3"
+    big = bytes(range(256)) * 2000
+    sent = {
+        body: octet(b"<165>1 2003-10-11T22:14:15.003+02:00 h.example app 42 ID7 - " + body),
+        big[: 256 * 1024]: octet(b"<13>1 2026-11-22T10:00:00Z h app - - - " + big),
+        b"headerless": b"headerless\n",
+    }
+    send_tcp(col.ports["octet"], sent[body] + sent[big[: 256 * 1024]])
+    send_tcp(col.ports["tcp"], sent[b"headerless"])
+    frames = col.frames.take(3)
+    stream = tmp_path / "frames"
+    stream.write_bytes(b"".join(f.raw for f in frames))
+    out = subprocess.run([str(exe), str(stream)], capture_output=True, text=True, check=True)
+    decoded = []
+    for line in out.stdout.splitlines():
+        d = dict(kv.split("=", 1) for kv in line.split())
+        decoded.append(
+            {k: (bytes.fromhex(v) if k in PAYLOAD_HEX else int(v)) for k, v in d.items()}
+        )
+    got = {d["message"]: d for d in decoded}
+    assert set(got) == set(sent)
+    d = got[body]
+    assert (d["ls"], d["host"], d["program"], d["pid"], d["msgid"]) == (
+        b"main",
+        b"h.example",
+        b"app",
+        b"42",
+        b"ID7",
+    )
+    assert (d["fac"], d["sev"], d["tz"]) == (20, 5, 120)
+    assert d["ts"] == calendar.timegm((2003, 10, 11, 20, 14, 15)) * 1_000_000 + 3000
+    assert got[big[: 256 * 1024]]["flags"] & 1  # LB_MSG_TRUNCATED: longer than LB_MSG_MAX
+    h = got[b"headerless"]
+    assert (h["fac"], h["sev"], h["host"]) == (255, 255, b"127.0.0.1")  # LB_NOVALUE
+
+
+PAYLOAD_HEX = {"ls", "host", "program", "pid", "msgid", "sd", "message"}
