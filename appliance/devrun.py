@@ -335,7 +335,10 @@ def main() -> int:
     if col is not None:
         got = raise_nofile(col.nofile)
         if got < col.nofile:
-            log(f"open files limited to {got} (syslog-ng may want {col.nofile}): fewer connections")
+            log(
+                f"open files limited to {got}: syslog-ng takes fewer than max_connections on "
+                f"every TCP listener at once (all of them need {col.nofile})"
+            )
 
     stopping = False
 
