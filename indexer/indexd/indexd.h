@@ -240,6 +240,7 @@ int	state_write(int fd, const struct ix_intent *it);
 /* status.c */
 void	status_tick(struct indexd *env);
 int	status_write(struct indexd *env);
+void	malformed_second(struct indexd *env);
 void	malformed(struct indexd *env, struct input *in, uint64_t off, const char *why,
 	    const uint8_t *p, size_t len);
 

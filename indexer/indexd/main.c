@@ -444,6 +444,7 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (env->holding[0] == '\0')
 		ls_sync_due(env);
+	malformed_second(env);
 	if (now - env->last_status >= (int64_t)env->conf.status_interval_ms * 1000) {
 		env->last_status = now;
 		status_tick(env);

@@ -44,24 +44,35 @@ escape(char *out, size_t outlen, const uint8_t *p, size_t len)
 	out[o] = '\0';
 }
 
+/*
+ * A new second of the malformed-frame log: the summary of the last one, if lines were left
+ * out, and a new allowance. The tick calls it too, so the summary comes when input stops.
+ */
+void
+malformed_second(struct indexd *env)
+{
+	int64_t	sec = now_mono_us() / 1000000;
+
+	if (sec == env->log_second)
+		return;
+	if (env->log_dropped > 0)
+		log_warnx("%llu more malformed frames not logged in the last second",
+		    (unsigned long long)env->log_dropped);
+	env->log_second = sec;
+	env->log_tokens = IX_LOG_PER_S;
+	env->log_dropped = 0;
+}
+
 /* One malformed stretch of input in at byte off: counted, logged (rate-limited). */
 void
 malformed(struct indexd *env, struct input *in, uint64_t off, const char *why,
     const uint8_t *p, size_t len)
 {
 	char	show[IX_SHOW_BYTES * 4 + 8];
-	int64_t	sec = now_mono_us() / 1000000;
 
 	env->malformed++;
 	in->in_malformed++;
-	if (sec != env->log_second) {
-		if (env->log_dropped > 0)
-			log_warnx("%llu more malformed frames not logged in the last second",
-			    (unsigned long long)env->log_dropped);
-		env->log_second = sec;
-		env->log_tokens = IX_LOG_PER_S;
-		env->log_dropped = 0;
-	}
+	malformed_second(env);
 	if (env->log_tokens == 0) {
 		env->log_dropped++;
 		return;
