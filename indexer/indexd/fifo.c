@@ -9,7 +9,8 @@
  *   3. write the intent record (state.c): m, the CRC and first 64 bytes of the m bytes, and
  *      each touched logspace's next id before the batch;
  *   4. append every frame, commit every touched store (to the kernel: survives kill -9);
- *   5. consume the m bytes (splice to /dev/null); 6. write the record again with m = 0.
+ *   5. consume the m bytes (one read: all or nothing under kill -9); 6. write the record
+ *      again with m = 0.
  * After a kill at any point, start-up finds either m = 0 (nothing half done) or m > 0 and the
  * same m bytes at the FIFO's head: it decodes them again and gives the frames of each logspace
  * ids from the recorded "next id before" on; a frame whose id is below the store's next id
@@ -125,7 +126,7 @@ fifo_init(struct indexd *env, int fd, int kill_safe)
 
 	if (fi->in != NULL)
 		fatalx("%s: more than one FIFO input", __func__);
-	fi->priv[0] = fi->priv[1] = fi->devnull = fi->statefd = -1;
+	fi->priv[0] = fi->priv[1] = fi->statefd = -1;
 	if ((fl = fcntl(fd, F_GETFL)) == -1 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1)
 		return (errno);
 	if (fcntl(fd, F_SETPIPE_SZ, IX_PIPE_SIZE) == -1)
@@ -141,7 +142,6 @@ fifo_init(struct indexd *env, int fd, int kill_safe)
 	fi->view_max = (size_t)(cap < cap2 ? cap : cap2);
 	if (fi->view_max > IX_VIEW_MAX)
 		fi->view_max = IX_VIEW_MAX;
-	fi->devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if ((fi->view = malloc(IX_VIEW_MAX)) == NULL ||
 	    (fi->scratch = malloc(64 * 1024)) == NULL)
 		return (ENOMEM);
@@ -168,8 +168,6 @@ fifo_free(struct indexd *env)
 		close(fi->priv[0]);
 	if (fi->priv[1] != -1)
 		close(fi->priv[1]);
-	if (fi->devnull != -1)
-		close(fi->devnull);
 	if (fi->statefd != -1)
 		close(fi->statefd);
 	free(fi->view);
@@ -210,25 +208,20 @@ fifo_peek(struct fifo *fi)
 	return (0);
 }
 
-/* Consumes n bytes from the FIFO (they are in it: we have seen them). */
+/*
+ * Consumes the n bytes of a batch from the FIFO (they are in it: we have seen them) with one
+ * read(2) into the view, whose bytes are no longer needed. One read, not splice(): a pipe read
+ * that finds all its bytes in the pipe copies them without looking at signals, so a kill -9
+ * leaves the batch either wholly consumed or not at all; splice() checks for signals between
+ * pipe buffers and could stop in the middle.
+ */
 static int
 fifo_consume(struct fifo *fi, size_t n)
 {
 	ssize_t	r;
-	size_t	k;
 
 	while (n > 0) {
-		if (fi->devnull != -1) {
-			r = splice(fi->in->in_fd, NULL, fi->devnull, NULL, n, SPLICE_F_NONBLOCK);
-			if (r == -1 && errno == EINVAL) {
-				close(fi->devnull);
-				fi->devnull = -1;
-				continue;
-			}
-		} else {
-			k = n < 64 * 1024 ? n : 64 * 1024;
-			r = read(fi->in->in_fd, fi->scratch, k);
-		}
+		r = read(fi->in->in_fd, fi->view, n < IX_VIEW_MAX ? n : IX_VIEW_MAX);
 		if (r == -1) {
 			if (errno == EINTR)
 				continue;
@@ -238,6 +231,7 @@ fifo_consume(struct fifo *fi, size_t n)
 			return (EIO);
 		n -= (size_t)r;
 	}
+	fi->vlen = 0;
 	return (0);
 }
 
@@ -596,8 +590,8 @@ fifo_recover(struct indexd *env)
 		fatalx("%s: tee: %s", __func__, strerror(rc));
 	if (fi->vlen < rec.m || lb_crc32(fi->view, rec.m) != rec.crc ||
 	    memcmp(fi->view, rec.head, rec.m < IX_STATE_HEAD ? rec.m : IX_STATE_HEAD) != 0) {
-		log_warnx("%s: the FIFO's head is not the batch of %u bytes that was in progress "
-		    "(the FIFO was not kept open?): ignored", __func__, rec.m);
+		log_info("the batch of %u bytes in progress at the last stop was consumed already "
+		    "(or the FIFO was not kept open): nothing to finish", rec.m);
 		goto clear;
 	}
 	rc = batch_build(env, rec.m, &rec, &m, &bigneed);

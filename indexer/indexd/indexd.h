@@ -123,11 +123,10 @@ struct fifo {
 	struct input	*in;		/* NULL: no FIFO */
 	int		 kill_safe;	/* inherited from a supervisor (1) or opened by us (0) */
 	int		 priv[2];	/* the private pipe tee() copies into */
-	int		 devnull;	/* where consumed bytes go (splice), -1: read() them */
 	size_t		 view_max;	/* bytes one tee() may show: min(pipe sizes, IX_VIEW_MAX) */
 	uint8_t		*view;		/* the bytes of the FIFO's head */
 	size_t		 vlen;
-	uint8_t		*scratch;	/* consumed bytes land here when not spliced */
+	uint8_t		*scratch;	/* a streamed frame's bytes land here */
 	struct lb_frame	*frames;	/* the batch's frames (slices into view) */
 	struct lspace	**fls;		/* and their logspaces */
 	size_t		 nframes, capframes;

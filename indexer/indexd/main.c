@@ -474,7 +474,7 @@ main(int argc, char **argv)
 	TAILQ_INIT(&env.inputs);
 	env.lockfd = -1;
 	env.fifo.statefd = -1;
-	env.fifo.priv[0] = env.fifo.priv[1] = env.fifo.devnull = -1;
+	env.fifo.priv[0] = env.fifo.priv[1] = -1;
 	parse_options(&env, argc, argv);
 	log_setlevel(env.conf.log_level);
 	priv_check(&env);

@@ -152,12 +152,40 @@ status_inputs(struct indexd *env)
 	return (a);
 }
 
+/* A logspace this process has not opened: what the catalog says (next_id as of its last
+ * published segment). */
+static int
+status_closed_ls(void *arg, const char *name)
+{
+	struct { struct indexd *env; json_t *o; } *a = arg;
+	struct lb_lsstate	 ss;
+	json_t			*e;
+	char			 t[40];
+
+	if (json_object_get(a->o, name) != NULL)
+		return (0);
+	if (lb_catalog_state_get(a->env->cat, name, &ss) != 0)
+		return (0);
+	e = json_pack("{s:I, s:I, s:I, s:b}", "next_id", (json_int_t)ss.next_id,
+	    "indexed_id", (json_int_t)ss.indexed_id, "stored", (json_int_t)0, "open", 0);
+	if (e == NULL)
+		return (0);
+	if (ss.last_received != LB_NOTIME) {
+		lb_time_fmt(t, sizeof(t), ss.last_received, 0);
+		json_object_set_new(e, "last_received", json_string(t));
+	} else
+		json_object_set_new(e, "last_received", json_null());
+	json_object_set_new(a->o, name, e);
+	return (0);
+}
+
 static json_t *
 status_logspaces(struct indexd *env)
 {
 	json_t			*o = json_object();
 	struct lb_lsstate	 ss;
 	char			 t[40];
+	struct { struct indexd *env; json_t *o; } a = { env, o };
 
 	for (size_t i = 0; i < env->nls; i++) {
 		struct lspace	*l = env->ls[i];
@@ -165,8 +193,9 @@ status_logspaces(struct indexd *env)
 
 		if (lb_catalog_state_get(env->cat, l->name, &ss) != 0)
 			ss.indexed_id = 0;
-		e = json_pack("{s:I, s:I, s:I}", "next_id", (json_int_t)l->next_id,
-		    "indexed_id", (json_int_t)ss.indexed_id, "stored", (json_int_t)l->stored);
+		e = json_pack("{s:I, s:I, s:I, s:b}", "next_id", (json_int_t)l->next_id,
+		    "indexed_id", (json_int_t)ss.indexed_id, "stored", (json_int_t)l->stored,
+		    "open", 1);
 		if (e == NULL)
 			continue;
 		if (l->last_received != LB_NOTIME) {
@@ -176,6 +205,7 @@ status_logspaces(struct indexd *env)
 			json_object_set_new(e, "last_received", json_null());
 		json_object_set_new(o, l->name, e);
 	}
+	(void)lb_catalog_logspaces(env->cat, status_closed_ls, &a);
 	return (o);
 }
 

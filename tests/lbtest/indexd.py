@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import termios
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +32,11 @@ class HeldFifo:
             fcntl.fcntl(self.fd, F_SETPIPE_SZ, PIPE_SIZE)
         except OSError:
             pass
+
+    def pending(self) -> int:
+        """Bytes in the pipe not yet consumed (FIONREAD)."""
+        buf = fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0")
+        return int.from_bytes(buf, "little")
 
     def writer(self) -> int:
         """A new blocking write end (the caller closes it)."""
