@@ -34,7 +34,7 @@ def corpus(n: int, size: int = 150, distinct: int = 4096) -> bytes:
     """n frames; messages of exactly size bytes made of words and numbers."""
     rnd = random.Random(1)
     msgs = []
-    for i in range(distinct):
+    for _ in range(distinct):
         words = []
         while sum(len(w) + 1 for w in words) < size:
             words.append(rnd.choice(WORDS) if rnd.random() < 0.7 else str(rnd.randrange(10**6)))
