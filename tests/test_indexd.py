@@ -334,6 +334,7 @@ def test_holds_on_a_locked_logspace_without_dropping(
         ing.wait(timeout=30)
     daemon.wait_stored(3, timeout=20)
     assert "holding ended" in daemon.stderr()
+    assert daemon.stderr().count("holding: ") == 1  # logged once, not once per retry
     stop_ok(daemon)
     assert [m["message"] for m in messages(store_cli, daemon.data, "busy")] == ["blocked"]
     assert [m["message"] for m in messages(store_cli, daemon.data, "main")] == ["first", "after"]
@@ -395,3 +396,62 @@ def test_fifo_exactly_once_across_sigkill(
     assert not dup, f"{len(dup)} stored twice, e.g. {list(dup)[:10]}"
     assert not missing, f"{len(missing)} missing, e.g. {missing[:10]}"
     assert d.starts == kills + 1
+
+
+def test_systemd_notify_ready_watchdog_status(indexd_bin: Path, tmp_path: Path) -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(tmp_path / "notify"))
+    sock.settimeout(10)
+    env_keep = dict(os.environ)
+    os.environ.update({"NOTIFY_SOCKET": str(tmp_path / "notify"), "WATCHDOG_USEC": "400000"})
+    try:
+        d = Indexd(
+            indexd_bin,
+            tmp_path / "data",
+            tmp_path / "status.json",
+            args=["--listen", str(tmp_path / "s.sock")],
+        )
+        d.start()
+    finally:
+        os.environ.clear()
+        os.environ.update(env_keep)
+    got: list[str] = []
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        got.append(sock.recv(4096).decode())
+        text = "\n".join(got)
+        if "READY=1" in text and "WATCHDOG=1" in text and "STATUS=stored" in text:
+            break
+    text = "\n".join(got)
+    assert "READY=1" in text and "WATCHDOG=1" in text, text
+    assert "STATUS=stored 0, 0 msg/s, malformed 0" in text, text
+    stop_ok(d)
+    sock.close()
+
+
+def test_max_memory_flushes_a_segment_early(
+    indexd_bin: Path, tmp_path: Path, fifo: HeldFifo, store_cli: Path
+) -> None:
+    # The logspace is made with a 10-minute interval: only --max-memory 1 can make indexd
+    # flush its index to a segment within the test.
+    data = tmp_path / "data"
+    subprocess.run(
+        [str(store_cli), "ingest", "--data", str(data), "--flush-ms", "600000"],
+        input=b"",
+        check=True,
+        capture_output=True,
+    )
+    d = Indexd(indexd_bin, data, tmp_path / "status.json", fifo=fifo, args=["--max-memory", "1"])
+    d.start()
+    n = 40000
+    write_fifo(
+        fifo,
+        b"".join(frame(f"word{i} other{i * 7} x{i % 13}", rtime=T0 + i / 1e4) for i in range(n)),
+    )
+    d.wait_stored(n, timeout=30)
+    deadline = time.monotonic() + 10
+    while d.status()["logspaces"]["main"]["indexed_id"] == 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert d.status()["logspaces"]["main"]["indexed_id"] > 1
+    stop_ok(d)
+    assert len(messages(store_cli, d.data, "main")) == n

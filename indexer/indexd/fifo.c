@@ -490,33 +490,79 @@ big_pump(struct indexd *env)
 	return (big_store(env));
 }
 
-/* Finishes what a hold interrupted: a recorded batch or a streamed frame. */
-int
-fifo_resume(struct indexd *env)
+/*
+ * Stores batches until the head holds no complete frame, a few at most before letting other
+ * events run. Returns 0, or the error that made indexd hold. retry: called by the hold's
+ * retry (which keeps env->holding set until everything works again).
+ */
+static int
+fifo_pump(struct indexd *env, int retry)
 {
-	struct fifo *fi = &env->fifo;
+	struct fifo	*fi = &env->fifo;
+	struct timeval	 tv = { 0, 1000 };
+	size_t		 m, bigneed;
+	int		 rc;
 
-	if (fi->in == NULL)
-		return (0);
-	if (fi->pending)
-		return (batch_store(env, NULL));
-	if (fi->big_pending)
-		return (big_store(env));
+	for (int k = 0; k < IX_BATCHES_PER_CB; k++) {
+		if ((!retry && env->holding[0] != '\0') || env->stopping)
+			break;
+		if (fi->pending && (rc = batch_store(env, NULL)) != 0)
+			return (rc);
+		if (fi->big_pending && (rc = big_store(env)) != 0)
+			return (rc);
+		if (fi->big.need != 0) {
+			if ((rc = big_pump(env)) == EAGAIN)
+				break;
+			if (rc != 0)
+				return (rc);
+			continue;
+		}
+		if ((rc = fifo_peek(fi)) != 0) {
+			hold(env, "%s: tee: %s", fi->in->in_name, strerror(rc));
+			return (rc);
+		}
+		if (fi->vlen == 0)
+			break;
+		if ((rc = batch_build(env, 0, NULL, &m, &bigneed)) != 0)
+			return (rc);
+		if (m == 0) {
+			if (bigneed != 0) {
+				if ((rc = bigframe_start(&fi->big, bigneed, fi->in->in_bytes)) != 0) {
+					hold(env, "%s: %s", fi->in->in_name, strerror(rc));
+					return (rc);
+				}
+				continue;
+			}
+			/* Only a partial frame: look again in a millisecond, do not spin. */
+			if (!retry) {
+				event_del(fi->in->in_ev);
+				fi->waiting = 1;
+				evtimer_add(fi->ev_retry, &tv);
+			}
+			break;
+		}
+		if ((rc = batch_record(env, m)) != 0 || (rc = batch_store(env, NULL)) != 0)
+			return (rc);
+	}
+	ls_memory(env);
 	return (0);
 }
 
-/*
- * The FIFO is readable (or the 1 ms poll after a partial frame fired): store batches until
- * the head holds no complete frame, a few at most before letting other events run.
- */
+/* After a hold: finishes what was interrupted and tries the FIFO's head again. */
+int
+fifo_resume(struct indexd *env)
+{
+	if (env->fifo.in == NULL)
+		return (0);
+	return (fifo_pump(env, 1));
+}
+
+/* The FIFO is readable, or the 1 ms poll after a partial frame fired. */
 void
 fifo_cb(int fd, short what, void *arg)
 {
 	struct indexd	*env = arg;
 	struct fifo	*fi = &env->fifo;
-	struct timeval	 tv = { 0, 1000 };
-	size_t		 m, bigneed;
-	int		 rc;
 
 	(void)fd;
 	if ((what & EV_TIMEOUT) && fi->waiting) {
@@ -524,38 +570,7 @@ fifo_cb(int fd, short what, void *arg)
 		if (env->holding[0] == '\0' && !env->stopping)
 			event_add(fi->in->in_ev, NULL);
 	}
-	for (int k = 0; k < IX_BATCHES_PER_CB; k++) {
-		if (env->holding[0] != '\0' || env->stopping || fi->pending || fi->big_pending)
-			break;
-		if (fi->big.need != 0) {
-			if (big_pump(env) == EAGAIN)
-				break;
-			continue;
-		}
-		if ((rc = fifo_peek(fi)) != 0) {
-			hold(env, "%s: tee: %s", fi->in->in_name, strerror(rc));
-			break;
-		}
-		if (fi->vlen == 0)
-			break;
-		if (batch_build(env, 0, NULL, &m, &bigneed) != 0)
-			break;
-		if (m == 0) {
-			if (bigneed != 0) {
-				if ((rc = bigframe_start(&fi->big, bigneed, fi->in->in_bytes)) != 0)
-					fatalx("%s: %s", __func__, strerror(rc));
-				continue;
-			}
-			/* Only a partial frame: look again in a millisecond, do not spin. */
-			event_del(fi->in->in_ev);
-			fi->waiting = 1;
-			evtimer_add(fi->ev_retry, &tv);
-			break;
-		}
-		if (batch_record(env, m) != 0 || batch_store(env, NULL) != 0)
-			break;
-	}
-	ls_memory(env);
+	(void)fifo_pump(env, 0);
 }
 
 /*
