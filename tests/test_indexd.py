@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -217,6 +219,65 @@ def test_sigterm_exits_0_with_everything_stored(
         text=True,
     )
     assert st.returncode == 0, st.stderr
+
+
+def test_sigterm_while_writing_then_restart(
+    daemon: Indexd, fifo: HeldFifo, store_cli: Path
+) -> None:
+    # SIGTERM in the middle of a stream: exit 0; what indexd did not take stays in the FIFO
+    # and the next indexd stores it, every frame once.
+    n = 200_000
+    blob = b"".join(frame(f"m{i}", rtime=T0 + i / 1e5) for i in range(n))
+    t = threading.Thread(target=write_fifo, args=(fifo, blob), daemon=True)
+    t.start()
+    for _ in range(3):
+        time.sleep(0.15)
+        stop_ok(daemon)
+        daemon.start()
+    t.join(timeout=120)
+    deadline = time.monotonic() + 60
+    while fifo.pending() > 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop_ok(daemon)
+    assert daemon.stderr().count("stopped: ") == 4
+    assert [m["message"] for m in messages(store_cli, daemon.data, "main")] == [
+        f"m{i}" for i in range(n)
+    ]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch users")
+def test_user_drops_privileges(indexd_bin: Path) -> None:
+    # (pytest's tmp_path sits in a directory only root may enter)
+    work = Path(tempfile.mkdtemp(prefix="indexd-user-"))
+    work.chmod(0o755)
+    os.chown(work, 65534, -1)
+    p = subprocess.Popen(
+        [
+            str(indexd_bin),
+            "--data",
+            str(work / "data"),
+            "--listen",
+            str(work / "s.sock"),
+            "--user",
+            "nobody",
+            "--status",
+            str(work / "st.json"),
+        ],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not (work / "st.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert os.stat(f"/proc/{p.pid}").st_uid == 65534
+        assert (work / "s.sock").stat().st_uid == 65534
+        assert (work / "s.sock").stat().st_mode & 0o777 == 0o660
+    finally:
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+    assert p.returncode == 0, err
+    assert b"running as nobody" in err
 
 
 def test_sighup_reloads_config(indexd_bin: Path, tmp_path: Path) -> None:
