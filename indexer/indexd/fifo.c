@@ -186,6 +186,7 @@ fifo_peek(struct fifo *fi)
 	size_t	got = 0;
 
 	fi->vlen = 0;
+	fi->eof = 0;
 	for (;;) {
 		n = tee(fi->in->in_fd, fi->priv[1], fi->view_max, SPLICE_F_NONBLOCK);
 		if (n >= 0)
@@ -194,6 +195,8 @@ fifo_peek(struct fifo *fi)
 			continue;
 		return (errno == EAGAIN ? 0 : errno);
 	}
+	if (n == 0)
+		fi->eof = 1;	/* no writer and nothing buffered (a FIFO not held O_RDWR) */
 	while (got < (size_t)n) {
 		if ((r = read(fi->priv[0], fi->view + got, (size_t)n - got)) == -1) {
 			if (errno == EINTR)
@@ -521,8 +524,17 @@ fifo_pump(struct indexd *env, int retry)
 			hold(env, "%s: tee: %s", fi->in->in_name, strerror(rc));
 			return (rc);
 		}
-		if (fi->vlen == 0)
+		if (fi->vlen == 0) {
+			/* At EOF the fd stays readable: poll every 100 ms instead of spinning. */
+			if (fi->eof && !retry) {
+				struct timeval tv100 = { 0, 100000 };
+
+				event_del(fi->in->in_ev);
+				fi->waiting = 1;
+				evtimer_add(fi->ev_retry, &tv100);
+			}
 			break;
+		}
 		if ((rc = batch_build(env, 0, NULL, &m, &bigneed)) != 0)
 			return (rc);
 		if (m == 0) {

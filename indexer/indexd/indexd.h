@@ -132,7 +132,8 @@ struct fifo {
 	size_t		 nframes, capframes;
 	size_t		 m;		/* bytes of the batch in progress (intent written) */
 	int		 pending;	/* a batch is recorded but not yet consumed */
-	int		 waiting;	/* a partial frame at the head: polling every ms */
+	int		 waiting;	/* a partial frame at the head (or EOF): polling */
+	int		 eof;		/* the last tee() saw no writer and no bytes */
 	struct event	*ev_retry;	/* the 1 ms poll */
 	struct bigframe	 big;
 	int		 big_pending;	/* the streamed frame is complete but not yet stored */

@@ -334,6 +334,13 @@ conn_cb(int fd, short what, void *arg)
 	in->in_len += (size_t)n;
 	if (conn_process(env, in) != 0)
 		return;
+	/* An idle connection keeps no buffer (thousands of them may be open). */
+	if (in->in_len == 0 && in->in_big.need == 0 && ((size_t)n < in->in_cap / 2 ||
+	    in->in_cap > IX_CONN_BUF)) {
+		free(in->in_buf);
+		in->in_buf = NULL;
+		in->in_cap = 0;
+	}
 	ls_memory(env);
 	if (in->in_eof) {
 		log_debug("%s: closed after %llu frames", in->in_name,
