@@ -27,7 +27,8 @@ T0 = 1795359974.984039
 
 @pytest.fixture(scope="session")
 def indexd_bin(top: Path) -> Path:
-    p = top / "build" / "bin" / "logbox-indexd"
+    """$LOGBOX_INDEXD_BIN (e.g. a sanitizer build), else build/bin/logbox-indexd."""
+    p = Path(os.environ.get("LOGBOX_INDEXD_BIN", top / "build" / "bin" / "logbox-indexd"))
     if not p.is_file():
         pytest.fail(f"{p} is not built (make build)")
     return p
