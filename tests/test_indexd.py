@@ -161,6 +161,26 @@ def test_malformed_frames_counted_logged_and_skipped(
     assert got == sorted([f"good {i}".encode() for i in range(4)] * 2)
 
 
+def test_partial_frame_waits_for_the_rest(daemon: Indexd, fifo: HeldFifo, store_cli: Path) -> None:
+    f = frame(b"split across writes", host="h", rtime=T0)
+    w = fifo.writer()
+    try:
+        os.write(w, f[:10])
+        time.sleep(0.5)
+        os.write(w, f[10:30])
+        time.sleep(0.5)
+        assert daemon.status()["stored"] == 0
+        assert fifo.pending() == 30  # nothing consumed before it is stored
+        os.write(w, f[30:])
+    finally:
+        os.close(w)
+    daemon.wait_stored(1, timeout=10)
+    time.sleep(0.3)
+    assert fifo.pending() == 0
+    stop_ok(daemon)
+    assert [m["message"] for m in messages(store_cli, daemon.data)] == ["split across writes"]
+
+
 def test_malformed_log_is_rate_limited(daemon: Indexd, tmp_path: Path) -> None:
     junk = b"".join(b"LB1 x%d\n" % i for i in range(300)) + frame(b"after", rtime=T0)
     send_socket(tmp_path / "indexd.sock", junk)

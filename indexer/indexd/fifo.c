@@ -502,7 +502,7 @@ static int
 fifo_pump(struct indexd *env, int retry)
 {
 	struct fifo	*fi = &env->fifo;
-	struct timeval	 tv = { 0, 1000 };
+	struct timeval	 tv;
 	size_t		 m, bigneed;
 	int		 rc;
 
@@ -545,14 +545,25 @@ fifo_pump(struct indexd *env, int retry)
 				}
 				continue;
 			}
-			/* Only a partial frame: look again in a millisecond, do not spin. */
+			/*
+			 * Only a partial frame: do not spin on the readable FIFO; look again in a
+			 * millisecond, backing off to 100 ms while the head stays the same (a
+			 * writer that died in the middle of a frame).
+			 */
 			if (!retry) {
+				fi->wait_us = fi->vlen == fi->wait_len ? fi->wait_us * 2 : 1000;
+				if (fi->wait_us > 100000)
+					fi->wait_us = 100000;
+				fi->wait_len = fi->vlen;
+				tv.tv_sec = 0;
+				tv.tv_usec = (suseconds_t)fi->wait_us;
 				event_del(fi->in->in_ev);
 				fi->waiting = 1;
 				evtimer_add(fi->ev_retry, &tv);
 			}
 			break;
 		}
+		fi->wait_len = 0;
 		if ((rc = batch_record(env, m)) != 0 || (rc = batch_store(env, NULL)) != 0)
 			return (rc);
 	}

@@ -134,6 +134,8 @@ struct fifo {
 	int		 pending;	/* a batch is recorded but not yet consumed */
 	int		 waiting;	/* a partial frame at the head (or EOF): polling */
 	int		 eof;		/* the last tee() saw no writer and no bytes */
+	uint64_t	 wait_us;	/* the partial-frame poll's period now (1 ms .. 100 ms) */
+	size_t		 wait_len;	/* the head's length when it was last found partial */
 	struct event	*ev_retry;	/* the 1 ms poll */
 	struct bigframe	 big;
 	int		 big_pending;	/* the streamed frame is complete but not yet stored */
