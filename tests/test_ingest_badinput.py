@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lbtest.appliance import MSG_MAX, Appliance, raise_nofile
+from lbtest.appliance import MSG_MAX, Appliance, octet, raise_nofile
 from lbtest.cli import message_bytes
 
 pytestmark = pytest.mark.slow
@@ -90,10 +90,11 @@ def test_garbage_bytes(appliance: Appliance) -> None:
     for _ in range(20):
         app.send(rng.randbytes(rng.randint(1, 1400)), "udp")
     app.send(good(udp_mark, "udp"), "udp")
-    # TLS: random bytes after the handshake.
+    # TLS (octet counting): a valid frame, then random bytes after it.
     tls_mark = marker()
     with app.connect_tls() as s:
-        s.sendall(rng.randbytes(200000) + b"\n" + good(tls_mark, "tls amid garbage") + b"\n")
+        s.sendall(octet(good(tls_mark, "tls before garbage")) + b"x" + rng.randbytes(200000))
+        closed_by_server(s, timeout=2)
     # Octet port: valid frames, then garbage (syslog-ng gives up on the connection).
     oct_marks = [marker() for _ in range(3)]
     with app.connect("octet") as s:
@@ -103,7 +104,7 @@ def test_garbage_bytes(appliance: Appliance) -> None:
         s.sendall(b"x" + rng.randbytes(100000))
     for mark in marks + [udp_mark, tls_mark] + oct_marks:
         (m,) = wait_marked(app, mark)
-        assert m["message"].startswith(("amid garbage", "udp", "tls amid", "octet before")), m
+        assert m["message"].startswith(("amid garbage", "udp", "tls before", "octet before")), m
         assert (m["host"], m["program"], m["pid"]) == ("goodhost", "goodprog", "1"), m
     serves_others(app)
 
@@ -208,13 +209,13 @@ def test_plain_tcp_on_tls_port(appliance: Appliance) -> None:
     app = appliance
     plain = marker()
     with app.connect("tls") as s:
-        s.sendall(good(plain, "plain text on the TLS port") + b"\n")
+        s.sendall(octet(good(plain, "plain text on the TLS port")))
         assert closed_by_server(s), "syslog-ng kept a plain-text connection on the TLS port"
     # A silent plain client holds no one up either.
     with app.connect("tls"):
         ok = marker()
         with app.connect_tls() as t:
-            t.sendall(good(ok, "tls meanwhile") + b"\n")
+            t.sendall(octet(good(ok, "tls meanwhile")))
         wait_marked(app, ok)
     serves_others(app)
     assert marked(app, plain) == []

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lbtest.appliance import Appliance
+from lbtest.appliance import Appliance, octet
 from lbtest.cli import message_bytes
 from lbtest.corpus import LOGHUB_DIR, loghub_lines, loghub_systems, loghub_tool
 
@@ -137,7 +137,10 @@ def test_loggen(appliance: Appliance, transport: str) -> None:
     if transport == "tcp":
         n = loggen(app, "--inet", "--stream", f"--active-connections={conns}", n=n, port="tcp")
     else:  # --use-ssl is a transport plugin of its own: not with --inet/--stream
-        n = loggen(app, "--use-ssl", f"--active-connections={conns}", n=n, port="tls")
+        # and the TLS port takes RFC 5425 octet counting: --syslog-proto frames that way.
+        n = loggen(
+            app, "--use-ssl", "--syslog-proto", f"--active-connections={conns}", n=n, port="tls"
+        )
     assert n >= 10000
     app.wait_count(n, timeout=60)
     seen = loggen_seen(app, 1)
@@ -175,7 +178,8 @@ def tls_send(app: Appliance, ctx: ssl.SSLContext, data: bytes) -> str:
 
 
 def line(mark: str, text: str = "") -> bytes:
-    return f"<134>1 2026-11-22T12:00:00Z tlshost tlsprog - - - {mark} {text}\n".encode()
+    """One message, octet-counted as the TLS port takes it (RFC 5425)."""
+    return octet(f"<134>1 2026-11-22T12:00:00Z tlshost tlsprog - - - {mark} {text}".encode())
 
 
 def test_tls_verify_required(tmp_path: Path) -> None:

@@ -56,6 +56,11 @@ SYSLOG_NG = _bin("LOGBOX_SYSLOG_NG", shutil.which("syslog-ng") or "/usr/sbin/sys
 RENDER = Path(_bin("LOGBOX_RENDER", TOP / "collector" / "render.py"))
 
 
+def octet(*messages: bytes) -> bytes:
+    """RFC 6587 octet-counted frames ("LEN SP MSG"), as the octet and TLS ports (RFC 5425) take."""
+    return b"".join(b"%d %s" % (len(m), m) for m in messages)
+
+
 def raise_nofile(n: int = NOFILE) -> int:
     """Raises this process's RLIMIT_NOFILE soft limit to n (and the hard limit when root);
     returns the soft limit now in force."""
@@ -207,7 +212,7 @@ def settings_toml(
         f"ca = {_toml_value(certs.ca)}",
         f"verify = {_toml_value(tls_verify)}",
     ]
-    lines += ["[disk_buffer]", f"reliable = {_toml_value(reliable)}", "size = 268435456"]
+    lines += ["[buffer]", f"reliable = {_toml_value(reliable)}", "size = 268435456"]
     for r in routes:
         lines.append("[[logspace]]")
         lines += [f"{k} = {_toml_value(v)}" for k, v in r.items()]
@@ -607,7 +612,8 @@ class Appliance:
             raise
 
     def send(self, data: bytes, port: str = "tcp") -> None:
-        """Sends data on a fresh connection and closes it."""
+        """Sends data as it is (framed by the caller: newline on "tcp", octet counting on
+        "octet" and "tls", one message per datagram on "udp") on a fresh connection."""
         if port == "udp":
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
                 s.sendto(data, ("127.0.0.1", self.ports["udp"]))
