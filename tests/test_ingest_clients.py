@@ -460,3 +460,29 @@ def test_ipv6_literal_host(appliance: Appliance) -> None:
     (m,) = wait_marker(app, mark)
     assert (m["host"], m["program"], m["pid"]) == ("2001:db8::5", "app", "7"), m
     assert m["message"] == f"v6 {mark}", m
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the collector writes syslog-ng's ${S_UNIXTIME}, which is the receive time for a "
+    "NILVALUE time stamp, instead of the frame's '-' (none)",
+)
+def test_nil_timestamp_stays_null(appliance: Appliance) -> None:
+    """An RFC 5424 message with the NILVALUE "-" for TIMESTAMP has no time stamp: the store says
+    null, as `logbox ingest` does for the same line."""
+    app = appliance
+    mark = marker()
+    app.send(octet(f"<13>1 - nilhost app - - - no time {mark}".encode()), "octet")
+    (m,) = wait_marker(app, mark)
+    assert m["timestamp"] is None and m["timestamp_us"] is None, m
+
+
+def test_clean_stop(appliance: Appliance) -> None:
+    """SIGTERM stops syslog-ng and indexd with exit 0, and what they took is stored."""
+    app = appliance
+    marks = [marker() for _ in range(100)]
+    app.send(b"".join(f"<13>1 2026-11-22T12:00:00Z h p - - - stop {m}\n".encode() for m in marks))
+    app.wait_count(len(marks))
+    assert app.stop() == {"syslog-ng": 0, "indexd": 0}, app.stderr_of("indexd")[-2000:]
+    got = [m["message"].split()[-1] for m in app.messages()]
+    assert got == marks
