@@ -1,7 +1,7 @@
 # Scenario (issue 5): nothing is lost between a TCP client and the store.
-# 1. 1,000,000 sequence-numbered messages over several TCP connections while logbox-indexd is
-#    killed with SIGKILL at 5 random moments and restarted: every sequence number is stored
-#    exactly once (the FIFO, held by the supervisor, keeps what indexd had not consumed; indexd's
+# 1. 1,000,000 sequence-numbered messages over several TCP connections (routed to two logspaces)
+#    while logbox-indexd is killed with SIGKILL at 5 random moments and restarted: every sequence
+#    number is stored exactly once, in its logspace (the FIFO, held by the supervisor, keeps what indexd had not consumed; indexd's
 #    intent record makes a replay skip what it had stored).
 # 2. The same while syslog-ng is restarted mid-stream (SIGTERM, start again). Plain TCP syslog has
 #    no acknowledgements: what the receiver's kernel held when syslog-ng closed the connection is
@@ -181,27 +181,35 @@ class Scan:
             self.next_id = int(mid.group(1)) + 1
 
 
-def final_check(app: Appliance, n: int) -> tuple[int, dict[int, int]]:
+def final_check(
+    app: Appliance, n: int, logspaces: dict[str, set[int]] | None = None
+) -> tuple[int, dict[int, int]]:
     """Streams the whole store: (messages, {seq: extra copies}). Asserts every seq < n is
-    there and nothing else is."""
+    there and nothing else is; with logspaces ({name: its connections}), that each message is
+    in its connection's logspace."""
     seen = bytearray(n)
     dups: dict[int, int] = {}
     total = 0
-    for raw in app.iter_lines():
-        m = _SEQ.search(raw)
-        assert m, f"a message that no sender sent: {raw[:300]!r}"
-        s = int(m.group(2))
-        assert s < n, raw
-        total += 1
-        if seen[s]:
-            dups[s] = dups.get(s, 0) + 1
-        else:
-            seen[s] = 1
+    for ls, conns in (logspaces or {"main": set(range(CONNS))}).items():
+        for raw in app.iter_lines(ls):
+            m = _SEQ.search(raw)
+            assert m, f"a message that no sender sent in {ls}: {raw[:300]!r}"
+            assert int(m.group(1)) in conns, f"in {ls}: {raw[:300]!r}"
+            total += _mark(seen, dups, int(m.group(2)), n)
     missing = seen.count(0)
     if missing:
         first = [i for i in range(n) if not seen[i]][:20]
         raise AssertionError(f"{missing} sequence numbers never stored, e.g. {first}")
     return total, dups
+
+
+def _mark(seen: bytearray, dups: dict[int, int], s: int, n: int) -> int:
+    assert s < n, s
+    if seen[s]:
+        dups[s] = dups.get(s, 0) + 1
+    else:
+        seen[s] = 1
+    return 1
 
 
 def test_indexd_sigkill_exactly_once(tmp_path: Path) -> None:
@@ -219,14 +227,18 @@ def test_indexd_sigkill_exactly_once(tmp_path: Path) -> None:
     ]
     print(f"seed {SEED}: SIGKILL indexd at {plan}")
     t0 = time.monotonic()
-    with Appliance(tmp_path) as app:
+    # Connections 1 and 3 go to a second logspace: one batch of indexd spans two stores, and a
+    # replay must skip per logspace.
+    logspaces = {"main": {0, 2}, "odd": {1, 3}}
+    routes = [{"name": "odd", "message": "^noloss c[13] "}]
+    with Appliance(tmp_path, routes=routes) as app:
         senders = start_senders(app)
         try:
             for kind, when in plan:
                 if kind == "stored":
                     wait_until(
                         f"{when} messages stored",
-                        lambda when=when: app.count() >= when,
+                        lambda when=when: app.count() + app.count("odd") >= when,
                         lambda: (check_senders(senders), app.assert_alive()),
                         120,
                     )
@@ -237,15 +249,17 @@ def test_indexd_sigkill_exactly_once(tmp_path: Path) -> None:
                 time.sleep(rng.uniform(0, 0.5))  # the FIFO fills meanwhile
                 app.start_indexd()
             wait_idle(senders)
-            app.wait_count(N, timeout=120, exact=False)
-            stored = app.settle(quiet=1.0)
+            half = sum(s.hi - s.lo for s in senders if s.conn in logspaces["odd"])
+            app.wait_count(N - half, timeout=120, exact=False)
+            app.wait_count(half, "odd", timeout=120, exact=False)
+            stored = app.settle(quiet=1.0) + app.count("odd")
             elapsed = time.monotonic() - t0
             for s in senders:
                 assert not s.errors, f"c{s.conn}: syslog-ng dropped the connection: {s.errors}"
         finally:
             for s in senders:
                 s.finish()
-        total, dups = final_check(app, N)
+        total, dups = final_check(app, N, logspaces)
         assert not dups, f"{len(dups)} sequence numbers stored twice, e.g. {sorted(dups)[:20]}"
         assert total == stored == N
         st = app.status()
