@@ -272,6 +272,39 @@ def test_indexd_sigkill_exactly_once(tmp_path: Path) -> None:
         )
 
 
+def test_indexd_sigkill_storm(tmp_path: Path) -> None:
+    """30 SIGKILLs a few ms apart while indexd works through a backlog of 200,000 messages
+    gathered while it was down: most kills land inside a batch (after its intent record, before
+    or after the store commit, before consuming the FIFO); still exactly once."""
+    n, kills = 200_000, 30
+    rng = random.Random(SEED + 2)
+    with Appliance(tmp_path, routes=[{"name": "odd", "message": "^noloss c[13] "}]) as app:
+        app.kill_indexd()
+        senders = start_senders(app, n=n)
+        try:
+            wait_idle(senders)
+        finally:
+            for s in senders:
+                s.finish()
+        progress_at_kill = []
+        for _ in range(kills):
+            app.start_indexd()
+            time.sleep(rng.uniform(0.0, 0.15))  # it stores its first batch after ~0.1 s
+            app.kill_indexd()
+            progress_at_kill.append(app.count() + app.count("odd"))
+        app.start_indexd()
+        half = sum(s.hi - s.lo for s in senders if s.conn in (1, 3))
+        app.wait_count(n - half, timeout=120)
+        app.wait_count(half, "odd", timeout=120)
+        app.settle(quiet=1.0)
+        total, dups = final_check(app, n, {"main": {0, 2}, "odd": {1, 3}})
+        assert not dups, f"{len(dups)} sequence numbers stored twice, e.g. {sorted(dups)[:20]}"
+        assert total == n
+        replays = len(re.findall(r"previous indexd", app.stderr_of("indexd")))
+        print(f"{kills} kills, stored at each: {progress_at_kill}; {replays} left a batch")
+        assert app.status()["malformed"] == 0
+
+
 def test_syslogng_restart_at_least_once(tmp_path: Path) -> None:
     rng = random.Random(SEED + 1)
     moments = sorted(int(rng.uniform(0.1, 0.85) * N) for _ in range(3))
