@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import signal
 import socket
 import threading
 import time
@@ -305,7 +306,8 @@ def test_indexd_sigkill_storm(tmp_path: Path) -> None:
         assert app.status()["malformed"] == 0
 
 
-def test_syslogng_restart_at_least_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_syslogng_restart_at_least_once(tmp_path: Path, sig: int) -> None:
     rng = random.Random(SEED + 1)
     moments = sorted(int(rng.uniform(0.1, 0.85) * N) for _ in range(3))
     print(f"seed {SEED}: restart syslog-ng when the senders pass {moments}")
@@ -336,7 +338,7 @@ def test_syslogng_restart_at_least_once(tmp_path: Path) -> None:
                     lambda: (check_senders(senders), app.assert_alive()),
                     120,
                 )
-                app.stop_syslogng()
+                app.stop_syslogng(sig)
                 app.start_syslogng()
                 reconcile()
             while True:  # the end: senders done, and the store holds each one's last seq
@@ -363,7 +365,7 @@ def test_syslogng_restart_at_least_once(tmp_path: Path) -> None:
                 unexplained.append(seq)
         ndup = sum(dups.values())
         print(
-            f"{N} messages, 3 syslog-ng restarts, {total} stored, {ndup} duplicates "
+            f"{N} messages, 3 syslog-ng restarts ({signal.Signals(sig).name}), {total} stored, {ndup} duplicates "
             f"({len(dups)} sequence numbers), resumes {resumes}, in {elapsed:.1f} s"
         )
         assert total == N + ndup
@@ -372,4 +374,8 @@ def test_syslogng_restart_at_least_once(tmp_path: Path) -> None:
             f"{sorted(unexplained)[:20]}; resumes {resumes}"
         )
         assert sum(len(v) for v in resumes.values()) >= 1, "no sender saw a restart"
-        assert app.status()["malformed"] == 0
+        # A SIGKILL can tear the frame syslog-ng was writing: indexd drops it as malformed
+        # (FORMAT.md §11.1) and the reliable disk buffer sends that message again. The status
+        # counts since indexd's start, which was before the restarts.
+        malformed = app.status()["malformed"]
+        assert malformed == 0 if sig == signal.SIGTERM else malformed <= 3, app.status()
