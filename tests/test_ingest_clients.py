@@ -235,6 +235,11 @@ def test_tls_verify_optional(appliance: Appliance) -> None:
         )
     old = tls_send(app, app.tls_context("client", maximum=ssl.TLSVersion.TLSv1_1), line(marker()))
     assert old != "ok", "TLS 1.1 accepted"
+    # A certificate that is presented is verified: one from an unknown CA is refused.
+    rogue = marker()
+    assert tls_send(app, app.tls_context("rogue"), line(rogue)) != "ok"
+    app.settle(quiet=1.0)
+    assert with_marker(app, rogue) == []
 
 
 # ---------------------------------------------------------------- loghub corpus
