@@ -463,6 +463,7 @@ BAD_QUERIES = [
     b"facility:24",
     b"facility:nosuch",
     b"host:",
+    b'Foo:bar host: "9*766*',  # the field error (byte 8) comes before the lexing error
     b"meta.seq:",
     b"::: ///",
     b'""',

@@ -397,7 +397,11 @@ class _Parser:
             raise QueryError(pos, "the query nests too deep")
 
     def glued_quote(self, word: Lexeme) -> Lexeme | None:
-        """The quoted string right after word (no space between), taken."""
+        """The quoted string right after word (no space between), taken. Looks at the next
+        lexeme only when a quote follows the word directly, as lb_query.c does: a lexing error
+        further on must not win over the word's own error."""
+        if word.end >= len(self.text) or self.text[word.end] != ord('"'):
+            return None
         lx = self.peek()
         if lx is not None and lx.kind == "quoted" and lx.pos == word.end:
             return self.take()
