@@ -633,9 +633,12 @@ struct lb_frame {
  * - 0: *f is the frame; it took f->size bytes.
  * - EAGAIN: buf holds a valid beginning but not the whole frame. *need is the whole frame's
  *   size once the header line is complete, else 0.
- * - LB_ETOOBIG: the header is valid but the frame is larger than max bytes. *need is its size
- *   and f->hdr, f->ls and the header fields of f->msg are set (slices only for what buf holds:
- *   the caller streams the rest itself).
+ * - LB_ETOOBIG: the header is valid but the frame is larger than max bytes. *need is its size;
+ *   f->hdr, f->size and the header fields of f->msg are set, the field slices are set where buf
+ *   holds the whole field (else empty), and f->msg.message is the part of the message buf holds,
+ *   at most LB_MSG_MAX bytes (LB_MSG_TRUNCATED when the message is longer). A caller that keeps
+ *   the first f->hdr + fields + LB_MSG_MAX bytes thus has the message, cut; it skips the rest and
+ *   checks the final LF itself.
  * - LB_EPARSE: buf does not start with a valid frame; *why says what is wrong (a static
  *   string). Skip with lb_frame_resync(buf, len, 1).
  * Never reads past buf[len - 1].

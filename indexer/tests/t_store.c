@@ -6,6 +6,7 @@
 #include "t_helper.h"
 #include "lb_format.h"
 
+#include <errno.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -237,6 +238,59 @@ t_reindex_and_lock(void **state)
 	t_rmtree(dir);
 }
 
+/*
+ * One process writing several logspaces through one catalog (lb_store_open_writer, as indexd
+ * does): interleaved appends with flushes, each logspace's own ids, every lookup right after
+ * a reopen, and the per-logspace writer lock still held.
+ */
+static void
+t_writers_one_catalog(void **state)
+{
+	static const char	*ls[3] = { "main", "secure", "net-fw" };
+	char			 dir[256], buf[128];
+	struct lb_catalog	*cat;
+	struct lb_store		*st[3], *other;
+	struct lb_msg		 m;
+	uint64_t		 first, next;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_ok(lb_catalog_open(dir, LB_RDWR, &cat));
+	for (int k = 0; k < 3; k++)
+		assert_ok(lb_store_open_writer(cat, dir, ls[k], &st[k]));
+	assert_int_equal(lb_store_open(dir, "secure", LB_RDWR, &other), LB_ELOCKED);
+	assert_int_equal(lb_store_open_writer(NULL, dir, "main", &other), EINVAL);
+	for (uint64_t i = 1; i <= 1500; i++) {
+		for (int k = 0; k < 3; k++) {
+			if (k > 0 && i > 1000 + 100 * (uint64_t)k)
+				continue;
+			mkmsg(&m, buf, sizeof(buf), i, T0 + (int64_t)i);
+			assert_ok(lb_store_append(st[k], &m));
+			assert_int_equal(m.id, i);
+		}
+		if (i % 400 == 0)
+			assert_ok(lb_store_flush(st[i / 400 % 3]));
+		if (i % 97 == 0)
+			for (int k = 0; k < 3; k++)
+				assert_ok(lb_store_commit(st[k], 0));
+	}
+	for (int k = 0; k < 3; k++)
+		assert_ok(lb_store_close(st[k]));
+	lb_catalog_close(cat);
+	for (int k = 0; k < 3; k++) {
+		uint64_t n = k == 0 ? 1500 : 1000 + 100 * (uint64_t)k;
+
+		assert_ok(lb_store_open(dir, ls[k], LB_RDONLY, &st[k]));
+		lb_store_range(st[k], &first, &next);
+		assert_int_equal(first, 1);
+		assert_int_equal(next, n + 1);
+		check_words(st[k], n);
+		assert_ok(lb_store_verify(st[k], NULL, NULL));
+		lb_store_close(st[k]);
+	}
+	t_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -245,6 +299,7 @@ main(void)
 		cmocka_unit_test(t_day_rollover_and_time),
 		cmocka_unit_test(t_recover_unclosed_writer),
 		cmocka_unit_test(t_reindex_and_lock),
+		cmocka_unit_test(t_writers_one_catalog),
 	};
 	return (cmocka_run_group_tests(tests, NULL, NULL));
 }
