@@ -408,6 +408,7 @@ class Bench:
         self.p = Paths(self.work / "r" / "data", self.work / "r" / "run", self.work / "r" / "out")
         self.base, self.renderer = self.render()
         self.frames: dict[int, tuple[Path, int]] = {}  # size -> (captured frames, count)
+        self.framecheck = build_framecheck(args.out)
         self.tls_framed = bool(re.search(r"syslog\s*\([^;]*transport\s*\(\s*\"?tls", self.base))
 
     def render(self) -> tuple[str, str]:
@@ -443,10 +444,11 @@ class Bench:
         status = self.p.run / "indexd.status.json"
         conf = self.p.run / "indexd.conf"
         conf.write_text(f"status_interval_ms = {self.args.status_ms}\n")
+        move = "" if fd == 3 else f"exec 3<&{fd} {fd}<&-; "  # the FIFO becomes fd 3
         argv = [
             "sh",
             "-c",
-            f'exec 3<&{fd} {fd}<&-; LISTEN_FDS=1 LISTEN_PID=$$; export LISTEN_FDS LISTEN_PID; exec "$@"',
+            f'{move}LISTEN_FDS=1 LISTEN_PID=$$; export LISTEN_FDS LISTEN_PID; exec "$@"',
             "sh",
             str(self.indexd),
             *("--data", str(self.p.data), "--status", str(status), "--config", str(conf)),
@@ -520,8 +522,8 @@ class Bench:
                 stdin = None
             else:
                 path, n = self.frames[c.size]
-                res["sent"] = n
-                argv = ["cat", str(path)]
+                res["sent"] = n * self.args.direct_repeat
+                argv = ["cat", *[str(path)] * self.args.direct_repeat]
                 sender_name = "cat"
                 stdin = None
             want = res["sent"]
@@ -598,10 +600,15 @@ class Bench:
                 res["stored"] = got
             res["eps"] = round(res["stored"] / elapsed) if elapsed > 0 else 0
             res["lost"] = res["sent"] - res["stored"]
-            if c.kind == "frames" and c.size not in self.frames and got == want:
-                keep = self.work / f"frames-{c.size}.bin"
-                shutil.move(self.p.out, keep)
-                self.frames[c.size] = (keep, got)
+            if c.kind == "frames":
+                chk = check_frames(self.framecheck, self.p.out)
+                res["framecheck"] = chk
+                if chk.get("malformed"):
+                    raise RuntimeError(f"syslog-ng wrote malformed frames: {chk}")
+                if c.size not in self.frames and got == want:
+                    keep = self.work / f"frames-{c.size}.bin"
+                    shutil.move(self.p.out, keep)
+                    self.frames[c.size] = (keep, got)
             return res
         finally:
             stop(sng)
@@ -618,6 +625,34 @@ class Bench:
         if p.returncode != 0:
             raise RuntimeError(f"logbox stats failed: {p.stderr[-2000:]}")
         return int(json.loads(p.stdout).get("messages", 0))
+
+
+def build_framecheck(out: Path) -> Path | None:
+    """tests/bench/framecheck.c linked with build/liblogbox.a (None if that fails)."""
+    lib = TOP / "build" / "liblogbox.a"
+    exe = out / "framecheck"
+    src = TOP / "tests" / "bench" / "framecheck.c"
+    if not lib.is_file():
+        return None
+    out.mkdir(parents=True, exist_ok=True)
+    argv = ["cc", "-O2", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror"]
+    argv += ["-I", str(TOP / "indexer" / "lib"), "-o", str(exe), str(src), str(lib)]
+    argv += ["-llmdb", "-lisal", "-lz", "-ljansson", "-levent", "-lsystemd", "-lm", "-lpthread"]
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode != 0:
+        say(f"framecheck.c did not build (frames not checked):\n{p.stderr[-1500:]}")
+        return None
+    return exe
+
+
+def check_frames(exe: Path | None, path: Path) -> dict[str, Any]:
+    """framecheck's verdict on a file of frames ({} without framecheck)."""
+    if exe is None:
+        return {}
+    p = subprocess.run([str(exe), str(path)], capture_output=True, text=True)
+    if p.returncode not in (0, 1):
+        raise RuntimeError(f"framecheck {path}: {p.stderr[-1000:]}")
+    return json.loads(p.stdout)
 
 
 def render_settings(s: Any, tcp: int, tls: int, ca: Path, cert: Path, key: Path) -> Any:
@@ -719,6 +754,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--messages-1k", type=int, default=320_000, help="messages per 1 KiB run")
     ap.add_argument("--quick", action="store_true", help="TCP and 150 B only")
     ap.add_argument("--only", default="", help="comma-separated substrings of configuration keys")
+    ap.add_argument(
+        "--direct-repeat", type=int, default=3, help="indexd alone: the captured frames N times"
+    )
     ap.add_argument("--status-ms", type=int, default=50, help="indexd status_interval_ms")
     ap.add_argument(
         "--logbox", type=Path, default=Path(os.environ.get("LOGBOX_BIN", TOP / "build/bin/logbox"))
