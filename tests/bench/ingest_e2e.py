@@ -137,7 +137,14 @@ def cpu_use(before: dict[str, int], after: dict[str, int], secs: float) -> dict[
         name = k.split(":", 1)[1]
     else:
         top, name = 0.0, ""
-    return {"cores": round(tot, 3), "top_thread": round(top, 3), "top_thread_name": name}
+    busiest = sorted(per.values(), reverse=True)[:4]
+    return {
+        "cores": round(tot, 3),
+        "top_thread": round(top, 3),
+        "top_thread_name": name,
+        "threads": len(per),
+        "busiest_threads": [round(t / CLK_TCK / secs, 3) for t in busiest] if secs > 0 else [],
+    }
 
 
 # ---------------------------------------------------------------- helpers
@@ -300,6 +307,12 @@ def variant(base: str, kind: str, p: Paths) -> str:
     pipe = base[a:b]
     if kind == "indexd":
         return base
+    if kind == "indexd-nonrel":
+        d = call_span(pipe, "disk-buffer") or call_span(pipe, "disk_buffer")
+        if d is None:
+            return base
+        db = re.sub(r"reliable\s*\(\s*(yes|true|1)\s*\)", "reliable(no)", pipe[d[0] : d[1]])
+        return base[:a] + pipe[: d[0]] + db + pipe[d[1] :] + base[b:]
     if kind == "indexd-nobuf":
         d = call_span(pipe, "disk-buffer") or call_span(pipe, "disk_buffer")
         if d is None:
@@ -336,6 +349,7 @@ class Case:
         what = {
             "indexd": "syslog-ng -> indexd",
             "indexd-nobuf": "syslog-ng -> indexd, no disk buffer",
+            "indexd-nonrel": "syslog-ng -> indexd, disk buffer reliable(no)",
             "file": "syslog-ng -> file() (ceiling)",
             "frames": "syslog-ng -> file(), frame template",
             "direct": "frames -> indexd FIFO (indexd alone)",
@@ -360,6 +374,8 @@ def cases(n150: int, n1k: int, quick: bool) -> list[Case]:
         for conns in (1, 16):
             if size == 150:
                 out.append(Case("indexd-nobuf", "tcp", size, conns, n))
+                if conns == 16:
+                    out.append(Case("indexd-nonrel", "tcp", size, conns, n))
         out.append(Case("frames", "tcp", size, 16, n))
         out.append(Case("direct", "fifo", size, 1, n))
     return out
@@ -505,7 +521,7 @@ class Bench:
         procs: dict[str, int] = {}
         res: dict[str, Any] = {"sent": c.messages}
         try:
-            if c.kind in ("indexd", "indexd-nobuf", "direct"):
+            if c.kind.startswith("indexd") or c.kind == "direct":
                 indexd, fd, status = self.start_indexd()
                 procs["indexd"] = indexd.pid
                 counter = Counter("status", status)
@@ -675,7 +691,7 @@ def med_cpu(c: Case, proc: str, k: str = "cores") -> float | None:
 
 
 def ceiling_of(c: Case, by: dict[str, Case]) -> Case | None:
-    if c.kind in ("indexd", "indexd-nobuf"):
+    if c.kind.startswith("indexd"):
         return by.get(f"file/{c.transport}/{c.size}/{c.conns}")
     if c.kind == "frames":
         return by.get(f"file/tcp/{c.size}/{c.conns}")
