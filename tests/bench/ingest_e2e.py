@@ -500,7 +500,8 @@ class Bench:
         return proc
 
     def loggen_argv(self, c: Case, port: int) -> list[str]:
-        argv = ["loggen", "-Q", "-r", "1000000000", "-s", str(c.size)]
+        # --interval defaults to 10 s and ends the run before --number is reached.
+        argv = ["loggen", "-Q", "-r", "1000000000", "-I", "3600", "-s", str(c.size)]
         argv += ["-n", str(c.messages // c.conns), "--active-connections", str(c.conns)]
         if c.transport == "tls":
             # The TLS plugin alone: with --inet or --stream loggen activates two plugins and
