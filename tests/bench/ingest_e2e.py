@@ -767,7 +767,7 @@ def table(cs: list[Case]) -> tuple[str, list[dict[str, Any]]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=3, help="runs per configuration (median)")
-    ap.add_argument("--messages", type=int, default=960_000, help="messages per 150 B run")
+    ap.add_argument("--messages", type=int, default=640_000, help="messages per 150 B run")
     ap.add_argument("--messages-1k", type=int, default=320_000, help="messages per 1 KiB run")
     ap.add_argument("--quick", action="store_true", help="TCP and 150 B only")
     ap.add_argument("--only", default="", help="comma-separated substrings of configuration keys")
