@@ -595,6 +595,8 @@ class Bench:
             ours = sum(v["cores"] for v in cpu.values()) + mine
             cpu["bench"] = {"cores": round(mine, 3)}
             cpu["others"] = {"cores": round(max(0.0, busy * (os.cpu_count() or 1) - ours), 3)}
+            for v in cpu.values():  # CPU µs per message counted
+                v["us_per_msg"] = round(v["cores"] * (t1 - t0) / max(1, got) * 1e6, 3)
             res.update(
                 elapsed_s=round(elapsed, 4),
                 sender_s=round(sender_done, 4),
@@ -703,8 +705,8 @@ def table(cs: list[Case]) -> tuple[str, list[dict[str, Any]]]:
     by = {c.key: c for c in cs}
     lines = [
         "| configuration | stored msg/s (median) | min–max | lost (max) | / ceiling | "
-        "syslog-ng cores (busiest thread) | indexd cores (busiest thread) | sender cores | "
-        "other processes cores | box busy | target |",
+        "CPU µs/msg syslog-ng / indexd / sender | syslog-ng cores (2 busiest threads) | "
+        "indexd cores (busiest thread) | others' cores | box busy | target |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     rows = []
@@ -718,13 +720,29 @@ def table(cs: list[Case]) -> tuple[str, list[dict[str, Any]]]:
         ceil = ceiling_of(c, by)
         ratio = eps / med(ceil) if ceil is not None and med(ceil) else None
 
-        def cores(proc: str, c: Case = c) -> str:
+        def cores(proc: str, threads: int, c: Case = c) -> str:
             t = med_cpu(c, proc)
             if t is None:
                 return "—"
-            return f"{t:.2f} ({med_cpu(c, proc, 'top_thread'):.2f})"
+            top = [
+                statistics.median(
+                    r["cpu"][proc]["busiest_threads"][i]
+                    for r in c.runs
+                    if len(r.get("cpu", {}).get(proc, {}).get("busiest_threads", [])) > i
+                )
+                for i in range(threads)
+                if any(
+                    len(r.get("cpu", {}).get(proc, {}).get("busiest_threads", [])) > i
+                    for r in c.runs
+                )
+            ]
+            return f"{t:.2f} (" + ", ".join(f"{x:.2f}" for x in top) + ")"
 
-        sender = med_cpu(c, "loggen") if c.kind != "direct" else med_cpu(c, "cat")
+        def us(proc: str, c: Case = c) -> str:
+            t = med_cpu(c, proc, "us_per_msg")
+            return "—" if t is None else f"{t:.1f}"
+
+        sender = "cat" if c.kind == "direct" else "loggen"
         busy = (
             statistics.median(r["system_busy"] for r in c.runs if "system_busy" in r) if vals else 0
         )
@@ -743,8 +761,8 @@ def table(cs: list[Case]) -> tuple[str, list[dict[str, Any]]]:
             + (f"{min(vals):,.0f}–{max(vals):,.0f}" if vals else "—")
             + f" | {lost:,} | "
             + (f"{ratio:.2f}" if ratio is not None else "—")
-            + f" | {cores('syslog-ng')} | {cores('indexd')} | "
-            + (f"{sender:.2f}" if sender is not None else "—")
+            + f" | {us('syslog-ng')} / {us('indexd')} / {us(sender)}"
+            + f" | {cores('syslog-ng', 2)} | {cores('indexd', 1)}"
             + f" | {med_cpu(c, 'others') or 0:.2f} | {busy:.0%} | {target} |"
         )
         rows.append(
@@ -848,8 +866,10 @@ def main(argv: list[str] | None = None) -> int:
         + (", RFC 5424 octet-framed over TLS" if b.tls_framed else "")
         + f"); took {took / 60:.1f} min",
         "- stored msg/s = messages stored / (first send -> indexd's status says all stored); "
-        "ceiling = the same load into file() with the default template; cores = CPU seconds "
-        "per second of the run (2 = both CPUs), busiest thread in brackets; box busy = all CPUs",
+        "ceiling = the same load into file() with the default template; CPU µs/msg = a "
+        "process's CPU time over the messages stored (sender = loggen, or cat for indexd "
+        "alone); cores = CPU seconds per second of the run (2 = both CPUs), busiest threads in "
+        "brackets; others = CPU used by other processes on the box; box busy = all CPUs",
         "",
         text,
         "",
