@@ -435,10 +435,17 @@ class Bench:
                 fallback_config(self.tcp_port, self.tls_port, self.tls, self.p),
                 "bench fallback (collector/render.py absent)",
             )
-        s = render.load_settings(None)
         ca, cert, key = self.tls
-        s = render_settings(s, self.tcp_port, self.tls_port, ca, cert, key)
-        return render.render(s, data=self.p.data, run=self.p.run), "collector/render.py"
+        try:
+            s = render_settings(
+                render.load_settings(None), self.tcp_port, self.tls_port, ca, cert, key
+            )
+            return render.render(s, data=self.p.data, run=self.p.run), "collector/render.py"
+        except Exception as e:  # an API the bench does not know yet: say so, go on
+            return (
+                fallback_config(self.tcp_port, self.tls_port, self.tls, self.p),
+                f"bench fallback (collector/render.py failed: {type(e).__name__}: {e})",
+            )
 
     def fresh(self) -> None:
         shutil.rmtree(self.work / "r", ignore_errors=True)
