@@ -792,9 +792,10 @@ def table(cs: list[Case]) -> tuple[str, list[dict[str, Any]]]:
     by = {c.key: c for c in cs}
     lines = [
         "| configuration | stored msg/s (median) | min–max | lost (max) | / ceiling | "
-        "CPU µs/msg syslog-ng / indexd / sender | syslog-ng cores (2 busiest threads) | "
+        "CPU µs/msg syslog-ng / indexd / sender | CPU-bound msg/s on idle CPUs | "
+        "syslog-ng cores (2 busiest threads) | "
         "indexd cores (busiest thread) | others' cores | box busy | target |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     rows = []
     for c in cs:
@@ -830,6 +831,9 @@ def table(cs: list[Case]) -> tuple[str, list[dict[str, Any]]]:
             return "—" if t is None else f"{t:.1f}"
 
         sender = "cat" if c.kind == "direct" else "loggen"
+        # What the box would do if our processes had every CPU and parallelised perfectly.
+        cost = sum(med_cpu(c, k, "us_per_msg") or 0.0 for k in ("syslog-ng", "indexd", sender))
+        bound = (os.cpu_count() or 1) * 1e6 / cost if cost else None
         busy = (
             statistics.median(r["system_busy"] for r in c.runs if "system_busy" in r) if vals else 0
         )
@@ -849,6 +853,7 @@ def table(cs: list[Case]) -> tuple[str, list[dict[str, Any]]]:
             + f" | {lost:,} | "
             + (f"{ratio:.2f}" if ratio is not None else "—")
             + f" | {us('syslog-ng')} / {us('indexd')} / {us(sender)}"
+            + (f" | {bound:,.0f}" if bound else " | —")
             + f" | {cores('syslog-ng', 2)} | {cores('indexd', 1)}"
             + f" | {med_cpu(c, 'others') or 0:.2f} | {busy:.0%} | {target} |"
         )
@@ -859,6 +864,7 @@ def table(cs: list[Case]) -> tuple[str, list[dict[str, Any]]]:
                 "messages": c.messages,
                 "median_eps": eps,
                 "ratio_to_ceiling": ratio,
+                "cpu_bound_eps": bound,
                 "max_lost": lost,
                 "runs": c.runs,
             }
@@ -956,7 +962,9 @@ def main(argv: list[str] | None = None) -> int:
         "ceiling = the same load into file() with the default template; CPU µs/msg = a "
         "process's CPU time over the messages stored (sender = loggen, or cat for indexd "
         "alone); cores = CPU seconds per second of the run (2 = both CPUs), busiest threads in "
-        "brackets; others = CPU used by other processes on the box; box busy = all CPUs",
+        "brackets; others = CPU used by other processes on the box; box busy = all CPUs; "
+        "CPU-bound msg/s = nproc x 10^6 / (syslog-ng + indexd + sender µs/msg): the rate if "
+        "nothing else ran and the work spread over every CPU (a projection, not a measure)",
         "",
         text,
         "",
