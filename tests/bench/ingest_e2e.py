@@ -465,8 +465,14 @@ class Bench:
 
     def config(self, kind: str) -> str:
         if kind == "indexd-nonrel" and self.base_nonrel is not None:
-            return self.base_nonrel
-        return variant(self.base, kind, self.p)
+            conf = self.base_nonrel
+        else:
+            conf = variant(self.base, kind, self.p)
+        extra = self.args.pipe_options
+        if extra and kind.startswith("indexd"):
+            a, b = call_span(conf, "pipe") or (0, 0)
+            conf = conf[: b - 1] + f" {extra})" + conf[b:]
+        return conf
 
     def fresh(self) -> None:
         shutil.rmtree(self.work / "r", ignore_errors=True)
@@ -884,6 +890,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated substrings of configuration keys")
     ap.add_argument(
         "--direct-repeat", type=int, default=3, help="indexd alone: the captured frames N times"
+    )
+    ap.add_argument(
+        "--pipe-options",
+        default="",
+        help="an experiment: options added to the pipe() destination, e.g. 'flush-lines(100)'",
     )
     ap.add_argument("--status-ms", type=int, default=100, help="indexd status_interval_ms")
     ap.add_argument(
