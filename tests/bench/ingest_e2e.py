@@ -878,6 +878,42 @@ def table(cs: list[Case]) -> tuple[str, list[dict[str, Any]]]:
     return "\n".join(lines), rows
 
 
+def ladder(cs: list[Case]) -> str:
+    """Where the CPU per message goes (TCP, 150 B, 16 connections): each step of the pipeline
+    added to syslog-ng's cost, and indexd fed by syslog-ng vs alone."""
+    by = {c.key: c for c in cs}
+    steps = [
+        ("file/tcp/150/16", "syslog-ng -> file(), default template"),
+        ("frames/tcp/150/16", "the frame template instead (file())"),
+        ("indexd-nobuf/tcp/150/16", "pipe() to indexd's FIFO, no disk buffer"),
+        ("indexd-nonrel/tcp/150/16", "+ disk buffer reliable(no)"),
+        ("indexd/tcp/150/16", "+ disk buffer reliable(yes) (as rendered)"),
+    ]
+    out = []
+    prev = None
+    for key, what in steps:
+        c = by.get(key)
+        v = med_cpu(c, "syslog-ng", "us_per_msg") if c else None
+        if v is None:
+            continue
+        delta = f" ({v - prev:+.1f})" if prev is not None else ""
+        out.append(f"  - {what}: {v:.1f} µs{delta}")
+        prev = v
+    if not out:
+        return ""
+    text = ["syslog-ng CPU µs per message, TCP, 150 B, 16 connections (medians):", *out]
+    fed = by.get("indexd/tcp/150/16")
+    alone = by.get("direct/fifo/150/1")
+    a = med_cpu(fed, "indexd", "us_per_msg") if fed else None
+    b = med_cpu(alone, "indexd", "us_per_msg") if alone else None
+    if a is not None and b is not None:
+        text.append(
+            f"indexd CPU µs per message: {a:.1f} fed by syslog-ng (TCP, 150 B, 16 connections), "
+            f"{b:.1f} alone on the same frames at full speed"
+        )
+    return "\n".join(text)
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -978,6 +1014,8 @@ def main(argv: list[str] | None = None) -> int:
         "nothing else ran and the work spread over every CPU (a projection, not a measure)",
         "",
         text,
+        "",
+        ladder(cs),
         "",
     ]
     out = "\n".join(md)
