@@ -882,23 +882,25 @@ def ladder(cs: list[Case]) -> str:
     """Where the CPU per message goes (TCP, 150 B, 16 connections): each step of the pipeline
     added to syslog-ng's cost, and indexd fed by syslog-ng vs alone."""
     by = {c.key: c for c in cs}
+    # (key, what, the step it is compared with, that step's name)
+    nobuf = "indexd-nobuf/tcp/150/16"
     steps = [
-        ("file/tcp/150/16", "syslog-ng -> file(), default template"),
-        ("frames/tcp/150/16", "the frame template instead (file())"),
-        ("indexd-nobuf/tcp/150/16", "pipe() to indexd's FIFO, no disk buffer"),
-        ("indexd-nonrel/tcp/150/16", "+ disk buffer reliable(no)"),
-        ("indexd/tcp/150/16", "+ disk buffer reliable(yes) (as rendered)"),
+        ("file/tcp/150/16", "syslog-ng -> file(), default template", "", ""),
+        ("frames/tcp/150/16", "file() with the frame template", "file/tcp/150/16", "default"),
+        (nobuf, "pipe() to indexd's FIFO, no disk buffer", "frames/tcp/150/16", "file()"),
+        ("indexd-nonrel/tcp/150/16", "+ disk buffer reliable(no)", nobuf, "no buffer"),
+        ("indexd/tcp/150/16", "+ disk buffer reliable(yes), as rendered", nobuf, "no buffer"),
     ]
     out = []
-    prev = None
-    for key, what in steps:
+    seen: dict[str, float] = {}
+    for key, what, base, name in steps:
         c = by.get(key)
         v = med_cpu(c, "syslog-ng", "us_per_msg") if c else None
         if v is None:
             continue
-        delta = f" ({v - prev:+.1f})" if prev is not None else ""
+        seen[key] = v
+        delta = f" ({v - seen[base]:+.1f} over {name})" if base in seen else ""
         out.append(f"  - {what}: {v:.1f} µs{delta}")
-        prev = v
     if not out:
         return ""
     text = ["syslog-ng CPU µs per message, TCP, 150 B, 16 connections (medians):", *out]
