@@ -4,8 +4,9 @@ bench-ingest`; not a test: a missed target is reported, never a failure).
 
 Sustained stored messages/s, loggen -> syslog-ng -> FIFO -> logbox-indexd, every token indexed:
 stored / elapsed, elapsed = from starting loggen (a fixed message count, --number) to the
-moment indexd's status JSON says the store holds them all (checked again with `logbox stats
---json` after indexd stopped: stored must equal sent). Plain TCP and TLS, 150 B and 1 KiB
+moment indexd's status JSON says the store holds them all (then, after indexd stopped, loggen's
+messages are counted in the store by program name, `logbox search --count`, apart from
+syslog-ng's own: stored must equal sent). Plain TCP and TLS, 150 B and 1 KiB
 messages, 1 and 16 connections. In the same run, interleaved:
   - ceiling: the same loggen load into syslog-ng with the same sources and parsing, writing a
     plain file() with the default template (completion: the file holds every line);
