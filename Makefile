@@ -4,6 +4,7 @@
 #   make run     install what is missing, build, start the appliance locally (foreground)
 #   make test    install what is missing, build, run every test suite
 #   make bench   benchmarks (not tests): figures side by side with a baseline
+#   make bench-ingest   the end-to-end ingest benchmark alone (tests/bench/ingest_e2e.py)
 #   make bench-search   the search benchmark alone (tests/bench/search.py)
 #   make fuzz    fuzz targets at length (make test runs them briefly)
 
@@ -12,7 +13,7 @@ VENV        := $(CURDIR)/.venv
 PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
-.PHONY: all deps build run test test-c test-py lint bench bench-search fuzz clean
+.PHONY: all deps build run test test-c test-py lint bench bench-ingest bench-search fuzz clean
 
 all: build
 
@@ -48,7 +49,13 @@ bench:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
 	@$(PY) tests/bench/run.py
+	@$(PY) tests/bench/ingest_e2e.py
 	@$(PY) tests/bench/search.py
+
+bench-ingest:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(PY) tests/bench/ingest_e2e.py
 
 bench-search:
 	@$(MAKE) --no-print-directory deps
