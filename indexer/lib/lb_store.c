@@ -108,6 +108,7 @@ struct lb_store {
 	int64_t			 tm_since;	/* monotonic ms of the oldest of them */
 	int64_t			 last_sync;	/* monotonic ms of the last fdatasync */
 	int			 dirty;		/* appended since the last commit */
+	int			 unsynced;	/* committed without fdatasync since the last sync */
 	int64_t			 dnum;		/* UTC day number of the last receive time */
 };
 
@@ -1051,6 +1052,7 @@ flush_begin(struct lb_store *st, uint64_t *count, uint64_t *last)
 	if ((rc = lb_msgfile_commit(st->mf, 1)) != 0 || (rc = tm_write(st)) != 0)
 		return (rc);
 	st->dirty = 0;
+	st->unsynced = 0;
 	st->last_sync = mono_ms();
 	st->day.next_id = st->next_id;
 	if (tmax > st->day.tmax)
@@ -1187,6 +1189,14 @@ lb_store_append(struct lb_store *st, struct lb_msg *m)
 	return (0);
 }
 
+size_t
+lb_store_mem(const struct lb_store *st)
+{
+	if (st == NULL || st->mode != LB_RDWR || st->ix == NULL)
+		return (0);
+	return (st->ix->amem);
+}
+
 int
 lb_store_commit(struct lb_store *st, int sync)
 {
@@ -1194,12 +1204,13 @@ lb_store_commit(struct lb_store *st, int sync)
 
 	if (st->mode != LB_RDWR)
 		return (EBADF);
-	if (st->mf == NULL || !st->dirty)
+	if (st->mf == NULL || (!st->dirty && !(sync && st->unsynced)))
 		return (0);
 	if ((rc = lb_msgfile_commit(st->mf, sync)) != 0)
 		return (rc);
 	if (sync)
 		st->last_sync = mono_ms();
+	st->unsynced = !sync;
 	st->dirty = 0;
 	/* The time map after the messages it points at. */
 	if (st->tm_n > 0 && (sync || mono_ms() - st->tm_since >= STORE_TM_MS))

@@ -544,9 +544,16 @@ int	lb_store_append(struct lb_store *st, struct lb_msg *m);
 /*
  * Writer. Writes appended messages to the operating system (they then survive a kill -9) and,
  * with sync, fdatasync()s them (they then survive a power cut). The caller owns the policy
- * (every commit, group commit every N ms, never).
+ * (every commit, group commit every N ms, never): a commit with sync after commits without
+ * it fdatasync()s what they wrote even when nothing was appended since.
  */
 int	lb_store_commit(struct lb_store *st, int sync);
+
+/*
+ * Writer. Bytes of memory the open interval's index holds (as of the last batch of terms
+ * handed to the indexer thread: a few batches behind at most). 0 for a reader.
+ */
+size_t	lb_store_mem(const struct lb_store *st);
 
 /* Writer. Ends the interval now: durable messages, a new segment, published, then merges. */
 int	lb_store_flush(struct lb_store *st);

@@ -1,0 +1,251 @@
+/*
+ * indexd.h — what the files of logbox-indexd share: the one runtime state (struct indexd, hung
+ * off every libevent callback), an input (the FIFO, a listening socket, a connection), a
+ * logspace being written, and the prototypes of each file's entry points. One concern per file:
+ *   main.c    options, privileges, lock file, signals, systemd, config reload, start and stop
+ *   fifo.c    the FIFO input: tee(), the intent record's protocol, replay, streamed big frames
+ *   sock.c    unix socket inputs: accept, read, decode, store
+ *   store.c   logspace routing (one writer store each), appends, commits, memory, holding
+ *   state.c   the intent record in <data>/indexd/state (FORMAT.md §11.3)
+ *   status.c  counters, the --status JSON file, systemd STATUS=, malformed-frame logging
+ *   log.c     one line per event on stderr
+ */
+#ifndef INDEXD_H
+#define INDEXD_H
+
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "logbox.h"
+#include "lb_format.h"
+
+struct event_base;
+struct event;
+
+#define IX_NAME			"logbox-indexd"
+#define IX_VIEW_MAX		(1024 * 1024)	/* bytes of the FIFO looked at (tee) at once */
+#define IX_PIPE_SIZE		(1024 * 1024)	/* F_SETPIPE_SZ for the FIFO and the private pipe */
+#define IX_CONN_BUF		(64 * 1024)	/* a connection's first buffer; grows to a frame */
+#define IX_CONN_MAX		4096		/* connections at once; more are refused */
+#define IX_LOG_PER_S		10		/* malformed-frame lines per second, then a summary */
+#define IX_SHOW_BYTES		48		/* bytes of a malformed frame shown in a log line */
+#define IX_BATCHES_PER_CB	16		/* FIFO batches per callback before yielding */
+
+/* Intent record (state.c, FORMAT.md §11.3). Stored on disk: these are fixed. */
+#define IX_STATE_MAGIC		"LBIXSTAT"
+#define IX_STATE_VERSION	1
+#define IX_STATE_HDR		128		/* header bytes */
+#define IX_STATE_LS		64		/* logspaces one batch may touch */
+#define IX_STATE_ENTRY		80		/* bytes per logspace entry */
+#define IX_STATE_SIZE		(IX_STATE_HDR + IX_STATE_LS * IX_STATE_ENTRY)
+#define IX_STATE_HEAD		64		/* bytes of the batch copied into the record */
+
+enum ix_level { LOGL_DEBUG = 0, LOGL_INFO, LOGL_WARN };
+
+/* The settings a SIGHUP may change (command line, then --config on top). */
+struct ix_conf {
+	uint64_t	 max_memory_mb;		/* --max-memory, max_memory_mb */
+	int		 log_level;		/* enum ix_level; log_level */
+	uint32_t	 status_interval_ms;	/* status_interval_ms */
+};
+
+/* An intent: a batch of the FIFO's head that is being stored. */
+struct ix_intent {
+	uint64_t	 seq;			/* batches recorded so far (for the curious) */
+	uint32_t	 m;			/* bytes of the batch; 0: none in progress */
+	uint32_t	 crc;			/* lb_crc32 of the m bytes */
+	uint8_t		 head[IX_STATE_HEAD];	/* the first min(m, 64) bytes */
+	uint32_t	 nls;			/* logspaces touched */
+	struct {
+		char	 name[LB_NAME_MAX + 1];
+		uint64_t before;		/* the logspace's next id before the batch */
+	}		 ls[IX_STATE_LS];
+};
+
+/* A logspace being written: one writer store each, all on env->cat. */
+struct lspace {
+	char		 name[LB_NAME_MAX + 1];
+	size_t		 namelen;
+	struct lb_store	*st;
+	uint32_t	 fsync_ms;		/* from the logspace's settings */
+	uint64_t	 next_id;		/* the store's next id (kept in step with it) */
+	int64_t		 last_received;
+	int64_t		 last_sync;		/* monotonic µs of the last synced commit */
+	int		 dirty;			/* appended since the last commit */
+	int		 unsynced;		/* committed without fdatasync since */
+	uint64_t	 stored;		/* messages stored by this process */
+	uint64_t	 bidx;			/* batch scratch: frames of this logspace so far */
+	uint64_t	 bbefore;		/* batch scratch: its next id before the batch */
+	int		 bmark;			/* batch scratch: in the batch's intent */
+};
+
+enum ix_kind { IN_FIFO, IN_LISTEN, IN_CONN };
+
+/* A frame larger than a view (or than LB_FRAME_MAX): kept in part, the rest skipped. */
+struct bigframe {
+	size_t		 need;		/* the whole frame's size; 0: not streaming */
+	size_t		 got;		/* bytes of it seen so far */
+	size_t		 keep;		/* bytes of it kept in buf */
+	uint8_t		*buf;		/* LB_FRAME_MAX bytes */
+	uint8_t		 last;		/* the last byte seen */
+	uint64_t	 off;		/* input offset where it began */
+};
+
+struct input {
+	TAILQ_ENTRY(input) in_entry;
+	struct indexd	*in_env;
+	int		 in_kind;	/* enum ix_kind */
+	int		 in_fd;
+	struct event	*in_ev;
+	char		 in_name[160];	/* for logs: "fifo fd 3", "peer pid 12 uid 0 on /run/x" */
+	char		 in_path[108];	/* listener: the socket's path ("" if inherited) */
+	struct input	*in_parent;	/* connection: its listener */
+	uint64_t	 in_received;	/* frames decoded */
+	uint64_t	 in_malformed;
+	uint64_t	 in_truncated;
+	uint64_t	 in_bytes;	/* bytes consumed */
+	uint64_t	 in_conns;	/* listener: connections open now */
+	uint64_t	 in_accepted;	/* listener: connections accepted */
+	/* connection */
+	uint8_t		*in_buf;
+	size_t		 in_len, in_cap;
+	int		 in_eof;
+	struct bigframe	 in_big;
+};
+TAILQ_HEAD(inputq, input);
+
+/* The FIFO input's protocol state (fifo.c). */
+struct fifo {
+	struct input	*in;		/* NULL: no FIFO */
+	int		 kill_safe;	/* inherited from a supervisor (1) or opened by us (0) */
+	int		 priv[2];	/* the private pipe tee() copies into */
+	size_t		 view_max;	/* bytes one tee() may show: min(pipe sizes, IX_VIEW_MAX) */
+	uint8_t		*view;		/* the bytes of the FIFO's head */
+	size_t		 vlen;
+	uint8_t		*scratch;	/* a streamed frame's bytes land here */
+	struct lb_frame	*frames;	/* the batch's frames (slices into view) */
+	struct lspace	**fls;		/* and their logspaces */
+	size_t		 nframes, capframes;
+	size_t		 m;		/* bytes of the batch in progress (intent written) */
+	int		 pending;	/* a batch is recorded but not yet consumed */
+	int		 waiting;	/* a partial frame at the head (or EOF): polling */
+	int		 eof;		/* the last tee() saw no writer and no bytes */
+	uint64_t	 wait_us;	/* the partial-frame poll's period now (1 ms .. 100 ms) */
+	size_t		 wait_len;	/* the head's length when it was last found partial */
+	struct event	*ev_retry;	/* the 1 ms poll */
+	struct bigframe	 big;
+	int		 big_pending;	/* the streamed frame is complete but not yet stored */
+	int		 statefd;
+	struct ix_intent intent;
+};
+
+struct indexd {
+	/* configuration */
+	const char	*data;		/* --data */
+	const char	*fifo_path;	/* --fifo */
+	const char	*listen[16];	/* --listen */
+	int		 nlisten;
+	const char	*status_path;	/* --status */
+	const char	*config_path;	/* --config */
+	const char	*user;		/* --user */
+	int		 allow_root;	/* --allow-root */
+	struct ix_conf	 base;		/* from the command line */
+	struct ix_conf	 conf;		/* in force: base with --config on top */
+
+	/* runtime */
+	struct event_base *base_ev;
+	struct event	*ev_sig[3];	/* SIGTERM, SIGINT, SIGHUP */
+	struct event	*ev_tick;	/* every 100 ms: group commits; status, STATUS= */
+	struct event	*ev_wd;		/* systemd watchdog */
+	struct event	*ev_hold;	/* holding: retry every second */
+	struct lb_catalog *cat;
+	int		 lockfd;
+	struct inputq	 inputs;	/* FIFO, listeners, connections */
+	struct fifo	 fifo;
+	struct lspace	**ls;		/* open logspaces */
+	size_t		 nls, capls;
+	struct lspace	*ls_last;	/* the last one looked up */
+	int		 stopping;
+	char		 holding[256];	/* "" or why inputs are not read */
+	uint64_t	 conns;		/* connections open */
+
+	/* counters */
+	int64_t		 started;	/* real µs at start */
+	int64_t		 started_mono;
+	uint64_t	 received, stored, malformed, truncated;
+	uint64_t	 eps_n[61];	/* "stored" sampled once a second, the last 61 times */
+	int64_t		 eps_t[61];	/* and when (monotonic µs) */
+	unsigned	 eps_pos, eps_cnt;
+	double		 eps_1s, eps_60s;
+	uint64_t	 log_tokens;	/* malformed-frame lines left in this second */
+	uint64_t	 log_dropped;	/* malformed frames not logged in this second */
+	int64_t		 log_second;
+	int64_t		 last_status;	/* monotonic µs of the last status write */
+	int64_t		 status_warned;	/* monotonic µs of the last failure logged */
+};
+
+/* log.c */
+void	log_setlevel(int level);
+void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void	fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* main.c */
+int64_t	now_mono_us(void);
+int64_t	now_real_us(void);
+void	inputs_pause(struct indexd *env);
+void	inputs_resume(struct indexd *env);
+
+/* store.c */
+int	ls_get(struct indexd *env, const uint8_t *name, size_t len, struct lspace **out);
+int	ls_append(struct indexd *env, struct lspace *l, struct lb_msg *m, int *stored);
+int	ls_commit_dirty(struct indexd *env, int force_sync);
+int	ls_sync_due(struct indexd *env);
+void	ls_memory(struct indexd *env);
+size_t	ls_mem_total(struct indexd *env);
+int	ls_close_all(struct indexd *env);
+int	ls_name_ok(const uint8_t *name, size_t len, const char **why);
+void	hold(struct indexd *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void	hold_retry_cb(int fd, short what, void *arg);
+
+/* fifo.c */
+int	fifo_init(struct indexd *env, int fd, int kill_safe);
+int	fifo_recover(struct indexd *env);
+void	fifo_cb(int fd, short what, void *arg);
+int	fifo_resume(struct indexd *env);
+void	fifo_free(struct indexd *env);
+int	bigframe_start(struct bigframe *b, size_t need, uint64_t off);
+size_t	bigframe_feed(struct bigframe *b, const uint8_t *p, size_t len);
+int	bigframe_msg(struct bigframe *b, struct lb_frame *f, const char **why);
+void	bigframe_reset(struct bigframe *b);
+
+/* sock.c */
+int	sock_listen(const char *path);
+struct input *input_new(struct indexd *env, int kind, int fd, const char *name);
+void	input_free(struct input *in);
+void	listen_cb(int fd, short what, void *arg);
+int	conn_resume(struct indexd *env, struct input *in);
+void	conn_drain(struct indexd *env);
+
+/* state.c */
+int	state_open(const char *data, int *fdp);
+int	state_read(int fd, struct ix_intent *it);
+int	state_write(int fd, const struct ix_intent *it);
+
+/* status.c */
+void	status_tick(struct indexd *env);
+int	status_write(struct indexd *env);
+void	malformed_second(struct indexd *env);
+void	malformed(struct indexd *env, struct input *in, uint64_t off, const char *why,
+	    const uint8_t *p, size_t len);
+
+
+
+#endif /* INDEXD_H */

@@ -1,0 +1,561 @@
+/*
+ * main.c — logbox-indexd's process: options and the --config file, the inputs it is given,
+ * privileges, the lock file, signals, systemd notification and the order things start and stop
+ * in. It owns struct indexd's lifetime; frames are stored by fifo.c and sock.c through store.c.
+ *
+ * Start: check options and refuse root unless told otherwise, take the inputs (systemd's
+ * sd_listen_fds(): a FIFO or listening unix sockets; --fifo, --listen), drop to --user, lock
+ * <data>/indexd/lock, open the catalog read-write, finish the FIFO batch a killed indexd left
+ * (fifo.c), then read the inputs and tell systemd READY=1. Errors up to there are fatal.
+ * Stop (SIGTERM, SIGINT): stop reading, store the complete frames already read from sockets,
+ * commit with fdatasync and close every store (the final segments), exit 0. SIGHUP: read
+ * --config again; a bad file is logged and the settings in force are kept.
+ */
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <systemd/sd-daemon.h>
+
+#include "indexd.h"
+#include "lb_util.h"
+
+#define TICK_MS		100	/* group commits are checked this often */
+
+static const char *usage_text =
+    "usage: logbox-indexd --data DIR [--fifo PATH] [--listen PATH]... [--status FILE]\n"
+    "                     [--config FILE] [--max-memory MB] [--user USER] [--allow-root]\n"
+    "                     [--foreground] [-v]\n";
+
+static void usage(void) __attribute__((noreturn));
+
+static void
+usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(2);
+}
+
+int64_t
+now_mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+}
+
+int64_t
+now_real_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+}
+
+static int
+parse_num(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char			*end;
+	unsigned long long	 v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < lo || v > hi)
+		return (EINVAL);
+	*out = v;
+	return (0);
+}
+
+static uint64_t
+opt_num(const char *name, const char *s, uint64_t lo, uint64_t hi)
+{
+	uint64_t v;
+
+	if (parse_num(s, lo, hi, &v) != 0)
+		fatalx("--%s: expected an integer %llu..%llu, got '%s'", name,
+		    (unsigned long long)lo, (unsigned long long)hi, s);
+	return (v);
+}
+
+static const char *
+level_name(int l)
+{
+	return (l == LOGL_DEBUG ? "debug" : l == LOGL_INFO ? "info" : "warning");
+}
+
+/*
+ * Reads the --config file (lines "key = value", '#' comments) over base into *out. On an
+ * error writes a description to err and returns EINVAL; *out is then untouched.
+ */
+static int
+config_read(const char *path, const struct ix_conf *base, struct ix_conf *out, char *err,
+    size_t errlen)
+{
+	struct ix_conf	 c = *base;
+	FILE		*f;
+	char		 line[1024], *k, *v, *e;
+	unsigned	 lineno = 0;
+	uint64_t	 n;
+
+	if ((f = fopen(path, "re")) == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return (EINVAL);
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		lineno++;
+		if ((e = strchr(line, '#')) != NULL)
+			*e = '\0';
+		for (k = line; isspace((unsigned char)*k); k++)
+			;
+		if (*k == '\0')
+			continue;
+		if ((v = strchr(k, '=')) == NULL) {
+			snprintf(err, errlen, "%s:%u: expected 'key = value'", path, lineno);
+			goto bad;
+		}
+		for (e = v; e > k && isspace((unsigned char)e[-1]); e--)
+			;
+		*e = '\0';
+		for (v++; isspace((unsigned char)*v); v++)
+			;
+		for (e = v + strlen(v); e > v && isspace((unsigned char)e[-1]); e--)
+			;
+		*e = '\0';
+		if (strcmp(k, "max_memory_mb") == 0) {
+			if (parse_num(v, 1, 1048576, &n) != 0) {
+				snprintf(err, errlen, "%s:%u: max_memory_mb: expected 1..1048576",
+				    path, lineno);
+				goto bad;
+			}
+			c.max_memory_mb = n;
+		} else if (strcmp(k, "status_interval_ms") == 0) {
+			if (parse_num(v, 100, 3600000, &n) != 0) {
+				snprintf(err, errlen, "%s:%u: status_interval_ms: expected "
+				    "100..3600000", path, lineno);
+				goto bad;
+			}
+			c.status_interval_ms = (uint32_t)n;
+		} else if (strcmp(k, "log_level") == 0) {
+			if (strcmp(v, "debug") == 0)
+				c.log_level = LOGL_DEBUG;
+			else if (strcmp(v, "info") == 0)
+				c.log_level = LOGL_INFO;
+			else if (strcmp(v, "warning") == 0)
+				c.log_level = LOGL_WARN;
+			else {
+				snprintf(err, errlen, "%s:%u: log_level: expected debug, info or "
+				    "warning", path, lineno);
+				goto bad;
+			}
+		} else {
+			snprintf(err, errlen, "%s:%u: unknown key '%.64s'", path, lineno, k);
+			goto bad;
+		}
+	}
+	if (ferror(f)) {
+		snprintf(err, errlen, "%s: read error", path);
+		goto bad;
+	}
+	fclose(f);
+	*out = c;
+	return (0);
+ bad:
+	fclose(f);
+	return (EINVAL);
+}
+
+static void
+parse_options(struct indexd *env, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "data",		required_argument,	NULL, 'd' },
+		{ "fifo",		required_argument,	NULL, 'f' },
+		{ "listen",		required_argument,	NULL, 'l' },
+		{ "status",		required_argument,	NULL, 's' },
+		{ "config",		required_argument,	NULL, 'c' },
+		{ "max-memory",		required_argument,	NULL, 'm' },
+		{ "user",		required_argument,	NULL, 'u' },
+		{ "allow-root",		no_argument,		NULL, 'R' },
+		{ "foreground",		no_argument,		NULL, 'F' },
+		{ "verbose",		no_argument,		NULL, 'v' },
+		{ "version",		no_argument,		NULL, 'V' },
+		{ "help",		no_argument,		NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int	ch;
+
+	env->base.max_memory_mb = 1024;
+	env->base.log_level = LOGL_INFO;
+	env->base.status_interval_ms = 1000;
+	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': env->data = optarg; break;
+		case 'f': env->fifo_path = optarg; break;
+		case 'l':
+			if (env->nlisten == (int)(sizeof(env->listen) / sizeof(env->listen[0])))
+				fatalx("--listen: at most %zu sockets",
+				    sizeof(env->listen) / sizeof(env->listen[0]));
+			env->listen[env->nlisten++] = optarg;
+			break;
+		case 's': env->status_path = optarg; break;
+		case 'c': env->config_path = optarg; break;
+		case 'm': env->base.max_memory_mb = opt_num("max-memory", optarg, 1, 1048576);
+			break;
+		case 'u': env->user = optarg; break;
+		case 'R': env->allow_root = 1; break;
+		case 'F': break;	/* the only mode */
+		case 'v': env->base.log_level = LOGL_DEBUG; break;
+		case 'V': printf("logbox-indexd %s\n", LB_VERSION); exit(0);
+		case 'h': fputs(usage_text, stdout); exit(0);
+		default: usage();
+		}
+	}
+	if (optind != argc || env->data == NULL)
+		usage();
+	env->conf = env->base;
+	if (env->config_path != NULL) {
+		char err[512];
+
+		if (config_read(env->config_path, &env->base, &env->conf, err, sizeof(err)) != 0)
+			fatalx("--config: %s", err);
+	}
+}
+
+/* Refuses root unless --user or --allow-root; called before anything is created. */
+static void
+priv_check(struct indexd *env)
+{
+	if (geteuid() != 0) {
+		if (env->user != NULL) {
+			struct passwd *pw = getpwnam(env->user);
+
+			if (pw == NULL || pw->pw_uid != geteuid())
+				fatalx("%s: --user %s: only root can switch users", __func__,
+				    env->user);
+		}
+		return;
+	}
+	if (env->user == NULL && !env->allow_root)
+		fatalx("%s: refusing to run as root: give --user USER (or --allow-root for "
+		    "development)", __func__);
+}
+
+/* As root with --user: the sockets become the user's, then privilege goes down for good. */
+static void
+priv_drop(struct indexd *env)
+{
+	struct passwd	*pw;
+	uid_t		 uid;
+	gid_t		 gid;
+
+	if (geteuid() != 0 || env->user == NULL) {
+		if (geteuid() == 0)
+			log_info("running as root (--allow-root)");
+		return;
+	}
+	if ((pw = getpwnam(env->user)) == NULL)
+		fatalx("%s: no user '%s'", __func__, env->user);
+	if (pw->pw_uid == 0)
+		fatalx("%s: --user %s is root", __func__, env->user);
+	uid = pw->pw_uid;
+	gid = pw->pw_gid;
+	for (int i = 0; i < env->nlisten; i++)
+		if (chown(env->listen[i], uid, gid) == -1)
+			fatal("%s: chown %s", __func__, env->listen[i]);
+	if (setgroups(1, &gid) == -1)
+		fatal("%s: setgroups", __func__);
+	if (setresgid(gid, gid, gid) == -1)
+		fatal("%s: setresgid", __func__);
+	if (setresuid(uid, uid, uid) == -1)
+		fatal("%s: setresuid", __func__);
+	if (setuid(0) != -1 || geteuid() == 0)
+		fatalx("%s: still root after dropping privileges", __func__);
+	log_info("running as %s (uid %u, gid %u)", env->user, (unsigned)uid, (unsigned)gid);
+}
+
+/* The inputs: systemd's fds first, then --fifo and --listen. */
+static void
+inputs_open(struct indexd *env)
+{
+	struct stat	 sb;
+	struct input	*in;
+	char		 name[160];
+	int		 n, fd, rc;
+
+	if ((n = sd_listen_fds(1)) < 0)
+		fatalx("%s: sd_listen_fds: %s", __func__, strerror(-n));
+	for (int i = 0; i < n; i++) {
+		fd = SD_LISTEN_FDS_START + i;
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+		if (sd_is_fifo(fd, NULL) > 0) {
+			if ((rc = fifo_init(env, fd, 1)) != 0)
+				fatalx("%s: fd %d: %s", __func__, fd, strerror(rc));
+			log_info("input: the FIFO passed as fd %d (kill-safe)", fd);
+		} else if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) > 0) {
+			int fl = fcntl(fd, F_GETFL);
+
+			if (fl == -1 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1)
+				fatal("%s: fd %d", __func__, fd);
+			snprintf(name, sizeof(name), "socket fd %d", fd);
+			if ((in = input_new(env, IN_LISTEN, fd, name)) == NULL)
+				fatalx("%s: out of memory", __func__);
+			log_info("input: the listening socket passed as fd %d", fd);
+		} else
+			fatalx("%s: fd %d from systemd is neither a FIFO nor a listening unix stream "
+			    "socket", __func__, fd);
+	}
+	if (env->fifo_path != NULL) {
+		if ((fd = open(env->fifo_path, O_RDWR | O_NONBLOCK | O_CLOEXEC)) == -1)
+			fatal("%s: %s", __func__, env->fifo_path);
+		if (fstat(fd, &sb) == -1 || !S_ISFIFO(sb.st_mode))
+			fatalx("%s: %s is not a FIFO", __func__, env->fifo_path);
+		if ((rc = fifo_init(env, fd, 0)) != 0)
+			fatalx("%s: %s: %s", __func__, env->fifo_path, strerror(rc));
+		snprintf(env->fifo.in->in_name, sizeof(env->fifo.in->in_name), "fifo %s",
+		    env->fifo_path);
+		log_info("input: the FIFO %s (opened here: not kill-safe)", env->fifo_path);
+	}
+	for (int i = 0; i < env->nlisten; i++) {
+		fd = sock_listen(env->listen[i]);
+		snprintf(name, sizeof(name), "socket %s", env->listen[i]);
+		if ((in = input_new(env, IN_LISTEN, fd, name)) == NULL)
+			fatalx("%s: out of memory", __func__);
+		snprintf(in->in_path, sizeof(in->in_path), "%s", env->listen[i]);
+		log_info("input: listening on %s", env->listen[i]);
+	}
+	if (TAILQ_EMPTY(&env->inputs))
+		fatalx("no input: give --fifo or --listen, or start under systemd with a FIFO or "
+		    "socket");
+}
+
+/* <data>/indexd/lock: one indexd per data directory. */
+static void
+lock_take(struct indexd *env)
+{
+	char	path[PATH_MAX], pid[32];
+	ssize_t	n;
+	int	rc;
+
+	if ((rc = lb_path(path, sizeof(path), "%s/indexd", env->data)) != 0 ||
+	    (rc = lb_mkdirs(path)) != 0)
+		fatalx("%s: %s/indexd: %s", __func__, env->data, strerror(rc));
+	if ((rc = lb_path(path, sizeof(path), "%s/indexd/lock", env->data)) != 0)
+		fatalx("%s: %s", __func__, strerror(rc));
+	if ((env->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640)) == -1)
+		fatal("%s: %s", __func__, path);
+	if (flock(env->lockfd, LOCK_EX | LOCK_NB) == -1) {
+		if (errno != EWOULDBLOCK)
+			fatal("%s: flock %s", __func__, path);
+		n = pread(env->lockfd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		fatalx("another logbox-indexd (pid %s) holds %s", pid[0] ? pid : "?", path);
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(env->lockfd, 0) == -1 || pwrite(env->lockfd, pid, (size_t)n, 0) != n)
+		log_warn("%s: writing the pid to %s", __func__, path);
+}
+
+void
+inputs_pause(struct indexd *env)
+{
+	struct input *in;
+
+	TAILQ_FOREACH(in, &env->inputs, in_entry)
+		event_del(in->in_ev);
+	if (env->fifo.ev_retry != NULL)
+		event_del(env->fifo.ev_retry);
+	env->fifo.waiting = 0;
+}
+
+void
+inputs_resume(struct indexd *env)
+{
+	struct input *in;
+
+	TAILQ_FOREACH(in, &env->inputs, in_entry)
+		event_add(in->in_ev, NULL);
+}
+
+static void
+reload(struct indexd *env)
+{
+	struct ix_conf	c;
+	char		err[512];
+
+	if (env->config_path == NULL) {
+		log_info("SIGHUP: no --config to read again");
+		return;
+	}
+	if (config_read(env->config_path, &env->base, &c, err, sizeof(err)) != 0) {
+		log_warnx("SIGHUP: %s: keeping the settings in force", err);
+		return;
+	}
+	env->conf = c;
+	log_setlevel(c.log_level);
+	log_info("SIGHUP: reloaded %s: max_memory_mb = %llu, log_level = %s, "
+	    "status_interval_ms = %u", env->config_path, (unsigned long long)c.max_memory_mb,
+	    level_name(c.log_level), c.status_interval_ms);
+	ls_memory(env);
+}
+
+static void
+sig_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct indexd *env = arg;
+
+	(void)what;
+	if (sig == SIGHUP) {
+		reload(env);
+		return;
+	}
+	if (!env->stopping) {
+		log_info("%s: stopping", strsignal(sig));
+		sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+	}
+	env->stopping = 1;
+	inputs_pause(env);
+	event_base_loopbreak(env->base_ev);
+}
+
+static void
+tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct indexd	*env = arg;
+	int64_t		 now = now_mono_us();
+
+	(void)fd;
+	(void)what;
+	if (env->holding[0] == '\0')
+		ls_sync_due(env);
+	malformed_second(env);
+	if (now - env->last_status >= (int64_t)env->conf.status_interval_ms * 1000) {
+		env->last_status = now;
+		status_tick(env);
+	}
+}
+
+static void
+watchdog_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	sd_notify(0, "WATCHDOG=1");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const int	 sigs[3] = { SIGTERM, SIGINT, SIGHUP };
+	struct indexd		 env;
+	struct input		*in, *next;
+	struct timeval		 tv;
+	uint64_t		 wdusec = 0;
+	int			 rc, status = 0;
+
+	memset(&env, 0, sizeof(env));
+	TAILQ_INIT(&env.inputs);
+	env.lockfd = -1;
+	env.fifo.statefd = -1;
+	env.fifo.priv[0] = env.fifo.priv[1] = -1;
+	parse_options(&env, argc, argv);
+	log_setlevel(env.conf.log_level);
+	priv_check(&env);
+	signal(SIGPIPE, SIG_IGN);
+	env.started = now_real_us();
+	env.started_mono = now_mono_us();
+
+	if ((env.base_ev = event_base_new()) == NULL)
+		fatalx("%s: event_base_new failed", __func__);
+	inputs_open(&env);
+	priv_drop(&env);
+	if ((rc = lb_mkdirs(env.data)) != 0)
+		fatalx("%s: %s: %s", __func__, env.data, strerror(rc));
+	lock_take(&env);
+	if ((rc = lb_catalog_open(env.data, LB_RDWR, &env.cat)) != 0)
+		fatalx("%s: lb_catalog_open %s: %s", __func__, env.data, lb_strerror(rc));
+	if ((env.ev_hold = evtimer_new(env.base_ev, hold_retry_cb, &env)) == NULL)
+		fatalx("%s: evtimer_new failed", __func__);
+	fifo_recover(&env);
+
+	for (int i = 0; i < 3; i++)
+		if ((env.ev_sig[i] = evsignal_new(env.base_ev, sigs[i], sig_cb, &env)) == NULL ||
+		    evsignal_add(env.ev_sig[i], NULL) == -1)
+			fatalx("%s: cannot watch signal %d", __func__, sigs[i]);
+	tv.tv_sec = 0;
+	tv.tv_usec = TICK_MS * 1000;
+	if ((env.ev_tick = event_new(env.base_ev, -1, EV_PERSIST, tick_cb, &env)) == NULL ||
+	    evtimer_add(env.ev_tick, &tv) == -1)
+		fatalx("%s: cannot arm the tick timer", __func__);
+	if (sd_watchdog_enabled(0, &wdusec) > 0 && wdusec > 0) {
+		tv.tv_sec = (time_t)(wdusec / 2 / 1000000);
+		tv.tv_usec = (suseconds_t)(wdusec / 2 % 1000000);
+		if ((env.ev_wd = event_new(env.base_ev, -1, EV_PERSIST, watchdog_cb,
+		    &env)) == NULL || evtimer_add(env.ev_wd, &tv) == -1)
+			fatalx("%s: cannot arm the watchdog timer", __func__);
+	}
+	if (env.holding[0] == '\0')
+		inputs_resume(&env);
+	env.last_status = now_mono_us();
+	status_tick(&env);
+	log_info("ready: data %s, max memory %llu MB", env.data,
+	    (unsigned long long)env.conf.max_memory_mb);
+	sd_notify(0, "READY=1\nSTATUS=ready");
+
+	if (event_base_dispatch(env.base_ev) == -1)
+		log_warnx("%s: event_base_dispatch failed", __func__);
+
+	/* Stopping: what sockets delivered whole is stored; the FIFO keeps the rest. */
+	env.stopping = 1;
+	inputs_pause(&env);
+	if (env.holding[0] == '\0')
+		conn_drain(&env);
+	if (env.fifo.pending || env.fifo.big_pending)
+		log_warnx("stopping while holding: the batch in progress is finished by the next "
+		    "start");
+	if ((rc = ls_close_all(&env)) != 0) {
+		log_warnx("closing the stores: %s", lb_strerror(rc));
+		status = 1;
+	}
+	status_write(&env);
+	for (in = TAILQ_FIRST(&env.inputs); in != NULL; in = next) {
+		next = TAILQ_NEXT(in, in_entry);
+		if (in->in_kind == IN_LISTEN && in->in_path[0] != '\0')
+			unlink(in->in_path);
+		input_free(in);
+	}
+	fifo_free(&env);
+	for (int i = 0; i < 3; i++)
+		if (env.ev_sig[i] != NULL)
+			event_free(env.ev_sig[i]);
+	if (env.ev_tick != NULL)
+		event_free(env.ev_tick);
+	if (env.ev_wd != NULL)
+		event_free(env.ev_wd);
+	if (env.ev_hold != NULL)
+		event_free(env.ev_hold);
+	event_base_free(env.base_ev);
+	lb_catalog_close(env.cat);
+	if (env.lockfd != -1)
+		close(env.lockfd);
+	log_info("stopped: %llu stored, %llu malformed", (unsigned long long)env.stored,
+	    (unsigned long long)env.malformed);
+	return (status);
+}

@@ -1,0 +1,184 @@
+"""Running logbox-indexd in tests and benchmarks: a FIFO held open the way the supervisor holds it
+(O_RDWR, 1 MiB pipe) and passed as fd 3 with LISTEN_FDS/LISTEN_PID, or --fifo/--listen; start,
+SIGKILL, SIGTERM, restart; the --status JSON; the stored messages through the `logbox` CLI.
+Nothing here knows the store's files."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import termios
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+F_SETPIPE_SZ = 1031
+PIPE_SIZE = 1 << 20
+
+
+class HeldFifo:
+    """A FIFO created at path and held open O_RDWR (the supervisor's end), with a 1 MiB pipe.
+    writer() opens a separate blocking write end for a feeder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        os.mkfifo(path)
+        self.fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            fcntl.fcntl(self.fd, F_SETPIPE_SZ, PIPE_SIZE)
+        except OSError:
+            pass
+
+    def pending(self) -> int:
+        """Bytes in the pipe not yet consumed (FIONREAD)."""
+        buf = fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0")
+        return int.from_bytes(buf, "little")
+
+    def writer(self) -> int:
+        """A new blocking write end (the caller closes it)."""
+        return os.open(self.path, os.O_WRONLY | os.O_CLOEXEC)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class Indexd:
+    """One logbox-indexd on data directory data. fifo: a HeldFifo passed as fd 3 (kill-safe);
+    args: further options (--listen, --config, ...)."""
+
+    def __init__(
+        self,
+        binary: Path,
+        data: Path,
+        status: Path,
+        fifo: HeldFifo | None = None,
+        args: Sequence[str] = (),
+        stderr_path: Path | None = None,
+    ) -> None:
+        self.binary = binary
+        self.data = data
+        self.status_path = status
+        self.fifo = fifo
+        self.args = list(args)
+        self.stderr_path = stderr_path or data.parent / "indexd.stderr"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self, wait: bool = True) -> None:
+        """Starts indexd; with wait, until its status file names its pid (it is ready)."""
+        argv = [str(self.binary), "--data", str(self.data), "--status", str(self.status_path)]
+        argv += self.args
+        if os.geteuid() == 0:
+            argv.append("--allow-root")
+        env = dict(os.environ)
+        env.pop("LISTEN_FDS", None)
+        env.pop("LISTEN_PID", None)
+        preexec = None
+        if self.fifo is not None:
+            fd = self.fifo.fd
+            env["LISTEN_FDS"] = "1"
+            argv = ["sh", "-c", 'LISTEN_PID=$$ exec "$@"', "sh"] + argv
+
+            def preexec() -> None:
+                if fd != 3:
+                    os.dup2(fd, 3)
+                os.set_inheritable(3, True)  # (dup2(3, 3) would keep close-on-exec)
+
+        err = open(self.stderr_path, "ab")
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                preexec_fn=preexec,
+                # Python's own fds are close-on-exec; fd 3 (dup2'ed) is not.
+                close_fds=False,
+            )
+        finally:
+            err.close()
+        self.starts += 1
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        """Until the status file was written by this process."""
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"indexd exited {self.proc.returncode} at start:\n{self.stderr()[-3000:]}"
+                )
+            st = self.status(missing_ok=True)
+            if st is not None and st.get("pid") == self.proc.pid:
+                return
+            time.sleep(0.01)
+        raise AssertionError(f"indexd not ready after {timeout}s:\n{self.stderr()[-3000:]}")
+
+    def status(self, missing_ok: bool = False) -> dict[str, Any] | None:
+        """The --status JSON (None when missing and missing_ok)."""
+        try:
+            return json.loads(self.status_path.read_text())
+        except FileNotFoundError:
+            if missing_ok:
+                return None
+            raise
+
+    def wait_stored(self, n: int, timeout: float = 60) -> dict[str, Any]:
+        """Until the status says at least n stored (by this process); returns the status."""
+        deadline = time.monotonic() + timeout
+        st: dict[str, Any] | None = None
+        while time.monotonic() < deadline:
+            st = self.status(missing_ok=True)
+            if st is not None and st["stored"] >= n:
+                return st
+            time.sleep(0.05)
+        raise AssertionError(f"stored {st and st['stored']} < {n} after {timeout}s")
+
+    def kill(self) -> None:
+        """SIGKILL and reap."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout: float = 60) -> int:
+        """SIGTERM; returns the exit status."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout)
+
+    def stderr(self) -> str:
+        try:
+            return self.stderr_path.read_bytes().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+
+def messages(logbox: Path, data: Path, logspace: str = "main") -> list[dict[str, Any]]:
+    """Every message of a logspace, via `logbox cat --data D --logspace L` (NDJSON)."""
+    p = subprocess.run(
+        [str(logbox), "cat", "--data", str(data), "--logspace", logspace],
+        capture_output=True,
+        timeout=600,
+    )
+    if p.returncode != 0:
+        raise AssertionError(f"logbox cat failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
+    return [json.loads(line) for line in p.stdout.decode("utf-8").splitlines() if line]
+
+
+def raw(s: str) -> bytes:
+    """The bytes of a JSON string from `logbox cat` (non-UTF-8 bytes come as \\udcXX)."""
+    return s.encode("utf-8", "surrogateescape")

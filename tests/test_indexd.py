@@ -1,0 +1,533 @@
+"""logbox-indexd as a real process: frames over the held FIFO (fd 3, LISTEN_FDS) and over --listen
+sockets land in the logspace they name, byte for byte; malformed frames are counted, logged and
+skipped; long messages are cut once and flagged; SIGTERM, SIGHUP, the lock file, holding on a
+store that cannot be written; and the FIFO's exactly-once protocol across repeated SIGKILLs.
+Everything stored is checked through `logbox cat` (NDJSON), never by reading the store's files."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lbtest.frames import FRAME_MAX, MSG_MAX, frame
+from lbtest.indexd import HeldFifo, Indexd, messages, raw
+
+T0 = 1795359974.984039
+
+
+@pytest.fixture(scope="session")
+def indexd_bin(top: Path) -> Path:
+    """$LOGBOX_INDEXD_BIN (e.g. a sanitizer build), else build/bin/logbox-indexd."""
+    p = Path(os.environ.get("LOGBOX_INDEXD_BIN", top / "build" / "bin" / "logbox-indexd"))
+    if not p.is_file():
+        pytest.fail(f"{p} is not built (make build)")
+    return p
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Iterator[HeldFifo]:
+    f = HeldFifo(tmp_path / "indexd.fifo")
+    yield f
+    f.close()
+
+
+@pytest.fixture
+def daemon(indexd_bin: Path, tmp_path: Path, fifo: HeldFifo) -> Iterator[Indexd]:
+    """indexd with the held FIFO as fd 3 and a --listen socket (killed at the end if running)."""
+    d = Indexd(
+        indexd_bin,
+        tmp_path / "data",
+        tmp_path / "status.json",
+        fifo=fifo,
+        args=["--listen", str(tmp_path / "indexd.sock")],
+    )
+    d.start()
+    yield d
+    if d.proc is not None and d.proc.poll() is None:
+        d.kill()
+
+
+def write_fifo(fifo: HeldFifo, data: bytes) -> None:
+    w = fifo.writer()
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(w, view[: 1 << 20]) :]
+    finally:
+        os.close(w)
+
+
+def send_socket(path: Path, data: bytes) -> None:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(path))
+    s.sendall(data)
+    s.close()
+
+
+def stop_ok(d: Indexd) -> None:
+    rc = d.stop()
+    assert rc == 0, d.stderr()[-3000:]
+
+
+def test_frames_land_in_their_logspace_byte_identical(
+    daemon: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
+) -> None:
+    odd = b"line1\nline2\x00nul \xff\xfe not utf-8 \xc3\xa9 ok"
+    sd = b'[x@1 a="\n\x00\xff"]'
+    via_fifo = [
+        frame(b"plain one", ls="main", host="web1", program="sshd", pid="42", rtime=T0),
+        frame(
+            odd,
+            ls="secure",
+            host=b"h\xffost",
+            sd=sd,
+            msgid="ID47",
+            rtime=T0 + 1,
+            pri=165,
+            fmt="5",
+            stime=1065903255.003,
+            tzoff="+02:00",
+        ),
+        frame(b"", ls="main", rtime=T0 + 2),
+    ]
+    via_sock = [
+        frame(b"from the socket\n", ls="secure", host="db", rtime=T0 + 3, pri=13, fmt="3"),
+        frame(b"to main \x00", ls="main", rtime=T0 + 4),
+    ]
+    write_fifo(fifo, b"".join(via_fifo))
+    send_socket(tmp_path / "indexd.sock", b"".join(via_sock))
+    daemon.wait_stored(5, timeout=20)
+    stop_ok(daemon)
+
+    main = messages(store_cli, daemon.data, "main")
+    sec = messages(store_cli, daemon.data, "secure")
+    assert sorted(raw(m["message"]) for m in main) == sorted([b"plain one", b"", b"to main \x00"])
+    assert sorted(raw(m["message"]) for m in sec) == sorted([odd, b"from the socket\n"])
+    m = next(m for m in sec if raw(m["message"]) == odd)
+    assert raw(m["host"]) == b"h\xffost"
+    assert raw(m["sd"]) == sd
+    assert m["msgid"] == "ID47"
+    assert m["facility"] == 20 and m["severity"] == 5
+    assert m["timestamp_us"] == 1065903255003000
+    assert m["received_us"] == round((T0 + 1) * 1e6)
+    assert "rfc5424" in m["flags"]
+    p = next(m for m in main if raw(m["message"]) == b"plain one")
+    assert (p["host"], p["program"], p["pid"]) == ("web1", "sshd", "42")
+    assert p["facility"] is None and p["timestamp"] is None
+
+
+def test_malformed_frames_counted_logged_and_skipped(
+    daemon: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
+) -> None:
+    good = [frame(f"good {i}", rtime=T0 + i) for i in range(4)]
+    wrong_len = frame(b"twelve bytes", rtime=T0).replace(b" 12\n", b" 10\n")
+    bad_ls = frame(b"bad logspace", ls="Main", rtime=T0)
+    bad_ls2 = frame(b"reserved logspace", ls="catalog", rtime=T0)
+    stream = (
+        good[0]
+        + b"\x00garbage \xff bytes\n"
+        + good[1]
+        + wrong_len
+        + good[2]
+        + bad_ls
+        + bad_ls2
+        + good[3]
+    )
+    write_fifo(fifo, stream)
+    send_socket(tmp_path / "indexd.sock", stream)
+    daemon.wait_stored(8, timeout=20)
+    time.sleep(1.2)  # one more status write
+    st = daemon.status()
+    assert st["malformed"] == 8, st
+    fifo_in = next(i for i in st["inputs"] if i["kind"] == "fifo")
+    sock_in = next(i for i in st["inputs"] if i["kind"] == "listen")
+    assert fifo_in["malformed"] == 4 and sock_in["malformed"] == 4
+    stop_ok(daemon)
+    err = daemon.stderr()
+    assert err.count("malformed frame from") == 8, err
+    assert "no frame magic" in err and "bad logspace name" in err
+    assert "reserved logspace name" in err and "peer pid" in err
+    got = sorted(raw(m["message"]) for m in messages(store_cli, daemon.data, "main"))
+    assert got == sorted([f"good {i}".encode() for i in range(4)] * 2)
+
+
+def test_partial_frame_waits_for_the_rest(daemon: Indexd, fifo: HeldFifo, store_cli: Path) -> None:
+    f = frame(b"split across writes", host="h", rtime=T0)
+    w = fifo.writer()
+    try:
+        os.write(w, f[:10])
+        time.sleep(0.5)
+        os.write(w, f[10:30])
+        time.sleep(0.5)
+        assert daemon.status()["stored"] == 0
+        assert fifo.pending() == 30  # nothing consumed before it is stored
+        os.write(w, f[30:])
+    finally:
+        os.close(w)
+    daemon.wait_stored(1, timeout=10)
+    time.sleep(0.3)
+    assert fifo.pending() == 0
+    stop_ok(daemon)
+    assert [m["message"] for m in messages(store_cli, daemon.data)] == ["split across writes"]
+
+
+def test_malformed_log_is_rate_limited(daemon: Indexd, tmp_path: Path) -> None:
+    junk = b"".join(b"LB1 x%d\n" % i for i in range(300)) + frame(b"after", rtime=T0)
+    send_socket(tmp_path / "indexd.sock", junk)
+    daemon.wait_stored(1, timeout=20)
+    time.sleep(1.5)
+    st = daemon.status()
+    assert st["malformed"] == 300
+    stop_ok(daemon)
+    err = daemon.stderr()
+    assert err.count("malformed frame from") <= 20
+    assert "more malformed frames not logged" in err
+
+
+@pytest.mark.parametrize("via", ["fifo", "socket"])
+def test_long_messages_cut_once_and_flagged(
+    daemon: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path, via: str
+) -> None:
+    # One just over LB_MSG_MAX (what the collector's template sends: decoded whole), one far
+    # over LB_FRAME_MAX (streamed), each followed by a normal frame.
+    just = bytes(random.Random(1).randrange(256) for _ in range(MSG_MAX + 1))
+    huge = b"x" * (3 * FRAME_MAX) + b"END"
+    data = (
+        frame(just, rtime=T0)
+        + frame(b"next 1", rtime=T0 + 1)
+        + frame(huge, rtime=T0 + 2)
+        + frame(b"next 2", rtime=T0 + 3)
+    )
+    if via == "fifo":
+        threading.Thread(target=write_fifo, args=(fifo, data), daemon=True).start()
+    else:
+        send_socket(tmp_path / "indexd.sock", data)
+    daemon.wait_stored(4, timeout=30)
+    stop_ok(daemon)
+    ms = messages(store_cli, daemon.data, "main")
+    assert len(ms) == 4
+    assert raw(ms[0]["message"]) == just[:MSG_MAX] and "truncated" in ms[0]["flags"]
+    assert raw(ms[1]["message"]) == b"next 1" and "truncated" not in ms[1]["flags"]
+    assert raw(ms[2]["message"]) == huge[:MSG_MAX] and "truncated" in ms[2]["flags"]
+    assert raw(ms[3]["message"]) == b"next 2"
+    st = daemon.status()
+    assert st["truncated"] == 2
+
+
+def test_sigterm_exits_0_with_everything_stored(
+    daemon: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
+) -> None:
+    n = 20000
+    write_fifo(fifo, b"".join(frame(f"msg {i}", rtime=T0 + i / 1000) for i in range(n)))
+    daemon.wait_stored(n, timeout=60)
+    stop_ok(daemon)
+    assert "stopped: 20000 stored" in daemon.stderr()
+    ms = messages(store_cli, daemon.data, "main")
+    assert [m["message"] for m in ms] == [f"msg {i}" for i in range(n)]
+    st = subprocess.run(
+        [str(store_cli), "stats", "--data", str(daemon.data), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert st.returncode == 0, st.stderr
+
+
+def test_sigterm_while_writing_then_restart(
+    daemon: Indexd, fifo: HeldFifo, store_cli: Path
+) -> None:
+    # SIGTERM in the middle of a stream: exit 0; what indexd did not take stays in the FIFO
+    # and the next indexd stores it, every frame once.
+    n = 200_000
+    blob = b"".join(frame(f"m{i}", rtime=T0 + i / 1e5) for i in range(n))
+    t = threading.Thread(target=write_fifo, args=(fifo, blob), daemon=True)
+    t.start()
+    for _ in range(3):
+        time.sleep(0.15)
+        stop_ok(daemon)
+        daemon.start()
+    t.join(timeout=120)
+    deadline = time.monotonic() + 60
+    while fifo.pending() > 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop_ok(daemon)
+    assert daemon.stderr().count("stopped: ") == 4
+    assert [m["message"] for m in messages(store_cli, daemon.data, "main")] == [
+        f"m{i}" for i in range(n)
+    ]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch users")
+def test_user_drops_privileges(indexd_bin: Path) -> None:
+    # (pytest's tmp_path sits in a directory only root may enter)
+    work = Path(tempfile.mkdtemp(prefix="indexd-user-"))
+    work.chmod(0o755)
+    os.chown(work, 65534, -1)
+    p = subprocess.Popen(
+        [
+            str(indexd_bin),
+            "--data",
+            str(work / "data"),
+            "--listen",
+            str(work / "s.sock"),
+            "--user",
+            "nobody",
+            "--status",
+            str(work / "st.json"),
+        ],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not (work / "st.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert os.stat(f"/proc/{p.pid}").st_uid == 65534
+        assert (work / "s.sock").stat().st_uid == 65534
+        assert (work / "s.sock").stat().st_mode & 0o777 == 0o660
+    finally:
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+    assert p.returncode == 0, err
+    assert b"running as nobody" in err
+
+
+def test_sighup_reloads_config(indexd_bin: Path, tmp_path: Path) -> None:
+    conf = tmp_path / "indexd.conf"
+    conf.write_text("# settings\nmax_memory_mb = 256\nstatus_interval_ms = 500\n")
+    d = Indexd(
+        indexd_bin,
+        tmp_path / "data",
+        tmp_path / "status.json",
+        args=["--listen", str(tmp_path / "s.sock"), "--config", str(conf)],
+    )
+    d.start()
+    try:
+        conf.write_text("max_memory_mb = 64\nlog_level = debug\n")
+        d.signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "SIGHUP: reloaded" not in d.stderr() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "max_memory_mb = 64, log_level = debug" in d.stderr()
+        conf.write_text("max_memory_mb = 32\nno_such_key = 1\n")
+        d.signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "keeping the settings" not in d.stderr() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "unknown key 'no_such_key'" in d.stderr()
+        assert d.proc is not None and d.proc.poll() is None
+    finally:
+        stop_ok(d)
+
+
+def test_lock_file_and_root_refusal(daemon: Indexd, indexd_bin: Path, tmp_path: Path) -> None:
+    p = subprocess.run(
+        [
+            str(indexd_bin),
+            "--data",
+            str(daemon.data),
+            "--listen",
+            str(tmp_path / "b.sock"),
+            "--allow-root",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert p.returncode == 1
+    assert "another logbox-indexd" in p.stderr
+    if os.geteuid() == 0:
+        p = subprocess.run(
+            [str(indexd_bin), "--data", str(tmp_path / "x"), "--listen", str(tmp_path / "c.sock")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert p.returncode == 1 and "refusing to run as root" in p.stderr
+    stop_ok(daemon)
+
+
+def test_status_file(daemon: Indexd, fifo: HeldFifo) -> None:
+    write_fifo(fifo, frame(b"one", rtime=T0) + frame(b"two", ls="other", rtime=T0 + 1))
+    daemon.wait_stored(2, timeout=20)
+    st = daemon.status()
+    for k in (
+        "pid",
+        "started",
+        "uptime_s",
+        "received",
+        "stored",
+        "malformed",
+        "truncated",
+        "eps_1s",
+        "eps_60s",
+        "holding",
+        "inputs",
+        "logspaces",
+        "memory_bytes",
+    ):
+        assert k in st, k
+    assert st["holding"] is None
+    assert st["logspaces"]["main"]["next_id"] == 2
+    assert st["logspaces"]["main"]["open"] is True
+    assert st["logspaces"]["other"]["last_received"].startswith("2026-11-22T")
+    assert {i["kind"] for i in st["inputs"]} == {"fifo", "listen"}
+    stop_ok(daemon)
+
+
+def test_holds_on_a_locked_logspace_without_dropping(
+    daemon: Indexd, fifo: HeldFifo, store_cli: Path
+) -> None:
+    # `logbox ingest` holds logspace "busy"'s writer lock while its stdin is open: indexd cannot
+    # open that store, holds (stops reading), and stores everything once the lock is free.
+    ing = subprocess.Popen(
+        [str(store_cli), "ingest", "--data", str(daemon.data), "--logspace", "busy"],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        time.sleep(0.5)
+        write_fifo(
+            fifo,
+            frame(b"first", rtime=T0)
+            + frame(b"blocked", ls="busy", rtime=T0 + 1)
+            + frame(b"after", rtime=T0 + 2),
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            st = daemon.status()
+            if st["holding"]:
+                break
+            time.sleep(0.05)
+        assert st["holding"] and "busy" in st["holding"], st
+        assert st["stored"] == 1
+    finally:
+        assert ing.stdin is not None
+        ing.stdin.close()
+        ing.wait(timeout=30)
+    daemon.wait_stored(3, timeout=20)
+    assert "holding ended" in daemon.stderr()
+    assert daemon.stderr().count("holding: ") == 1  # logged once, not once per retry
+    stop_ok(daemon)
+    assert [m["message"] for m in messages(store_cli, daemon.data, "busy")] == ["blocked"]
+    assert [m["message"] for m in messages(store_cli, daemon.data, "main")] == ["first", "after"]
+
+
+@pytest.mark.slow
+def test_fifo_exactly_once_across_sigkill(
+    indexd_bin: Path, tmp_path: Path, fifo: HeldFifo, store_cli: Path
+) -> None:
+    # 300,000 sequence-numbered frames for three logspaces, encoded up front and written as
+    # fast as the pipe takes them, so indexd is busy storing when it is killed; SIGKILL at
+    # random moments (at least 6 times, until the writer is done) and restart each time.
+    # LB_INDEXD_KILL_FRAMES=3000000 makes a longer stress run.
+    n = int(os.environ.get("LB_INDEXD_KILL_FRAMES", "300000"))
+    lss = ("main", "second", "third")
+    blob = b"".join(
+        frame(f"seq {i:07d} " + "x" * (i % 97), ls=lss[i % 7 % 3], rtime=T0 + i / 1e4)
+        for i in range(n)
+    )
+    d = Indexd(indexd_bin, tmp_path / "data", tmp_path / "status.json", fifo=fifo)
+    d.start()
+
+    def writer() -> None:
+        write_fifo(fifo, blob)
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    rnd = random.Random()
+    kills = 0
+    while kills < 6 or (t.is_alive() and kills < 400):
+        time.sleep(rnd.uniform(0.02, 0.4))
+        d.kill()
+        kills += 1
+        time.sleep(rnd.uniform(0, 0.1))
+        d.start()
+    t.join(timeout=300)
+    assert not t.is_alive()
+    # Everything is stored once the FIFO is empty (indexd consumes bytes only after storing).
+    deadline = time.monotonic() + 120
+    while fifo.pending() > 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert fifo.pending() == 0
+    stop_ok(d)
+    seen: dict[int, int] = {}
+    for ls in lss:
+        for m in messages(store_cli, d.data, ls):
+            seq = int(m["message"][4:11])
+            assert lss[seq % 7 % 3] == ls
+            seen[seq] = seen.get(seq, 0) + 1
+    dup = {k: v for k, v in seen.items() if v > 1}
+    missing = [i for i in range(n) if i not in seen]
+    replays = d.stderr().count("finished the batch a previous indexd left")
+    assert not dup, f"{len(dup)} stored twice, e.g. {list(dup)[:10]} ({replays} replays)"
+    assert not missing, f"{len(missing)} missing, e.g. {missing[:10]} ({replays} replays)"
+    assert d.starts == kills + 1
+
+
+def test_systemd_notify_ready_watchdog_status(indexd_bin: Path, tmp_path: Path) -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(tmp_path / "notify"))
+    sock.settimeout(10)
+    env_keep = dict(os.environ)
+    os.environ.update({"NOTIFY_SOCKET": str(tmp_path / "notify"), "WATCHDOG_USEC": "400000"})
+    try:
+        d = Indexd(
+            indexd_bin,
+            tmp_path / "data",
+            tmp_path / "status.json",
+            args=["--listen", str(tmp_path / "s.sock")],
+        )
+        d.start()
+    finally:
+        os.environ.clear()
+        os.environ.update(env_keep)
+    got: list[str] = []
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        got.append(sock.recv(4096).decode())
+        text = "\n".join(got)
+        if "READY=1" in text and "WATCHDOG=1" in text and "STATUS=stored" in text:
+            break
+    text = "\n".join(got)
+    assert "READY=1" in text and "WATCHDOG=1" in text, text
+    assert "STATUS=stored 0, 0 msg/s, malformed 0" in text, text
+    stop_ok(d)
+    sock.close()
+
+
+def test_max_memory_flushes_a_segment_early(
+    indexd_bin: Path, tmp_path: Path, fifo: HeldFifo, store_cli: Path
+) -> None:
+    # The logspace is made with a 10-minute interval: only --max-memory 1 can make indexd
+    # flush its index to a segment within the test.
+    data = tmp_path / "data"
+    subprocess.run(
+        [str(store_cli), "ingest", "--data", str(data), "--flush-ms", "600000"],
+        input=b"",
+        check=True,
+        capture_output=True,
+    )
+    d = Indexd(indexd_bin, data, tmp_path / "status.json", fifo=fifo, args=["--max-memory", "1"])
+    d.start()
+    n = 40000
+    write_fifo(
+        fifo,
+        b"".join(frame(f"word{i} other{i * 7} x{i % 13}", rtime=T0 + i / 1e4) for i in range(n)),
+    )
+    d.wait_stored(n, timeout=30)
+    deadline = time.monotonic() + 10
+    while d.status()["logspaces"]["main"]["indexed_id"] == 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert d.status()["logspaces"]["main"]["indexed_id"] > 1
+    stop_ok(d)
+    assert len(messages(store_cli, d.data, "main")) == n
