@@ -621,7 +621,10 @@ class Appliance:
         if port == "tls":
             with self.connect_tls() as s:
                 s.sendall(data)
-                s.unwrap()
+                try:
+                    s.unwrap()  # close_notify, so that the server reads to the end
+                except (ssl.SSLError, OSError):
+                    pass
             return
         with self.connect(port) as s:
             s.sendall(data)
