@@ -353,20 +353,31 @@ def test_syslogng_restart_at_least_once(tmp_path: Path, sig: int) -> None:
             for s in senders:
                 s.finish()
         total, dups = final_check(app, N)
-        # Every duplicate must be explained: at most REPLAY_WINDOW before a resume point of
-        # its own connection (what syslog-ng re-sent after its restart), or between that resume
-        # point and where the sender was when its connection broke (a resend of what was still
-        # in flight: only if the store looked drained before it was).
+        # Every duplicate must be explained, by where it sits relative to a resume point r of
+        # its own connection (the sender's position e when its connection broke):
+        # - replayed: in [r - REPLAY_WINDOW, r), stored before the restart and sent again by
+        #   syslog-ng from its reliable disk buffer (it had handed them to the FIFO, but its
+        #   buffer had not recorded that when it died);
+        # - resent: in [r, e), sent again by the client although syslog-ng still held them: after
+        #   a SIGKILL, syslog-ng 3.38 loads its disk buffer 1.5-3 s after it starts, so the store
+        #   can look drained when it is not. A client cannot tell; at-least-once is the contract.
         step = N // CONNS
+        replayed = resent = 0
         unexplained = []
-        for seq in dups:
+        for seq, copies in dups.items():
             conn = min(seq // step, CONNS - 1)
-            if not any(r - REPLAY_WINDOW <= seq < max(r, e) for e, r in resumes.get(conn, [])):
+            rs = resumes.get(conn, [])
+            if any(r - REPLAY_WINDOW <= seq < r for _, r in rs):
+                replayed += copies
+            elif any(r <= seq < e for e, r in rs):
+                resent += copies
+            else:
                 unexplained.append(seq)
         ndup = sum(dups.values())
         print(
-            f"{N} messages, 3 syslog-ng restarts ({signal.Signals(sig).name}), {total} stored, {ndup} duplicates "
-            f"({len(dups)} sequence numbers), resumes {resumes}, in {elapsed:.1f} s"
+            f"{N} messages, 3 syslog-ng restarts ({signal.Signals(sig).name}), {total} stored, "
+            f"{ndup} duplicates ({replayed} replayed by syslog-ng, {resent} resent by the "
+            f"client), resumes {resumes}, in {elapsed:.1f} s"
         )
         assert total == N + ndup
         assert not unexplained, (
