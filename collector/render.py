@@ -336,8 +336,13 @@ PRI_RE = "<(?:[0-9]|[1-9][0-9]|1[0-8][0-9]|19[01])>"
 
 def _parse_junction() -> str:
     """RFC 5424, else RFC 3164, else no header at all (the whole line is the message, host is
-    the sender's address). A line that looks like RFC 5424 but does not parse falls to 3164."""
+    the sender's address). A line that looks like RFC 5424 but does not parse falls to 3164.
+    An RFC 5424 NILVALUE time stamp stays "none" (syslog-ng would give the receive time)."""
     return f"""    if {{
+        filter {{ message('^{PRI_RE}1 - ' type(pcre)); }};
+        parser {{ syslog-parser(flags(syslog-protocol) drop-invalid(yes)); }};
+        rewrite {{ set("- - ${{PRI}} 5" value(".lb.h")); }};
+    }} elif {{
         filter {{ message('^{PRI_RE}1 ' type(pcre)); }};
         parser {{ syslog-parser(flags(syslog-protocol) drop-invalid(yes)); }};
         rewrite {{ set("${{S_UNIXTIME}} ${{S_TZOFFSET}} ${{PRI}} 5" value(".lb.h")); }};

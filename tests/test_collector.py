@@ -318,6 +318,20 @@ def test_udp_datagrams(col: Collector) -> None:
     assert f.stime == f"{calendar.timegm((2026, 11, 22, 15, 0, 0))}.123456"
 
 
+def test_rfc5424_nil_time_stamp_stays_none(col: Collector) -> None:
+    send_tcp(col.ports["octet"], octet(b"<13>1 - nilhost app - - - no time"))
+    (f,) = col.frames.take(1)
+    assert (f.stime, f.tzoff, f.pri, f.fmt, f.host, f.msg) == (
+        "-",
+        "-",
+        "13",
+        "5",
+        b"nilhost",
+        b"no time",
+    )
+    assert_recent(f)
+
+
 def test_bad_pri_is_kept_as_a_headerless_message(col: Collector) -> None:
     line = b"<999>Nov 22 10:00:00 h p: pri out of range"
     send_tcp(col.ports["tcp"], line + b"\n")

@@ -51,6 +51,15 @@ class DevRun:
         out, _ = self.proc.communicate(timeout=30)
         return out
 
+    def close(self) -> None:
+        """Stop it (and so its daemons) if a test left it running; SIGKILL would orphan them."""
+        if self.proc.poll() is None:
+            try:
+                self.stop()
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
@@ -68,9 +77,7 @@ def data(tmp_path: Path) -> Path:
 def devrun(top: Path, data: Path) -> Iterator[DevRun]:
     d = DevRun(top, data)
     yield d
-    if d.proc.poll() is None:
-        d.proc.kill()
-        d.proc.wait()
+    d.close()
 
 
 def test_devrun_starts_and_stops_on_ctrl_c(devrun: DevRun, data: Path) -> None:
@@ -98,12 +105,16 @@ def test_devrun_starts_and_stops_on_ctrl_c(devrun: DevRun, data: Path) -> None:
 
 def test_devrun_keeps_its_dev_ca_across_runs(top: Path, data: Path) -> None:
     first = DevRun(top, data)
-    first.until("press Ctrl-C")
-    first.stop()
+    try:
+        first.until("press Ctrl-C")
+    finally:
+        first.close()
     ca = (data / "tls" / "ca.crt").read_bytes()
     second = DevRun(top, data)
-    second.until("press Ctrl-C")
-    second.stop()
+    try:
+        second.until("press Ctrl-C")
+    finally:
+        second.close()
     assert (data / "tls" / "ca.crt").read_bytes() == ca
     assert not any("made a dev TLS CA" in ln for ln in second.lines)
 
