@@ -361,9 +361,10 @@ def test_syslogng_restart_at_least_once(tmp_path: Path, sig: int) -> None:
         # - replayed: in [r - REPLAY_WINDOW, r), stored before the restart and sent again by
         #   syslog-ng from its reliable disk buffer (it had handed them to the FIFO, but its
         #   buffer had not recorded that when it died);
-        # - resent: in [r, e), sent again by the client although syslog-ng still held them: after
-        #   a SIGKILL, syslog-ng 3.38 loads its disk buffer 1.5-3 s after it starts, so the store
-        #   can look drained when it is not. A client cannot tell; at-least-once is the contract.
+        # - resent: in [r, e), sent again by the client although syslog-ng still held them in its
+        #   disk buffer: syslog-ng 3.38 sends that only once a new message arrives after its
+        #   start (test_disk_buffer_sent_after_restart_without_traffic), so the store looks
+        #   drained when it is not. A client cannot tell; at-least-once is the contract.
         step = N // CONNS
         replayed = resent = 0
         unexplained = []
