@@ -14,11 +14,14 @@
 # change the volume and the random moments.
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import re
 import signal
 import socket
+import struct
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -353,20 +356,32 @@ def test_syslogng_restart_at_least_once(tmp_path: Path, sig: int) -> None:
             for s in senders:
                 s.finish()
         total, dups = final_check(app, N)
-        # Every duplicate must be explained: at most REPLAY_WINDOW before a resume point of
-        # its own connection (what syslog-ng re-sent after its restart), or between that resume
-        # point and where the sender was when its connection broke (a resend of what was still
-        # in flight: only if the store looked drained before it was).
+        # Every duplicate must be explained, by where it sits relative to a resume point r of
+        # its own connection (the sender's position e when its connection broke):
+        # - replayed: in [r - REPLAY_WINDOW, r), stored before the restart and sent again by
+        #   syslog-ng from its reliable disk buffer (it had handed them to the FIFO, but its
+        #   buffer had not recorded that when it died);
+        # - resent: in [r, e), sent again by the client although syslog-ng still held them in its
+        #   disk buffer: syslog-ng 3.38 sends that only once a new message arrives after its
+        #   start (test_disk_buffer_sent_after_restart_without_traffic), so the store looks
+        #   drained when it is not. A client cannot tell; at-least-once is the contract.
         step = N // CONNS
+        replayed = resent = 0
         unexplained = []
-        for seq in dups:
+        for seq, copies in dups.items():
             conn = min(seq // step, CONNS - 1)
-            if not any(r - REPLAY_WINDOW <= seq < max(r, e) for e, r in resumes.get(conn, [])):
+            rs = resumes.get(conn, [])
+            if any(r - REPLAY_WINDOW <= seq < r for _, r in rs):
+                replayed += copies
+            elif any(r <= seq < e for e, r in rs):
+                resent += copies
+            else:
                 unexplained.append(seq)
         ndup = sum(dups.values())
         print(
-            f"{N} messages, 3 syslog-ng restarts ({signal.Signals(sig).name}), {total} stored, {ndup} duplicates "
-            f"({len(dups)} sequence numbers), resumes {resumes}, in {elapsed:.1f} s"
+            f"{N} messages, 3 syslog-ng restarts ({signal.Signals(sig).name}), {total} stored, "
+            f"{ndup} duplicates ({replayed} replayed by syslog-ng, {resent} resent by the "
+            f"client), resumes {resumes}, in {elapsed:.1f} s"
         )
         assert total == N + ndup
         assert not unexplained, (
@@ -379,3 +394,92 @@ def test_syslogng_restart_at_least_once(tmp_path: Path, sig: int) -> None:
         # counts since indexd's start, which was before the restarts.
         malformed = app.status()["malformed"]
         assert malformed == 0 if sig == signal.SIGTERM else malformed <= 3, app.status()
+
+
+def fifo_bytes(app: Appliance) -> int:
+    """Bytes waiting in the FIFO (FIONREAD on the harness's end)."""
+    assert app.fifo_fd is not None
+    return struct.unpack("i", fcntl.ioctl(app.fifo_fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="syslog-ng 3.38's pipe writer takes a message off its disk buffer before the write "
+    "completes; stopped with the FIFO full it loses that one message (collector/README.md), "
+    "later ones of its connection are stored: a hole no resend fills (4 of 4 runs)",
+)
+def test_syslogng_stop_with_full_fifo(tmp_path: Path) -> None:
+    """syslog-ng stopped (SIGTERM) while indexd is down and the FIFO full, then indexd and
+    syslog-ng started again, the senders resending from what the store holds: at least once.
+    (collector/README.md says syslog-ng 3.38's pipe writer loses the message it holds then; a
+    lost message followed by stored ones of its connection would show here as a hole.)"""
+    n = 100_000
+    with Appliance(tmp_path, routes=[{"name": "kick", "message": "^kick"}]) as app:
+        app.kill_indexd()
+        scan = Scan(app)
+        senders = start_senders(app, n=n)
+        try:
+            wait_until(
+                "a full FIFO",
+                lambda: fifo_bytes(app) > (1 << 20) - 65536,  # its next write does not fit
+                lambda: (check_senders(senders), app.assert_alive_named("syslog-ng")),
+                60,
+            )
+            time.sleep(1.0)  # syslog-ng now holds a frame it cannot write
+            app.stop_syslogng()
+            app.start_indexd()
+            app.start_syslogng()
+            # syslog-ng 3.38 sends its disk buffer only once a new message arrives (see
+            # test_disk_buffer_sent_after_restart_without_traffic): one, to another logspace.
+            app.send(b"<13>1 - kick kick - - - kick\n")
+            while True:
+                wait_idle(senders)
+                app.settle(quiet=3.0)
+                scan.update()
+                if all(scan.top.get(s.conn, -1) == s.hi - 1 for s in senders):
+                    break
+                for s in senders:
+                    s.error_pos = None
+                    s.resume(scan.top.get(s.conn, s.lo - 1) + 1)
+        finally:
+            for s in senders:
+                s.finish()
+        total, dups = final_check(app, n)  # raises when a sequence number was never stored
+        print(
+            f"full FIFO stop: {total} stored, {sum(dups.values())} duplicates, "
+            f"malformed {app.status()['malformed']}"
+        )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="syslog-ng 3.38 loads its reliable disk buffer, and so sends what it holds, only "
+    "when a new message arrives after its start (collector: mark-freq(0), no internal source)",
+)
+def test_disk_buffer_sent_after_restart_without_traffic(tmp_path: Path) -> None:
+    """What syslog-ng holds in its disk buffer when it restarts reaches the store without any
+    new message arriving."""
+    n = 50_000
+    with Appliance(tmp_path) as app:
+        app.kill_indexd()
+        senders = start_senders(app, n=n)
+        try:
+            wait_until(
+                "a full FIFO",
+                lambda: fifo_bytes(app) > (1 << 20) - 65536,
+                lambda: check_senders(senders),
+                60,
+            )
+            wait_idle(senders)
+        finally:
+            for s in senders:
+                s.finish()
+        time.sleep(1.0)
+        app.stop_syslogng()
+        app.start_indexd()
+        drained = app.settle(quiet=1.0)  # what the FIFO held
+        app.start_syslogng()
+        deadline = time.monotonic() + 15
+        while app.count() == drained and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert app.count() > drained, f"nothing beyond the FIFO's {drained} in 15 s"
