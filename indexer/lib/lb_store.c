@@ -1104,6 +1104,12 @@ lb_store_flush(struct lb_store *st)
 		return (rc);
 	if ((rc = publish_segw(st, st->day.day, &ref)) != 0)
 		return (rc);
+	if (st->ix != NULL) {
+		/* The interval is empty now (the thread is idle: flush_begin synced it). */
+		pthread_mutex_lock(&st->ix->mu);
+		st->ix->mem = st->ix->amem = lb_segw_mem(st->segw);
+		pthread_mutex_unlock(&st->ix->mu);
+	}
 	st->indexed_id = last + 1;
 	if ((rc = state_save(st)) != 0)
 		return (rc);
