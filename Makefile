@@ -41,8 +41,8 @@ test-py:
 	@$(PY) -m pytest -q tests
 
 lint:
-	@$(VENV)/bin/ruff check --quiet appliance tests
-	@$(VENV)/bin/ruff format --check --quiet appliance tests
+	@$(VENV)/bin/ruff check --quiet appliance collector tests
+	@$(VENV)/bin/ruff format --check --quiet appliance collector tests
 
 bench:
 	@$(MAKE) --no-print-directory deps

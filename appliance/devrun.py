@@ -5,23 +5,44 @@
 ``./var``), starts every service whose program exists so far, restarts a service that dies within
 a second (printing the restart), and stops everything cleanly on Ctrl-C or SIGTERM.
 
+The hand-off between syslog-ng and logbox-indexd is set up as systemd does on the appliance
+(``ListenFIFO=`` + ``PipeSize=1M``): this supervisor makes ``<data>/run/indexd.fifo``, holds it
+open read-write for its whole life (so the bytes in the pipe survive an indexd restart and
+syslog-ng never sees EPIPE), raises the pipe to 1 MiB, and passes it to logbox-indexd as fd 3
+with ``LISTEN_FDS=1`` and ``LISTEN_PID``. syslog-ng runs on the configuration
+collector/render.py makes from ``<data>/etc/collector.toml`` (the dev defaults when absent),
+with a dev TLS CA and server certificate made on the first run under ``<data>/tls/``.
+
 Services are added to ``services()`` as they come to exist; a service whose program is not
 built yet is listed as "not built yet" rather than pretended.
 """
 
 from __future__ import annotations
 
+import fcntl
+import importlib
 import os
+import resource
+import shutil
 import signal
+import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parent.parent
 BIN = TOP / "build" / "bin"
 RESTART_DELAY = 0.5  # seconds between a death and the restart: "within a second"
+F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux), missing from the fcntl module before 3.10
+PIPE_SIZE = 1 << 20  # what systemd's PipeSize=1M gives the appliance
+
+sys.path.insert(0, str(TOP / "collector"))
+collector = importlib.import_module("render")
 
 
 @dataclass
@@ -35,19 +56,71 @@ class Service:
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     env: dict[str, str] = field(default_factory=dict)
+    fds: dict[int, int] = field(default_factory=dict)  # fd in the child -> fd here
+
+
+@dataclass
+class Collector:
+    """What prepare() made for syslog-ng and the hand-off."""
+
+    conf: Path
+    fifo: Path
+    fifo_fd: int
+    serves: str
+    nofile: int  # RLIMIT_NOFILE syslog-ng needs: every connection of every TCP listener
 
 
 def run_dir(data: Path) -> Path:
-    """Where sockets live: <data>/run."""
+    """Where sockets, the FIFO and run-time files live: <data>/run."""
     return data / "run"
 
 
-def services(data: Path) -> list[Service]:
+def settings_path(data: Path) -> Path:
+    """The collector settings file make run uses when it exists."""
+    return data / "etc" / "collector.toml"
+
+
+def services(data: Path, col: Collector | None = None) -> list[Service]:
     """The appliance's daemons, in start order, for a data directory."""
-    # Filled in as the daemons come to exist (collector, indexd, searchd, webui, rpc).
     root = ["--allow-root"] if os.geteuid() == 0 else []
-    searchd_sock = run_dir(data) / "searchd.sock"
-    return [
+    run = run_dir(data)
+    searchd_sock = run / "searchd.sock"
+    out: list[Service] = []
+    if col is not None:
+        indexd = BIN / "logbox-indexd"
+        status = run / "indexd.status.json"
+        out.append(
+            Service(
+                name="logbox-indexd",
+                # sh sets LISTEN_PID to its own pid, then execs indexd in that same process.
+                argv=[
+                    "/bin/sh",
+                    "-c",
+                    'LISTEN_PID=$$ exec "$@"',
+                    "sh",
+                    str(indexd),
+                    "--data",
+                    str(data),
+                    "--status",
+                    str(status),
+                    *root,
+                ],
+                serves=f"frames from {col.fifo} (fd 3), status in {status}",
+                needs=indexd,
+                env={"LISTEN_FDS": "1"},
+                fds={3: col.fifo_fd},
+            )
+        )
+        sng = shutil.which("syslog-ng") or "/usr/sbin/syslog-ng"
+        out.append(
+            Service(
+                name="syslog-ng",
+                argv=collector.syslogng_argv(col.conf, run, program=sng),
+                serves=col.serves,
+                needs=Path(sng),
+            )
+        )
+    out.append(
         Service(
             name="logbox-searchd",
             argv=[
@@ -60,8 +133,9 @@ def services(data: Path) -> list[Service]:
             ],
             serves=f"search on unix socket {searchd_sock}",
             needs=BIN / "logbox-searchd",
-        ),
-    ]
+        )
+    )
+    return out
 
 
 def prepare(data: Path) -> None:
@@ -79,16 +153,154 @@ def prepare(data: Path) -> None:
         )
 
 
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def dev_tls(tls: Path) -> bool:
+    """On the first run, a dev CA (ca.crt, ca.key) and a server certificate signed by it
+    (server.crt, server.key: localhost, 127.0.0.1, this host's name) and a client certificate
+    (client.crt, client.key) under tls. Returns True when it made them."""
+    if (tls / "server.crt").exists():
+        return False
+    tls.mkdir(parents=True, exist_ok=True)
+    os.chmod(tls, 0o700)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    _openssl(
+        "req", "-x509", *ec, "-keyout", str(tls / "ca.key"), "-out", str(tls / "ca.crt"),
+        "-days", "3650", "-subj", "/CN=logbox dev CA",
+        "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+    )  # fmt: skip
+    names = ["DNS:localhost", "IP:127.0.0.1", "IP:::1"]
+    host = socket.gethostname()
+    if host and host != "localhost":
+        names.append(f"DNS:{host}")
+    for who, cn, ext in (
+        ("server", "localhost", f"subjectAltName={','.join(names)}\nextendedKeyUsage=serverAuth"),
+        ("client", "logbox dev client", "extendedKeyUsage=clientAuth"),
+    ):
+        with tempfile.TemporaryDirectory() as tmp:
+            csr, extfile = Path(tmp) / "csr", Path(tmp) / "ext"
+            extfile.write_text(f"basicConstraints=CA:FALSE\n{ext}\n")
+            _openssl(
+                "req", "-new", *ec, "-keyout", str(tls / f"{who}.key"), "-out", str(csr),
+                "-subj", f"/CN={cn}",
+            )  # fmt: skip
+            _openssl(
+                "x509", "-req", "-in", str(csr), "-CA", str(tls / "ca.crt"),
+                "-CAkey", str(tls / "ca.key"), "-CAcreateserial", "-days", "825",
+                "-out", str(tls / f"{who}.crt"), "-extfile", str(extfile),
+            )  # fmt: skip
+    for key in tls.glob("*.key"):
+        os.chmod(key, 0o600)
+    return True
+
+
+def hold_fifo(fifo: Path) -> int:
+    """Make fifo (replacing anything else there), open it read-write, raise its pipe to
+    1 MiB; returns the fd, which this process keeps for its whole life."""
+    try:
+        if not stat.S_ISFIFO(fifo.lstat().st_mode):
+            fifo.unlink()
+    except FileNotFoundError:
+        pass
+    if not fifo.exists():
+        os.mkfifo(fifo, 0o600)
+    fd = os.open(fifo, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
+    except OSError as e:
+        log(f"cannot raise the pipe of {fifo} to 1 MiB ({e.strerror}); keeping the default")
+    return fd
+
+
+def prepare_collector(data: Path) -> Collector | None:
+    """Render syslog-ng.conf from the settings, make the dev TLS files and the FIFO; None (and
+    a line saying why) when syslog-ng is not installed."""
+    run = run_dir(data)
+    path = settings_path(data)
+    settings = collector.load_settings(path if path.exists() else None)
+    fifo = run / "indexd.fifo"
+    conf = run / "syslog-ng.conf"
+    text = collector.render(settings, data=data, run=run, fifo=fifo)
+    (data / "collector" / "buffer").mkdir(parents=True, exist_ok=True)
+    own = (settings.tls_cert, settings.tls_key, settings.tls_ca)
+    if settings.tls_port and None in own and dev_tls(data / "tls"):
+        log(f"made a dev TLS CA and server certificate in {data / 'tls'}")
+    tmp = conf.with_suffix(".conf.tmp")
+    tmp.write_text(text)
+    tmp.replace(conf)
+    sng = shutil.which("syslog-ng")
+    if sng is None:
+        log("syslog-ng: not installed (make deps installs syslog-ng-core)")
+        return None
+    check = subprocess.run([sng, "--syntax-only", "-f", str(conf)], capture_output=True, text=True)
+    if check.returncode != 0:
+        raise collector.SettingsError(f"syslog-ng refuses {conf}:\n{check.stderr.strip()}")
+    s = settings
+    listen = [
+        f"{what} {s.bind}:{port}"
+        for what, port in (
+            ("tcp", s.tcp_port),
+            ("tcp octet-counted", s.octet_port),
+            ("tls", s.tls_port),
+            ("udp", s.udp_port),
+        )
+        if port
+    ]
+    return Collector(
+        conf=conf,
+        fifo=fifo,
+        fifo_fd=hold_fifo(fifo),
+        serves="syslog on " + ", ".join(listen),
+        nofile=3 * s.max_connections + 1024,
+    )
+
+
 def log(msg: str) -> None:
     """Print one supervisor line, flushed so it interleaves with the daemons' output."""
     print(f"logbox-run: {msg}", flush=True)
+
+
+def raise_nofile(want: int) -> int:
+    """Raise this process's RLIMIT_NOFILE (inherited by the daemons) to want, or as far as the
+    hard limit allows when it may not be raised; returns the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= want:
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, max(want, hard)))
+        return want
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        return hard
+
+
+def _child_setup(svc: Service) -> Callable[[], None] | None:
+    """What runs in the child between fork and exec: fds moved to the numbers it expects."""
+    if not svc.fds:
+        return None
+    fds = dict(svc.fds)
+
+    def setup() -> None:
+        for child, parent in fds.items():
+            os.dup2(parent, child)  # the copy is inheritable (no FD_CLOEXEC)
+
+    return setup
 
 
 def start(svc: Service) -> None:
     """Start svc in its own process group so a Ctrl-C reaches only the supervisor first."""
     env = dict(os.environ)
     env.update(svc.env)
-    svc.proc = subprocess.Popen(svc.argv, env=env, start_new_session=True)
+    svc.proc = subprocess.Popen(
+        svc.argv,
+        env=env,
+        start_new_session=True,
+        pass_fds=tuple(svc.fds),
+        preexec_fn=_child_setup(svc),  # the supervisor has a single thread
+    )
 
 
 def stop_all(running: list[Service]) -> None:
@@ -114,6 +326,19 @@ def main() -> int:
     data = Path(os.environ.get("LOGBOX_DATA", TOP / "var")).resolve()
     prepare(data)
     log(f"data directory {data}")
+    try:
+        col = prepare_collector(data)
+    except (collector.SettingsError, OSError, subprocess.CalledProcessError) as e:
+        log(f"collector: {e}")
+        return 1
+
+    if col is not None:
+        got = raise_nofile(col.nofile)
+        if got < col.nofile:
+            log(
+                f"open files limited to {got}: syslog-ng takes fewer than max_connections on "
+                f"every TCP listener at once (all of them need {col.nofile})"
+            )
 
     stopping = False
 
@@ -126,9 +351,11 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
 
     running: list[Service] = []
-    for svc in services(data):
+    for svc in services(data, col):
         if not svc.needs.exists():
             log(f"{svc.name}: not built yet ({svc.needs})")
+            if svc.name == "logbox-indexd" and col is not None:
+                log(f"frames wait in {col.fifo} and syslog-ng's disk buffer until it runs")
             continue
         start(svc)
         running.append(svc)
@@ -150,6 +377,8 @@ def main() -> int:
             start(svc)
             log(f"{svc.name} exited with {code}; restarted (restart #{svc.restarts})")
     stop_all(running)
+    if col is not None:
+        os.close(col.fifo_fd)
     log("all stopped")
     return 0
 

@@ -1,39 +1,214 @@
-# Scenario: `make run`'s supervisor prepares the data directory from LOGBOX_DATA, says what it
-# started, and stops cleanly (exit 0) on Ctrl-C.
+# Scenario: `make run`'s supervisor prepares the data directory from LOGBOX_DATA (syslog-ng
+# configuration rendered from <data>/etc/collector.toml, dev TLS files, the FIFO it holds for
+# logbox-indexd), says what it started, delivers a message sent to each syslog port, restarts a
+# daemon that dies within a second, and stops cleanly (exit 0) on Ctrl-C.
 from __future__ import annotations
 
+import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+from lbtest.collector import FifoReader, free_ports, octet, send_tcp, send_udp
 
-def test_devrun_starts_and_stops_on_ctrl_c(top: Path, tmp_path: Path) -> None:
+
+class DevRun:
+    """appliance/devrun.py on a data directory, its output read line by line."""
+
+    def __init__(self, top: Path, data: Path) -> None:
+        self.data = data
+        env = dict(os.environ, LOGBOX_DATA=str(data))
+        self.proc = subprocess.Popen(
+            [sys.executable, str(top / "appliance" / "devrun.py")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+
+    def until(self, text: str, timeout: float = 30) -> str:
+        """Read lines until one holds text; returns it."""
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line)
+            if text in line:
+                return line
+        pytest.fail(f"no line with {text!r}: {self.lines}")
+
+    def stop(self) -> str:
+        self.proc.send_signal(signal.SIGINT)
+        out, _ = self.proc.communicate(timeout=30)
+        return out
+
+    def close(self) -> None:
+        """Stop it (and so its daemons) if a test left it running; SIGKILL would orphan them."""
+        if self.proc.poll() is None:
+            try:
+                self.stop()
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    """A data directory whose collector listens on free ports."""
     data = tmp_path / "data"
-    env = dict(os.environ, LOGBOX_DATA=str(data))
-    proc = subprocess.Popen(
-        [sys.executable, str(top / "appliance" / "devrun.py")],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+    (data / "etc").mkdir(parents=True)
+    ports = free_ports()
+    (data / "etc" / "collector.toml").write_text(
+        "[ports]\n" + "".join(f"{k} = {v}\n" for k, v in ports.items())
+    )
+    return data
+
+
+@pytest.fixture
+def devrun(top: Path, data: Path) -> Iterator[DevRun]:
+    d = DevRun(top, data)
+    yield d
+    d.close()
+
+
+def test_devrun_starts_and_stops_on_ctrl_c(devrun: DevRun, data: Path) -> None:
+    devrun.until("press Ctrl-C")
+    assert any(str(data) in ln for ln in devrun.lines), devrun.lines
+    assert any("started syslog-ng" in ln for ln in devrun.lines), devrun.lines
+    assert data.is_dir()
+    run = data / "run"
+    assert stat.S_ISFIFO((run / "indexd.fifo").stat().st_mode)
+    conf = (run / "syslog-ng.conf").read_text()
+    assert str(run / "indexd.fifo") in conf
+    for name in ("ca.crt", "server.crt", "server.key", "client.crt", "client.key"):
+        assert (data / "tls" / name).is_file(), name
+    assert stat.S_IMODE((data / "tls" / "server.key").stat().st_mode) == 0o600
+    r = subprocess.run(
+        ["openssl", "verify", "-CAfile", str(data / "tls/ca.crt"), str(data / "tls/server.crt")],
+        capture_output=True,
         text=True,
     )
-    assert proc.stdout is not None
-    lines = []
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if "press Ctrl-C" in line:
-            break
-    assert any("press Ctrl-C" in ln for ln in lines), lines
-    assert any(str(data) in ln for ln in lines), lines
-    assert data.is_dir()
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 0, out
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = devrun.stop()
+    assert devrun.proc.returncode == 0, out
     assert "all stopped" in out
+
+
+def test_devrun_keeps_its_dev_ca_across_runs(top: Path, data: Path) -> None:
+    first = DevRun(top, data)
+    try:
+        first.until("press Ctrl-C")
+    finally:
+        first.close()
+    ca = (data / "tls" / "ca.crt").read_bytes()
+    second = DevRun(top, data)
+    try:
+        second.until("press Ctrl-C")
+    finally:
+        second.close()
+    assert (data / "tls" / "ca.crt").read_bytes() == ca
+    assert not any("made a dev TLS CA" in ln for ln in second.lines)
+
+
+def send_when_listening(port: int, data: bytes, timeout: float = 10) -> None:
+    """send_tcp once syslog-ng listens (it starts after the supervisor says so)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return send_tcp(port, data)
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+class Received:
+    """The messages make run stored (through `logbox cat` once logbox-indexd exists), else the
+    frames in the FIFO the supervisor holds (read here, as indexd would)."""
+
+    def __init__(self, top: Path, data: Path) -> None:
+        self.data = data
+        self.cli = top / "build" / "bin" / "logbox"
+        self.indexd = (top / "build" / "bin" / "logbox-indexd").exists()
+        self.fd = -1
+        if not self.indexd:
+            self.fd = os.open(data / "run" / "indexd.fifo", os.O_RDONLY | os.O_NONBLOCK)
+            self.reader = FifoReader(self.fd)
+        self.seen: set[bytes] = set()
+
+    def poll(self) -> None:
+        if not self.indexd:
+            self.reader.poll()
+            self.seen |= {f.msg for f in self.reader.frames}
+            return
+        out = subprocess.run(
+            [str(self.cli), "cat", "--data", str(self.data)], capture_output=True, text=True
+        ).stdout
+        for line in out.splitlines():
+            msg = json.loads(line).get("message") or ""
+            self.seen.add(msg.encode("utf-8", "surrogateescape"))
+
+    def wait(self, msgs: set[bytes], timeout: float = 15) -> None:
+        deadline = time.monotonic() + timeout
+        while not msgs <= self.seen and time.monotonic() < deadline:
+            time.sleep(0.1)
+            self.poll()
+        assert msgs <= self.seen, (msgs - self.seen, self.seen)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+
+
+def kill_and_see_restart(devrun: DevRun, name: str, pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    line = devrun.until("restarted")
+    assert f"{name} exited with -9" in line
+    assert time.monotonic() - t0 < 2.0
+
+
+def test_devrun_delivers_messages_and_restarts_dead_daemons(
+    devrun: DevRun, data: Path, top: Path
+) -> None:
+    devrun.until("press Ctrl-C")
+    ports = dict(
+        line.split(" = ") for line in (data / "etc/collector.toml").read_text().splitlines()[1:]
+    )
+    got = Received(top, data)
+    try:
+        send_when_listening(int(ports["tcp"]), b"<13>Nov 22 10:00:00 h p: via tcp\n")
+        send_tcp(int(ports["octet"]), octet(b"<13>1 - h p - - - via octet"))
+        send_udp(int(ports["udp"]), b"<13>1 - h p - - - via udp")
+        got.wait({b"via octet", b"via tcp", b"via udp"})
+
+        kill_and_see_restart(devrun, "syslog-ng", int((data / "run/syslog-ng.pid").read_text()))
+        send_when_listening(int(ports["tcp"]), b"<13>Nov 22 10:00:00 h p: after restart\n")
+        got.wait({b"after restart"})
+
+        if got.indexd:
+            status = json.loads((data / "run" / "indexd.status.json").read_text())
+            kill_and_see_restart(devrun, "logbox-indexd", int(status["pid"]))
+            send_tcp(int(ports["tcp"]), b"<13>Nov 22 10:00:00 h p: after indexd restart\n")
+            got.wait({b"after indexd restart"})
+    finally:
+        got.close()
+    out = devrun.stop()
+    assert devrun.proc.returncode == 0 and "all stopped" in out
+
+
+def test_devrun_refuses_bad_collector_settings(top: Path, data: Path) -> None:
+    (data / "etc" / "collector.toml").write_text('[[logspace]]\nname = "Not Valid"\n')
+    d = DevRun(top, data)
+    out, _ = d.proc.communicate(timeout=30)
+    assert d.proc.returncode == 1
+    assert "collector:" in out and "name" in out

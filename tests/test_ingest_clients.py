@@ -1,0 +1,488 @@
+# Scenario (issue 5): real syslog clients -> syslog-ng -> FIFO -> logbox-indexd -> store, checked
+# through `logbox cat`: util-linux logger over TCP (newline and octet counting) and UDP, loggen over
+# TCP and TLS, a Python TLS client with and without a client certificate (rejected where
+# verification is required, an untrusted CA's certificate rejected, TLS 1.1 refused), the loghub
+# samples as RFC 3164 and RFC 5424 streams stored byte-identical with the right header fields
+# (the oracle is built from the raw loghub lines), and routing to named logspaces.
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+import socket
+import ssl
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lbtest.appliance import Appliance, octet
+from lbtest.cli import message_bytes
+from lbtest.corpus import (
+    LOGHUB_DIR,
+    loghub_lines,
+    loghub_systems,
+    loghub_tool,
+    parse_5424,
+    random_corpus,
+)
+
+pytestmark = pytest.mark.slow
+
+FACILITY = {"kern": 0, "user": 1, "mail": 2, "daemon": 3, "auth": 4, "local3": 19, "authpriv": 10}
+SEVERITY = {"emerg": 0, "err": 3, "warning": 4, "notice": 5, "info": 6, "debug": 7}
+
+
+@pytest.fixture
+def appliance(tmp_path: Path) -> Iterator[Appliance]:
+    with Appliance(tmp_path) as app:
+        yield app
+
+
+def marker() -> str:
+    return "m" + uuid.uuid4().hex[:16]
+
+
+def with_marker(app: Appliance, mark: str, logspace: str = "main") -> list[dict[str, Any]]:
+    return [m for m in app.messages(logspace) if mark in m["message"]]
+
+
+def wait_marker(
+    app: Appliance, mark: str, n: int = 1, logspace: str = "main", timeout: float = 30
+) -> list[dict[str, Any]]:
+    """The messages holding mark once there are n of them (fails on more)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = with_marker(app, mark, logspace)
+        if len(got) >= n or time.monotonic() > deadline:
+            break
+        app.assert_alive()
+        time.sleep(0.1)
+    assert len(got) == n, f"{len(got)} messages with {mark} in {logspace}, expected {n}: {got}"
+    return got
+
+
+def logger(app: Appliance, *args: str) -> None:
+    p = subprocess.run(
+        ["logger", "-n", "127.0.0.1", *args], capture_output=True, text=True, timeout=30
+    )
+    assert p.returncode == 0, p.stderr
+
+
+# ---------------------------------------------------------------- logger (util-linux)
+
+
+def test_logger_tcp_octet_udp(appliance: Appliance) -> None:
+    app = appliance
+    host = socket.gethostname()
+    sent = {}
+    for name, port, extra in (
+        ("tcp5424", "tcp", ["--tcp"]),
+        ("tcp3164", "tcp", ["--tcp", "--rfc3164"]),
+        ("octet", "octet", ["--tcp", "--octet-count"]),
+        ("udp", "udp", ["--udp"]),
+    ):
+        mark = marker()
+        text = f'logger {name} {mark} caf\u00e9 "quoted" tab\there'
+        logger(
+            app, "-P", str(app.ports[port]), *extra, "-t", "lbtest-prog", "--id=4242",
+            "-p", "local3.warning", "--", text,
+        )  # fmt: skip
+        sent[name] = (mark, text)
+    for name, (mark, text) in sent.items():
+        (m,) = wait_marker(app, mark)
+        assert message_bytes(m["message"]) == text.encode(), (name, m)
+        assert m["program"] == "lbtest-prog", (name, m)
+        assert m["pid"] == "4242", (name, m)
+        assert (m["facility"], m["severity"]) == (19, 4), (name, m)
+        if name == "tcp3164":
+            assert m["host"] == host.split(".")[0], (name, m)
+            assert "rfc3164" in m["flags"], (name, m)
+        else:
+            assert m["host"] == host, (name, m)
+            assert "rfc5424" in m["flags"], (name, m)
+            assert 'tzKnown="1"' in m["sd"], (name, m)
+    app.assert_alive()
+
+
+# ---------------------------------------------------------------- loggen (syslog-ng's)
+
+_LOGGEN = re.compile(r"seq: (\d{10}), thread: (\d{4}), runid: (\d+)")
+
+
+def loggen(app: Appliance, *args: str, n: int, port: str) -> int:
+    """Runs loggen; returns how many messages it says it sent (it exits 0 even when it sent
+    nothing, e.g. with two transport plugins, so its report is checked)."""
+    p = subprocess.run(
+        ["loggen", *args, "-n", str(n), "-r", "200000", "127.0.0.1", str(app.ports[port])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = p.stdout + p.stderr
+    sent = re.findall(r"count=(\d+)", out)
+    assert p.returncode == 0 and "error" not in out.lower() and sent, out
+    return int(sent[-1])
+
+
+def loggen_seen(app: Appliance, start_id: int) -> dict[int, list[int]]:
+    seen: dict[int, list[int]] = {}
+    for m in app.iter_messages(from_id=start_id):
+        g = _LOGGEN.search(m["message"])
+        assert g, m
+        assert m["program"] == "prg00000" and m["host"] == "localhost", m
+        seen.setdefault(int(g.group(2)), []).append(int(g.group(1)))
+    return seen
+
+
+@pytest.mark.parametrize("transport", ["tcp", "tls"])
+def test_loggen(appliance: Appliance, transport: str) -> None:
+    app = appliance
+    n, conns = 10000, 2
+    if transport == "tcp":
+        n = loggen(app, "--inet", "--stream", f"--active-connections={conns}", n=n, port="tcp")
+    else:  # --use-ssl is a transport plugin of its own: not with --inet/--stream
+        # and the TLS port takes RFC 5425 octet counting: --syslog-proto frames that way.
+        n = loggen(
+            app, "--use-ssl", "--syslog-proto", f"--active-connections={conns}", n=n, port="tls"
+        )
+    assert n >= 10000
+    app.wait_count(n, timeout=60)
+    seen = loggen_seen(app, 1)
+    # loggen spreads -n over its connections; each connection's sequence numbers arrive in
+    # order, without a gap or a duplicate.
+    assert sum(len(v) for v in seen.values()) == n
+    for thread, seqs in seen.items():
+        assert seqs == list(range(len(seqs))), f"thread {thread}: {seqs[:20]}..."
+    assert app.status()["malformed"] == 0
+
+
+# ---------------------------------------------------------------- TLS clients (Python ssl)
+
+
+def tls_send(app: Appliance, ctx: ssl.SSLContext, data: bytes) -> str:
+    """Sends data over TLS; returns "ok" when the server kept the connection, else why not.
+
+    With TLS 1.3 the server checks the client's certificate after the client thinks the
+    handshake is done: its refusal comes as an alert on the first read, so read once."""
+    try:
+        s = app.connect_tls(ctx, timeout=5)
+    except (ssl.SSLError, OSError) as e:
+        return f"handshake: {e}"
+    try:
+        s.sendall(data)
+        s.settimeout(1.0)
+        got = s.recv(1)
+    except TimeoutError:
+        return "ok"  # the server waits for more: it kept the connection
+    except (ssl.SSLError, OSError) as e:
+        return f"after handshake: {e}"
+    finally:
+        s.close()
+    return "closed by server" if got == b"" else f"server sent {got!r}"
+
+
+def line(mark: str, text: str = "") -> bytes:
+    """One message, octet-counted as the TLS port takes it (RFC 5425)."""
+    return octet(f"<134>1 2026-11-22T12:00:00Z tlshost tlsprog - - - {mark} {text}".encode())
+
+
+def test_tls_verify_required(tmp_path: Path) -> None:
+    with Appliance(tmp_path, tls_verify="required") as app:
+        good, nocert, rogue, old = marker(), marker(), marker(), marker()
+        assert tls_send(app, app.tls_context("client"), line(good, "with a client cert")) == "ok"
+        refused = {
+            "no client certificate": tls_send(app, app.tls_context(None), line(nocert)),
+            "certificate from an untrusted CA": tls_send(
+                app, app.tls_context("rogue"), line(rogue)
+            ),
+            "TLS 1.1": tls_send(
+                app,
+                app.tls_context("client", maximum=ssl.TLSVersion.TLSv1_1),
+                line(old),
+            ),
+        }
+        for what, result in refused.items():
+            assert result != "ok", f"{what}: the server kept the connection"
+        assert "version" in refused["TLS 1.1"].lower() or "protocol" in refused["TLS 1.1"].lower()
+        # TLS 1.2 is still fine (the refusal of 1.1 is about the version, not the client).
+        tls12 = marker()
+        ctx12 = app.tls_context("client", maximum=ssl.TLSVersion.TLSv1_2)
+        assert tls_send(app, ctx12, line(tls12)) == "ok"
+        wait_marker(app, good)
+        wait_marker(app, tls12)
+        app.settle(quiet=1.0)
+        for mark in (nocert, rogue, old):
+            assert with_marker(app, mark) == [], f"a refused client's message was stored: {mark}"
+        app.assert_alive()
+
+
+def test_tls_verify_optional(appliance: Appliance) -> None:
+    app = appliance
+    with_cert, without = marker(), marker()
+    assert tls_send(app, app.tls_context("client"), line(with_cert)) == "ok"
+    assert tls_send(app, app.tls_context(None), line(without)) == "ok"
+    for mark in (with_cert, without):
+        (m,) = wait_marker(app, mark)
+        assert (m["host"], m["program"], m["facility"], m["severity"]) == (
+            "tlshost",
+            "tlsprog",
+            16,
+            6,
+        )
+    old = tls_send(app, app.tls_context("client", maximum=ssl.TLSVersion.TLSv1_1), line(marker()))
+    assert old != "ok", "TLS 1.1 accepted"
+    # A certificate that is presented is verified: one from an unknown CA is refused.
+    rogue = marker()
+    assert tls_send(app, app.tls_context("rogue"), line(rogue)) != "ok"
+    app.settle(quiet=1.0)
+    assert with_marker(app, rogue) == []
+
+
+# ---------------------------------------------------------------- loghub corpus
+
+SYSTEMS = ["Linux", "OpenSSH", "Apache", "HDFS", "Android", "Thunderbird", "HealthApp", "Zookeeper"]
+# BGL's host names hold ":" ("R02-M1-N0-C:J12-U11"). syslog-ng 3.38's RFC 5424 parser takes a
+# HOSTNAME with ":" for an IPv6 address and accepts only hex digits, "." and ":" in it ("a:b",
+# "fe80::1" pass; "host:1", "x.y:z" do not), so it fails the line; the collector then parses it as
+# RFC 3164, which takes "1" for the program and the sender's address for the host, and leaves the
+# whole 5424 header in the message. The RFC 3164 form takes "R02-M1-N0-C" for the tag. Host,
+# program and message are wrong for 1,927 of BGL's 2,000 lines (RFC 5424 allows any printable
+# ASCII in HOSTNAME). Kept as a strict xfail so that the day the collector copes, this is noticed.
+BGL_XFAIL = pytest.mark.xfail(
+    strict=True, reason="syslog-ng 3.38 fails a HOSTNAME with ':' that is not IPv6 (BGL)"
+)
+
+
+def oracle(system: str, fmt: str) -> list[dict[str, Any]]:
+    """What the store must hold for each raw line of a sample sent through the converter
+    (--msg full): the line itself as message, and the header fields the converter derives
+    from the line with its own per-system parser and defaults."""
+    tool = loghub_tool()
+    parser, dhost, dapp, syslog_like = tool.SYSTEMS[system]
+    st = {"years": tool.YearTracker(tool.DEFAULT_YEAR.get(system, 2017))}
+    last_ts = dt.datetime(tool.DEFAULT_YEAR.get(system, 2017), 1, 1)
+    out = []
+    for raw in loghub_lines(system):
+        text = raw.decode("utf-8", "surrogateescape")
+        try:
+            rec = parser(text, st)
+        except ValueError:
+            rec = None
+        if rec is None:
+            rec = tool.Rec(body=None)
+        if rec.ts is None:
+            rec.ts = last_ts
+        last_ts = rec.ts
+        app = rec.app or dapp
+        sev = rec.sev if rec.sev is not None else tool.INFO
+        fac = tool.facility_for(app) if syslog_like else tool.USER
+        if fmt == "5424":
+            program = tool.field(app, 48)
+            ts = rec.ts.replace(tzinfo=dt.UTC)
+            us = int(ts.timestamp()) * 1_000_000 + int((rec.frac or "0")[:6].ljust(6, "0"))
+        else:
+            program = tool._NONPRINT.sub("_", app or "-")
+            us = None
+        out.append(
+            {
+                "message": raw,
+                "host": tool.field(rec.host or dhost, 255),
+                "program": program,
+                "pid": rec.pid or "",
+                "facility": fac,
+                "severity": sev,
+                "timestamp_us": us,
+            }
+        )
+    return out
+
+
+def converted(system: str, fmt: str) -> bytes:
+    """The converter's newline-framed output for one sample."""
+    tool = loghub_tool()
+    args = type("Args", (), {"msg": "full", "format": fmt, "sd": False, "facility": None})()
+    lines, _, _ = tool.convert(system, str(LOGHUB_DIR / system / f"{system}_2k.log"), args)
+    return "".join(ln + "\n" for ln in lines).encode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize(
+    "systems",
+    [pytest.param(SYSTEMS, id="8-systems"), pytest.param(["BGL"], marks=BGL_XFAIL, id="BGL")],
+)
+def test_loghub_streams_arrive_intact(appliance: Appliance, systems: list[str]) -> None:
+    app = appliance
+    missing = set(systems) - set(loghub_systems())
+    assert not missing, f"loghub samples {missing} missing under {LOGHUB_DIR} (LOGBOX_LOGHUB)"
+    total = 0
+    problems: list[str] = []
+    for fmt in ("5424", "3164"):
+        for system in systems:
+            want = oracle(system, fmt)
+            data = converted(system, fmt)
+            assert data.count(b"\n") == len(want)
+            app.send(data, "tcp")  # one connection: its order is the store's order
+            start = total + 1
+            total = app.wait_count(total + len(want), timeout=60)
+            got = list(app.iter_messages(from_id=start))
+            assert len(got) == len(want)
+            for i, (g, w) in enumerate(zip(got, want, strict=True)):
+                diffs = []
+                if message_bytes(g["message"]) != w["message"]:
+                    diffs.append(f"message {message_bytes(g['message'])!r} != {w['message']!r}")
+                for k in ("host", "program", "pid", "facility", "severity"):
+                    if g[k] != w[k]:
+                        diffs.append(f"{k} {g[k]!r} != {w[k]!r}")
+                if w["timestamp_us"] is not None and g["timestamp_us"] != w["timestamp_us"]:
+                    diffs.append(f"timestamp_us {g['timestamp_us']} != {w['timestamp_us']}")
+                flag = "rfc5424" if fmt == "5424" else "rfc3164"
+                if flag not in g["flags"]:
+                    diffs.append(f"flags {g['flags']}")
+                if diffs:
+                    problems.append(f"{system} rfc{fmt} line {i + 1}: " + "; ".join(diffs))
+    if problems:
+        by_stream: dict[str, list[str]] = {}
+        for p in problems:
+            by_stream.setdefault(p.split(" line ")[0], []).append(p)
+        summary = [f"{k}: {len(v)} lines differ, e.g. {v[0]}" for k, v in by_stream.items()]
+        raise AssertionError(f"{len(problems)} lines differ:\n" + "\n".join(summary))
+    assert app.status()["malformed"] == 0
+
+
+# ---------------------------------------------------------------- routing
+
+ROUTES = [
+    {"name": "secure", "facility": ["auth", "authpriv"]},
+    {"name": "web", "program": "^(nginx|httpd)$"},
+    {"name": "db", "host": "^db-[0-9]+$"},
+    {"name": "alerts", "message": "CRITICAL|disk full"},
+]
+
+
+def test_routing_to_logspaces(tmp_path: Path) -> None:
+    cases = [  # (pri, host, program, text, logspace)
+        (4 * 8 + 6, "web-1", "sshd", "auth facility", "secure"),
+        (10 * 8 + 5, "db-1", "su", "authpriv wins over the host route (first match)", "secure"),
+        (1 * 8 + 6, "web-1", "nginx", "GET /", "web"),
+        (1 * 8 + 6, "web-2", "httpd", "GET / CRITICAL", "web"),
+        (1 * 8 + 6, "db-7", "postgres", "checkpoint", "db"),
+        (1 * 8 + 6, "db-x", "postgres", "host regex does not match", "main"),
+        (3 * 8 + 2, "app-1", "worker", "CRITICAL: out of memory", "alerts"),
+        (3 * 8 + 2, "app-1", "worker", "the disk full again", "alerts"),
+        (1 * 8 + 6, "app-1", "nginx-ish", "program regex is anchored", "main"),
+        (1 * 8 + 6, "app-1", "worker", "nothing matches", "main"),
+    ]
+    with Appliance(tmp_path, routes=ROUTES) as app:
+        marks = []
+        data = b""
+        for i, (pri, host, prog, text, _) in enumerate(cases):
+            mark = marker()
+            marks.append(mark)
+            fmt = i % 2  # both header formats
+            if fmt:
+                data += f"<{pri}>Nov 22 12:00:00 {host} {prog}[{i}]: {text} {mark}\n".encode()
+            else:
+                data += (
+                    f"<{pri}>1 2026-11-22T12:00:00Z {host} {prog} {i} - - {text} {mark}\n".encode()
+                )
+        app.send(data)
+        want: dict[str, list[str]] = {}
+        for mark, case in zip(marks, cases, strict=True):
+            want.setdefault(case[4], []).append(mark)
+        for ls in ("secure", "web", "db", "alerts", "main"):
+            app.wait_count(len(want.get(ls, [])), logspace=ls, timeout=30)
+        for ls in ("secure", "web", "db", "alerts", "main"):
+            got = app.messages(ls)
+            got_marks = [m["message"].rsplit(" ", 1)[-1] for m in got]
+            assert got_marks == want.get(ls, []), (ls, got)
+        for i, (pri, host, prog, _, ls) in enumerate(cases):
+            (m,) = with_marker(app, marks[i], ls)
+            assert (m["host"], m["program"], m["pid"]) == (host, prog, str(i)), m
+            assert (m["facility"], m["severity"]) == (pri >> 3, pri & 7), m
+
+
+# ---------------------------------------------------------------- every edge case, octet-counted
+
+
+@pytest.mark.parametrize("port", ["octet", "tls"])
+def test_edge_corpus_octet_counted(appliance: Appliance, port: str) -> None:
+    """The store suites' seeded RFC 5424 corpus (empty, multi-line, NUL, bytes >= 0x80, invalid
+    UTF-8, long tokens, structured data, a message over LB_MSG_MAX) arrives as sent through the
+    octet-counted ports, but for what syslog-ng strips (below)."""
+    app = appliance
+    want = random_corpus(11, 3000)
+    # What syslog-ng does to a message part on every port: trailing LF and NUL bytes go (CR
+    # stays), and so does the RFC 5424 BOM that starts one; inside a message they stay.
+    hdr = b"<13>1 2026-11-22T12:00:00Z edge edge 1 - - "
+    for msg, kept in (
+        (b"trailing LF\n", b"trailing LF"),
+        (b"trailing NULs\x00\x00", b"trailing NULs"),
+        (b"trailing CRLF\r\n", b"trailing CRLF\r"),
+        (b"\xef\xbb\xbfBOM first", b"BOM first"),
+        (b"in\x00side\nand\r\nhere\xef\xbb\xbf.", b"in\x00side\nand\r\nhere\xef\xbb\xbf."),
+    ):
+        want.append(dataclasses.replace(parse_5424(hdr + kept), raw=hdr + msg))
+    for i, e in enumerate(want):
+        if e.message.endswith((b"\n", b"\x00")):
+            want[i] = dataclasses.replace(e, message=e.message.rstrip(b"\n\x00"))
+    data = octet(*(e.raw for e in want))
+    if port == "octet":
+        app.send(data, "octet")
+    else:
+        with app.connect_tls() as s:
+            s.sendall(data)
+    app.wait_count(len(want), timeout=60)
+    problems = []
+    for i, (g, w) in enumerate(zip(app.iter_messages(), want, strict=True)):
+        diffs = []
+        if message_bytes(g["message"]) != w.message:
+            diffs.append(f"message {message_bytes(g['message'])[:200]!r} != {w.message[:200]!r}")
+        if message_bytes(g["sd"], "sd") != w.sd:
+            diffs.append(f"sd {g['sd']!r} != {w.sd!r}")
+        for k in ("host", "program", "pid", "msgid"):
+            if getattr(w, k) is not None and g[k] != getattr(w, k):
+                diffs.append(f"{k} {g[k]!r} != {getattr(w, k)!r}")
+        if (g["facility"], g["severity"]) != (w.facility, w.severity):
+            diffs.append(f"pri {g['facility']},{g['severity']} != {w.facility},{w.severity}")
+        if w.timestamp_us is not None and g["timestamp_us"] != w.timestamp_us:
+            diffs.append(f"timestamp_us {g['timestamp_us']} != {w.timestamp_us}")
+        if ("truncated" in g["flags"]) != ("truncated" in w.flags):
+            diffs.append(f"flags {g['flags']}")
+        if diffs:
+            problems.append(f"#{i} {w.raw[:80]!r}: " + "; ".join(diffs))
+    assert not problems, f"{len(problems)} of {len(want)} differ:\n" + "\n".join(problems[:30])
+
+
+def test_ipv6_literal_host(appliance: Appliance) -> None:
+    """RFC 5424 §6.2.4 names an IPv6 address as a choice for HOSTNAME: such a message keeps its
+    host and message (unlike BGL's "R02-M1-N0-C:J12-U11", see above)."""
+    app = appliance
+    mark = marker()
+    app.send(octet(f"<13>1 2026-11-22T12:00:00Z 2001:db8::5 app 7 - - v6 {mark}".encode()), "octet")
+    (m,) = wait_marker(app, mark)
+    assert (m["host"], m["program"], m["pid"]) == ("2001:db8::5", "app", "7"), m
+    assert m["message"] == f"v6 {mark}", m
+
+
+def test_nil_timestamp_stays_null(appliance: Appliance) -> None:
+    """An RFC 5424 message with the NILVALUE "-" for TIMESTAMP has no time stamp: the store says
+    null, as `logbox ingest` does for the same line."""
+    app = appliance
+    mark = marker()
+    app.send(octet(f"<13>1 - nilhost app - - - no time {mark}".encode()), "octet")
+    (m,) = wait_marker(app, mark)
+    assert m["timestamp"] is None and m["timestamp_us"] is None, m
+
+
+def test_clean_stop(appliance: Appliance) -> None:
+    """SIGTERM stops syslog-ng and indexd with exit 0, and what they took is stored."""
+    app = appliance
+    marks = [marker() for _ in range(100)]
+    app.send(b"".join(f"<13>1 2026-11-22T12:00:00Z h p - - - stop {m}\n".encode() for m in marks))
+    app.wait_count(len(marks))
+    assert app.stop() == {"syslog-ng": 0, "indexd": 0}, app.stderr_of("indexd")[-2000:]
+    got = [m["message"].split()[-1] for m in app.messages()]
+    assert got == marks
