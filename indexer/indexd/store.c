@@ -143,7 +143,7 @@ ls_commit(struct indexd *env, struct lspace *l, int64_t now, int force_sync)
 	    now - l->last_sync >= (int64_t)l->fsync_ms * 1000;
 	if (!l->dirty && !(sync && l->unsynced))
 		return (0);
-	if ((rc = lb_store_commit(l->st, sync)) != 0)
+	if ((rc = l->dirty ? lb_store_commit(l->st, sync) : lb_store_sync(l->st)) != 0)
 		return (rc);
 	l->dirty = 0;
 	if (sync) {
@@ -249,7 +249,7 @@ ls_close_all(struct indexd *env)
 	for (size_t i = 0; i < env->nls; i++) {
 		struct lspace *l = env->ls[i];
 
-		if ((rc = lb_store_commit(l->st, 1)) != 0) {
+		if ((rc = lb_store_sync(l->st)) != 0) {
 			log_warnx("%s: logspace %s: commit: %s", __func__, l->name,
 			    lb_strerror(rc));
 			if (first == 0)

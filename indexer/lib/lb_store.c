@@ -1104,6 +1104,12 @@ lb_store_flush(struct lb_store *st)
 		return (rc);
 	if ((rc = publish_segw(st, st->day.day, &ref)) != 0)
 		return (rc);
+	if (st->ix != NULL) {
+		/* The interval is empty now (the thread is idle: flush_begin synced it). */
+		pthread_mutex_lock(&st->ix->mu);
+		st->ix->mem = st->ix->amem = lb_segw_mem(st->segw);
+		pthread_mutex_unlock(&st->ix->mu);
+	}
 	st->indexed_id = last + 1;
 	if ((rc = state_save(st)) != 0)
 		return (rc);
@@ -1198,13 +1204,33 @@ lb_store_mem(const struct lb_store *st)
 }
 
 int
+lb_store_sync(struct lb_store *st)
+{
+	int rc;
+
+	if (st->mode != LB_RDWR)
+		return (EBADF);
+	if (st->dirty)
+		return (lb_store_commit(st, 1));
+	if (st->mf == NULL || !st->unsynced)
+		return (0);
+	if ((rc = lb_msgfile_commit(st->mf, 1)) != 0)
+		return (rc);
+	st->last_sync = mono_ms();
+	st->unsynced = 0;
+	if (st->tm_n > 0)
+		return (tm_write(st));
+	return (0);
+}
+
+int
 lb_store_commit(struct lb_store *st, int sync)
 {
 	int rc;
 
 	if (st->mode != LB_RDWR)
 		return (EBADF);
-	if (st->mf == NULL || (!st->dirty && !(sync && st->unsynced)))
+	if (st->mf == NULL || !st->dirty)
 		return (0);
 	if ((rc = lb_msgfile_commit(st->mf, sync)) != 0)
 		return (rc);

@@ -544,10 +544,16 @@ int	lb_store_append(struct lb_store *st, struct lb_msg *m);
 /*
  * Writer. Writes appended messages to the operating system (they then survive a kill -9) and,
  * with sync, fdatasync()s them (they then survive a power cut). The caller owns the policy
- * (every commit, group commit every N ms, never): a commit with sync after commits without
- * it fdatasync()s what they wrote even when nothing was appended since.
+ * (every commit, group commit every N ms, never).
  */
 int	lb_store_commit(struct lb_store *st, int sync);
+
+/*
+ * Writer. fdatasync()s what earlier lb_store_commit(st, 0) calls wrote (and commits with sync
+ * what was appended since): a group commit's timer, when nothing new may come. 0 when there is
+ * nothing to do.
+ */
+int	lb_store_sync(struct lb_store *st);
 
 /*
  * Writer. Bytes of memory the open interval's index holds (as of the last batch of terms
