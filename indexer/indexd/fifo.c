@@ -566,6 +566,15 @@ fifo_pump(struct indexd *env, int retry)
 		fi->wait_len = 0;
 		if ((rc = batch_record(env, m)) != 0 || (rc = batch_store(env, NULL)) != 0)
 			return (rc);
+		if (m < IX_SMALL_BATCH && !retry) {
+			/* The collector trickles: let more gather before the next batch. */
+			tv.tv_sec = 0;
+			tv.tv_usec = IX_GATHER_US;
+			event_del(fi->in->in_ev);
+			fi->waiting = 1;
+			evtimer_add(fi->ev_retry, &tv);
+			break;
+		}
 	}
 	ls_memory(env);
 	return (0);

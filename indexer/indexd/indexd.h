@@ -34,6 +34,13 @@ struct event;
 #define IX_LOG_PER_S		10		/* malformed-frame lines per second, then a summary */
 #define IX_SHOW_BYTES		48		/* bytes of a malformed frame shown in a log line */
 #define IX_BATCHES_PER_CB	16		/* FIFO batches per callback before yielding */
+/*
+ * A FIFO batch smaller than IX_SMALL_BATCH bytes means the collector trickles: wait
+ * IX_GATHER_US before the next one, so that each batch's fixed cost (tee, intent record,
+ * commit, consume) is shared by more messages. Adds at most that much latency.
+ */
+#define IX_SMALL_BATCH		(256 * 1024)
+#define IX_GATHER_US		2000
 
 /* Intent record (state.c, FORMAT.md §11.3). Stored on disk: these are fixed. */
 #define IX_STATE_MAGIC		"LBIXSTAT"
