@@ -95,6 +95,10 @@ class Settings:
 # ---------------------------------------------------------------------------- settings
 
 
+# The logspace syslog-ng's own messages go to, apart from what devices send.
+SYSTEM_LOGSPACE = "system"
+
+
 def _take(table: dict, key: str, kind: type | tuple[type, ...], where: str) -> object:
     """table[key] checked against kind (bool is not an int here), or None when absent."""
     if key not in table:
@@ -484,7 +488,8 @@ def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
         lines.append(f"source {name} {{\n    {driver};\n}};")
     lines += [
         "# syslog-ng's own messages (start, stop, errors, refused TLS peers), without the",
-        "# per-connection chatter. Storing them also makes syslog-ng open the FIFO at start,",
+        "# per-connection chatter, in the logspace system (never routed, never in main).",
+        "# Storing them also makes syslog-ng open the FIFO at start,",
         "# which is what replays a disk buffer left by the previous run.",
         "source s_internal {\n    internal();\n};",
     ]
@@ -502,7 +507,8 @@ def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
         "    source(s_internal);",
         '    filter { not message("^Syslog connection (accepted|closed);" type(pcre)); };',
         '    rewrite { set("${S_UNIXTIME} ${S_TZOFFSET} ${PRI} 5" value(".lb.h")); };',
-        _routing(s.routes) + "    destination(d_indexd);",
+        f'    rewrite {{ set("{SYSTEM_LOGSPACE}" value(".lb.ls")); }};',
+        "    destination(d_indexd);",
         "    flags(flow-control);",
         "};",
         "",

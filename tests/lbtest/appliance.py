@@ -388,21 +388,11 @@ class Appliance:
     # -- syslog-ng
 
     def syslogng_argv(self) -> list[str]:
-        """syslog-ng's command line: foreground, everything under the run directory."""
-        return [
-            SYSLOG_NG,
-            "-F",
-            "-e",
-            "--no-caps",
-            "-f",
-            str(self.conf),
-            "-R",
-            str(self.run / "syslog-ng.persist"),
-            "-p",
-            str(self.run / "syslog-ng.pid"),
-            "-c",
-            str(self.run / "syslog-ng.ctl"),
-        ]
+        """syslog-ng's command line, as the collector gives it to make run (its own messages go
+        to the logspace system, which is what makes it open the FIFO, and so replay its disk
+        buffer, right after a start), plus --no-caps for containers."""
+        argv = render_module().syslogng_argv(self.conf, self.run, program=SYSLOG_NG)
+        return [*argv[:2], "--no-caps", *argv[2:]]
 
     def start_syslogng(self, timeout: float = 30) -> None:
         """Starts syslog-ng (RLIMIT_NOFILE raised) and waits until its TCP ports accept."""
