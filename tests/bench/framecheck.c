@@ -24,7 +24,7 @@ main(int argc, char **argv)
 	struct stat	 sb;
 	const uint8_t	*p = NULL;
 	const char	*why, *first = "";
-	size_t		 off = 0, len, need, frames = 0, bad = 0, msgb = 0;
+	size_t		 off = 0, len, need, frames = 0, mainf = 0, bad = 0, msgb = 0;
 	int		 fd, rc;
 
 	if (argc != 2) {
@@ -48,6 +48,8 @@ main(int argc, char **argv)
 		rc = lb_frame_decode(p + off, len - off, LB_FRAME_MAX, &f, &need, &why);
 		if (rc == 0) {
 			frames++;
+			if (f.ls.len == 4 && memcmp(f.ls.p, "main", 4) == 0)
+				mainf++;
 			msgb += f.msg.message.len;
 			off += f.size;
 			continue;
@@ -59,8 +61,9 @@ main(int argc, char **argv)
 			break;
 		off += lb_frame_resync(p + off, len - off, 1);
 	}
-	printf("{\"frames\": %zu, \"malformed\": %zu, \"bytes\": %zu, \"message_bytes\": %zu, "
-	    "\"first_error\": \"%s\"}\n", frames, bad, len, msgb, first);
+	printf("{\"frames\": %zu, \"main_frames\": %zu, \"malformed\": %zu, \"bytes\": %zu, "
+	    "\"message_bytes\": %zu, \"first_error\": \"%s\"}\n", frames, mainf, bad, len, msgb,
+	    first);
 	close(fd);
 	return bad ? 1 : 0;
 }
