@@ -8,7 +8,7 @@
  *   store.c   logspace routing (one writer store each), appends, commits, memory, holding
  *   state.c   the intent record in <data>/indexd/state (FORMAT.md §11.3)
  *   status.c  counters, the --status JSON file, systemd STATUS=, malformed-frame logging
- *   log.c     one line per event on stderr
+ *   ../daemon/log.c  one line per event on stderr (shared with searchd)
  */
 #ifndef INDEXD_H
 #define INDEXD_H
@@ -22,6 +22,7 @@
 
 #include "logbox.h"
 #include "lb_format.h"
+#include "log.h"
 
 struct event_base;
 struct event;
@@ -51,7 +52,6 @@ struct event;
 #define IX_STATE_SIZE		(IX_STATE_HDR + IX_STATE_LS * IX_STATE_ENTRY)
 #define IX_STATE_HEAD		64		/* bytes of the batch copied into the record */
 
-enum ix_level { LOGL_DEBUG = 0, LOGL_INFO, LOGL_WARN };
 
 /* The settings a SIGHUP may change (command line, then --config on top). */
 struct ix_conf {
@@ -194,15 +194,6 @@ struct indexd {
 	int64_t		 last_status;	/* monotonic µs of the last status write */
 	int64_t		 status_warned;	/* monotonic µs of the last failure logged */
 };
-
-/* log.c */
-void	log_setlevel(int level);
-void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void	log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void	fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-void	fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /* main.c */
 int64_t	now_mono_us(void);

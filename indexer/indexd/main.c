@@ -470,6 +470,7 @@ main(int argc, char **argv)
 	uint64_t		 wdusec = 0;
 	int			 rc, status = 0;
 
+	log_init(IX_NAME, LOGL_INFO);
 	memset(&env, 0, sizeof(env));
 	TAILQ_INIT(&env.inputs);
 	env.lockfd = -1;

@@ -274,8 +274,9 @@ main(int argc, char **argv)
 	pthread_cond_init(&env.sd_cond, NULL);
 	pthread_mutex_init(&env.sd_catmtx, NULL);
 	atomic_init(&env.sd_generation, 0);
+	log_init(SD_NAME, LOGL_INFO);
 	parse_options(&env, argc, argv);
-	log_init(env.sd_verbose);
+	log_setlevel(env.sd_verbose ? LOGL_DEBUG : LOGL_INFO);
 	priv_check(&env);
 	if (stat(env.sd_data, &sb) == -1)
 		fatal("%s: %s", __func__, env.sd_data);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "logbox.h"
+#include "log.h"
 
 struct event_base;
 struct event;
@@ -131,15 +132,6 @@ struct searchd {
 
 	struct metrics		*sd_metrics;
 };
-
-/* log.c */
-void	log_init(int verbose);
-void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void	log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void	fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-void	fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /* main.c */
 int64_t	now_mono_us(void);

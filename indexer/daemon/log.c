@@ -1,8 +1,9 @@
 /*
- * log.c — indexd's log: one line per event on stderr, which systemd's journal (or the test
- * harness) collects with its own time stamps. It owns only the format; callers put the name of
+ * log.c — the daemons' log (logbox-indexd, logbox-searchd): one line per event on stderr,
+ * "<program>: <level><message>", which systemd's journal (or the test harness) collects with
+ * its own time stamps. It owns only the format; callers put the name of
  * the function that failed at the start of error messages. Each line is built in a buffer and
- * written with one write(2), so lines never interleave with another writer's. fatal() and
+ * written with one write(2), so lines from several threads or writers never interleave. fatal() and
  * fatalx() are for startup only: at run time errors are logged and serving goes on.
  */
 #include <errno.h>
@@ -12,9 +13,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "indexd.h"
+#include "log.h"
 
-static int log_level = LOGL_INFO;	/* changed only by the main thread (SIGHUP) */
+static const char	*log_name = "logbox";	/* the program, set by log_init() */
+static int		 log_level = LOGL_INFO;	/* changed only by the main thread */
+
+void
+log_init(const char *name, int level)
+{
+	log_name = name;
+	log_level = level;
+}
 
 void
 log_setlevel(int level)
@@ -28,7 +37,7 @@ log_vline(const char *level, const char *fmt, va_list ap, const char *err)
 	char	buf[2048];
 	int	n, m;
 
-	n = snprintf(buf, sizeof(buf), "%s: %s", IX_NAME, level);
+	n = snprintf(buf, sizeof(buf), "%s: %s", log_name, level);
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return;
 	m = vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
