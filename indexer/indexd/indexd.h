@@ -22,6 +22,7 @@
 
 #include "logbox.h"
 #include "lb_format.h"
+#include "daemon.h"
 #include "log.h"
 
 struct event_base;
@@ -225,7 +226,6 @@ int	bigframe_msg(struct bigframe *b, struct lb_frame *f, const char **why);
 void	bigframe_reset(struct bigframe *b);
 
 /* sock.c */
-int	sock_listen(const char *path);
 struct input *input_new(struct indexd *env, int kind, int fd, const char *name);
 void	input_free(struct input *in);
 void	listen_cb(int fd, short what, void *arg);

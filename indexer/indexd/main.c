@@ -237,58 +237,6 @@ parse_options(struct indexd *env, int argc, char **argv)
 	}
 }
 
-/* Refuses root unless --user or --allow-root; called before anything is created. */
-static void
-priv_check(struct indexd *env)
-{
-	if (geteuid() != 0) {
-		if (env->user != NULL) {
-			struct passwd *pw = getpwnam(env->user);
-
-			if (pw == NULL || pw->pw_uid != geteuid())
-				fatalx("%s: --user %s: only root can switch users", __func__,
-				    env->user);
-		}
-		return;
-	}
-	if (env->user == NULL && !env->allow_root)
-		fatalx("%s: refusing to run as root: give --user USER (or --allow-root for "
-		    "development)", __func__);
-}
-
-/* As root with --user: the sockets become the user's, then privilege goes down for good. */
-static void
-priv_drop(struct indexd *env)
-{
-	struct passwd	*pw;
-	uid_t		 uid;
-	gid_t		 gid;
-
-	if (geteuid() != 0 || env->user == NULL) {
-		if (geteuid() == 0)
-			log_info("running as root (--allow-root)");
-		return;
-	}
-	if ((pw = getpwnam(env->user)) == NULL)
-		fatalx("%s: no user '%s'", __func__, env->user);
-	if (pw->pw_uid == 0)
-		fatalx("%s: --user %s is root", __func__, env->user);
-	uid = pw->pw_uid;
-	gid = pw->pw_gid;
-	for (int i = 0; i < env->nlisten; i++)
-		if (chown(env->listen[i], uid, gid) == -1)
-			fatal("%s: chown %s", __func__, env->listen[i]);
-	if (setgroups(1, &gid) == -1)
-		fatal("%s: setgroups", __func__);
-	if (setresgid(gid, gid, gid) == -1)
-		fatal("%s: setresgid", __func__);
-	if (setresuid(uid, uid, uid) == -1)
-		fatal("%s: setresuid", __func__);
-	if (setuid(0) != -1 || geteuid() == 0)
-		fatalx("%s: still root after dropping privileges", __func__);
-	log_info("running as %s (uid %u, gid %u)", env->user, (unsigned)uid, (unsigned)gid);
-}
-
 /* The inputs: systemd's fds first, then --fifo and --listen. */
 static void
 inputs_open(struct indexd *env)
@@ -332,7 +280,7 @@ inputs_open(struct indexd *env)
 		log_info("input: the FIFO %s (opened here: not kill-safe)", env->fifo_path);
 	}
 	for (int i = 0; i < env->nlisten; i++) {
-		fd = sock_listen(env->listen[i]);
+		fd = sock_listen(env->listen[i], 512);
 		snprintf(name, sizeof(name), "socket %s", env->listen[i]);
 		if ((in = input_new(env, IN_LISTEN, fd, name)) == NULL)
 			fatalx("%s: out of memory", __func__);
@@ -478,7 +426,7 @@ main(int argc, char **argv)
 	env.fifo.priv[0] = env.fifo.priv[1] = -1;
 	parse_options(&env, argc, argv);
 	log_setlevel(env.conf.log_level);
-	priv_check(&env);
+	priv_check(env.user, env.allow_root);
 	signal(SIGPIPE, SIG_IGN);
 	env.started = now_real_us();
 	env.started_mono = now_mono_us();
@@ -486,7 +434,7 @@ main(int argc, char **argv)
 	if ((env.base_ev = event_base_new()) == NULL)
 		fatalx("%s: event_base_new failed", __func__);
 	inputs_open(&env);
-	priv_drop(&env);
+	priv_drop(env.user, env.listen, env.nlisten);
 	if ((rc = lb_mkdirs(env.data)) != 0)
 		fatalx("%s: %s: %s", __func__, env.data, strerror(rc));
 	lock_take(&env);

@@ -73,53 +73,6 @@ input_free(struct input *in)
 	free(in);
 }
 
-/*
- * A listening unix socket at path with mode 0660. A socket file nobody answers on is removed
- * first; one a live process answers on is fatal, as is any other kind of file there.
- */
-int
-sock_listen(const char *path)
-{
-	struct sockaddr_un	 sun;
-	struct stat		 sb;
-	mode_t			 old;
-	int			 fd, rc;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
-		fatalx("%s: socket path longer than %zu bytes", __func__, sizeof(sun.sun_path) - 1);
-	strcpy(sun.sun_path, path);
-	if (lstat(path, &sb) == 0) {
-		if (!S_ISSOCK(sb.st_mode))
-			fatalx("%s: %s exists and is not a socket", __func__, path);
-		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-			fatal("%s: socket", __func__);
-		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0)
-			fatalx("%s: another process is listening on %s", __func__, path);
-		if (errno != ECONNREFUSED)
-			fatal("%s: connect %s", __func__, path);
-		close(fd);
-		if (unlink(path) == -1)
-			fatal("%s: unlink stale socket %s", __func__, path);
-		log_info("removed the stale socket %s", path);
-	} else if (errno != ENOENT)
-		fatal("%s: lstat %s", __func__, path);
-
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1)
-		fatal("%s: socket", __func__);
-	old = umask(0117);
-	rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
-	umask(old);
-	if (rc == -1)
-		fatal("%s: bind %s", __func__, path);
-	if (chmod(path, 0660) == -1)
-		fatal("%s: chmod %s", __func__, path);
-	if (listen(fd, 512) == -1)
-		fatal("%s: listen %s", __func__, path);
-	return (fd);
-}
-
 void
 listen_cb(int fd, short what, void *arg)
 {

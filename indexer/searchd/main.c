@@ -131,104 +131,6 @@ parse_options(struct searchd *env, int argc, char **argv)
 		env->sd_term_cache_mb = (uint64_t)(LB_BLOB_BUDGET >> 20) * (uint64_t)env->sd_threads;
 }
 
-/*
- * A listening unix socket at path with mode 0660. A socket file nobody answers on is removed
- * first; one a live process answers on is fatal, as is any other kind of file there.
- */
-static int
-sock_listen(const char *path)
-{
-	struct sockaddr_un	 sun;
-	struct stat		 sb;
-	mode_t			 old;
-	int			 fd, rc;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
-		fatalx("%s: socket path longer than %zu bytes", __func__, sizeof(sun.sun_path) - 1);
-	strcpy(sun.sun_path, path);
-	if (lstat(path, &sb) == 0) {
-		if (!S_ISSOCK(sb.st_mode))
-			fatalx("%s: %s exists and is not a socket", __func__, path);
-		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-			fatal("%s: socket", __func__);
-		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0)
-			fatalx("%s: another process (searchd?) is listening on %s", __func__, path);
-		if (errno != ECONNREFUSED)
-			fatal("%s: connect %s", __func__, path);
-		close(fd);
-		if (unlink(path) == -1)
-			fatal("%s: unlink stale socket %s", __func__, path);
-		log_info("removed the stale socket %s", path);
-	} else if (errno != ENOENT)
-		fatal("%s: lstat %s", __func__, path);
-
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1)
-		fatal("%s: socket", __func__);
-	old = umask(0117);
-	rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
-	umask(old);
-	if (rc == -1)
-		fatal("%s: bind %s", __func__, path);
-	if (chmod(path, 0660) == -1)
-		fatal("%s: chmod %s", __func__, path);
-	if (listen(fd, 128) == -1)
-		fatal("%s: listen %s", __func__, path);
-	return (fd);
-}
-
-/* Refuses root unless --user or --allow-root; called before anything is created. */
-static void
-priv_check(struct searchd *env)
-{
-	if (geteuid() != 0) {
-		if (env->sd_user != NULL) {
-			struct passwd *pw = getpwnam(env->sd_user);
-
-			if (pw == NULL || pw->pw_uid != geteuid())
-				fatalx("%s: --user %s: only root can switch users", __func__,
-				    env->sd_user);
-		}
-		return;
-	}
-	if (env->sd_user == NULL && !env->sd_allow_root)
-		fatalx("%s: refusing to run as root: give --user USER (or --allow-root for "
-		    "development)", __func__);
-}
-
-/* As root with --user: the socket becomes the user's, then privilege goes down for good. */
-static void
-priv_drop(struct searchd *env)
-{
-	struct passwd	*pw;
-	uid_t		 uid;
-	gid_t		 gid;
-
-	if (geteuid() != 0 || env->sd_user == NULL) {
-		if (geteuid() == 0)
-			log_info("running as root (--allow-root)");
-		return;
-	}
-	if ((pw = getpwnam(env->sd_user)) == NULL)
-		fatalx("%s: no user '%s'", __func__, env->sd_user);
-	if (pw->pw_uid == 0)
-		fatalx("%s: --user %s is root", __func__, env->sd_user);
-	uid = pw->pw_uid;
-	gid = pw->pw_gid;
-	if (chown(env->sd_sock, uid, gid) == -1)
-		fatal("%s: chown %s", __func__, env->sd_sock);
-	if (setgroups(1, &gid) == -1)
-		fatal("%s: setgroups", __func__);
-	if (setresgid(gid, gid, gid) == -1)
-		fatal("%s: setresgid", __func__);
-	if (setresuid(uid, uid, uid) == -1)
-		fatal("%s: setresuid", __func__);
-	if (setuid(0) != -1 || geteuid() == 0)
-		fatalx("%s: still root after dropping privileges", __func__);
-	log_info("running as %s (uid %u, gid %u)", env->sd_user, (unsigned)uid, (unsigned)gid);
-}
-
 static void
 sig_cb(evutil_socket_t sig, short what, void *arg)
 {
@@ -277,7 +179,7 @@ main(int argc, char **argv)
 	log_init(SD_NAME, LOGL_INFO);
 	parse_options(&env, argc, argv);
 	log_setlevel(env.sd_verbose ? LOGL_DEBUG : LOGL_INFO);
-	priv_check(&env);
+	priv_check(env.sd_user, env.sd_allow_root);
 	if (stat(env.sd_data, &sb) == -1)
 		fatal("%s: %s", __func__, env.sd_data);
 	if (!S_ISDIR(sb.st_mode))
@@ -288,8 +190,8 @@ main(int argc, char **argv)
 		    (unsigned long long)env.sd_cache_segments, SD_STORES_PER_WORKER);
 	signal(SIGPIPE, SIG_IGN);
 
-	fd = sock_listen(env.sd_sock);
-	priv_drop(&env);
+	fd = sock_listen(env.sd_sock, 128);
+	priv_drop(env.sd_user, &env.sd_sock, 1);
 	if ((rc = pool_catalog(&env, &cat)) == ENOENT)
 		log_warnx("%s: no catalog in %s yet: answering 503 until indexd creates it",
 		    __func__, env.sd_data);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "logbox.h"
+#include "daemon.h"
 #include "log.h"
 
 struct event_base;

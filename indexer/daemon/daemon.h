@@ -1,0 +1,22 @@
+/*
+ * daemon.h — start-up steps shared by logbox-indexd and logbox-searchd (daemon/daemon.c).
+ */
+#ifndef LB_DAEMON_H
+#define LB_DAEMON_H
+
+/*
+ * A listening unix stream socket at path (non-blocking, close-on-exec, mode 0660). A socket
+ * file nobody answers on is replaced; a live one, or another kind of file, is fatal.
+ */
+int	sock_listen(const char *path, int backlog);
+
+/* Refuses root unless user (--user) or allow_root; a non-root user can only "switch" to itself. */
+void	priv_check(const char *user, int allow_root);
+
+/*
+ * As root with user: paths (the daemon's sockets) become the user's, then the process drops to
+ * the user's uid and gid for good. Without user (or not root) it only says how it runs.
+ */
+void	priv_drop(const char *user, const char *const *paths, int npaths);
+
+#endif
