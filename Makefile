@@ -42,8 +42,8 @@ test-py:
 	@$(PY) -m pytest -q tests
 
 lint:
-	@$(VENV)/bin/ruff check --quiet appliance collector tests
-	@$(VENV)/bin/ruff format --check --quiet appliance collector tests
+	@$(VENV)/bin/ruff check --quiet appliance collector rpc webui tests
+	@$(VENV)/bin/ruff format --check --quiet appliance collector rpc webui tests
 
 bench:
 	@$(MAKE) --no-print-directory deps
