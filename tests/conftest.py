@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 from lbtest.cli import has_verb
 
 TOP = Path(__file__).resolve().parent.parent
+# The Python packages of rpc/ (logbox_core, logbox_rpc, logbox_client) and webui/ are imported
+# from the checkout, as gunicorn runs them (PYTHONPATH).
+for _d in (TOP / "rpc", TOP / "webui"):
+    if str(_d) not in sys.path:
+        sys.path.insert(0, str(_d))
 STORE_VERBS = ("ingest", "cat", "lookup", "verify", "stats")
 
 
