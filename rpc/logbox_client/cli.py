@@ -345,8 +345,8 @@ def cmd_logspaces(c: Client, args: argparse.Namespace, out: IO[bytes]) -> int:
     """logspaces: name and message count of each."""
     for ls in c.logspaces():
         out.write(
-            f"{ls.get('name')}\t{ls.get('messages')} messages (ids {ls.get('first_id')}.."
-            f"{ls.get('next_id')})\n".encode()
+            f"{ls.get('name')}\t{ls.get('messages')} messages, ids from {ls.get('first_id')}, "
+            f"next id {ls.get('next_id')}\n".encode()
         )
     return 0
 

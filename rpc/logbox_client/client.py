@@ -24,6 +24,7 @@ API_PREFIX = "/api/v1"
 CHUNK = 64 * 1024  # bytes read at a time from an export stream
 _TAIL = 64 * 1024  # the end of an NDJSON export kept to find an error line
 _SEVERAL = re.compile(r"\s+")
+_TAG = re.compile(r"<[^>]*>")
 
 # A code for a non-2xx answer whose body is not the API's error (a proxy in the way).
 _STATUS_CODES = {
@@ -120,9 +121,13 @@ def _quote(segment: str | int) -> str:
     return urllib.parse.quote(str(segment), safe="")
 
 
-def _snippet(body: bytes, limit: int = 200) -> str:
-    """The start of a body for a message: decoded, whitespace collapsed, cut."""
-    text = _SEVERAL.sub(" ", body[: limit * 4].decode("utf-8", "replace")).strip()
+def _snippet(body: bytes, html: bool = False, limit: int = 200) -> str:
+    """The start of a body for a message: decoded, tags dropped (html), whitespace collapsed,
+    cut."""
+    text = body[: limit * 8].decode("utf-8", "replace")
+    if html:
+        text = _TAG.sub(" ", text)
+    text = _SEVERAL.sub(" ", text).strip()
     return text[:limit] + ("..." if len(text) > limit else "") if text else "(empty body)"
 
 
@@ -150,8 +155,8 @@ class Client:
         self.base = base
         self.token = token
         self.timeout = timeout
+        self.verify = verify
         self.session = requests.Session()
-        self.session.verify = verify
         self.session.headers["User-Agent"] = "logbox-client/1"
 
     def __enter__(self) -> Client:
@@ -191,6 +196,8 @@ class Client:
                 headers=headers,
                 timeout=self.timeout,
                 stream=stream,
+                # Per request: a session's verify loses to REQUESTS_CA_BUNDLE (requests #3829).
+                verify=self.verify,
             )
         except requests.RequestException as e:
             raise LogboxError(0, "unavailable", f"{self.url}: {_why(e, self.timeout)}") from e
@@ -225,7 +232,7 @@ class Client:
             r.status_code,
             _STATUS_CODES.get(r.status_code, "http_error"),
             f"{self.base}{path}: HTTP {r.status_code} {r.reason or ''}".rstrip()
-            + f", not an answer of the logbox API ({ctype}): {_snippet(body)}",
+            + f", not an answer of the logbox API ({ctype}): {_snippet(body, 'html' in ctype)}",
         )
 
     def call(
