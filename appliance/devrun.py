@@ -429,6 +429,15 @@ def start(svc: Service) -> None:
     )
 
 
+def end_group(pgid: int) -> None:
+    """SIGKILL what is left of a dead service's process group (gunicorn's workers, which would
+    hold the port until they notice their master is gone)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def stop_all(running: list[Service]) -> None:
     """SIGTERM every service (last started first), then SIGKILL what is left after 10 s."""
     for svc in reversed(running):
@@ -505,6 +514,7 @@ def main() -> int:
             if svc.proc is None or svc.proc.poll() is None:
                 continue
             code = svc.proc.returncode
+            end_group(svc.proc.pid)
             time.sleep(RESTART_DELAY)
             if stopping:
                 break
