@@ -471,6 +471,18 @@ def test_cli_search_table_and_json(env: Env, admin: Client, top: Path) -> None:
     assert got == list(admin.iter_search("raw")) and len(got) > 10
     assert b"\\udcff" in p.stdout
     assert p.stderr.decode() == f"logbox-remote: {len(got)} matches\n"
+    # Relative times as separate arguments ("--from -3h", not taken for an option).
+    t0 = time.time()
+    p = remote(top, e, "count", "--from", "-3h", "--to", "now", "error")
+    t1 = time.time()
+    assert p.returncode == 0, p.stderr
+
+    def since(t: float) -> int:
+        lo = int(t - 3 * 3600) * 10**6  # searchd rounds from down to a second
+        by_id = {r["id"]: r for r in env.records}
+        return len([i for i in want if by_id[i]["received_us"] >= lo])
+
+    assert since(t1) <= int(p.stdout) <= since(t0) and since(t0) > 0
 
 
 def test_cli_count_with_a_password(env: Env, admin: Client, top: Path) -> None:

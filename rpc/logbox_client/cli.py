@@ -378,11 +378,28 @@ def _report(e: LogboxError, args: argparse.Namespace | None) -> None:
         sys.stderr.write(f"  {shown}\n  {' ' * col}^\n")
 
 
+def _glue_times(argv: list[str]) -> list[str]:
+    """`--from -1h` as `--from=-1h`: argparse takes a value starting with "-" for an option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return out + argv[i:]
+        if a in ("--from", "--to") and i + 1 < len(argv) and argv[i + 1].startswith("-"):
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs logbox-remote; returns the exit status."""
     parser = _parser()
     try:
-        args = _settings(parser.parse_args(argv))
+        args = _settings(parser.parse_args(_glue_times(sys.argv[1:] if argv is None else argv)))
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return e.code if isinstance(e.code, int) else 2
     out = sys.stdout.buffer
