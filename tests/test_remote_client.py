@@ -678,3 +678,48 @@ def test_cli_export_that_ends_early_fails(
         assert "logbox-remote: unavailable: " in stderr
     else:
         assert body.startswith(b"id,received,") and body.count(b"\n") - 1 < N_BIG
+
+
+# ---------------------------------------------------------------- pip install ./rpc
+
+
+def test_pip_install_gives_the_client_package_and_command(top: Path, tmp_path: Path) -> None:
+    src = tmp_path / "rpc"
+    shutil.copytree(top / "rpc", src, ignore=shutil.ignore_patterns("__pycache__", "build"))
+    prefix = tmp_path / "prefix"
+    p = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
+         "--no-index", "--disable-pip-version-check", "--prefix", str(prefix), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    site = next(prefix.glob("lib/python3*/site-packages"))
+    assert sorted(x.name for x in site.iterdir() if not x.name.endswith(".dist-info")) == [
+        "logbox_client"
+    ]
+    meta = next(site.glob("logbox_client-*.dist-info"))
+    requires = [ln for ln in (meta / "METADATA").read_text().splitlines() if "Requires-Dist" in ln]
+    assert [r.split()[1] for r in requires] == ["requests", "tqdm"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOGBOX_")}
+    env["PYTHONPATH"] = str(site)
+    p = subprocess.run(
+        [str(prefix / "bin" / "logbox-remote"), "--url", f"https://127.0.0.1:{free_port()}",
+         "--token", "x", "count", "x"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert p.returncode == 1 and p.stderr.startswith("logbox-remote: unavailable: "), p.stderr
+    assert (
+        str(site)
+        in subprocess.run(
+            [sys.executable, "-c", "import logbox_client; print(logbox_client.__file__)"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
