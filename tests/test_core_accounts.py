@@ -701,3 +701,28 @@ def test_cli(top: Path, tmp_path: Path) -> None:
     assert p.returncode == 1 and b"password: at least 12 characters" in p.stderr
     p = cli(top, "--path", d, "add-user", "eve", "--role", "boss", stdin=PW)
     assert p.returncode == 2
+
+
+def test_full_store_prunes_oldest_audit(tmp_path: Path, clock: Clock) -> None:
+    acc = Accounts(tmp_path / "a", clock=clock, hasher=FAST)
+    acc.map_size = 1 << 20  # a small store fills quickly
+    try:
+        acc.add_user("root", PW, "admin")
+        made = []
+        for i in range(20_000):
+            clock.t += 0.001
+            made.append(acc.audit("search", user="root", address=None, query="q" * 100, results=i))
+            if i % 100 == 0 and acc.audit_entries(action="audit_pruned", limit=1)[0]:
+                break
+        entries, _ = acc.audit_entries(limit=100_000)
+        pruned = [e for e in entries if e.action == "audit_pruned"]
+        assert pruned, "the store should have filled up"
+        # The newest entries are all there, the oldest gone, and the log goes on.
+        kept = [e.results for e in entries if e.action == "search"]
+        assert kept == list(range(len(made) - 1, len(made) - 1 - len(kept), -1))
+        assert kept[-1] > 0 and f"the {pruned[0].results} oldest" in pruned[0].detail
+        assert len(kept) + pruned[0].results == len(made)
+        assert acc.audit("login", user="root", address=None).id > pruned[0].id
+        assert acc.get_user("root") is not None
+    finally:
+        acc.close()

@@ -49,6 +49,9 @@ LAST_USED_EVERY_US = 60_000_000  # last_used_us is written at most once a minute
 TOKEN_KEEP_US = 30 * 86400 * 1_000_000  # expired/revoked tokens are purged after 30 days
 PURGE_EVERY_S = 3600.0  # ... and the purges (tokens, stale failures) run at most hourly
 AUDIT_SEQ_BITS = 10  # audit id = key_time_us << 10 | n (n: entries in that µs, 0..1023)
+AUDIT_PRUNE_BATCH = 20_000  # audit entries deleted per transaction when the store is full
+AUDIT_PRUNE_AT = 0.75  # ... which is when the DBs' pages fill 3/4 of the map
+AUDIT_CHECK_EVERY = 100  # how often (in audit writes per process) the fill is looked at
 
 # Environments of a parent process seen in a forked child: kept referenced, never closed or
 # used (LMDB: an environment belongs to the process that opened it).
@@ -301,6 +304,8 @@ class Accounts:
         self.lockout_seconds = lockout_seconds
         self.clock = clock
         self.hasher = hasher or argon2.PasswordHasher()
+        self.map_size = MAP_SIZE
+        self._audit_writes = 0
         self._lock = threading.Lock()
         self._env: lmdb.Environment | None = None
         self._dbs: dict[bytes, Any] = {}
@@ -325,7 +330,7 @@ class Accounts:
             env = lmdb.open(
                 self.path,
                 max_dbs=len(DB_NAMES) + 2,
-                map_size=MAP_SIZE,
+                map_size=self.map_size,
                 subdir=True,
                 mode=0o600,
                 max_readers=1024,
@@ -750,9 +755,9 @@ class Accounts:
         """Appends an audit entry (committed when this returns).
 
         Its time is the clock's, or the previous entry's when the clock went back, so that ids
-        increase with the key order.
+        increase with the key order. When the store is 3/4 full (of 1 GiB), the oldest quarter of
+        the audit log is deleted first, and an "audit_pruned" entry says so.
         """
-        now = self._now_us()
         rec = {
             "user": user,
             "address": address,
@@ -763,10 +768,24 @@ class Accounts:
             "status": status,
             "detail": detail,
         }
+        self._audit_writes += 1
+        if self._audit_writes % AUDIT_CHECK_EVERY == 0:
+            self._prune_audit_when_full()
+        try:
+            return self._audit_put(rec)
+        except lmdb.MapFullError:
+            try:
+                self._prune_audit()
+            except lmdb.MapFullError:
+                pass  # too full even to delete: the error below says so
+            return self._audit_put(rec)
+
+    def _audit_put(self, rec: dict) -> AuditEntry:
+        """Appends rec under the next audit key."""
         value = _dumps(rec)
         with self._txn(b"audit", write=True) as txn:
             cur = txn.cursor()
-            t, n = now, 0
+            t, n = self._now_us(), 0
             if cur.last():
                 last_t = int.from_bytes(cur.key()[:8], "big")
                 last_n = int.from_bytes(cur.key()[8:], "big")
@@ -777,6 +796,51 @@ class Accounts:
             key = _audit_key(t, n)
             txn.put(key, value, append=True)
         return AuditEntry(id=_audit_id(key), time_us=t, **rec)
+
+    def _used_bytes(self) -> int:
+        """Bytes of the map in use by the DBs' pages (free pages not counted)."""
+        env, dbs = self._open()
+        pages = 0
+        with env.begin() as txn:
+            for st in [env.stat()] + [txn.stat(db) for db in dbs.values()]:
+                pages += st["branch_pages"] + st["leaf_pages"] + st["overflow_pages"]
+            psize = env.stat()["psize"]
+        return pages * psize
+
+    def _prune_audit_when_full(self) -> None:
+        """Prunes the audit log when the DBs fill more than 3/4 of the map."""
+        if self._used_bytes() > self.map_size * AUDIT_PRUNE_AT:
+            self._prune_audit()
+
+    def _prune_audit(self) -> None:
+        """Deletes the oldest quarter of the audit log (in batches) and records that it did."""
+        with self._txn(b"audit") as txn:
+            goal = max(1, txn.stat(self._db(b"audit"))["entries"] // 4)
+        removed, last_key = 0, b""
+        while removed < goal:
+            with self._txn(b"audit", write=True) as txn:
+                cur = txn.cursor()
+                batch = 0
+                while removed < goal and batch < AUDIT_PRUNE_BATCH and cur.first():
+                    last_key = cur.key()
+                    cur.delete()
+                    removed += 1
+                    batch += 1
+                if batch == 0:
+                    break
+        self._audit_put(
+            {
+                "user": None,
+                "address": None,
+                "action": "audit_pruned",
+                "logspace": None,
+                "query": None,
+                "results": removed,
+                "status": 200,
+                "detail": f"the accounts store was filling up: the {removed} oldest audit entries "
+                f"(up to {rfc3339(int.from_bytes(last_key[:8], 'big'))}) were deleted",
+            }
+        )
 
     def audit_entries(
         self,
