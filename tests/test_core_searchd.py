@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -177,6 +178,7 @@ def test_socket_missing(tmp_path: Path) -> None:
     assert (e.status, e.code) == (503, "unavailable")
     assert e.message.startswith("searchd unavailable: ") and "none.sock" in e.message
     assert c.health() is False
+    c.close()
 
 
 def test_nobody_listening(sockdir: Path) -> None:
@@ -191,6 +193,7 @@ def test_nobody_listening(sockdir: Path) -> None:
             c.get("/health")
         assert (ei.value.status, ei.value.code) == (503, "unavailable")
         assert "refused" in ei.value.message
+        c.close()
     finally:
         path.unlink()
 
@@ -209,6 +212,7 @@ def test_timeout(sockdir: Path) -> None:
         assert 0.25 < time.monotonic() - t0 < 5
         assert (ei.value.status, ei.value.code) == (503, "unavailable")
         assert "0.3 s" in ei.value.message
+        c.close()
     finally:
         s.close()
         path.unlink()
@@ -287,6 +291,7 @@ def test_protocol_breaches(sockdir: Path) -> None:
             (502, "internal"),
         ]
         assert srv.accepted == 1  # all on one kept-alive connection
+        c.close()
     finally:
         srv.close()
 
@@ -302,6 +307,7 @@ def test_idle_close_is_retried_once(sockdir: Path) -> None:
             assert c.logspaces() == []
             time.sleep(0.05)  # the server's close has arrived
         assert c.connects == 3 and srv.accepted == 3
+        c.close()
     finally:
         srv.close()
 
@@ -388,6 +394,9 @@ def test_sixteen_threads(client: Searchd, daemon: Daemon) -> None:
         for a, b in out:
             assert b == 400 if a == "bad_query" else b == want[a]
     assert client.connects == 16  # one kept-alive connection per thread
+    # A finished thread's connection is closed and forgotten with it.
+    gc.collect()
+    assert len(client._conns) == 0
 
 
 def test_forked_child_opens_its_own(client: Searchd) -> None:

@@ -15,6 +15,7 @@ import os
 import socket
 import threading
 import urllib.parse
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -70,6 +71,10 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = s
 
 
+class _Holder:
+    """Lives in a thread's local data; its finalizer closes the thread's connection."""
+
+
 def _encode(params: Params) -> str:
     """params form-urlencoded; str values may carry non-UTF-8 bytes as \\udcXX (surrogateescape)."""
     items = params.items() if isinstance(params, Mapping) else params
@@ -123,7 +128,8 @@ class Searchd:
         self.timeout = float(timeout)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._conns: set[_UnixConnection] = set()  # every open connection, for close()
+        # Every connection, for close(); a thread's connection goes with the thread.
+        self._conns: weakref.WeakSet[_UnixConnection] = weakref.WeakSet()
         self._pid = os.getpid()
         self.connects = 0  # connections opened by this process (tests, diagnostics)
 
@@ -138,6 +144,10 @@ class Searchd:
         if conn is None:
             conn = _UnixConnection(self.socket_path, self.timeout)
             self._local.conn = conn
+            # Closed when the thread ends (its thread-local data, with this holder, goes away).
+            holder = _Holder()
+            weakref.finalize(holder, conn.close)
+            self._local.holder = holder
             with self._lock:
                 self._conns.add(conn)
         return conn
@@ -147,9 +157,9 @@ class Searchd:
         with self._lock:
             if pid == self._pid:
                 return
-            for c in self._conns:
+            for c in list(self._conns):
                 c.close()
-            self._conns = set()
+            self._conns = weakref.WeakSet()
             self._local = threading.local()
             self._lock = threading.Lock()
             self._pid = pid
@@ -244,7 +254,7 @@ class Searchd:
     def close(self) -> None:
         """Closes every connection of this client (a later request opens a new one)."""
         with self._lock:
-            conns, self._conns = self._conns, set()
+            conns, self._conns = list(self._conns), weakref.WeakSet()
         for c in conns:
             c.close()
         self._local = threading.local()
