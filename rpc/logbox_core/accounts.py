@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import getpass
 import hashlib
 import hmac
 import json
@@ -903,7 +904,10 @@ class Accounts:
 
 
 def _read_password() -> str:
+    """The new user's password: $LOGBOX_PASSWORD, else asked on a terminal, else stdin's line."""
     pw = os.environ.get("LOGBOX_PASSWORD")
+    if pw is None and sys.stdin.isatty():
+        pw = getpass.getpass("password: ")
     if pw is None:
         pw = sys.stdin.readline().rstrip("\r\n")
     return pw
