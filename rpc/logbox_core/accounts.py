@@ -28,6 +28,7 @@ import secrets
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -286,6 +287,13 @@ def _key_of_id(audit_id: int) -> bytes:
 # ---------------------------------------------------------------- the store
 
 
+def _reset_in_child(ref: weakref.ref[Accounts]) -> None:
+    """os.fork's after_in_child hook."""
+    acc = ref()
+    if acc is not None:
+        acc._reset_in_child()
+
+
 class Accounts:
     """The accounts store at a directory (created 0700 when missing); thread- and fork-safe."""
 
@@ -313,6 +321,17 @@ class Accounts:
         self._pid = 0
         self._dummy_hash: str | None = None
         self._purged = {"tokens": 0.0, "failures": 0.0}
+        # A forked child forgets the parent's environment before any of its threads runs
+        # (the getpid() check in _open covers forks that bypass os.fork's hooks).
+        ref = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: _reset_in_child(ref))
+
+    def _reset_in_child(self) -> None:
+        """In a forked child: the parent's environment is kept (never used, never closed)."""
+        self._lock = threading.Lock()
+        if self._env is not None and self._pid != os.getpid():
+            _inherited.append(self._env)
+            self._env, self._dbs, self._pid = None, {}, 0
 
     # ------------------------------------------------------------ environment
 

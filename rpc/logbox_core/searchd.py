@@ -75,6 +75,13 @@ class _Holder:
     """Lives in a thread's local data; its finalizer closes the thread's connection."""
 
 
+def _reset_in_child(ref: weakref.ref[Searchd]) -> None:
+    """os.fork's after_in_child hook: the child's client starts with no connection."""
+    client = ref()
+    if client is not None:
+        client._reset(os.getpid())
+
+
 def _encode(params: Params) -> str:
     """params form-urlencoded; str values may carry non-UTF-8 bytes as \\udcXX (surrogateescape)."""
     items = params.items() if isinstance(params, Mapping) else params
@@ -132,6 +139,10 @@ class Searchd:
         self._conns: weakref.WeakSet[_UnixConnection] = weakref.WeakSet()
         self._pid = os.getpid()
         self.connects = 0  # connections opened by this process (tests, diagnostics)
+        # A forked child starts afresh before any of its threads runs (the getpid() check in
+        # _conn covers forks that bypass os.fork's hooks).
+        ref = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: _reset_in_child(ref))
 
     # ------------------------------------------------------------ connections
 
@@ -155,15 +166,18 @@ class Searchd:
     def _after_fork(self, pid: int) -> None:
         """Drops the parent's connections in a forked child (closing only the child's fds)."""
         with self._lock:
-            if pid == self._pid:
-                return
-            for c in list(self._conns):
-                c.close()
-            self._conns = weakref.WeakSet()
-            self._local = threading.local()
-            self._lock = threading.Lock()
-            self._pid = pid
-            self.connects = 0
+            if pid != self._pid:
+                self._reset(pid)
+
+    def _reset(self, pid: int) -> None:
+        """Forgets (and closes this process's copy of) every connection; new lock and pid."""
+        for c in list(self._conns):
+            c.close()
+        self._conns = weakref.WeakSet()
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._pid = pid
+        self.connects = 0
 
     def _drop(self, conn: _UnixConnection) -> None:
         """Closes conn and forgets it (this thread's next request opens a new one)."""
