@@ -350,3 +350,13 @@ def test_devrun_api_finds_a_message_sent_by_logger(top: Path, data: Path) -> Non
         assert time.monotonic() - t0 < 5
     finally:
         d.stop()
+
+
+def test_devrun_refuses_a_short_admin_password(top: Path, data: Path) -> None:
+    d = DevRun(top, data, extra={"LOGBOX_ADMIN_PASSWORD": "tiny-pw"})
+    out, _ = d.proc.communicate(timeout=60)
+    assert d.proc.returncode == 1, out
+    assert (
+        "logbox-rpc: cannot create the user admin with the password in LOGBOX_ADMIN_PASSWORD" in out
+    )
+    assert "tiny-pw" not in out and "started" not in out
