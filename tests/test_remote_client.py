@@ -210,6 +210,8 @@ def test_login_me_logout(env: Env) -> None:
     with pytest.raises(LogboxError) as e:
         other.logspaces()
     assert (e.value.status, e.value.code) == (401, "unauthorized")
+    other.logout()  # a token that is no longer valid is simply forgotten
+    assert other.token is None
 
 
 def test_wrong_password_is_401(env: Env) -> None:

@@ -250,7 +250,7 @@ class Client:
         r = self.request(method, path, params=params, body=body)
         try:
             doc = json.loads(r.content)
-        except (ValueError, requests.RequestException) as e:
+        except ValueError as e:
             raise LogboxError(
                 r.status_code,
                 "bad_response",
@@ -279,10 +279,15 @@ class Client:
         return self.token
 
     def logout(self) -> None:
-        """Revokes the token in use (POST /logout) and forgets it; nothing when there is none."""
+        """Revokes the token in use (POST /logout) and forgets it; nothing when there is none
+        or it is no longer valid (401)."""
         if not self.token:
             return
-        self.call("POST", "/logout")
+        try:
+            self.call("POST", "/logout")
+        except LogboxError as e:
+            if e.status != 401:
+                raise
         self.token = None
 
     def me(self) -> dict[str, Any]:
