@@ -1,0 +1,5 @@
+"""placeholder"""
+
+from flask import Blueprint
+
+bp = Blueprint("admin", __name__)
