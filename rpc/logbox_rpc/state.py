@@ -19,7 +19,7 @@ class State:
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
-        self._pid = -1
+        self._pid = os.getpid()
         self._accounts: Accounts | None = None
         self._searchd: Searchd | None = None
 
