@@ -31,12 +31,11 @@ ERROR_TEXT = {
 
 def _obj(props: dict[str, Any], required: list[str] | None = None, **kw: Any) -> dict[str, Any]:
     """An object schema; every property required unless told."""
-    return {
-        "type": "object",
-        "properties": props,
-        "required": list(props) if required is None else required,
-        **kw,
-    }
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    req = list(props) if required is None else required
+    if req:  # OpenAPI 3.0: "required" holds at least one name
+        out["required"] = req
+    return {**out, **kw}
 
 
 def _ref(name: str) -> dict[str, str]:
