@@ -69,6 +69,11 @@ def _context(opts: dict[str, Any]) -> ssl.SSLContext:
                 ctx.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE
                 _contexts.clear()
                 _contexts[pid] = ctx
+                print(
+                    f"logbox-rpc: worker {pid}: TLS context made (TLS 1.2 and later)",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return ctx
 
 
