@@ -26,7 +26,7 @@ TOKEN_MESSAGES = {
 
 def address() -> str:
     """The client's address (gunicorn: the peer's IP)."""
-    return request.remote_addr or ""
+    return request.remote_addr or "unknown"
 
 
 def audit(action: str, **kw: Any) -> None:

@@ -48,7 +48,7 @@ class Param:
         if self.type != "query" and "\0" in raw:
             raise bad_parameter(f"{self.name}: holds a NUL byte")
         if self.type == "integer":
-            if not re.fullmatch(r"[0-9]{1,18}", raw) or not self._in_range(int(raw)):
+            if not re.fullmatch(r"[0-9]{1,30}", raw) or not self._in_range(int(raw)):
                 raise bad_parameter(
                     f"{self.name}: expected an integer {self._range()}, got {raw!r}"
                 )

@@ -73,20 +73,9 @@ CSV_COLUMNS = (
 _TOTAL = re.compile(rb'"total":(null|[0-9]+)')
 
 
-def wire(value: Any) -> Any:
-    """A parameter value for searchd: str, or the bytes of a str that holds \\udcXX escapes (a
-    query with bytes that are not UTF-8 reaches searchd as those bytes)."""
-    s = str(value)
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "surrogateescape")
-    return s
-
-
-def searchd_params(logspace: str, args: dict[str, Any]) -> list[tuple[str, Any]]:
+def searchd_params(logspace: str, args: dict[str, Any]) -> list[tuple[str, str]]:
     """The searchd query for a view's parsed args."""
-    return [("logspace", logspace)] + [(k, wire(v)) for k, v in args.items()]
+    return [("logspace", logspace)] + [(k, str(v)) for k, v in args.items()]
 
 
 def error_status(e: SearchdError) -> int:
@@ -400,7 +389,7 @@ def export(logspace: str, args: dict[str, Any]) -> Response:
             stop_id = known[logspace]["next_id"]
         params = [
             ("logspace", logspace),
-            ("q", wire(q)),
+            ("q", q),
             ("order", args["order"]),
             ("limit", str(EXPORT_PAGE)),
         ]
