@@ -9,13 +9,16 @@ minimum_version = TLSv1_2, made once per worker process. Environment: LOGBOX_RPC
 LOGBOX_RPC_THREADS (8), LOGBOX_RPC_ACCESSLOG (a path or "-"; off by default).
 LOGBOX_RPC_INSECURE_HTTP=1 serves plain HTTP, on a 127.0.0.1 address only (tests, benchmarks)."""
 
+import json
 import os
 import ssl
 import sys
 import threading
 from typing import Any
 
+import gunicorn.http.message
 import gunicorn.sock
+import gunicorn.util
 import gunicorn.workers.gthread
 
 bind = [os.environ.get("LOGBOX_RPC_BIND", "127.0.0.1:8444")]
@@ -30,7 +33,10 @@ proc_name = "logbox-rpc"
 timeout = 120
 graceful_timeout = 20
 keepalive = 60
-limit_request_line = 8190
+# searchd takes request targets of up to 64 KiB (a q of 16384 bytes, %-encoded); gunicorn 20.1
+# caps the request line at 8190 bytes unless its module constant is raised.
+gunicorn.http.message.MAX_REQUEST_LINE = 65536 + 64
+limit_request_line = 65536 + 64
 
 _insecure = os.environ.get("LOGBOX_RPC_INSECURE_HTTP") == "1"
 certfile = os.environ.get("LOGBOX_TLS_CERT") or None
@@ -109,3 +115,20 @@ if hasattr(gunicorn.sock, "ssl_wrap_socket"):
     gunicorn.sock.ssl_wrap_socket = ssl_wrap_socket
     if hasattr(gunicorn.workers.gthread, "sock"):
         gunicorn.workers.gthread.sock.ssl_wrap_socket = ssl_wrap_socket
+
+
+def write_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn's answer to a request it cannot parse (or a crash outside the app), in the API's
+    JSON error shape instead of an HTML page (replaces gunicorn.util.write_error)."""
+    code = {400: "bad_parameter", 403: "forbidden"}.get(status_int, "internal")
+    message = mesg if status_int < 500 and mesg else "internal error (logged)"
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
+        f"Content-Type: application/json\r\nCache-Control: no-store\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    gunicorn.util.write_nonblock(sock, head.encode("latin-1") + body)
+
+
+gunicorn.util.write_error = write_error

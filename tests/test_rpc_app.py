@@ -429,6 +429,39 @@ def test_unavailable_when_searchd_is_gone(
     assert r.status_code == 200 and r.get_json()["services"]["searchd"]["state"] == "down"
 
 
+def test_export_cut_by_searchd_ends_with_an_error_line(
+    app: Flask, data: Path, top: Path, sockdir: Path, admin: dict[str, str]
+) -> None:
+    """searchd gone after the first page: NDJSON ends with {"error": ...}, CSV is cut, both
+    audited with the rows sent."""
+    for fmt in ("ndjson", "csv"):
+        d = Searchd(searchd_binary(top), data, sockdir / "cut.sock").start()
+        app2 = create_app({**app.config, "SEARCHD_SOCKET": str(d.sock)})
+        app2.extensions["logbox"]._accounts = accounts_of(app)
+        r = app2.test_client().get(
+            f"{API}/logspaces/main/export",
+            query_string={"q": "*", "format": fmt},
+            headers=admin,
+            buffered=False,
+        )
+        assert r.status_code == 200 and int(r.headers["X-Logbox-Total"]) == N_MAIN
+        it = iter(r.response)
+        first = next(it)
+        if fmt == "csv":
+            first += next(it)
+        assert d.stop() == 0
+        rest = b"".join(it)
+        r.close()
+        lines = (first + rest).splitlines()
+        if fmt == "ndjson":
+            assert len(lines) == 10_001
+            assert json.loads(lines[-1])["error"]["code"] == "unavailable"
+        else:
+            assert len(lines) == 10_001  # header + one page
+        e = last_audit(app, "export")
+        assert (e.results, e.status) == (10_000, 503) and "cut after 10000 rows" in e.detail
+
+
 def test_internal_error_is_json_without_traceback(app: Flask, admin: dict[str, str]) -> None:
     app2 = create_app({**app.config, "SEARCHD_SOCKET": "/nonexistent/sd.sock"})
     app2.extensions["logbox"]._accounts = accounts_of(app)

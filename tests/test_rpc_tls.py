@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import ssl
@@ -192,3 +193,37 @@ def test_export_streams_and_is_audited(server: RpcServer) -> None:
     # The workers are still there and answer.
     with server.session(token) as s:
         assert s.get(server.base + "/me", timeout=10).status_code == 200
+
+
+def raw_request(server: RpcServer, request: bytes) -> bytes:
+    """request sent as it is over TLS; everything the server answers until it closes."""
+    ctx = client_context(server.cafile, ssl.TLSVersion.TLSv1_3)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as raw:
+        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            tls.sendall(request)
+            out = b""
+            while chunk := tls.recv(65536):
+                out += chunk
+            return out
+
+
+def test_long_queries_and_unparsable_requests(server: RpcServer) -> None:
+    token = server.login()
+    with server.session(token) as s:
+        # A q of 16384 bytes that %-encodes to 48 KiB: past gunicorn's usual 8 KiB line limit.
+        q = "\xe9" * 8191 + "x"
+        assert len(q.encode()) == 16383
+        r = s.get(server.base + "/logspaces/main/count", params={"q": q}, timeout=30)
+        assert r.status_code == 200, r.text[:300]
+        assert r.json()["total"] == 0
+    # What gunicorn itself refuses is JSON too, never an HTML page.
+    for request in (
+        b"GET /api/v1/health?" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"NOT A REQUEST LINE\r\n\r\n",
+        b"GET /api/v1/health HTTP/1.1\r\nBad Header\r\n\r\n",
+    ):
+        answer = raw_request(server, request)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 "), answer[:300]
+        assert b"Content-Type: application/json" in head
+        assert json.loads(body)["error"]["code"] == "bad_parameter"

@@ -279,7 +279,7 @@ def operation(endpoint: str, spec: Spec) -> dict[str, Any]:
             h: {"description": d, "schema": {"type": "integer"}} for h, d in spec.headers.items()
         }
     responses: dict[str, Any] = {str(spec.ok): ok}
-    for status in sorted(spec.errors):
+    for status in sorted({*spec.errors, 500}):  # a bug can fail any route
         r: dict[str, Any] = {
             "description": ERROR_TEXT[status],
             "content": {"application/json": {"schema": _ref("Error")}},
