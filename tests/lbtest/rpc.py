@@ -50,6 +50,10 @@ def venv_python() -> str:
     return str(p) if p.exists() else sys.executable
 
 
+class _PortTaken(Exception):
+    """gunicorn exited because its port was taken."""
+
+
 class RpcServer:
     """Real gunicorn (python -m gunicorn from the venv, PYTHONPATH=rpc, -c rpc/gunicorn.conf.py
     'logbox_rpc:create_app()') serving logbox_rpc over TLS on a free 127.0.0.1 port."""
@@ -122,6 +126,20 @@ class RpcServer:
         :raises AssertionError: if it exits or does not answer within timeout.
         """
         assert self.proc is None or self.proc.poll() is not None, "already running"
+        for _ in range(3):  # another process may take the free port before gunicorn binds it
+            try:
+                return self._start(timeout)
+            except _PortTaken:
+                self.port = free_port()
+                self.base = f"https://127.0.0.1:{self.port}/api/v1"
+        return self._start(timeout)
+
+    def _start(self, timeout: float) -> RpcServer:
+        """One attempt of start().
+
+        :raises _PortTaken: gunicorn could not bind the port.
+        """
+        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         argv = [venv_python(), "-m", "gunicorn", "-c", str(RPC_DIR / "gunicorn.conf.py"),
                 "logbox_rpc:create_app()"]  # fmt: skip
         with open(self.log_path, "ab") as log:
@@ -138,6 +156,8 @@ class RpcServer:
         with self.session() as s:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
+                    if "Connection in use" in self.log()[log_start:]:
+                        raise _PortTaken()
                     raise AssertionError(
                         f"gunicorn exited with {self.proc.returncode} at start:\n{self.log()}"
                     )
@@ -179,18 +199,18 @@ class RpcServer:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self.stop()
+            if exc and exc[0] is None:
+                self.stop()
         finally:
             if self.proc is not None:
                 try:
                     os.killpg(self.proc.pid, signal.SIGKILL)  # workers left behind, if any
                 except ProcessLookupError:
                     pass
-            if self._accounts is not None:
-                self._accounts = None
 
     def accounts(self) -> Accounts:
-        """The accounts store, opened in this process (once: LMDB's rule), for test setup."""
+        """The accounts store, for test setup and checks (one object per server for the whole
+        process: LMDB allows one environment per file and process; it stays usable after stop)."""
         if self._accounts is None:
             from logbox_core.accounts import Accounts
 
