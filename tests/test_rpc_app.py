@@ -734,3 +734,47 @@ def test_export_is_a_snapshot(
         r.close()
         assert body.count(b"\n") == total
         assert f"later-{order}".encode() not in body
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def test_configuration_layers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defaults, then LOGBOX_RPC_CONFIG's file, then LOGBOX_* variables, then the mapping."""
+    from logbox_rpc.config import ConfigError, load
+
+    monkeypatch.setenv("LOGBOX_RPC_CONFIG", str(tmp_path / "absent.py"))
+    for var in ("LOGBOX_SEARCHD_SOCKET", "LOGBOX_ACCOUNTS", "LOGBOX_SESSION_TTL", "LOGBOX_DATA"):
+        monkeypatch.delenv(var, raising=False)
+    c = load()
+    assert c["SEARCHD_SOCKET"] == "/run/logbox/searchd.sock" and c["SESSION_TTL"] == 43200
+    f = tmp_path / "rpc.py"
+    f.write_text(
+        'SEARCHD_SOCKET = "/f.sock"\nACCOUNTS_PATH = "/f/acc"\nSESSION_TTL = 60\nlower = 1\n'
+    )
+    monkeypatch.setenv("LOGBOX_RPC_CONFIG", str(f))
+    monkeypatch.setenv("LOGBOX_ACCOUNTS", "/env/acc")
+    monkeypatch.setenv("LOGBOX_SESSION_TTL", "120")
+    c = load({"SEARCHD_SOCKET": "/map.sock"})
+    assert (c["SEARCHD_SOCKET"], c["ACCOUNTS_PATH"], c["SESSION_TTL"]) == (
+        "/map.sock",
+        "/env/acc",
+        120,
+    )
+    assert "lower" not in c
+    monkeypatch.setenv("LOGBOX_SESSION_TTL", "soon")
+    with pytest.raises(ConfigError, match="LOGBOX_SESSION_TTL"):
+        load()
+    monkeypatch.delenv("LOGBOX_SESSION_TTL")
+    f.write_text("SESSION_TTL = (\n")
+    with pytest.raises(ConfigError, match="rpc.py"):
+        create_app()
+
+
+def test_session_ttl_from_config(app: Flask, client: FlaskClient) -> None:
+    app2 = create_app({**app.config, "SESSION_TTL": 5})
+    app2.extensions["logbox"]._accounts = accounts_of(app)
+    r = login(app2.test_client(), "alice", PASSWORD, "10.1.1.1")
+    assert r.status_code == 200
+    t = accounts_of(app).get_token(r.get_json()["id"])
+    assert t.kind == "session" and t.expires_us - t.created_us == 5_000_000
