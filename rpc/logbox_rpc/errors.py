@@ -80,9 +80,10 @@ def searchd_error_response(e: SearchdError) -> Response:
         log.error("searchd: %s %s: %s", status, e.code, e.message)
         if status != 503:
             return error_response(500, "internal", "internal error (logged)")
-    extra = {"position": e.position} if e.position is not None else {}
     if status not in HTTP_CODES and status != 414:
-        status = 500
+        log.error("searchd: unexpected %s %s: %s", status, e.code, e.message)
+        return error_response(500, "internal", "internal error (logged)")
+    extra = {"position": e.position} if e.position is not None else {}
     return error_response(status, e.code, e.message, **extra)
 
 
