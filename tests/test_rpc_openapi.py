@@ -94,6 +94,7 @@ def routes(app: Flask) -> set[tuple[str, str]]:
 
 
 def test_document_covers_exactly_the_routes(app: Flask, doc: dict[str, Any]) -> None:
+    assert all(r.rule.startswith(API + "/") for r in app.url_map.iter_rules())  # no /static
     in_doc = {(p, m) for p, item in doc["paths"].items() for m in item}
     assert in_doc == routes(app)
     assert len(in_doc) == 22

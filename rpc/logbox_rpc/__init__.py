@@ -17,7 +17,7 @@ __all__ = ["create_app"]
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The app, configured by defaults, LOGBOX_RPC_CONFIG's file, LOGBOX_* and config."""
-    app = Flask(__name__)
+    app = Flask(__name__, static_folder=None)
     app.config.update(load(config))
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     app.config["JSON_SORT_KEYS"] = False
