@@ -20,7 +20,6 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app = Flask(__name__, static_folder=None)
     app.config.update(load(config))
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
-    app.config["JSON_SORT_KEYS"] = False
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.extensions["logbox"] = State(app.config)
     app.logger.setLevel("INFO")  # installs Flask's stderr handler on the "logbox_rpc" logger
