@@ -405,6 +405,7 @@ def web_login(s: requests.Session, base: str, user: str, password: str) -> reque
     return s.post(
         base + "/login",
         data={"username": user, "password": password, "csrf_token": m.group(1)},
+        headers={"Referer": base + "/login"},  # Flask-WTF checks it over HTTPS
         timeout=10,
         allow_redirects=False,
     )

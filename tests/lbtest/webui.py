@@ -229,6 +229,7 @@ class WebuiServer:
                 "password": password or self.admin_password,
                 "csrf_token": token,
             },
+            headers={"Referer": self.url + "/login"},  # Flask-WTF checks it over HTTPS
             timeout=30,
             allow_redirects=False,
         )
