@@ -1,0 +1,1 @@
+/* logbox web UI: keyboard shortcuts and histogram drag-to-zoom (no inline script: CSP). */
