@@ -95,9 +95,7 @@ def check_delimiters(value: object) -> str:
                 "not a letter, a digit or a space"
             )
     if len(value) > DELIMITERS_MAX:
-        raise SettingsError(
-            f"delimiters: at most {DELIMITERS_MAX} characters, got {len(value)}"
-        )
+        raise SettingsError(f"delimiters: at most {DELIMITERS_MAX} characters, got {len(value)}")
     return value
 
 

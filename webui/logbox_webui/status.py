@@ -276,7 +276,9 @@ def _searchd_spaces(client: Searchd) -> tuple[dict[str, dict], str | None]:
         spaces = client.logspaces()
     except SearchdError as e:
         return {}, e.message
-    return {s["name"]: s for s in spaces if isinstance(s, dict) and isinstance(s.get("name"), str)}, None
+    return {
+        s["name"]: s for s in spaces if isinstance(s, dict) and isinstance(s.get("name"), str)
+    }, None
 
 
 def _int(v: object) -> int | None:
@@ -327,11 +329,18 @@ def dashboard() -> Any:
         end = (int(now) // 60 + 1) * 60
         chart = Chart(end - CHART_MINUTES * 60, end, [0] * CHART_MINUTES, ["searchd is down"])
     services = [
-        {"name": n, **doc["services"][n], "uptime_h": human_duration(doc["services"][n].get("uptime_s"))}
+        {
+            "name": n,
+            **doc["services"][n],
+            "uptime_h": human_duration(doc["services"][n].get("uptime_s")),
+        }
         for n in ("syslog-ng", "indexd", "searchd")
     ]
     disk = doc["disk"]
-    disk_h = {k: human_bytes(disk.get(k)) for k in ("total_bytes", "used_bytes", "free_bytes", "store_bytes")}
+    disk_h = {
+        k: human_bytes(disk.get(k))
+        for k in ("total_bytes", "used_bytes", "free_bytes", "store_bytes")
+    }
     used_fraction = (
         disk["used_bytes"] / disk["total_bytes"]
         if disk.get("total_bytes") and disk.get("used_bytes") is not None
