@@ -10,7 +10,7 @@ from flask_wtf.csrf import CSRFError
 from logbox_core.searchd import SearchdError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from . import auth, search, security
+from . import admin, auth, search, security, status
 from .config import load
 from .state import State
 
@@ -27,7 +27,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     auth.install(app)
     app.register_blueprint(search.bp)
     # --- the status dashboard and admin pages (webui/UI.md) are registered here:
-    # app.register_blueprint(status.bp); app.register_blueprint(admin.bp)
+    app.register_blueprint(status.bp)
+    app.register_blueprint(admin.bp)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(CSRFError, _csrf_error)
     app.register_error_handler(SearchdError, _searchd_error)
