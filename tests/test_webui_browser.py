@@ -98,6 +98,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, top: Path) -> Iterator[Stack
                 searchd_socket=sd.sock,
                 data=app.data,
                 indexd_status=app.status_file,
+                syslogng_pidfile=app.run / "syslog-ng.pid",
             ) as web:
                 lb = Path(top / "build" / "bin" / "logbox")
                 yield Stack(
@@ -203,7 +204,13 @@ def logout(driver: WebDriver) -> None:
     """Submits the sign-out form (POST /logout)."""
     form = driver.find_element(By.CSS_SELECTOR, "form[action$='/logout']")
     old = driver.current_url
-    form.find_element(By.CSS_SELECTOR, "button, input[type=submit]").click()
+    button = form.find_element(By.CSS_SELECTOR, "button, input[type=submit]")
+    menu = driver.find_elements(
+        By.XPATH, "//details[.//form[contains(@action, '/logout')]][not(@open)]/summary"
+    )
+    if menu:  # in a closed menu (<details>): open it as a user would
+        menu[0].click()
+    button.click()
     WebDriverWait(driver, 30).until(lambda d: d.current_url != old or "/login" in d.current_url)
 
 
@@ -389,6 +396,7 @@ def test_status_dashboard(stack: Stack, driver: WebDriver) -> None:
             assert name in table, table
         services = driver.find_element(By.ID, "services").text
         assert "searchd" in services and "indexd" in services, services
+        assert "down" not in services.lower(), services  # all three run
     finally:
         with contextlib.suppress(Exception):
             screenshot(driver, "webui-status")
