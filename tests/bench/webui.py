@@ -11,9 +11,10 @@ run loads /search?q=<token>&from=..&to=..&logspace=main (the store's whole week)
 browser's Navigation Timing (performance.getEntriesByType('navigation')[0]): responseStart (the
 first byte of the page, i.e. the server has the results), domContentLoadedEventEnd, loadEventEnd
 (CSS, JS and the histogram drawn). p50/p95 over --runs loads after --warmup, printed next to the
-target (p50 <= 300 ms) and next to a baseline taken in the same run: the searchd requests the
-page needs (newest page, count, histogram, top hosts, top programs) sent one after the other
-from Python on one kept-alive unix-socket connection.
+target (p50 <= 300 ms) and next to baselines taken in the same run: the searchd requests the
+page needs (the newest page with its total, the histogram, top hosts, top programs: what
+logbox_webui.search asks) sent from Python straight to searchd's unix socket, one after the
+other on one kept-alive connection, and side by side from one thread each (as the page does).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -103,32 +105,70 @@ def nav_timing(driver: Any) -> dict[str, float]:
 
 
 def page_requests(q: str, t0: int, t1: int, page: int, buckets: int) -> list[str]:
-    """The searchd requests behind one search page (PROTOCOL.md)."""
+    """The searchd requests behind one search page (PROTOCOL.md): the newest page (with its
+    total), the histogram, top hosts, top programs."""
     base = {"logspace": "main", "q": q, "from": str(t0), "to": str(t1)}
 
     def url(path: str, **extra: str) -> str:
         return path + "?" + urllib.parse.urlencode({**base, **extra}, quote_via=urllib.parse.quote)
 
     return [
-        url("/v1/search", limit=str(page), order="newest", total="0"),
-        url("/v1/count"),
+        url("/v1/search", limit=str(page), order="newest"),
         url("/v1/histogram", buckets=str(buckets)),
         url("/v1/top", field="host", k="10"),
         url("/v1/top", field="program", k="10"),
     ]
 
 
-def time_baseline(sd: sbench.Searchd, urls: list[str], runs: int, warmup: int) -> list[float]:
+def page_buckets() -> int:
+    """The histogram bars the search page asks searchd for (logbox_webui.search), else 60."""
+    try:
+        from logbox_webui import search as page
+    except ImportError:
+        return 60
+    return int(getattr(page, "HIST_BUCKETS", 60))
+
+
+def _check(status: int, body: bytes, url: str) -> None:
+    if status != 200:
+        sys.exit(f"bench-webui: searchd answered {status} to {url}: {body[:300]!r}")
+
+
+def time_sequential(sd: sbench.Searchd, urls: list[str], runs: int, warmup: int) -> list[float]:
     """Wall time (ms) of the page's searchd requests sent one after the other, per run."""
     out = []
     for i in range(warmup + runs):
         t = time.perf_counter()
         for u in urls:
-            status, body = sd.get(u)
-            if status != 200:
-                sys.exit(f"bench-webui: searchd answered {status} to {u}: {body[:300]!r}")
+            _check(*sd.get(u), u)
         if i >= warmup:
             out.append(1000 * (time.perf_counter() - t))
+    return out
+
+
+def time_parallel(sock: Path, urls: list[str], runs: int, warmup: int) -> list[float]:
+    """Wall time (ms) of the page's searchd requests sent side by side, one thread and one
+    kept-alive connection each, per run."""
+    conns = [sbench.UnixHTTP(str(sock)) for _ in urls]
+
+    def get(k: int) -> None:
+        c = conns[k]
+        c.request("GET", urls[k])
+        r = c.getresponse()
+        body = r.read()
+        if r.will_close:
+            c.close()
+        _check(r.status, body, urls[k])
+
+    out = []
+    with ThreadPoolExecutor(len(urls)) as pool:
+        for i in range(warmup + runs):
+            t = time.perf_counter()
+            list(pool.map(get, range(len(urls))))
+            if i >= warmup:
+                out.append(1000 * (time.perf_counter() - t))
+    for c in conns:
+        c.close()
     return out
 
 
@@ -142,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--page-size", type=int, default=50, help="rows the page shows (PAGE_SIZE)")
-    ap.add_argument("--buckets", type=int, default=100, help="histogram bars the page asks for")
+    ap.add_argument(
+        "--buckets", type=int, default=page_buckets(), help="histogram bars the page asks for"
+    )
     ap.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     ap.add_argument("--out", type=Path, default=TOP / "build" / "bench")
     ap.add_argument(
@@ -180,13 +222,13 @@ def main(argv: list[str] | None = None) -> int:
     sd = sbench.Searchd(args.searchd, store, run / "searchd.sock", None)
     try:
         urls = page_requests(args.query, t0, t1, args.page_size, args.buckets)
-        status, body = sd.get(urls[1])
-        total = json.loads(body).get("total") if status == 200 else None
-        if not isinstance(total, int):
-            sys.exit(f"bench-webui: searchd answered {status} to {urls[1]}: {body[:300]!r}")
+        status, body = sd.get(urls[0])
+        _check(status, body, urls[0])
+        total = json.loads(body).get("total")
         say(f"query {args.query!r} over the whole week: {total:,} matches")
-        say(f"baseline: the page's {len(urls)} searchd requests from Python, in sequence ...")
-        base = time_baseline(sd, urls, args.runs, args.warmup)
+        say(f"baselines: the page's {len(urls)} searchd requests from Python ...")
+        base = time_sequential(sd, urls, args.runs, args.warmup)
+        par = time_parallel(sd.sock, urls, args.runs, args.warmup)
         with WebuiServer(
             run / "webui", searchd_socket=sd.sock, data=store, workers=args.workers
         ) as web:
@@ -232,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['mem_gib']} GiB RAM; "
         f"load at end {os.getloadavg()[0]:.2f}",
         f"- {origin}; query `{args.query}`, whole week, logspace main, {total:,} matches; "
-        f"page of {args.page_size} rows, {args.buckets}-bucket histogram, top-10 hosts and "
-        "programs",
+        f"page of {args.page_size} rows with its total, {args.buckets}-bucket histogram, top-10 "
+        "hosts and programs",
         f"- {args.runs} loads after {args.warmup} warm-ups, p50 / p95 in ms (nearest rank); "
         f"gunicorn {args.workers} workers over TLS (kept-alive connection)",
         "",
@@ -243,13 +285,18 @@ def main(argv: list[str] | None = None) -> int:
     for k in NAV_KEYS:
         target = f"p50 <= {TARGET_P50_MS:.0f} ms" if k == "responseStart" else ""
         lines.append(f"| browser: {NAV_TITLE[k]} (`{k}`) | {fmt(times[k])} | {target} |")
-    lines.append(f"| baseline: the {len(urls)} searchd requests from Python | {fmt(base)} | |")
+    lines.append(
+        f"| baseline: the {len(urls)} searchd requests from Python, in sequence | {fmt(base)} | |"
+    )
+    lines.append(
+        f"| baseline: the {len(urls)} searchd requests from Python, side by side | {fmt(par)} | |"
+    )
     lines += [
         "",
         f"time to first result p50 {p50:.1f} ms: "
         + ("meets" if p50 <= TARGET_P50_MS else "MISSES")
-        + f" the target of {TARGET_P50_MS:.0f} ms; the web UI adds "
-        f"{p50 - statistics.median(base):.1f} ms (p50) to searchd's own time",
+        + f" the target of {TARGET_P50_MS:.0f} ms; against searchd alone (side by side, as the "
+        f"page asks) the web UI's first byte takes {p50 - statistics.median(par):+.1f} ms (p50)",
     ]
     text = "\n".join(lines) + "\n"
     say("")
