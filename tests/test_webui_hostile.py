@@ -30,6 +30,8 @@ EVIL = (
     b"<b>bold</b> &amp; &lt;i&gt; &#60;script&#62; ctl[\x01\x07\x1b[31m\x7f] "
     b"bad[\xff\xfe\xc3(] end"
 )
+EVIL_HOST = b'"><b>h</b>'
+EVIL_PROGRAM = b"<svg/onload=alert(2)>"
 QUERY = "\"a b\" <x> 'c'"
 ROUNDTRIP = 25  # messages the query matches (three pages of 10)
 CSP = (
@@ -53,15 +55,25 @@ def stack(tmp_path_factory: pytest.TempPathFactory, top: Path) -> Iterator[Stack
     ingest path."""
     tmp = tmp_path_factory.mktemp("webui-hostile")
     with Appliance(tmp) as app:
-        frames = [b"<14>1 2026-11-22T12:00:00Z evil-1 evilapp 66 - - " + EVIL]
+        frames = [
+            b"<14>1 2026-11-22T12:00:00Z evil-1 evilapp 66 - - " + EVIL,
+            b"<14>1 2026-11-22T12:00:00Z "
+            + EVIL_HOST
+            + b" "
+            + EVIL_PROGRAM
+            + b" 9 - - hostilehost",
+        ]
         frames += [
             f"<14>1 2026-11-22T12:00:00Z rt-1 rt 7 - - roundtrip {i} a b <x> 'c' end".encode()
             for i in range(ROUNDTRIP)
         ]
         app.send(octet(*frames), port="octet")
-        app.wait_count(1 + ROUNDTRIP, timeout=30)
-        (evil,) = (m for m in app.messages() if m["host"] == "evil-1")
+        app.wait_count(2 + ROUNDTRIP, timeout=30)
+        stored = app.messages()
+        (evil,) = (m for m in stored if m["host"] == "evil-1")
         assert message_bytes(evil["message"]) == EVIL, evil  # the bytes arrived exact
+        (other,) = (m for m in stored if m["message"] == "hostilehost")
+        assert (other["host"], other["program"]) == (EVIL_HOST.decode(), EVIL_PROGRAM.decode())
         sd = Searchd(searchd_binary(top), app.data, app.run / "searchd.sock").start()
         try:
             with WebuiServer(tmp / "webui", searchd_socket=sd.sock, data=app.data) as web:
@@ -148,6 +160,50 @@ def test_hostile_message_is_inert_in_results_and_detail(stack: Stack, driver: We
     except BaseException:
         screenshot(driver, "webui-hostile-failed")
         raise
+
+
+def test_hostile_host_and_program_are_inert(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    try:
+        driver.get(
+            web.url + "/search?" + urllib.parse.urlencode({"q": "hostilehost", "from": "-1h"})
+        )
+        assert_no_alert(driver)
+        (row,) = driver.find_elements(By.CSS_SELECTOR, "#results tr.hit")
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[1] == EVIL_HOST.decode() and cells[2] == EVIL_PROGRAM.decode(), cells
+        for area in ("results", "top-hosts", "top-programs"):
+            el = driver.find_element(By.ID, area)
+            assert not el.find_elements(By.TAG_NAME, "b"), area
+            assert not el.find_elements(By.CSS_SELECTOR, "svg[onload]"), area
+        assert EVIL_HOST.decode() in driver.find_element(By.ID, "top-hosts").text
+        assert EVIL_PROGRAM.decode() in driver.find_element(By.ID, "top-programs").text
+        # Refining by the hostile host quotes it: the query finds the message again.
+        link = driver.find_element(By.CSS_SELECTOR, "#top-hosts a.top-value")
+        old = driver.current_url
+        link.click()
+        WebDriverWait(driver, 30).until(lambda d: d.current_url != old)
+        assert_no_alert(driver)
+        q = driver.find_element(By.ID, "q").get_attribute("value") or ""
+        assert "host:" in q, q
+        assert driver.find_element(By.ID, "total").text == "1", (q, driver.page_source[:2000])
+        driver.get(web.url + f"/messages/main/{other_id(stack)}")
+        assert_no_alert(driver)
+        msg = driver.find_element(By.ID, "message")
+        assert not msg.find_elements(By.TAG_NAME, "b") and not driver.find_elements(
+            By.CSS_SELECTOR, "svg[onload]"
+        )
+        assert EVIL_HOST.decode() in msg.text and EVIL_PROGRAM.decode() in msg.text
+        assert csp_violations(driver) == []
+    except BaseException:
+        screenshot(driver, "webui-hostile-host-failed")
+        raise
+
+
+def other_id(stack: Stack) -> int:
+    """The id of the message with the hostile host and program."""
+    (m,) = (m for m in stack.app.messages() if m["message"] == "hostilehost")
+    return int(m["id"])
 
 
 def test_query_with_quotes_and_brackets_round_trips(stack: Stack, driver: WebDriver) -> None:
