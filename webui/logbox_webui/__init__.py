@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Flask, render_template
+from flask import Flask, Request, render_template
 from flask_wtf.csrf import CSRFError
 from logbox_core.searchd import SearchdError
 from werkzeug.exceptions import HTTPException, InternalServerError
@@ -17,9 +17,17 @@ from .state import State
 __all__ = ["create_app"]
 
 
+class WebRequest(Request):
+    """Requests whose %-escaped bytes that are not UTF-8 stay bytes (\\udcXX, as searchd's
+    strings carry them), so a query holding them round-trips through the URL."""
+
+    encoding_errors = "surrogateescape"
+
+
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The app, configured by defaults, LOGBOX_WEBUI_CONFIG's file, LOGBOX_* and config."""
     app = Flask(__name__)
+    app.request_class = WebRequest
     app.config.update(load(config))
     app.extensions["logbox"] = State(app.config)
     app.logger.setLevel("INFO")
