@@ -690,3 +690,27 @@ def test_audit_shows_hostile_values_inert(app: Flask, admin: Browser) -> None:
     # and a hostile filter value round-trips inert too
     r = admin.get("/admin/audit", query_string={"user": HOSTILE, "action": "<b>x</b>"})
     assert r.status_code == 200 and HOSTILE not in r.text and "<b>x</b>" not in r.text
+
+
+def test_pages_with_searchd_down(app: Flask, tmp_path: Path) -> None:
+    """Every admin page still answers with searchd gone; logspaces come from the file."""
+    other = create_app(
+        {
+            **app.config,
+            "SEARCHD_SOCKET": str(tmp_path / "gone.sock"),
+            "ACCOUNTS_PATH": str(tmp_path / "accounts"),  # one LMDB environment per process
+        }
+    )
+    accounts(other).add_user("admin", PASSWORD, "admin")
+    b = signed_in(other, "admin")
+    for path in GETS:
+        assert b.get(path).status_code == 200, path
+    p = page(b.get("/admin/logspaces"))
+    assert "future" in forms_of(p) and "secret" not in forms_of(p)
+    assert "searchd" in p.root.text
+    boxes = [
+        i.attrs["value"]
+        for i in page(b.get("/admin/users")).by_id("user-create").all("input")
+        if i.attrs.get("name") == "logspaces"
+    ]
+    assert "*" in boxes and "secret" not in boxes
