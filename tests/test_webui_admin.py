@@ -702,6 +702,7 @@ def test_pages_with_searchd_down(app: Flask, tmp_path: Path) -> None:
         }
     )
     accounts(other).add_user("admin", PASSWORD, "admin")
+    accounts(other).add_user("alice", PASSWORD, "searcher", ("main",))
     b = signed_in(other, "admin")
     for path in GETS:
         assert b.get(path).status_code == 200, path
