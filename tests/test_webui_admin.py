@@ -636,7 +636,38 @@ def test_settings_module(tmp_path: Path) -> None:
         assert p.read_bytes() == bad
     with pytest.raises(ls_settings.SettingsError):
         ls_settings.write_atomically(tmp_path / "missing" / "ls.json", b"{}")
+    with pytest.raises(ls_settings.SettingsError):
+        ls_settings.set_logspace(tmp_path / "missing" / "ls.json", "a", 1, ":")
     assert sorted(os.listdir(tmp_path)) == ["ls.json"]
+    # the file's permissions are kept; a new file is 0644
+    p.unlink()
+    ls_settings.set_logspace(p, "a", 1, ":")
+    assert p.stat().st_mode & 0o7777 == 0o644
+    p.chmod(0o640)
+    ls_settings.set_logspace(p, "b", 2, ";")
+    assert p.stat().st_mode & 0o7777 == 0o640 and set(ls_settings.load(p)) == {"a", "b"}
+
+
+def test_settings_writers_in_processes_lose_nothing(tmp_path: Path) -> None:
+    """Eight processes each set 25 logspaces at once: every one of the 200 is in the file."""
+    import multiprocessing
+
+    p = tmp_path / "ls.json"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_set_many, args=(str(p), i)) for i in range(8)]
+    for pr in procs:
+        pr.start()
+    for pr in procs:
+        pr.join(60)
+        assert pr.exitcode == 0
+    got = ls_settings.load(p)
+    assert len(got) == 200 and got["w3-17"] == ls_settings.LogspaceSettings(17, ":")
+    assert sorted(os.listdir(tmp_path)) == ["ls.json"]
+
+
+def _set_many(path: str, worker: int) -> None:
+    for j in range(25):
+        ls_settings.set_logspace(path, f"w{worker}-{j}", j, ":")
 
 
 # ---------------------------------------------------------------- the audit log
