@@ -326,3 +326,27 @@ def test_refresh_by_static_script_only(app: Flask) -> None:
     js = c.get("/static/js/status.js", base_url=BASE)
     assert js.status_code == 200 and b"location.reload" in js.data
     assert "Content-Security-Policy" in r.headers
+
+
+def test_searchd_down_indexd_running(appliance: dict[str, Any], tmp_path: Path) -> None:
+    """searchd down: shown down, the logspaces (from indexd's status) stay, their days kept
+    from the store's day directories, and the chart is empty."""
+    app = make_app(
+        tmp_path,
+        SEARCHD_SOCKET=str(tmp_path / "no.sock"),
+        DATA_DIR=str(appliance["data"]),
+        INDEXD_STATUS=str(appliance["indexd"].status_path),
+        SYSLOGNG_PIDFILE=str(appliance["pidfile"]),
+        LOGSPACE_SETTINGS=str(appliance["settings"]),
+    )
+    p = dashboard(login(app, "alice"))
+    assert services(p) == {"syslog-ng": "running", "indexd": "running", "searchd": "down"}
+    rows = {tr.attrs["data-logspace"]: tr for tr in p.by_id("logspaces").all("tr", "logspace")}
+    assert sorted(rows) == ["main", "other"]
+    first = dt.datetime.fromtimestamp(OLD_S, dt.UTC).date()
+    last = dt.datetime.fromtimestamp(NOW, dt.UTC).date()
+    assert rows["main"].attrs["data-days"] == str((last - first).days + 1)
+    assert rows["main"].attrs["data-messages"] == ""
+    svg, _ = chart(p)
+    assert svg.attrs["data-total"] == "0"
+    assert "searchd is down" in p.root.text

@@ -168,7 +168,7 @@ def _user_page(user: User, status: int = 200, error: str | None = None) -> Any:
     tokens = [t for t in accounts().list_tokens(user.name) if t.kind == "api"]
     body = render_template(
         "admin/user.html",
-        user=user,
+        account=user,
         me=current_user(),
         tokens=tokens,
         when=when,
@@ -229,7 +229,7 @@ def delete_user(name: str) -> Any:
     deletes the user (their tokens are revoked)."""
     u = _user_or_404(name)
     if request.form.get("confirm") != "yes":
-        return render_template("admin/user_delete.html", user=u, me=current_user())
+        return render_template("admin/user_delete.html", account=u, me=current_user())
     try:
         accounts().delete_user(name)
     except AccountsError as e:

@@ -183,7 +183,7 @@ def check_session() -> Response | None:
         acc.audit("logout", user=user.name, address=address(), detail=f"token {token.id}: idle")
         end_session("Your session ended after being idle: sign in again.")
         return None
-    session["seen"] = int(now)
+    session["seen"] = round(now, 3)
     g.user, g.token = user, token
     if user.must_change and request.endpoint not in WHILE_MUST_CHANGE:
         return redirect(url_for("auth.password", next=safe_next(_here())))
@@ -264,7 +264,7 @@ def login() -> Any:
     session.clear()
     session.permanent = True
     session["token"] = secret
-    session["seen"] = int(time.time())
+    session["seen"] = round(time.time(), 3)
     acc.audit("login", user=user.name, address=addr, status=200, detail=f"web, token {token.id}")
     if user.must_change:
         return redirect(url_for("auth.password", next=nxt))

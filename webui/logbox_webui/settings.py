@@ -9,6 +9,7 @@ No Flask here: the admin pages and the dashboard call these functions with the f
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -24,7 +25,9 @@ DEFAULT_DELIMITERS = "&:~?![]=,;()'\"/\\|<>{}*"  # LB_DEFAULT_DELIMS (indexer/li
 LOGSPACE_RE = re.compile(r"[a-z0-9_-]{1,64}")
 MAX_FILE_BYTES = 1 << 20
 
-_write_lock = threading.Lock()  # one writer at a time in this process (rename makes it atomic)
+# One writer at a time: a lock in this process, and flock on the file's directory across the
+# gunicorn workers (so that two changes of different logspaces cannot lose one).
+_write_lock = threading.Lock()
 
 
 class SettingsError(Exception):
@@ -171,15 +174,21 @@ def dumps(spaces: dict[str, LogspaceSettings]) -> bytes:
     return text.encode("ascii")
 
 
-def write_atomically(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
+def write_atomically(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
     """Replaces the file at path with data: a temporary file beside it, fsync, rename, fsync of
-    the directory. A reader sees the old file or the new one, never a part.
+    the directory. A reader sees the old file or the new one, never a part. mode: the new
+    file's permissions (default: the old file's, else 0644).
 
     :raises SettingsError: the directory is missing or not writable, or the disk is full.
     """
     p = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(p))
     tmp = None
+    if mode is None:
+        try:
+            mode = os.stat(p).st_mode & 0o7777
+        except OSError:
+            mode = 0o644
     try:
         fd, tmp = tempfile.mkstemp(prefix=".logspaces.", suffix=".tmp", dir=directory)
         try:
@@ -218,8 +227,17 @@ def set_logspace(
     """
     check_logspace(name)
     new = LogspaceSettings(check_retention(retention_days), check_delimiters(delimiters))
+    p = os.fspath(path)
     with _write_lock:
-        spaces = load(path)
-        spaces[name] = new
-        write_atomically(path, dumps(spaces))
+        try:
+            dfd = os.open(os.path.dirname(os.path.abspath(p)), os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as e:
+            raise SettingsError(f"{p}: cannot open its directory: {e.strerror}") from None
+        try:
+            fcntl.flock(dfd, fcntl.LOCK_EX)
+            spaces = load(p)
+            spaces[name] = new
+            write_atomically(p, dumps(spaces))
+        finally:
+            os.close(dfd)  # releases the flock
     return new
