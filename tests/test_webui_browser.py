@@ -241,6 +241,8 @@ def test_search_zoom_page_open_refine_export_logout(stack: Stack, driver: WebDri
     with shots(driver, "webui-search-failed"):
         login(driver, web.url, "admin", web.admin_password)
         assert urllib.parse.urlsplit(driver.current_url).path == "/search", driver.current_url
+        (cookie,) = (c for c in driver.get_cookies() if c["name"] == "logbox_session")
+        assert cookie["secure"] and cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
 
         # A search typed into the box, in the logspace main, over the last hour.
         Select(driver.find_element(By.ID, "logspace")).select_by_value("main")

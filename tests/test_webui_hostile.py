@@ -264,6 +264,9 @@ def test_csp_header_on_every_page(stack: Stack, driver: WebDriver) -> None:
             assert directives(got) == directives(CSP), (path, r.status_code, got)
             assert r.headers.get("X-Content-Type-Options") == "nosniff", path
             assert "max-age" in r.headers.get("Strict-Transport-Security", ""), path
+            assert r.headers.get("Referrer-Policy") == "same-origin", path
+            if r.status_code == 200:
+                assert "no-store" in r.headers.get("Cache-Control", ""), path
     # A page with a query error marks the position, in the browser, without a CSP complaint.
     driver.get(web.url + "/search?q=" + urllib.parse.quote('"unclosed <b>x</b>'))
     err = driver.find_element(By.ID, "query-error")
