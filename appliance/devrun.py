@@ -13,6 +13,12 @@ with ``LISTEN_FDS=1`` and ``LISTEN_PID``. syslog-ng runs on the configuration
 collector/render.py makes from ``<data>/etc/collector.toml`` (the dev defaults when absent),
 with a dev TLS CA and server certificate made on the first run under ``<data>/tls/``.
 
+The RPC API (rpc/API.md) runs under gunicorn as ``logbox-rpc`` on
+``https://127.0.0.1:${LOGBOX_RPC_PORT:-8444}/api/v1``, after searchd, with a self-signed
+certificate made on the first run (``<data>/tls/https.crt``, ``https.key``) and its accounts
+store in ``<data>/accounts/``. When that store has no admin, the user ``admin`` is created with
+the password in ``LOGBOX_ADMIN_PASSWORD``, else with a random one printed once.
+
 Services are added to ``services()`` as they come to exist; a service whose program is not
 built yet is listed as "not built yet" rather than pretended.
 """
@@ -23,6 +29,7 @@ import fcntl
 import importlib
 import os
 import resource
+import secrets
 import shutil
 import signal
 import socket
@@ -41,8 +48,26 @@ RESTART_DELAY = 0.5  # seconds between a death and the restart: "within a second
 F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux), missing from the fcntl module before 3.10
 PIPE_SIZE = 1 << 20  # what systemd's PipeSize=1M gives the appliance
 
+RPC = TOP / "rpc"  # logbox_core, logbox_rpc: run from the checkout (PYTHONPATH)
+DEFAULT_RPC_PORT = 8444
+
 sys.path.insert(0, str(TOP / "collector"))
 collector = importlib.import_module("render")
+
+
+@dataclass
+class Api:
+    """What prepare_rpc() made for the RPC API: its certificate, key and accounts store."""
+
+    cert: Path
+    key: Path
+    accounts: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        """Where it serves."""
+        return f"https://127.0.0.1:{self.port}/api/v1"
 
 
 @dataclass
@@ -80,7 +105,7 @@ def settings_path(data: Path) -> Path:
     return data / "etc" / "collector.toml"
 
 
-def services(data: Path, col: Collector | None = None) -> list[Service]:
+def services(data: Path, col: Collector | None = None, api: Api | None = None) -> list[Service]:
     """The appliance's daemons, in start order, for a data directory."""
     root = ["--allow-root"] if os.geteuid() == 0 else []
     run = run_dir(data)
@@ -135,6 +160,28 @@ def services(data: Path, col: Collector | None = None) -> list[Service]:
             needs=BIN / "logbox-searchd",
         )
     )
+    if api is not None:
+        conf = RPC / "gunicorn.conf.py"
+        pythonpath = os.pathsep.join(p for p in (str(RPC), os.environ.get("PYTHONPATH")) if p)
+        out.append(
+            Service(
+                name="logbox-rpc",
+                argv=[sys.executable, "-m", "gunicorn", "-c", str(conf), "logbox_rpc:create_app()"],
+                serves=f"the RPC API on {api.url} (certificate {api.cert})",
+                needs=conf,
+                env={
+                    "PYTHONPATH": pythonpath,
+                    "LOGBOX_RPC_BIND": f"127.0.0.1:{api.port}",
+                    "LOGBOX_TLS_CERT": str(api.cert),
+                    "LOGBOX_TLS_KEY": str(api.key),
+                    "LOGBOX_SEARCHD_SOCKET": str(searchd_sock),
+                    "LOGBOX_ACCOUNTS": str(api.accounts),
+                    "LOGBOX_DATA": str(data),
+                    "LOGBOX_INDEXD_STATUS": str(run / "indexd.status.json"),
+                    "LOGBOX_SYSLOGNG_PIDFILE": str(run / "syslog-ng.pid"),
+                },
+            )
+        )
     return out
 
 
@@ -195,6 +242,85 @@ def dev_tls(tls: Path) -> bool:
     for key in tls.glob("*.key"):
         os.chmod(key, 0o600)
     return True
+
+
+def https_tls(tls: Path) -> tuple[Path, Path, bool]:
+    """The RPC API's certificate and key (tls/https.crt, https.key): self-signed, P-256, for
+    IP:127.0.0.1 and DNS:localhost, 825 days, made when neither exists and never replaced.
+    Returns (cert, key, whether it made them).
+
+    :raises OSError: when only one of the two exists.
+    """
+    crt, key = tls / "https.crt", tls / "https.key"
+    if crt.exists() and key.exists():
+        return crt, key, False
+    if crt.exists() or key.exists():
+        have, missing = (crt, key) if crt.exists() else (key, crt)
+        raise OSError(f"{have} exists but {missing} does not: restore it, or remove both")
+    tls.mkdir(parents=True, exist_ok=True)
+    os.chmod(tls, 0o700)
+    with tempfile.TemporaryDirectory(dir=tls) as tmp:
+        t_crt, t_key = Path(tmp) / "https.crt", Path(tmp) / "https.key"
+        _openssl(
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", str(t_key), "-out", str(t_crt), "-days", "825", "-subj", "/CN=localhost",
+            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            "-addext", "basicConstraints=critical,CA:FALSE",
+            "-addext", "keyUsage=critical,digitalSignature",
+            "-addext", "extendedKeyUsage=serverAuth",
+        )  # fmt: skip
+        os.chmod(t_key, 0o600)
+        os.chmod(t_crt, 0o644)
+        t_key.replace(key)
+        t_crt.replace(crt)
+    return crt, key, True
+
+
+def ensure_admin(path: Path) -> None:
+    """Creates the user admin in the accounts store at path when it has no enabled admin: with
+    the password in LOGBOX_ADMIN_PASSWORD (not printed), else a random one printed once.
+
+    :raises ImportError: logbox_core is not there (yet).
+    :raises logbox_core.accounts.AccountsError: the store or the password is refused.
+    """
+    if str(RPC) not in sys.path:
+        sys.path.insert(0, str(RPC))
+    from logbox_core.accounts import Accounts  # the checkout's, as gunicorn runs it
+
+    acc = Accounts(path)
+    try:
+        if acc.has_admin():
+            return
+        given = os.environ.get("LOGBOX_ADMIN_PASSWORD")
+        password = given if given else secrets.token_urlsafe(18)
+        try:
+            acc.add_user("admin", password, "admin")
+        except Exception as e:
+            why = getattr(e, "message", None) or e
+            src = " with the password in LOGBOX_ADMIN_PASSWORD" if given else ""
+            raise RuntimeError(f"cannot create the user admin{src}: {why}") from e
+    finally:
+        acc.close()
+    if given:
+        log(f"created the user admin in {path} with the password in LOGBOX_ADMIN_PASSWORD")
+    else:
+        log(f"created the user admin in {path}")
+        print(f"logbox: admin password (shown once): {password}", flush=True)
+
+
+def prepare_rpc(data: Path) -> Api | None:
+    """The RPC API's certificate and accounts store (with an admin); None (and a line saying
+    why) when its Python packages are not there yet."""
+    if not (RPC / "gunicorn.conf.py").exists() or not (RPC / "logbox_core").is_dir():
+        log(f"logbox-rpc: not built yet ({RPC / 'gunicorn.conf.py'})")
+        return None
+    crt, key, made = https_tls(data / "tls")
+    if made:
+        log(f"made a self-signed certificate for the RPC API: {crt} (curl --cacert {crt})")
+    accounts = data / "accounts"  # indexd reserves the name: no logspace is called so
+    ensure_admin(accounts)
+    port = int(os.environ.get("LOGBOX_RPC_PORT") or DEFAULT_RPC_PORT)
+    return Api(cert=crt, key=key, accounts=accounts, port=port)
 
 
 def hold_fifo(fifo: Path) -> int:
@@ -303,6 +429,15 @@ def start(svc: Service) -> None:
     )
 
 
+def end_group(pgid: int) -> None:
+    """SIGKILL what is left of a dead service's process group (gunicorn's workers, which would
+    hold the port until they notice their master is gone)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def stop_all(running: list[Service]) -> None:
     """SIGTERM every service (last started first), then SIGKILL what is left after 10 s."""
     for svc in reversed(running):
@@ -332,6 +467,15 @@ def main() -> int:
         log(f"collector: {e}")
         return 1
 
+    try:
+        api = prepare_rpc(data)
+    except subprocess.CalledProcessError as e:
+        log(f"logbox-rpc: {' '.join(e.cmd)}: {(e.stderr or b'').decode(errors='replace')}")
+        return 1
+    except Exception as e:  # any other refusal: the files, LMDB, the admin password
+        log(f"logbox-rpc: {getattr(e, 'message', None) or e}")
+        return 1
+
     if col is not None:
         got = raise_nofile(col.nofile)
         if got < col.nofile:
@@ -351,7 +495,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
 
     running: list[Service] = []
-    for svc in services(data, col):
+    for svc in services(data, col, api):
         if not svc.needs.exists():
             log(f"{svc.name}: not built yet ({svc.needs})")
             if svc.name == "logbox-indexd" and col is not None:
@@ -370,6 +514,7 @@ def main() -> int:
             if svc.proc is None or svc.proc.poll() is None:
                 continue
             code = svc.proc.returncode
+            end_group(svc.proc.pid)
             time.sleep(RESTART_DELAY)
             if stopping:
                 break

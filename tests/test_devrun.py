@@ -1,11 +1,15 @@
 # Scenario: `make run`'s supervisor prepares the data directory from LOGBOX_DATA (syslog-ng
 # configuration rendered from <data>/etc/collector.toml, dev TLS files, the FIFO it holds for
 # logbox-indexd), says what it started, delivers a message sent to each syslog port, restarts a
-# daemon that dies within a second, and stops cleanly (exit 0) on Ctrl-C.
+# daemon that dies within a second, and stops cleanly (exit 0) on Ctrl-C. It serves the RPC API
+# over HTTPS (a self-signed <data>/tls/https.crt made once): the admin logs in with
+# LOGBOX_ADMIN_PASSWORD, or else with the random password printed exactly once on the first
+# run, and a message sent with `logger` over TCP is found through the API.
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -15,15 +19,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lbtest.collector import FifoReader, free_ports, octet, send_tcp, send_udp
+from lbtest.collector import FifoReader, free_port, free_ports, octet, send_tcp, send_udp
+from logbox_client import Client, LogboxError
 
 
 class DevRun:
     """appliance/devrun.py on a data directory, its output read line by line."""
 
-    def __init__(self, top: Path, data: Path) -> None:
+    def __init__(self, top: Path, data: Path, extra: dict[str, str] | None = None) -> None:
+        """Starts it with extra in its environment; the RPC API on a free port, and no
+        LOGBOX_ADMIN_PASSWORD unless extra has one."""
         self.data = data
-        env = dict(os.environ, LOGBOX_DATA=str(data))
+        self.rpc_port = free_port()
+        env = dict(os.environ, LOGBOX_DATA=str(data), LOGBOX_RPC_PORT=str(self.rpc_port))
+        env.pop("LOGBOX_ADMIN_PASSWORD", None)
+        env.update(extra or {})
         self.proc = subprocess.Popen(
             [sys.executable, str(top / "appliance" / "devrun.py")],
             env=env,
@@ -212,3 +222,141 @@ def test_devrun_refuses_bad_collector_settings(top: Path, data: Path) -> None:
     out, _ = d.proc.communicate(timeout=30)
     assert d.proc.returncode == 1
     assert "collector:" in out and "name" in out
+
+
+# ---------------------------------------------------------------- the RPC API
+
+
+SHOWN_ONCE = re.compile(r"^logbox: admin password \(shown once\): (\S+)$", re.M)
+
+
+def api(devrun: DevRun, timeout: float = 30) -> Client:
+    """A client of the API devrun serves, once GET /health answers."""
+    c = Client(
+        f"https://127.0.0.1:{devrun.rpc_port}",
+        verify=str(devrun.data / "tls" / "https.crt"),
+        timeout=10,
+    )
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            c.health()
+            return c
+        except LogboxError as e:
+            if time.monotonic() > deadline:
+                pytest.fail(f"the API did not answer within {timeout} s: {e}: {devrun.lines}")
+            time.sleep(0.1)
+
+
+def test_devrun_serves_the_api_with_the_given_admin_password(top: Path, data: Path) -> None:
+    password = "given-admin-password-42"
+    d = DevRun(top, data, extra={"LOGBOX_ADMIN_PASSWORD": password})
+    try:
+        d.until("press Ctrl-C")
+        assert any(
+            "started logbox-rpc" in ln and f"https://127.0.0.1:{d.rpc_port}/api/v1" in ln
+            for ln in d.lines
+        ), d.lines
+        c = api(d)
+        assert c.login("admin", password).startswith("lbx_")
+        assert "main" in [ls["name"] for ls in c.logspaces()]
+    finally:
+        out = "".join(d.lines) + d.stop()
+    assert d.proc.returncode == 0 and "stopped logbox-rpc" in out, out
+    assert password not in out and not SHOWN_ONCE.search(out), out
+    tls = data / "tls"
+    assert stat.S_IMODE((tls / "https.key").stat().st_mode) == 0o600
+    text = subprocess.run(
+        ["openssl", "x509", "-in", str(tls / "https.crt"), "-noout", "-text"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "IP Address:127.0.0.1" in text and "DNS:localhost" in text
+    assert "prime256v1" in text or "P-256" in text
+    start, end = re.findall(r"Not (?:Before|After) *: (.+)", text)
+    days = (
+        time.mktime(time.strptime(end, "%b %d %H:%M:%S %Y GMT"))
+        - time.mktime(time.strptime(start, "%b %d %H:%M:%S %Y GMT"))
+    ) / 86400
+    assert round(days) == 825
+
+
+def test_devrun_prints_a_generated_admin_password_once(top: Path, data: Path) -> None:
+    first = DevRun(top, data)
+    try:
+        first.until("press Ctrl-C")
+        c = api(first)
+    finally:
+        out = "".join(first.lines) + first.stop()
+    shown = SHOWN_ONCE.findall(out)
+    assert len(shown) == 1, out
+    password = shown[0]
+    assert out.count(password) == 1 and len(password) >= 20
+    cert = (data / "tls" / "https.crt").read_bytes()
+
+    second = DevRun(top, data)
+    try:
+        second.until("press Ctrl-C")
+        c = api(second)
+        c.login("admin", password)
+        assert c.me()["user"]["role"] == "admin"
+        with pytest.raises(LogboxError) as e:
+            Client(c.url, verify=c.verify).login("admin", "not-the-password")
+        assert e.value.status == 401
+    finally:
+        out = "".join(second.lines) + second.stop()
+    assert not SHOWN_ONCE.search(out) and "admin password" not in out, out
+    assert (data / "tls" / "https.crt").read_bytes() == cert
+
+
+def test_devrun_api_finds_a_message_sent_by_logger(top: Path, data: Path) -> None:
+    password = "given-admin-password-42"
+    d = DevRun(top, data, extra={"LOGBOX_ADMIN_PASSWORD": password})
+    try:
+        d.until("press Ctrl-C")
+        ports = dict(
+            ln.split(" = ") for ln in (data / "etc/collector.toml").read_text().splitlines()[1:]
+        )
+        c = api(d)
+        c.login("admin", password)
+        word = f"devrun{os.getpid()}x{time.time_ns()}"
+        deadline = time.monotonic() + 20
+        sent = False
+        while not sent:
+            r = subprocess.run(
+                ["logger", "--tcp", "--server", "127.0.0.1", "--port", ports["tcp"], "-t",
+                 "probe", f"hello {word} over TCP"],
+                capture_output=True,
+                text=True,
+            )  # fmt: skip
+            sent = r.returncode == 0
+            if not sent:
+                assert time.monotonic() < deadline, r.stderr
+                time.sleep(0.2)
+        hits: list[dict] = []
+        while not hits and time.monotonic() < deadline:
+            hits = c.search(word)["hits"]
+            time.sleep(0.2)
+        assert len(hits) == 1, d.lines
+        assert hits[0]["message"] == f"hello {word} over TCP" and hits[0]["program"] == "probe"
+        assert c.count(word) == 1
+        # gunicorn's master killed: restarted within a second, serving again (same token).
+        pid = int(re.findall(r"started logbox-rpc \(pid (\d+)\)", "".join(d.lines))[0])
+        kill_and_see_restart(d, "logbox-rpc", pid)
+        t0 = time.monotonic()
+        api(d, timeout=10)
+        assert c.count(word) == 1
+        assert time.monotonic() - t0 < 5
+    finally:
+        d.stop()
+
+
+def test_devrun_refuses_a_short_admin_password(top: Path, data: Path) -> None:
+    d = DevRun(top, data, extra={"LOGBOX_ADMIN_PASSWORD": "tiny-pw"})
+    out, _ = d.proc.communicate(timeout=60)
+    assert d.proc.returncode == 1, out
+    assert (
+        "logbox-rpc: cannot create the user admin with the password in LOGBOX_ADMIN_PASSWORD" in out
+    )
+    assert "tiny-pw" not in out and "started" not in out

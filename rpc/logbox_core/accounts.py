@@ -1,0 +1,965 @@
+"""Users, roles, tokens, the login lockout and the audit log, in one LMDB environment.
+
+Shared by the gunicorn workers of the API and of the web UI (several processes, many threads):
+the environment is opened lazily, once per process (a forked child opens its own and never
+touches its parent's), and every change is one synced LMDB write transaction. Records are JSON
+values; the layout is in rpc/logbox_core/README.md. Passwords are argon2id hashes (argon2-cffi's
+defaults); of a token only SHA-256 of its secret is stored.
+
+Also a small admin CLI (first boot, `make run`):
+
+    python -m logbox_core.accounts --path DIR add-user NAME --role admin [--logspace X ...]
+    python -m logbox_core.accounts --path DIR list-users
+
+add-user reads the password from $LOGBOX_PASSWORD, else from the first line of stdin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import getpass
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import argon2
+import lmdb
+
+ROLES = ("admin", "searcher")
+TOKEN_KINDS = ("api", "session")
+SCHEMA_VERSION = 1
+MAP_SIZE = 1 << 30
+DB_NAMES = (b"users", b"tokens", b"failures", b"audit", b"meta")
+
+NAME_RE = re.compile(r"[a-z0-9_.-]{1,64}")
+LOGSPACE_RE = re.compile(r"[a-z0-9_-]{1,64}")
+TOKEN_RE = re.compile(r"lbx_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
+PASSWORD_MIN, PASSWORD_MAX = 12, 1024
+
+LAST_USED_EVERY_US = 60_000_000  # last_used_us is written at most once a minute per token
+TOKEN_KEEP_US = 30 * 86400 * 1_000_000  # expired/revoked tokens are purged after 30 days
+PURGE_EVERY_S = 3600.0  # ... and the purges (tokens, stale failures) run at most hourly
+AUDIT_SEQ_BITS = 10  # audit id = key_time_us << 10 | n (n: entries in that µs, 0..1023)
+AUDIT_PRUNE_BATCH = 20_000  # audit entries deleted per transaction when the store is full
+AUDIT_PRUNE_AT = 0.75  # ... which is when the DBs' pages fill 3/4 of the map
+AUDIT_CHECK_EVERY = 100  # how often (in audit writes per process) the fill is looked at
+
+# Environments of a parent process seen in a forked child: kept referenced, never closed or
+# used (LMDB: an environment belongs to the process that opened it).
+_inherited: list[lmdb.Environment] = []
+
+
+def rfc3339(us: int) -> str:
+    """µs since the epoch as RFC 3339 UTC with µs and "Z" (2026-11-22T18:00:00.000000Z)."""
+    t = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=us)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _rfc3339_or_none(us: int | None) -> str | None:
+    return None if us is None else rfc3339(us)
+
+
+# ---------------------------------------------------------------- errors
+
+
+class AccountsError(Exception):
+    """A refused accounts operation; .code is the API's error code, .message for people."""
+
+    code = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Invalid(AccountsError):
+    """A malformed argument; the message starts with the member's name."""
+
+    code = "bad_parameter"
+
+
+class NotFound(AccountsError):
+    """No such user or token."""
+
+    code = "not_found"
+
+
+class Conflict(AccountsError):
+    """A user that exists already, or a change that would leave no enabled admin."""
+
+    code = "conflict"
+
+
+class TokenError(AccountsError):
+    """A token that does not authenticate; .reason: malformed, unknown, expired, revoked, user."""
+
+    code = "unauthorized"
+    reason: str
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class StoreVersionError(AccountsError):
+    """The store was written by a newer logbox (an unknown schema version)."""
+
+
+# ---------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class User:
+    """A user, without the password hash."""
+
+    name: str
+    role: str
+    logspaces: tuple[str, ...]
+    disabled: bool
+    created_us: int
+
+    def can_read(self, logspace: str) -> bool:
+        """Whether this user may read logspace (admin: all; searcher: "*" or listed)."""
+        if self.disabled:
+            return False
+        if self.role == "admin":
+            return True
+        return "*" in self.logspaces or logspace in self.logspaces
+
+    def to_json(self) -> dict:
+        """API.md "User"."""
+        return {
+            "name": self.name,
+            "role": self.role,
+            "logspaces": list(self.logspaces),
+            "disabled": self.disabled,
+            "created": rfc3339(self.created_us),
+        }
+
+    @classmethod
+    def _from(cls, rec: dict) -> User:
+        return cls(
+            rec["name"], rec["role"], tuple(rec["logspaces"]), rec["disabled"], rec["created_us"]
+        )
+
+
+@dataclass(frozen=True)
+class Token:
+    """A token's public part (its secret is never stored)."""
+
+    id: str
+    user: str
+    name: str
+    kind: str
+    created_us: int
+    expires_us: int | None
+    revoked_us: int | None
+    last_used_us: int | None
+
+    def to_json(self) -> dict:
+        """API.md "Token"."""
+        return {
+            "id": self.id,
+            "user": self.user,
+            "name": self.name,
+            "kind": self.kind,
+            "created": rfc3339(self.created_us),
+            "expires": _rfc3339_or_none(self.expires_us),
+            "revoked": _rfc3339_or_none(self.revoked_us),
+            "last_used": _rfc3339_or_none(self.last_used_us),
+        }
+
+    @classmethod
+    def _from(cls, rec: dict) -> Token:
+        return cls(
+            rec["id"],
+            rec["user"],
+            rec["name"],
+            rec["kind"],
+            rec["created_us"],
+            rec["expires_us"],
+            rec["revoked_us"],
+            rec["last_used_us"],
+        )
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One audit record. id orders entries (time_us << 10 | n) and is the paging cursor."""
+
+    id: int
+    time_us: int
+    user: str | None
+    address: str | None
+    action: str
+    logspace: str | None
+    query: str | None
+    results: int | None
+    status: int
+    detail: str | None
+
+    def to_json(self) -> dict:
+        """API.md "AuditEntry"."""
+        return {
+            "id": self.id,
+            "time": rfc3339(self.time_us),
+            "user": self.user,
+            "address": self.address,
+            "action": self.action,
+            "logspace": self.logspace,
+            "query": self.query,
+            "results": self.results,
+            "status": self.status,
+            "detail": self.detail,
+        }
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _check_name(name: object, member: str = "name") -> str:
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise Invalid(f"{member}: expected 1 to 64 of a-z 0-9 _ . -, got {name!r}")
+    return name
+
+
+def _check_password(password: object) -> str:
+    if not isinstance(password, str):
+        raise Invalid("password: expected a string")
+    if len(password) < PASSWORD_MIN:
+        raise Invalid(f"password: at least {PASSWORD_MIN} characters")
+    if len(password) > PASSWORD_MAX:
+        raise Invalid(f"password: at most {PASSWORD_MAX} characters")
+    return password
+
+
+def _check_role(role: object) -> str:
+    if role not in ROLES:
+        raise Invalid(f"role: expected one of {', '.join(ROLES)}, got {role!r}")
+    return role  # type: ignore[return-value]
+
+
+def _check_logspaces(logspaces: object) -> list[str]:
+    if isinstance(logspaces, str) or not isinstance(logspaces, Sequence):
+        raise Invalid('logspaces: expected a list of logspace names or "*"')
+    out: list[str] = []
+    for ls in logspaces:
+        if not isinstance(ls, str) or not (ls == "*" or LOGSPACE_RE.fullmatch(ls)):
+            raise Invalid(f'logspaces: expected names of 1 to 64 of a-z 0-9 _ - or "*", got {ls!r}')
+        if ls not in out:
+            out.append(ls)
+    return out
+
+
+def _check_token_name(name: object) -> str:
+    if not isinstance(name, str) or not 1 <= len(name) <= 128 or not name.isprintable():
+        raise Invalid("name: expected 1 to 128 printable characters")
+    return name
+
+
+def _dumps(rec: dict) -> bytes:
+    return json.dumps(rec, separators=(",", ":")).encode()
+
+
+def _audit_key(time_us: int, n: int) -> bytes:
+    return time_us.to_bytes(8, "big") + n.to_bytes(8, "big")
+
+
+def _audit_id(key: bytes) -> int:
+    return int.from_bytes(key[:8], "big") << AUDIT_SEQ_BITS | int.from_bytes(key[8:], "big")
+
+
+def _key_of_id(audit_id: int) -> bytes:
+    return _audit_key(audit_id >> AUDIT_SEQ_BITS, audit_id & ((1 << AUDIT_SEQ_BITS) - 1))
+
+
+# ---------------------------------------------------------------- the store
+
+
+def _reset_in_child(ref: weakref.ref[Accounts]) -> None:
+    """os.fork's after_in_child hook."""
+    acc = ref()
+    if acc is not None:
+        acc._reset_in_child()
+
+
+class Accounts:
+    """The accounts store at a directory (created 0700 when missing); thread- and fork-safe."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        lockout_failures: int = 10,
+        lockout_window: float = 60,
+        lockout_seconds: float = 300,
+        clock: Callable[[], float] = time.time,
+        hasher: argon2.PasswordHasher | None = None,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.lockout_failures = lockout_failures
+        self.lockout_window = lockout_window
+        self.lockout_seconds = lockout_seconds
+        self.clock = clock
+        self.hasher = hasher or argon2.PasswordHasher()
+        self.map_size = MAP_SIZE
+        self._audit_writes = 0
+        self._lock = threading.Lock()
+        self._env: lmdb.Environment | None = None
+        self._dbs: dict[bytes, Any] = {}
+        self._pid = 0
+        self._dummy_hash: str | None = None
+        self._purged = {"tokens": 0.0, "failures": 0.0}
+        # A forked child forgets the parent's environment before any of its threads runs
+        # (the getpid() check in _open covers forks that bypass os.fork's hooks).
+        ref = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: _reset_in_child(ref))
+
+    def _reset_in_child(self) -> None:
+        """In a forked child: the parent's environment is kept (never used, never closed)."""
+        self._lock = threading.Lock()
+        if self._env is not None and self._pid != os.getpid():
+            _inherited.append(self._env)
+            self._env, self._dbs, self._pid = None, {}, 0
+
+    # ------------------------------------------------------------ environment
+
+    def _open(self) -> tuple[lmdb.Environment, dict[bytes, Any]]:
+        """This process's environment and DB handles (opened on first use, again after fork)."""
+        env, pid = self._env, os.getpid()
+        if env is not None and self._pid == pid:
+            return env, self._dbs
+        with self._lock:
+            if self._env is not None and self._pid == pid:
+                return self._env, self._dbs
+            if self._env is not None:  # opened by the parent before a fork: not ours
+                _inherited.append(self._env)
+                self._env = None
+            os.makedirs(self.path, mode=0o700, exist_ok=True)
+            env = lmdb.open(
+                self.path,
+                max_dbs=len(DB_NAMES) + 2,
+                map_size=self.map_size,
+                subdir=True,
+                mode=0o600,
+                max_readers=1024,
+            )
+            try:
+                dbs = {name: env.open_db(name) for name in DB_NAMES}
+                self._check_schema(env, dbs[b"meta"])
+            except BaseException:
+                env.close()
+                raise
+            self._env, self._dbs, self._pid = env, dbs, pid
+            self._purged = {"tokens": 0.0, "failures": 0.0}
+            return env, dbs
+
+    def _check_schema(self, env: lmdb.Environment, meta: Any) -> None:
+        """Writes the schema version into a new store; refuses a newer one."""
+        with env.begin(db=meta, write=True) as txn:
+            raw = txn.get(b"schema")
+            if raw is None:
+                txn.put(b"schema", _dumps({"version": SCHEMA_VERSION}))
+                return
+        try:
+            version = json.loads(raw)["version"]
+        except (ValueError, KeyError, TypeError):
+            raise StoreVersionError(
+                f"accounts store {self.path}: unreadable schema record {raw[:60]!r}"
+            ) from None
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise StoreVersionError(
+                f"accounts store {self.path} has schema version {version!r}; this logbox "
+                f"knows versions up to {SCHEMA_VERSION} (written by a newer logbox?)"
+            )
+
+    def _txn(self, db: bytes, write: bool = False) -> lmdb.Transaction:
+        env, dbs = self._open()
+        return env.begin(db=dbs[db], write=write)
+
+    def _db(self, name: bytes) -> Any:
+        return self._open()[1][name]
+
+    def _now_us(self) -> int:
+        return int(self.clock() * 1_000_000)
+
+    def close(self) -> None:
+        """Closes this process's environment (a later call opens it again)."""
+        with self._lock:
+            if self._env is not None and self._pid == os.getpid():
+                self._env.close()
+            elif self._env is not None:
+                _inherited.append(self._env)
+            self._env, self._dbs, self._pid = None, {}, 0
+
+    # ------------------------------------------------------------ users
+
+    @staticmethod
+    def _user_rec(txn: lmdb.Transaction, users: Any, name: str) -> dict | None:
+        raw = txn.get(name.encode(), db=users)
+        return None if raw is None else json.loads(raw)
+
+    @staticmethod
+    def _other_enabled_admin(txn: lmdb.Transaction, users: Any, name: str) -> bool:
+        """Whether an enabled admin other than name exists."""
+        for k, v in txn.cursor(db=users):
+            if k.decode() != name:
+                rec = json.loads(v)
+                if rec["role"] == "admin" and not rec["disabled"]:
+                    return True
+        return False
+
+    def add_user(
+        self, name: str, password: str, role: str, logspaces: Sequence[str] = ("*",)
+    ) -> User:
+        """Creates a user.
+
+        :raises Invalid: a malformed name, password, role or logspaces.
+        :raises Conflict: the user exists.
+        """
+        _check_name(name)
+        _check_password(password)
+        _check_role(role)
+        spaces = _check_logspaces(logspaces)
+        pw_hash = self.hasher.hash(password)
+        users = self._db(b"users")
+        with self._txn(b"users", write=True) as txn:
+            if txn.get(name.encode()) is not None:
+                raise Conflict(f"user '{name}' exists already")
+            rec = {
+                "name": name,
+                "role": role,
+                "logspaces": spaces,
+                "disabled": False,
+                "created_us": self._now_us(),
+                "hash": pw_hash,
+            }
+            txn.put(name.encode(), _dumps(rec), db=users)
+        return User._from(rec)
+
+    def get_user(self, name: str) -> User | None:
+        """The user called name, or None."""
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+            return None
+        with self._txn(b"users") as txn:
+            rec = self._user_rec(txn, self._db(b"users"), name)
+        return None if rec is None else User._from(rec)
+
+    def list_users(self) -> list[User]:
+        """Every user, by name."""
+        with self._txn(b"users") as txn:
+            return [User._from(json.loads(v)) for _, v in txn.cursor()]
+
+    def update_user(
+        self,
+        name: str,
+        *,
+        password: str | None = None,
+        role: str | None = None,
+        logspaces: Sequence[str] | None = None,
+        disabled: bool | None = None,
+    ) -> User:
+        """Changes the given members of a user.
+
+        :raises Invalid: a malformed member.
+        :raises NotFound: no such user.
+        :raises Conflict: it would leave no enabled admin.
+        """
+        if password is not None:
+            _check_password(password)
+        if role is not None:
+            _check_role(role)
+        spaces = _check_logspaces(logspaces) if logspaces is not None else None
+        if disabled is not None and not isinstance(disabled, bool):
+            raise Invalid("disabled: expected true or false")
+        pw_hash = self.hasher.hash(password) if password is not None else None
+        users = self._db(b"users")
+        with self._txn(b"users", write=True) as txn:
+            rec = self._user_rec(txn, users, name) if NAME_RE.fullmatch(str(name)) else None
+            if rec is None:
+                raise NotFound(f"no user '{name}'")
+            was_admin = rec["role"] == "admin" and not rec["disabled"]
+            if role is not None:
+                rec["role"] = role
+            if spaces is not None:
+                rec["logspaces"] = spaces
+            if disabled is not None:
+                rec["disabled"] = disabled
+            if pw_hash is not None:
+                rec["hash"] = pw_hash
+            is_admin = rec["role"] == "admin" and not rec["disabled"]
+            if was_admin and not is_admin and not self._other_enabled_admin(txn, users, name):
+                raise Conflict(f"'{name}' is the last enabled admin")
+            txn.put(name.encode(), _dumps(rec))
+        return User._from(rec)
+
+    def delete_user(self, name: str) -> None:
+        """Deletes a user and revokes their tokens.
+
+        :raises NotFound: no such user.
+        :raises Conflict: the user is the last enabled admin.
+        """
+        users, tokens = self._db(b"users"), self._db(b"tokens")
+        now = self._now_us()
+        with self._txn(b"users", write=True) as txn:
+            rec = self._user_rec(txn, users, name) if NAME_RE.fullmatch(str(name)) else None
+            if rec is None:
+                raise NotFound(f"no user '{name}'")
+            if (
+                rec["role"] == "admin"
+                and not rec["disabled"]
+                and not self._other_enabled_admin(txn, users, name)
+            ):
+                raise Conflict(f"'{name}' is the last enabled admin")
+            txn.delete(name.encode(), db=users)
+            for k, v in txn.cursor(db=tokens):
+                t = json.loads(v)
+                if t["user"] == name and t["revoked_us"] is None:
+                    t["revoked_us"] = now
+                    txn.put(k, _dumps(t), db=tokens)
+
+    def has_admin(self) -> bool:
+        """Whether an enabled admin exists."""
+        with self._txn(b"users") as txn:
+            return self._other_enabled_admin(txn, self._db(b"users"), "")
+
+    def _dummy(self) -> str:
+        if self._dummy_hash is None:
+            self._dummy_hash = self.hasher.hash(secrets.token_urlsafe(16))
+        return self._dummy_hash
+
+    def check_password(self, name: str, password: str) -> User | None:
+        """The user when name and password match an enabled user, else None.
+
+        An unknown user costs an argon2 verify too (against a dummy hash): no timing oracle.
+        A hash made with older parameters is replaced by one with the current ones.
+        """
+        if not isinstance(password, str) or len(password) > PASSWORD_MAX:
+            return None
+        rec = None
+        if isinstance(name, str) and NAME_RE.fullmatch(name):
+            with self._txn(b"users") as txn:
+                rec = self._user_rec(txn, self._db(b"users"), name)
+        try:
+            self.hasher.verify(rec["hash"] if rec else self._dummy(), password)
+        except argon2.exceptions.VerificationError:
+            return None
+        except argon2.exceptions.InvalidHash:
+            return None
+        if rec is None or rec["disabled"]:
+            return None
+        if self.hasher.check_needs_rehash(rec["hash"]):
+            new_hash = self.hasher.hash(password)
+            with self._txn(b"users", write=True) as txn:
+                cur = self._user_rec(txn, self._db(b"users"), name)
+                if cur is not None and cur["hash"] == rec["hash"]:
+                    cur["hash"] = new_hash
+                    txn.put(name.encode(), _dumps(cur))
+        return User._from(rec)
+
+    # ------------------------------------------------------------ lockout
+
+    def _failures(self, txn: lmdb.Transaction, address: str) -> dict:
+        raw = txn.get(address.encode("utf-8", "surrogateescape"))
+        return json.loads(raw) if raw else {"times": [], "blocked_until": None}
+
+    def login_blocked(self, address: str) -> float:
+        """Seconds left of address's login block; 0.0 when it is not blocked."""
+        with self._txn(b"failures") as txn:
+            rec = self._failures(txn, address)
+        until = rec["blocked_until"]
+        return max(0.0, until - self.clock()) if until is not None else 0.0
+
+    def record_failure(self, address: str) -> float:
+        """Records a failed login from address.
+
+        :returns: the block's seconds left when this failure starts a block or falls inside
+            one, else 0.0.
+        """
+        now = self.clock()
+        key = address.encode("utf-8", "surrogateescape")
+        with self._txn(b"failures", write=True) as txn:
+            rec = self._failures(txn, address)
+            until = rec["blocked_until"]
+            if until is not None and until > now:
+                return until - now
+            times = [t for t in rec["times"] if t > now - self.lockout_window] + [now]
+            if len(times) >= self.lockout_failures:
+                rec = {"times": [], "blocked_until": now + self.lockout_seconds}
+                left = float(self.lockout_seconds)
+            else:
+                rec = {"times": times, "blocked_until": None}
+                left = 0.0
+            txn.put(key, _dumps(rec))
+            if now - self._purged["failures"] >= PURGE_EVERY_S:
+                self._purged["failures"] = now
+                self._purge_failures(txn, now, keep=key)
+        return left
+
+    def _purge_failures(self, txn: lmdb.Transaction, now: float, keep: bytes) -> None:
+        """Deletes addresses with no failure in the window and no block (so the DB stays small)."""
+        stale = []
+        for k, v in txn.cursor():
+            rec = json.loads(v)
+            until = rec["blocked_until"]
+            if (
+                k != keep
+                and (until is None or until <= now)
+                and all(t <= now - self.lockout_window for t in rec["times"])
+            ):
+                stale.append(k)
+        for k in stale:
+            txn.delete(k)
+
+    def clear_failures(self, address: str) -> None:
+        """Forgets address's failures and block (after a successful login)."""
+        with self._txn(b"failures", write=True) as txn:
+            txn.delete(address.encode("utf-8", "surrogateescape"))
+
+    # ------------------------------------------------------------ tokens
+
+    def create_token(
+        self, user: str, name: str, *, kind: str = "api", ttl: float | None = None
+    ) -> tuple[str, Token]:
+        """A new token for user: (the token string, shown once; its Token).
+
+        :param ttl: seconds until it expires, None for never.
+        :raises Invalid: a malformed name, kind or ttl.
+        :raises NotFound: no such user.
+        """
+        _check_token_name(name)
+        if kind not in TOKEN_KINDS:
+            raise Invalid(f"kind: expected one of {', '.join(TOKEN_KINDS)}, got {kind!r}")
+        if ttl is not None and (
+            isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < 1e11
+        ):
+            raise Invalid("expires_in: expected a positive number of seconds or null")
+        secret = secrets.token_urlsafe(32)
+        users, tokens = self._db(b"users"), self._db(b"tokens")
+        now = self._now_us()
+        with self._txn(b"tokens", write=True) as txn:
+            if not NAME_RE.fullmatch(str(user)) or txn.get(user.encode(), db=users) is None:
+                raise NotFound(f"no user '{user}'")
+            while True:
+                tid = secrets.token_hex(6)
+                if txn.get(tid.encode(), db=tokens) is None:
+                    break
+            rec = {
+                "id": tid,
+                "user": user,
+                "name": name,
+                "kind": kind,
+                "created_us": now,
+                "expires_us": None if ttl is None else now + int(ttl * 1_000_000),
+                "revoked_us": None,
+                "last_used_us": None,
+                "sha256": hashlib.sha256(secret.encode()).hexdigest(),
+            }
+            txn.put(tid.encode(), _dumps(rec), db=tokens)
+            if now / 1e6 - self._purged["tokens"] >= PURGE_EVERY_S:
+                self._purged["tokens"] = now / 1e6
+                self._purge_tokens(txn, tokens, now)
+        return f"lbx_{tid}_{secret}", Token._from(rec)
+
+    @staticmethod
+    def _purge_tokens(txn: lmdb.Transaction, tokens: Any, now: int) -> None:
+        """Deletes tokens that expired or were revoked more than 30 days ago."""
+        dead = []
+        for k, v in txn.cursor(db=tokens):
+            t = json.loads(v)
+            ended = min(x for x in (t["expires_us"], t["revoked_us"], 1 << 62) if x is not None)
+            if ended < now - TOKEN_KEEP_US:
+                dead.append(k)
+        for k in dead:
+            txn.delete(k, db=tokens)
+
+    def verify_token(self, token: str) -> tuple[Token, User]:
+        """The Token and its User for a bearer token string.
+
+        :raises TokenError: .reason malformed, unknown, expired, revoked, or user (the user
+            was deleted or disabled).
+        """
+        m = TOKEN_RE.fullmatch(token) if isinstance(token, str) else None
+        if m is None:
+            raise TokenError("malformed", "malformed token")
+        tid, secret = m.group(1), m.group(2)
+        tokens, users = self._db(b"tokens"), self._db(b"users")
+        with self._txn(b"tokens") as txn:
+            raw = txn.get(tid.encode(), db=tokens)
+            rec = json.loads(raw) if raw is not None else None
+            digest = hashlib.sha256(secret.encode()).hexdigest()
+            if rec is None or not hmac.compare_digest(digest, rec["sha256"]):
+                raise TokenError("unknown", "unknown token")
+            urec = self._user_rec(txn, users, rec["user"])
+        now = self._now_us()
+        if rec["revoked_us"] is not None:
+            raise TokenError("revoked", "token revoked")
+        if rec["expires_us"] is not None and rec["expires_us"] <= now:
+            raise TokenError("expired", "token expired")
+        if urec is None or urec["disabled"]:
+            raise TokenError("user", "the token's user is deleted or disabled")
+        last = rec["last_used_us"]
+        if last is None or now - last >= LAST_USED_EVERY_US:
+            with self._txn(b"tokens", write=True) as txn:
+                raw = txn.get(tid.encode())
+                if raw is not None:
+                    cur = json.loads(raw)
+                    if (
+                        cur["last_used_us"] is None
+                        or now - cur["last_used_us"] >= LAST_USED_EVERY_US
+                    ):
+                        cur["last_used_us"] = now
+                        txn.put(tid.encode(), _dumps(cur))
+                    rec = cur
+        return Token._from(rec), User._from(urec)
+
+    def get_token(self, id: str) -> Token | None:
+        """The token with this id, or None."""
+        if not isinstance(id, str) or not re.fullmatch(r"[0-9a-f]{12}", id):
+            return None
+        with self._txn(b"tokens") as txn:
+            raw = txn.get(id.encode())
+        return None if raw is None else Token._from(json.loads(raw))
+
+    def list_tokens(self, user: str | None = None) -> list[Token]:
+        """Every token (or user's), newest first."""
+        with self._txn(b"tokens") as txn:
+            out = [Token._from(json.loads(v)) for _, v in txn.cursor()]
+        if user is not None:
+            out = [t for t in out if t.user == user]
+        out.sort(key=lambda t: (t.created_us, t.id), reverse=True)
+        return out
+
+    def revoke_token(self, id: str) -> Token:
+        """Revokes a token (revoking it again keeps the first time).
+
+        :raises NotFound: no such token.
+        """
+        if not isinstance(id, str) or not re.fullmatch(r"[0-9a-f]{12}", id):
+            raise NotFound(f"no token '{id}'")
+        with self._txn(b"tokens", write=True) as txn:
+            raw = txn.get(id.encode())
+            if raw is None:
+                raise NotFound(f"no token '{id}'")
+            rec = json.loads(raw)
+            if rec["revoked_us"] is None:
+                rec["revoked_us"] = self._now_us()
+                txn.put(id.encode(), _dumps(rec))
+        return Token._from(rec)
+
+    # ------------------------------------------------------------ audit
+
+    def audit(
+        self,
+        action: str,
+        *,
+        user: str | None,
+        address: str | None,
+        logspace: str | None = None,
+        query: str | None = None,
+        results: int | None = None,
+        status: int = 200,
+        detail: str | None = None,
+    ) -> AuditEntry:
+        """Appends an audit entry (committed when this returns).
+
+        Its time is the clock's, or the previous entry's when the clock went back, so that ids
+        increase with the key order. When the store is 3/4 full (of 1 GiB), the oldest quarter of
+        the audit log is deleted first, and an "audit_pruned" entry says so.
+        """
+        rec = {
+            "user": user,
+            "address": address,
+            "action": action,
+            "logspace": logspace,
+            "query": query,
+            "results": results,
+            "status": status,
+            "detail": detail,
+        }
+        self._audit_writes += 1
+        if self._audit_writes % AUDIT_CHECK_EVERY == 0:
+            self._prune_audit_when_full()
+        try:
+            return self._audit_put(rec)
+        except lmdb.MapFullError:
+            try:
+                self._prune_audit()
+            except lmdb.MapFullError:
+                pass  # too full even to delete: the error below says so
+            return self._audit_put(rec)
+
+    def _audit_put(self, rec: dict) -> AuditEntry:
+        """Appends rec under the next audit key."""
+        value = _dumps(rec)
+        with self._txn(b"audit", write=True) as txn:
+            cur = txn.cursor()
+            t, n = self._now_us(), 0
+            if cur.last():
+                last_t = int.from_bytes(cur.key()[:8], "big")
+                last_n = int.from_bytes(cur.key()[8:], "big")
+                if last_t >= t:
+                    t, n = last_t, last_n + 1
+                    if n >> AUDIT_SEQ_BITS:
+                        t, n = t + 1, 0
+            key = _audit_key(t, n)
+            txn.put(key, value, append=True)
+        return AuditEntry(id=_audit_id(key), time_us=t, **rec)
+
+    def _used_bytes(self) -> int:
+        """Bytes of the map in use by the DBs' pages (free pages not counted)."""
+        env, dbs = self._open()
+        pages = 0
+        with env.begin() as txn:
+            for st in [env.stat()] + [txn.stat(db) for db in dbs.values()]:
+                pages += st["branch_pages"] + st["leaf_pages"] + st["overflow_pages"]
+            psize = env.stat()["psize"]
+        return pages * psize
+
+    def _prune_audit_when_full(self) -> None:
+        """Prunes the audit log when the DBs fill more than 3/4 of the map."""
+        if self._used_bytes() > self.map_size * AUDIT_PRUNE_AT:
+            self._prune_audit()
+
+    def _prune_audit(self) -> None:
+        """Deletes the oldest quarter of the audit log (in batches) and records that it did."""
+        with self._txn(b"audit") as txn:
+            goal = max(1, txn.stat(self._db(b"audit"))["entries"] // 4)
+        removed, last_key = 0, b""
+        while removed < goal:
+            with self._txn(b"audit", write=True) as txn:
+                cur = txn.cursor()
+                batch = 0
+                while removed < goal and batch < AUDIT_PRUNE_BATCH and cur.first():
+                    last_key = cur.key()
+                    cur.delete()
+                    removed += 1
+                    batch += 1
+                if batch == 0:
+                    break
+        self._audit_put(
+            {
+                "user": None,
+                "address": None,
+                "action": "audit_pruned",
+                "logspace": None,
+                "query": None,
+                "results": removed,
+                "status": 200,
+                "detail": f"the accounts store was filling up: the {removed} oldest audit entries "
+                f"(up to {rfc3339(int.from_bytes(last_key[:8], 'big'))}) were deleted",
+            }
+        )
+
+    def audit_entries(
+        self,
+        *,
+        from_us: int | None = None,
+        to_us: int | None = None,
+        user: str | None = None,
+        action: str | None = None,
+        limit: int = 100,
+        cursor: int | None = None,
+    ) -> tuple[list[AuditEntry], int | None]:
+        """Audit entries in [from_us, to_us) matching user and action, newest first.
+
+        :param cursor: the next_cursor of the previous page (entries with smaller ids follow).
+        :returns: (at most limit entries, next_cursor or None when there are no more).
+        """
+        if limit < 1:
+            raise Invalid("limit: expected a positive integer")
+        end = None  # the first key not wanted (exclusive upper bound)
+        if to_us is not None:
+            end = _audit_key(max(0, to_us), 0)
+        if cursor is not None:
+            ck = _key_of_id(max(0, cursor))
+            end = ck if end is None or ck < end else end
+        start = _audit_key(max(0, from_us), 0) if from_us is not None else None
+        out: list[AuditEntry] = []
+        more = False
+        with self._txn(b"audit") as txn:
+            for key, value in self._backwards(txn.cursor(), end):
+                if start is not None and key < start:
+                    break
+                rec = json.loads(value)
+                if (user is not None and rec["user"] != user) or (
+                    action is not None and rec["action"] != action
+                ):
+                    continue
+                if len(out) == limit:
+                    more = True
+                    break
+                out.append(
+                    AuditEntry(id=_audit_id(key), time_us=int.from_bytes(key[:8], "big"), **rec)
+                )
+        return out, (out[-1].id if more else None)
+
+    @staticmethod
+    def _backwards(cur: lmdb.Cursor, end: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) pairs below end (all when None), largest key first."""
+        if end is None:
+            if not cur.last():
+                return
+        elif cur.set_range(end):
+            if not cur.prev():
+                return
+        elif not cur.last():
+            return
+        yield from cur.iterprev()
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def _read_password() -> str:
+    """The new user's password: $LOGBOX_PASSWORD, else asked on a terminal, else stdin's line."""
+    pw = os.environ.get("LOGBOX_PASSWORD")
+    if pw is None and sys.stdin.isatty():
+        pw = getpass.getpass("password: ")
+    if pw is None:
+        pw = sys.stdin.readline().rstrip("\r\n")
+    return pw
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The admin CLI: add-user, list-users. Exit 0, 1 on a refused change, 2 on usage."""
+    p = argparse.ArgumentParser(prog="python -m logbox_core.accounts", description=__doc__)
+    p.add_argument("--path", default=os.environ.get("LOGBOX_ACCOUNTS"), help="the store")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("add-user", help="add a user (password: $LOGBOX_PASSWORD or stdin)")
+    a.add_argument("name")
+    a.add_argument("--role", required=True, choices=ROLES)
+    a.add_argument("--logspace", action="append", help='may repeat; default "*"')
+    sub.add_parser("list-users", help="one JSON User per line")
+    args = p.parse_args(argv)
+    if not args.path:
+        p.error("--path (or $LOGBOX_ACCOUNTS) is required")
+    acc = Accounts(args.path)
+    try:
+        if args.cmd == "add-user":
+            u = acc.add_user(args.name, _read_password(), args.role, args.logspace or ("*",))
+            print(json.dumps(u.to_json()))
+        else:
+            for u in acc.list_users():
+                print(json.dumps(u.to_json()))
+    except AccountsError as e:
+        print(f"accounts: {e.message}", file=sys.stderr)
+        return 1
+    finally:
+        acc.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,481 @@
+"""The appliance's state for GET /api/v1/status (API.md §7) and the web UI's status page:
+services (syslog-ng, indexd, searchd), ingest rates, logspaces, disk use and md RAID.
+
+Nothing here raises on a missing or garbled file: the service is "down" (or "unknown" when not
+configured) and the reason goes to "problems"; "health" is "ok" only when there is no problem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from typing import Any
+
+from .accounts import rfc3339
+from .searchd import Searchd, SearchdError
+
+INDEXD_FRESH_S = 10.0  # an indexd status file older than this is stale (indexd is not running)
+BYTES_CACHE_S = 10.0  # how long a directory's size is reused
+DISK_LOW = 0.90  # a data file system fuller than this is a problem
+
+_bytes_cache: dict[str, tuple[float, int]] = {}
+_bytes_lock = threading.Lock()
+
+
+# ---------------------------------------------------------------- processes and files
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists and is not a zombie."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists, owned by someone else
+    except OSError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return stat[stat.rindex(b")") + 2 : stat.rindex(b")") + 3] != b"Z"
+    except (OSError, ValueError):
+        return True  # no /proc: kill(0) said it exists
+
+
+def _read_pidfile(path: str) -> tuple[int | None, str | None]:
+    """(pid, None), or (None, why) when the file is missing or holds no pid."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(64)
+    except FileNotFoundError:
+        return None, f"no pid file {path}"
+    except OSError as e:
+        return None, f"cannot read {path}: {e.strerror}"
+    m = re.fullmatch(rb"\s*(\d{1,10})\s*", text)
+    if m is None:
+        return None, f"{path} holds no pid: {text[:20]!r}"
+    return int(m.group(1)), None
+
+
+def _tree_bytes(path: str) -> int:
+    """Bytes on disk (allocated blocks) of the files under path, not following links."""
+    total = 0
+    stack = [path]
+    while stack:
+        d = stack.pop()
+        try:
+            it = os.scandir(d)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                total += st.st_blocks * 512
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+    return total
+
+
+def _cached_tree_bytes(path: str) -> int:
+    """_tree_bytes(path), reused for BYTES_CACHE_S seconds in this process."""
+    key = os.path.abspath(path)
+    now = time.monotonic()
+    with _bytes_lock:
+        hit = _bytes_cache.get(key)
+    if hit is not None and now - hit[0] < BYTES_CACHE_S:
+        return hit[1]
+    n = _tree_bytes(key)
+    with _bytes_lock:
+        _bytes_cache[key] = (now, n)
+    return n
+
+
+def logspace_bytes(data_dir: str | os.PathLike[str], name: str) -> int:
+    """Bytes on disk of <data_dir>/<name>/ (0 when missing; cached 10 s per process)."""
+    return _cached_tree_bytes(os.path.join(os.fspath(data_dir), name))
+
+
+# ---------------------------------------------------------------- md RAID
+
+_MD_LINE = re.compile(r"^(md\w*)\s*:\s*(.*)$")
+_MEMBER = re.compile(r"^(\S+)\[(\d+)\]((?:\([A-Z]\))*)$")
+_COUNTS = re.compile(r"\[(\d+)/(\d+)\]\s*\[([U_]*)\]")
+_PROGRESS = re.compile(r"\b(resync|recovery|check|reshape)\s*=\s*(\d+(?:\.\d+)?)%")
+_PENDING = re.compile(r"\b(resync|recover|reshape)=(DELAYED|PENDING|REMOTE)\b")
+_ACTIVITY = {"resync": "resyncing", "recovery": "recovering", "check": "checking"}
+_ACTIVITY["reshape"] = "reshaping"
+_FLAG_STATE = {"F": "faulty", "S": "spare", "J": "journal", "R": "replacement"}
+
+
+def parse_mdstat(text: str) -> dict[str, dict]:
+    """The arrays of a /proc/mdstat text.
+
+    :returns: {"md0": {"level": "raid1", "disks": 2, "active": 1, "state": ..., "progress":
+        0.0..1.0 or None, "members": [{"device": "sda1", "number": 0, "state": "in_sync" |
+        "faulty" | "spare" | "journal" | "replacement", "write_mostly": bool}]}}; state is
+        "inactive", "resyncing", "recovering", "checking", "reshaping", "degraded",
+        "resync-delayed", "resync-pending" or "clean"; "read_only" is true for (read-only) and
+        (auto-read-only) arrays.
+    """
+    arrays: dict[str, dict] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        m = _MD_LINE.match(lines[i])
+        i += 1
+        if m is None:
+            continue
+        name, rest = m.group(1), m.group(2).split()
+        body = []  # the indented lines that follow (blank ones skipped), up to the next array
+        while i < len(lines) and (lines[i][:1] in (" ", "\t") or not lines[i].strip()):
+            body.append(lines[i].strip())
+            i += 1
+        arrays[name] = _parse_array(rest, " ".join(body))
+    return arrays
+
+
+def _parse_array(words: list[str], body: str) -> dict:
+    """One array from its first line's words (after "mdX :") and its other lines joined."""
+    active = bool(words) and words[0] == "active"
+    words = words[1:]
+    read_only = False
+    while words and words[0].startswith("("):  # (read-only), (auto-read-only)
+        read_only = True
+        words = words[1:]
+    level = None
+    if active and words and not _MEMBER.match(words[0]):
+        level, words = words[0], words[1:]
+    members = []
+    for w in words:
+        mm = _MEMBER.match(w)
+        if mm is None:
+            continue
+        flags = re.findall(r"\(([A-Z])\)", mm.group(3))
+        state = next((_FLAG_STATE[f] for f in flags if f in _FLAG_STATE), "in_sync")
+        members.append(
+            {
+                "device": mm.group(1),
+                "number": int(mm.group(2)),
+                "state": state,
+                "write_mostly": "W" in flags,
+            }
+        )
+    counts = _COUNTS.search(body)
+    if counts:
+        disks, n_active = int(counts.group(1)), int(counts.group(2))
+    else:  # raid0, linear: no [n/m]
+        disks = n_active = sum(m["state"] == "in_sync" for m in members)
+    progress = None
+    pm = _PROGRESS.search(body)
+    pending = _PENDING.search(body)
+    if not active:
+        state = "inactive"
+    elif pm:
+        state = _ACTIVITY[pm.group(1)]
+        progress = min(1.0, float(pm.group(2)) / 100)
+    elif n_active < disks:
+        state = "degraded"
+    elif pending:
+        state = f"resync-{pending.group(2).lower()}"
+    else:
+        state = "clean"
+    return {
+        "level": level,
+        "disks": disks,
+        "active": n_active,
+        "state": state,
+        "progress": progress,
+        "read_only": read_only,
+        "members": members,
+    }
+
+
+def _md_device(sysdir: str) -> tuple[str, str] | None:
+    """(name, sysfs directory) of the md array under a /sys block device directory: itself,
+    its parent (a partition of an md device), or one found through slaves/ (LVM, dm-crypt)."""
+    seen = set()
+    todo = [sysdir]
+    while todo:
+        d = todo.pop(0)
+        if d in seen:
+            continue
+        seen.add(d)
+        if os.path.isdir(os.path.join(d, "md")):
+            return os.path.basename(d), d
+        parent = os.path.dirname(d)
+        if os.path.isfile(os.path.join(d, "partition")) and os.path.isdir(
+            os.path.join(parent, "md")
+        ):
+            return os.path.basename(parent), parent
+        try:
+            slaves = os.listdir(os.path.join(d, "slaves"))
+        except OSError:
+            slaves = []
+        todo += [os.path.realpath(os.path.join(d, "slaves", s)) for s in sorted(slaves)]
+    return None
+
+
+def _from_sysfs(mddir: str) -> dict:
+    """An array's state from /sys/block/mdX/md/ (when /proc/mdstat does not list it)."""
+
+    def read(name: str) -> str | None:
+        try:
+            with open(os.path.join(mddir, name)) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    level = read("level")
+    disks = int(read("raid_disks") or 0)
+    degraded = int(read("degraded") or 0)
+    action = read("sync_action") or "idle"
+    done = read("sync_completed") or "none"
+    array_state = read("array_state") or ""
+    progress = None
+    m = re.fullmatch(r"(\d+) / (\d+)", done)
+    if m and int(m.group(2)):
+        progress = int(m.group(1)) / int(m.group(2))
+    if array_state in ("inactive", "clear", ""):
+        state = "inactive"
+    elif action in ("resync", "recover", "check", "reshape", "repair"):
+        state = {"recover": "recovering", "repair": "resyncing"}.get(action) or _ACTIVITY[action]
+    elif degraded:
+        state = "degraded"
+    else:
+        state = "clean"
+    return {
+        "level": level,
+        "disks": disks,
+        "active": disks - degraded,
+        "state": state,
+        "progress": progress if state not in ("clean", "degraded", "inactive") else None,
+        "read_only": array_state in ("readonly", "read-auto"),
+        "members": [],
+    }
+
+
+def raid_for_path(
+    path: str | os.PathLike[str],
+    *,
+    proc_mdstat: str = "/proc/mdstat",
+    sys_dev: str = "/sys/dev/block",
+) -> dict | None:
+    """The md array holding path: {"device": "md0", **its parse_mdstat entry}; None when the
+    file system is not on md RAID (or path is missing)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    link = os.path.join(sys_dev, f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    if not os.path.exists(link):
+        return None
+    found = _md_device(os.path.realpath(link))
+    if found is None:
+        return None
+    md, md_sysdir = found
+    try:
+        with open(proc_mdstat) as f:
+            entry = parse_mdstat(f.read()).get(md)
+    except OSError:
+        entry = None
+    if entry is None:
+        entry = _from_sysfs(os.path.join(md_sysdir, "md"))
+    return {"device": md, **entry}
+
+
+# ---------------------------------------------------------------- the services
+
+
+def _syslogng(pidfile: str | os.PathLike[str] | None, problems: list[str]) -> dict:
+    if pidfile is None:
+        return {"state": "unknown", "pid": None}
+    pid, why = _read_pidfile(os.fspath(pidfile))
+    if pid is None:
+        problems.append(f"syslog-ng: {why}")
+        return {"state": "down", "pid": None}
+    if not pid_alive(pid):
+        problems.append(f"syslog-ng: pid {pid} (from {os.fspath(pidfile)}) is not running")
+        return {"state": "down", "pid": pid}
+    return {"state": "running", "pid": pid}
+
+
+def _indexd(
+    status_path: str | os.PathLike[str] | None, now: float, problems: list[str]
+) -> tuple[dict, dict | None]:
+    """indexd's service entry and its status object (None when unreadable)."""
+    entry: dict[str, Any] = {"state": "unknown", "pid": None, "uptime_s": None, "holding": None}
+    if status_path is None:
+        return entry, None
+    path = os.fspath(status_path)
+    entry["state"] = "down"
+    try:
+        with open(path, "rb") as f:
+            mtime = os.fstat(f.fileno()).st_mtime
+            raw = f.read(16 << 20)
+    except FileNotFoundError:
+        problems.append(f"indexd: no status file {path}")
+        return entry, None
+    except OSError as e:
+        problems.append(f"indexd: cannot read {path}: {e.strerror}")
+        return entry, None
+    try:
+        st = json.loads(raw)
+        if not isinstance(st, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as e:
+        problems.append(f"indexd: {path} is not a status file ({e})")
+        return entry, None
+    pid = st.get("pid")
+    pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
+    entry["pid"] = pid
+    age = now - mtime
+    if age >= INDEXD_FRESH_S:
+        problems.append(f"indexd: status file {path} is stale ({age:.0f} s old)")
+        return entry, st
+    if pid is None or not pid_alive(pid):
+        problems.append(f"indexd: pid {pid} (from {path}) is not running")
+        return entry, st
+    entry["state"] = "running"
+    uptime = st.get("uptime_s")
+    if isinstance(uptime, int | float) and not isinstance(uptime, bool):
+        entry["uptime_s"] = round(float(uptime) + max(0.0, age), 3)
+    holding = st.get("holding")
+    entry["holding"] = holding if isinstance(holding, str) else None
+    if entry["holding"]:
+        problems.append(f"indexd: holding: {entry['holding']}")
+    if st.get("stopping") is True:
+        problems.append("indexd: stopping")
+    return entry, st
+
+
+def _num(v: object) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _int(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _logspaces(
+    data_dir: str, indexd_st: dict | None, searchd_spaces: list[dict] | None
+) -> list[dict]:
+    """Every logspace known to indexd's status or to searchd, by name."""
+    from_indexd = indexd_st.get("logspaces") if indexd_st else None
+    from_indexd = from_indexd if isinstance(from_indexd, dict) else {}
+    from_searchd = {s.get("name"): s for s in searchd_spaces or [] if isinstance(s, dict)}
+    names = sorted(
+        n for n in set(from_indexd) | set(from_searchd) if isinstance(n, str) and n != ""
+    )
+    out = []
+    for name in names:
+        ix = from_indexd.get(name) if isinstance(from_indexd.get(name), dict) else {}
+        sd = from_searchd.get(name, {})
+        next_ids = [x for x in (_int(ix.get("next_id")), _int(sd.get("next_id"))) if x is not None]
+        next_id = max(next_ids) if next_ids else None
+        indexed_id = _int(ix.get("indexed_id"))
+        lag = (
+            max(0, next_id - indexed_id) if next_id is not None and indexed_id is not None else None
+        )
+        last = ix.get("last_received")
+        out.append(
+            {
+                "name": name,
+                "next_id": next_id,
+                "indexed_id": indexed_id,
+                "index_lag": lag,
+                "last_received": last if isinstance(last, str) else None,
+                "bytes": logspace_bytes(data_dir, name),
+            }
+        )
+    return out
+
+
+def _disk(data_dir: str, problems: list[str]) -> dict:
+    disk: dict[str, Any] = {
+        "path": data_dir,
+        "total_bytes": None,
+        "used_bytes": None,
+        "free_bytes": None,
+        "store_bytes": None,
+    }
+    try:
+        vfs = os.statvfs(data_dir)
+    except OSError as e:
+        problems.append(f"disk: cannot stat data directory {data_dir}: {e.strerror}")
+        return disk
+    total = vfs.f_blocks * vfs.f_frsize
+    disk["total_bytes"] = total
+    disk["used_bytes"] = (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize
+    disk["free_bytes"] = vfs.f_bavail * vfs.f_frsize
+    disk["store_bytes"] = _cached_tree_bytes(data_dir)
+    if total and disk["used_bytes"] > DISK_LOW * total:
+        problems.append(
+            f"disk: {data_dir} is {100 * disk['used_bytes'] / total:.0f}% full "
+            f"({disk['free_bytes'] >> 20} MiB free)"
+        )
+    return disk
+
+
+def gather(
+    *,
+    data_dir: str | os.PathLike[str],
+    indexd_status: str | os.PathLike[str] | None,
+    syslogng_pidfile: str | os.PathLike[str] | None,
+    searchd: Searchd | None,
+    now: float | None = None,
+) -> dict:
+    """The status object of API.md §7 for every logspace (the caller filters by rights),
+    plus "problems": why health is not "ok". Never raises on missing or garbled files."""
+    now = time.time() if now is None else now
+    data = os.fspath(data_dir)
+    problems: list[str] = []
+    syslogng = _syslogng(syslogng_pidfile, problems)
+    indexd, st = _indexd(indexd_status, now, problems)
+    spaces = None
+    if searchd is None:
+        searchd_entry = {"state": "unknown"}
+    else:
+        try:
+            spaces = searchd.logspaces()
+            searchd_entry = {"state": "running"}
+        except SearchdError as e:
+            # /health may still answer (e.g. no catalog yet: 503 on the store only).
+            if searchd.health():
+                searchd_entry = {"state": "running"}
+                problems.append(f"searchd: logspaces: {e.message}")
+            else:
+                searchd_entry = {"state": "down"}
+                problems.append(f"searchd: {e.message}")
+    running = indexd["state"] == "running"
+    raid = raid_for_path(data)
+    if raid is not None and raid["state"] != "clean":
+        progress = f" ({100 * raid['progress']:.1f}%)" if raid["progress"] is not None else ""
+        problems.append(
+            f"raid: {raid['device']} ({raid['level']}) is {raid['state']}{progress}, "
+            f"{raid['active']} of {raid['disks']} disks active"
+        )
+    disk = _disk(data, problems)
+    return {
+        "time": rfc3339(int(now * 1_000_000)),
+        "health": "ok" if not problems else "degraded",
+        "services": {"syslog-ng": syslogng, "indexd": indexd, "searchd": searchd_entry},
+        "eps": {
+            "1s": _num(st.get("eps_1s")) if running and st else None,
+            "60s": _num(st.get("eps_60s")) if running and st else None,
+        },
+        "stored": _int(st.get("stored")) if running and st else None,
+        "malformed": _int(st.get("malformed")) if running and st else None,
+        "logspaces": _logspaces(data, st, spaces),
+        "disk": disk,
+        "raid": raid,
+        "problems": problems,
+    }

@@ -1,0 +1,51 @@
+"""Status and health (API.md §7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, current_app, g, jsonify
+from logbox_core import status as core_status
+
+from .errors import error_response
+from .params import Spec, declare
+from .state import searchd
+
+bp = Blueprint("status", __name__)
+
+
+@bp.route("/status", methods=["GET"])
+@declare(
+    Spec(
+        "The appliance's state: services, rates, logspaces, disk, RAID",
+        answer="Status",
+        errors=(400, 401),
+    )
+)
+def status(args: dict[str, Any]) -> Any:
+    """GET /status: logbox_core.status.gather, logspaces limited to those the caller may read."""
+    c = current_app.config
+    doc = core_status.gather(
+        data_dir=c["DATA_DIR"],
+        indexd_status=c["INDEXD_STATUS"],
+        syslogng_pidfile=c["SYSLOGNG_PIDFILE"],
+        searchd=searchd(),
+    )
+    doc["logspaces"] = [ls for ls in doc.get("logspaces", []) if g.user.can_read(ls["name"])]
+    return jsonify(doc)
+
+
+@bp.route("/health", methods=["GET"])
+@declare(
+    Spec(
+        "Whether the API can reach searchd (no authentication)",
+        answer="Health",
+        errors=(400, 503),
+        auth=False,
+    )
+)
+def health(args: dict[str, Any]) -> Any:
+    """GET /health: 200 {"status": "ok"} when searchd answers, else 503 unavailable."""
+    if searchd().health():
+        return jsonify({"status": "ok"})
+    return error_response(503, "unavailable", "searchd cannot be reached")
