@@ -65,6 +65,16 @@ delims_bad(const char *s, size_t len)
 	return (NULL);
 }
 
+/* A member name or key for a log line: at most 64 bytes, escaped. */
+static const char *
+shown(char *buf, size_t len, const char *s)
+{
+	size_t n = strlen(s);
+
+	escape_bytes(buf, len, (const uint8_t *)s, n > 64 ? 64 : n);
+	return (buf);
+}
+
 /*
  * Parses and checks the file open as f. On success *out is a malloc'ed array of *n entries
  * (NULL when none); otherwise a description goes to err and EINVAL is returned.
@@ -78,6 +88,7 @@ settings_parse(FILE *f, struct lsset **out, size_t *n, char *err, size_t errlen)
 	struct lsset	*a = NULL;
 	size_t		 na = 0, len;
 	json_int_t	 r;
+	char		 sh[64 * 4 + 8];
 
 	if ((root = json_loadf(f, JSON_REJECT_DUPLICATES, &je)) == NULL) {
 		snprintf(err, errlen, "not JSON: %s (line %d, column %d)", je.text, je.line,
@@ -101,7 +112,7 @@ settings_parse(FILE *f, struct lsset **out, size_t *n, char *err, size_t errlen)
 			}
 			lss = v;
 		} else {
-			snprintf(err, errlen, "unknown member '%.64s'", k);
+			snprintf(err, errlen, "unknown member '%s'", shown(sh, sizeof(sh), k));
 			goto bad;
 		}
 	}
@@ -119,7 +130,8 @@ settings_parse(FILE *f, struct lsset **out, size_t *n, char *err, size_t errlen)
 			struct lsset *e = &a[na];
 
 			if (!ls_name_ok((const uint8_t *)name, strlen(name), &why)) {
-				snprintf(err, errlen, "logspace '%.64s': %s", name, why);
+				snprintf(err, errlen, "logspace '%s': %s",
+				    shown(sh, sizeof(sh), name), why);
 				goto bad;
 			}
 			if (!json_is_object(lv)) {
@@ -153,8 +165,8 @@ settings_parse(FILE *f, struct lsset **out, size_t *n, char *err, size_t errlen)
 					memcpy(e->delims, json_string_value(mv), len);
 					e->delims[len] = '\0';
 				} else {
-					snprintf(err, errlen, "logspaces.%s: unknown member '%.64s'",
-					    name, mk);
+					snprintf(err, errlen, "logspaces.%s: unknown member '%s'",
+					    name, shown(sh, sizeof(sh), mk));
 					goto bad;
 				}
 			}

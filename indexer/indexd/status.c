@@ -156,7 +156,8 @@ status_inputs(struct indexd *env)
 static void
 status_lsconf(struct indexd *env, const char *name, json_t *e)
 {
-	struct lb_lsconf	c;
+	struct lb_lsconf	 c;
+	json_t			*d;
 
 	if (lb_catalog_logspace_get(env->cat, name, &c) != 0) {
 		json_object_set_new(e, "retention_days", json_null());
@@ -164,7 +165,8 @@ status_lsconf(struct indexd *env, const char *name, json_t *e)
 		return;
 	}
 	json_object_set_new(e, "retention_days", json_integer((json_int_t)c.retention_days));
-	json_object_set_new(e, "delimiters", json_string(c.delims));	/* (NULL: not UTF-8) */
+	d = json_string(c.delims);	/* (NULL when not UTF-8: set by other means) */
+	json_object_set_new(e, "delimiters", d != NULL ? d : json_null());
 }
 
 static json_t *
