@@ -47,9 +47,7 @@ def settings(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def make_daemon(
-    indexd_bin: Path, tmp_path: Path, fifo: HeldFifo, settings: Path
-) -> Iterator[Any]:
+def make_daemon(indexd_bin: Path, tmp_path: Path, fifo: HeldFifo, settings: Path) -> Iterator[Any]:
     made: list[Indexd] = []
 
     def make(start: bool = True) -> Indexd:
@@ -118,8 +116,20 @@ def lookup(logbox: Path, data: Path, term: str) -> list[int]:
 
 def search_ids(logbox: Path, data: Path, q: str) -> list[int]:
     p = subprocess.run(
-        [str(logbox), "search", "--data", str(data), "--from", "-30d", "--to", "+1d",
-         "--order", "oldest", "--json", q],
+        [
+            str(logbox),
+            "search",
+            "--data",
+            str(data),
+            "--from",
+            "-30d",
+            "--to",
+            "+1d",
+            "--order",
+            "oldest",
+            "--json",
+            q,
+        ],
         capture_output=True,
         timeout=60,
     )
@@ -130,8 +140,13 @@ def search_ids(logbox: Path, data: Path, q: str) -> list[int]:
 def test_applied_at_start_reported_and_logged(make_daemon: Any, settings: Path) -> None:
     write_settings(
         settings,
-        {"version": 1, "logspaces": {"main": {"retention_days": 30, "delimiters": DEFAULT + "."},
-                                     "audit": {"retention_days": 365}}},
+        {
+            "version": 1,
+            "logspaces": {
+                "main": {"retention_days": 30, "delimiters": DEFAULT + "."},
+                "audit": {"retention_days": 365},
+            },
+        },
     )
     d = make_daemon()
     st = d.status()
@@ -145,16 +160,17 @@ def test_applied_at_start_reported_and_logged(make_daemon: Any, settings: Path) 
     assert ls_status(d, "audit")["delimiters"] == DEFAULT
     esc = DEFAULT.replace("\\", "\\\\").replace('"', '\\"') + "."
     assert (
-        f'settings: applied {settings}: main retention 30 d, delimiters "{esc}"'
+        f'settings: applied {settings}: main retention 30 d, delimiters "{esc}"' in d.stderr()
+        or f"settings: applied {settings}: audit retention 365 d; main retention 30 d, "
+        f'delimiters "{esc}"'
         in d.stderr()
-        or f'settings: applied {settings}: audit retention 365 d; main retention 30 d, '
-        f'delimiters "{esc}"' in d.stderr()
     ), d.stderr()
     assert d.stop() == 0
 
 
-def test_no_file_and_no_option(make_daemon: Any, settings: Path, indexd_bin: Path,
-                               tmp_path: Path, fifo: HeldFifo) -> None:
+def test_no_file_and_no_option(
+    make_daemon: Any, settings: Path, indexd_bin: Path, tmp_path: Path, fifo: HeldFifo
+) -> None:
     d = make_daemon()  # the file does not exist: no settings, not an error
     st = d.status()
     assert st["settings"] == {"file": str(settings), "applied": None, "error": None}
@@ -215,8 +231,10 @@ BAD = [
     (b'{"version": 1, "logspaces": {"main": {"delimiters": ". "}}}', "holds a space"),
     (b'{"version": 1, "logspaces": {"main": {"delimiters": ".\\t"}}}', "control byte"),
     (b'{"version": 1, "logspaces": {"main": {"delimiters": ".\\u007f"}}}', "control byte"),
-    (b'{"version": 1, "logspaces": {"main": {"delimiters": "' + b"." * 64 + b'"}}}',
-     "longer than 63 bytes"),
+    (
+        b'{"version": 1, "logspaces": {"main": {"delimiters": "' + b"." * 64 + b'"}}}',
+        "longer than 63 bytes",
+    ),
     (b'{"version": 1, "logspaces": {"main": {"delimiters": 5}}}', "expected a string"),
     (b'{"version": 1, "version": 1}', "not JSON"),  # duplicate member
 ]
@@ -231,7 +249,7 @@ def test_bad_files_change_nothing(make_daemon: Any, settings: Path) -> None:
         # One bad entry after a good one: nothing of the file applies (not even "other").
         write_settings(settings, content)
         d.signal(signal.SIGHUP)
-        wait_for(lambda: log_count(d, "keeping the settings in force") > n, f"refused {why}", d)
+        wait_for(lambda n=n: log_count(d, "keeping the settings in force") > n, f"refused {why}", d)
         line = d.stderr().splitlines()[-1]
         assert why in line and str(settings) in line, (content, line)
         st = d.status()
@@ -279,7 +297,7 @@ def test_garbage_files(make_daemon: Any, settings: Path) -> None:
         n = log_count(d, "settings: ")
         write_settings(settings, blob)
         d.signal(signal.SIGHUP)
-        wait_for(lambda: log_count(d, "settings: ") > n, "a settings line", d)
+        wait_for(lambda n=n: log_count(d, "settings: ") > n, "a settings line", d)
         assert d.proc.poll() is None
     assert d.status()["pid"] == d.proc.pid
     assert d.stop() == 0
@@ -326,8 +344,7 @@ def day_dir(data: Path, t: float) -> Path:
 
 
 def test_retention_removes_old_days(
-    make_daemon: Any, settings: Path, fifo: HeldFifo, store_cli: Path, tmp_path: Path,
-    top: Path
+    make_daemon: Any, settings: Path, fifo: HeldFifo, store_cli: Path, tmp_path: Path, top: Path
 ) -> None:
     data = tmp_path / "data"
     now = time.time()
@@ -335,7 +352,7 @@ def test_retention_removes_old_days(
     d = make_daemon()
     ages = [10, 5, 0]
     batch = b""
-    for k, age in enumerate(ages):
+    for age in ages:
         for i in range(5):
             batch += frame(f"word{age} message {i} of day {age}", rtime=now - age * DAY + i)
     send(fifo, batch)
@@ -344,6 +361,7 @@ def test_retention_removes_old_days(
         assert day_dir(data, now - age * DAY).is_dir()
     sd = Searchd(searchd_binary(top), data, tmp_path / "searchd.sock").start()
     try:
+
         def logspaces() -> dict[str, Any]:
             r = sd.get("/v1/logspaces")
             assert r.status == 200
