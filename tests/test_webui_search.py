@@ -100,6 +100,7 @@ def app(searchd: Searchd, tmp_path_factory: pytest.TempPathFactory) -> Flask:
     acc = accounts_of(a)
     acc.add_user("admin", PASSWORD, "admin")
     acc.add_user("alice", PASSWORD, "searcher", ("main", "other"))
+    acc.add_user("nora", PASSWORD, "searcher", ("nothing",))
     return a
 
 
@@ -199,6 +200,13 @@ def test_logspace_without_rights_is_403(app: Flask, alice: FlaskClient, url: str
     assert (e.user, e.logspace, e.status) == ("alice", "secret", 403)
 
 
+def test_searcher_without_any_logspace(app: Flask) -> None:
+    nora = sign_in(app, "nora")
+    page_of(nora, "/search", 403)
+    page_of(nora, "/search?q=error", 403)
+    page_of(nora, "/export?q=error", 403)
+
+
 def test_logspace_picker_lists_readable_ones(admin: FlaskClient, alice: FlaskClient) -> None:
     def options(body: str) -> list[str]:
         sel = re.search(r'<select id="logspace".*?</select>', body, re.S)
@@ -234,7 +242,9 @@ def test_search_page_elements(app: Flask, admin: FlaskClient, searchd: Searchd) 
     assert hit_ids(body) == [h["id"] for h in want["hits"]]
     assert len(hit_ids(body)) == 50
     first = want["hits"][0]
-    assert f'href="/messages/main/{first["id"]}"' in body
+    assert f'href="/messages/main/{first["id"]}?q=error"' in body
+    shown = page_of(admin, f"/messages/main/{first['id']}?q=error")
+    assert "<mark>error</mark>" in shown
     # Matched tokens marked, case kept.
     assert "<mark>error</mark>" in body
     # Histogram: 60 buckets whose counts add up to the total, each a zoom link.
@@ -329,6 +339,18 @@ def test_query_with_quotes_and_brackets_round_trips(admin: FlaskClient) -> None:
     assert value and html.unescape(value.group(1)) == q
     nxt = href(body, "first-page")
     assert nxt and parse_qs(urlsplit(nxt).query)["q"] == [q]
+
+
+def test_query_with_bytes_that_are_not_utf8(admin: FlaskClient, searchd: Searchd) -> None:
+    body = page_of(admin, "/search?q=bad%FF%FE+OR+raw%FF&from=-1d")
+    assert (
+        total_of(body)
+        == sd_get(searchd, "/v1/count", q=b"bad\xff\xfe OR raw\xff", **{"from": "-1d"})["total"]
+    )
+    # The links keep the bytes; the page shows them as \xXX.
+    nxt = href(body, "first-page")
+    assert nxt and "q=bad%FF%FE+OR+raw%FF" in nxt
+    assert "bad\\xff\\xfe" in body
 
 
 def _qs(**params: str) -> str:

@@ -136,6 +136,12 @@ def search_url(**params: Any) -> str:
     return url_for("search.search") + ("?" + urlencode(pairs) if pairs else "")
 
 
+def message_url(logspace: str, id: int, q: str) -> str:
+    """A message's URL; q (for its highlights) may carry \\udcXX bytes."""
+    base = url_for("search.message", logspace=logspace, id=id)
+    return base + "?" + urlencode([("q", q.encode("utf-8", "surrogateescape"))]) if q else base
+
+
 def export_url(**params: Any) -> str:
     """An /export URL with params (as search_url)."""
     pairs = [
@@ -395,7 +401,7 @@ def search() -> Any:
     assert user is not None
     logspaces = readable_logspaces()
     form = Form(request.args, logspaces)
-    if request.args.get("logspace") and not user.can_read(form.logspace):
+    if not user.can_read(form.logspace):
         denied(f"{user.name} may not read logspace {form.logspace!r}", form.logspace)
     ctx: dict[str, Any] = {
         "form": form,
@@ -441,7 +447,7 @@ def search() -> Any:
                 "time": short_time(h["received"]),
                 "severity_name": severity_name(h["severity"]),
                 "text": marked_text(highlight(h["message"], matcher, delims)),
-                "href": url_for("search.message", logspace=form.logspace, id=h["id"]),
+                "href": message_url(form.logspace, h["id"], form.q),
             }
         )
     pinned = {"from": rfc3339_us(res["from"]), "to": rfc3339_us(res["to"])}
