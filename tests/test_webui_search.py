@@ -284,6 +284,16 @@ def test_search_page_elements(app: Flask, admin: FlaskClient, searchd: Searchd) 
     )
 
 
+def test_results_are_sent_before_the_top_values(admin: FlaskClient) -> None:
+    r = admin.get("/search?q=error&from=-1d", buffered=False)
+    chunks = [c for c in r.response if c]
+    r.close()
+    assert len(chunks) == 2
+    assert b'<tr class="hit' in chunks[0] and b'id="histogram"' in chunks[0]
+    assert b'id="total"' in chunks[0]
+    assert b'id="top-hosts"' not in chunks[0] and b'id="top-hosts"' in chunks[1]
+
+
 def test_top_value_that_needs_quotes(admin: FlaskClient, searchd: Searchd) -> None:
     # host "web_01" holds no space, but a value with one is quoted by the link.
     from logbox_webui.search import add_term, field_term

@@ -9,7 +9,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any
 from urllib.parse import urlencode
@@ -22,6 +22,7 @@ from flask import (
     redirect,
     render_template,
     request,
+    stream_template,
     url_for,
 )
 from logbox_core.export import Export, UnknownLogspace, error_status, rfc3339_us
@@ -37,6 +38,9 @@ bp = Blueprint("search", __name__)
 PRESETS = (("15m", "15 min"), ("1h", "1 h"), ("24h", "24 h"), ("7d", "7 d"), ("30d", "30 d"))
 DEFAULT_PRESET = "24h"
 HIST_BUCKETS = 60
+# Where the search page is flushed: everything above it is sent before the top values (the
+# slowest of the page's searchd calls) are waited for.
+STREAM_MARK = Markup("<!-- results end -->")
 TOP_K = 10
 MAX_LIMIT = 1000
 SEVERITIES = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
@@ -311,14 +315,15 @@ def _run_all(sd: Searchd, form: Form) -> dict[str, Future]:
     }
 
 
-def _gather(futures: dict[str, Future]) -> dict[str, Any]:
-    """The answers; the search's own error first when something failed.
+def _first_answers(futures: dict[str, Future]) -> dict[str, Any]:
+    """The search's and the histogram's answers (the page's top part); the search's own error
+    first when something failed.
 
-    :raises SearchdError: the first failure (search, then the others).
+    :raises SearchdError: the first failure.
     """
     out: dict[str, Any] = {}
     first: SearchdError | None = None
-    for name in ("search", "histogram", "hosts", "programs"):
+    for name in ("search", "histogram"):
         try:
             out[name] = futures[name].result()
         except SearchdError as e:
@@ -364,15 +369,20 @@ def _histogram(doc: dict[str, Any], form: Form) -> dict[str, Any]:
     return {"bars": bars, "width": width, "height": height, "max": top, "ticks": ticks}
 
 
-def _tops(doc: dict[str, Any], field: str, form: Form) -> list[dict[str, Any]]:
-    """A top list's rows: value, count and the link that adds field:value to the query."""
+def _tops(future: Future, field: str, form: Form) -> dict[str, Any]:
+    """A top list (waiting for its searchd answer): rows of value, count and the link that adds
+    field:value to the query, or the error that kept it from being made."""
+    try:
+        doc = future.result()
+    except SearchdError as e:
+        return {"rows": [], "max": 0, "error": f"{e.code}: {e.message}"}
     rows = []
     for v in doc["values"]:
         href = None
         if v["value"] != "":
             href = form.url(q=add_term(form.q, field_term(field, v["value"])), cursor=None)
         rows.append({"value": v["value"], "count": v["count"], "href": href})
-    return rows
+    return {"rows": rows, "max": rows[0]["count"] if rows else 0, "error": None}
 
 
 def _query_error(q: str, e: SearchdError) -> dict[str, Any]:
@@ -418,7 +428,8 @@ def search() -> Any:
         return render_template("search/search.html", **ctx)
     t0 = time.monotonic()
     try:
-        answers = _gather(_run_all(searchd(), form))
+        futures = _run_all(searchd(), form)
+        answers = _first_answers(futures)
     except SearchdError as e:
         status = error_status(e)
         audit(
@@ -462,8 +473,11 @@ def search() -> Any:
         "first_url": form.url(cursor=None, **pinned),
         "order_url": form.url(order="newest" if form.order == "oldest" else "oldest", cursor=None),
         "histogram": _histogram(answers["histogram"], form),
-        "hosts": _tops(answers["hosts"], "host", form),
-        "programs": _tops(answers["programs"], "program", form),
+        # Called by the template after the results went out (see STREAM_MARK).
+        "tops": {
+            "hosts": lambda: _tops(futures["hosts"], "host", form),
+            "programs": lambda: _tops(futures["programs"], "program", form),
+        },
         "export_csv": export_url(
             q=form.q, logspace=form.logspace, order=form.order, format="csv", **pinned
         ),
@@ -471,7 +485,21 @@ def search() -> Any:
             q=form.q, logspace=form.logspace, order=form.order, format="ndjson", **pinned
         ),
     }
-    return render_template("search/search.html", **ctx)
+    ctx["stream_mark"] = STREAM_MARK
+    return Response(_chunks(stream_template("search/search.html", **ctx)), mimetype="text/html")
+
+
+def _chunks(pieces: Iterator[str]) -> Iterator[str]:
+    """The rendered page in two writes: up to STREAM_MARK (form, count, histogram, results) as
+    soon as it is made, then the rest (the top values, which take searchd longest)."""
+    buf: list[str] = []
+    for p in pieces:
+        buf.append(p)
+        if p == STREAM_MARK:
+            yield "".join(buf)
+            buf = []
+    if buf:
+        yield "".join(buf)
 
 
 @bp.route("/messages/<logspace>/<int:id>")
