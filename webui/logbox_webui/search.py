@@ -25,7 +25,7 @@ from flask import (
     stream_template,
     url_for,
 )
-from logbox_core.export import Export, UnknownLogspace, error_status, rfc3339_us
+from logbox_core.export import Export, UnknownLogspace, error_status
 from logbox_core.highlight import DEFAULT_DELIMITERS, Matcher, highlight, query_terms
 from logbox_core.searchd import Searchd, SearchdError
 from markupsafe import Markup, escape
@@ -120,6 +120,13 @@ def short_time(rfc: str | None) -> str:
     if not rfc:
         return ""
     return rfc.replace("T", " ")[:23]
+
+
+def rfc3339_s(us: int, up: bool = False) -> str:
+    """µs as RFC 3339 UTC in whole seconds (up: rounded up); searchd rounds a range's from down
+    and its to up to a second, so this names the same range."""
+    sec = -(-us // 1_000_000) if up else us // 1_000_000
+    return dt.datetime.fromtimestamp(sec, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def us_label(us: int, span_us: int) -> str:
@@ -347,7 +354,7 @@ def _histogram(doc: dict[str, Any], form: Form) -> dict[str, Any]:
         b_from = b["from"]
         b_to = min(b_from + step, end) if k == len(buckets) - 1 else b_from + step
         h = 0.0 if top == 0 else max(b["count"] / top * (height - 4), 2.0 if b["count"] else 0.0)
-        f, t = rfc3339_us(b_from), rfc3339_us(b_to)
+        f, t = rfc3339_s(b_from), rfc3339_s(b_to, up=True)
         bars.append(
             {
                 "x": round(k * bw, 2),
@@ -461,7 +468,7 @@ def search() -> Any:
                 "href": message_url(form.logspace, h["id"], form.q),
             }
         )
-    pinned = {"from": rfc3339_us(res["from"]), "to": rfc3339_us(res["to"])}
+    pinned = {"from": rfc3339_s(res["from"]), "to": rfc3339_s(res["to"], up=True)}
     ctx["result"] = {
         "total": res["total"],
         "query": res["query"],
