@@ -343,9 +343,20 @@ def test_no_open_redirect(app: Flask, target: str) -> None:
 
 
 def test_anonymous_redirect_keeps_the_page(app: Flask) -> None:
-    r = app.test_client().get("/help/query?x=1")
+    c = app.test_client()
+    r = c.get("/help/query?x=1")
     assert r.status_code == 302
     assert parse_qs(urlsplit(r.headers["Location"]).query)["next"] == ["/help/query?x=1"]
+    assert location(c.get("/password")).startswith("/login?next=")
+    token = csrf_of(c.get("/login").get_data(as_text=True))
+    r = c.post("/password", data={"csrf_token": token, "current": PASSWORD})
+    assert r.status_code == 302 and location(r).startswith("/login")
+    r = c.post("/logout", data={"csrf_token": token})
+    assert r.status_code == 302 and location(r) == "/login"
+    # A signed-in user asking for /login goes on to the page.
+    s = signed_in(app, "alice")
+    r = s.get("/login?next=/help/query")
+    assert r.status_code == 302 and location(r) == "/help/query"
 
 
 def test_admin_required_and_can_read_required(app: Flask) -> None:
