@@ -307,6 +307,16 @@ def test_forced_password_change(app: Flask) -> None:
     assert e.user == "root1" and "password" in e.detail
 
 
+def test_password_change_ends_the_other_sessions(app: Flask) -> None:
+    here, there = signed_in(app, "alice"), signed_in(app, "alice")
+    token = csrf_of(here.get("/password").get_data(as_text=True))
+    form = {"current": PASSWORD, "new": NEW_PASSWORD, "new2": NEW_PASSWORD, "csrf_token": token}
+    assert here.post("/password", data=form).status_code == 302
+    assert here.get("/help/query").status_code == 200
+    assert there.get("/help/query").status_code == 302
+    assert "1 other web sessions ended" in last_audit(app, "user_update").detail
+
+
 def test_password_change_refusals(app: Flask) -> None:
     c = signed_in(app, "alice")
     token = csrf_of(c.get("/password").get_data(as_text=True))
