@@ -414,6 +414,9 @@ def test_hostile_message_is_inert(admin: FlaskClient, searchd: Searchd, app: Fla
     assert "evilhost" in body and "(3)" in body  # severity err (3)
     e = last_audit(app, "message")
     assert (e.user, e.logspace, e.results, e.detail) == ("admin", "main", 1, f"id {mid}")
+    around = page_of(admin, href(body, "context-host") or "")
+    assert total_of(around) == 1 and hit_ids(around) == [mid]
+    assert mid in hit_ids(page_of(admin, href(body, "context-all") or ""))
     page_of(admin, "/messages/main/999999", 404)
     page_of(admin, "/messages/nope/1", 404)
 

@@ -42,6 +42,7 @@ HIST_BUCKETS = 60
 # slowest of the page's searchd calls) are waited for.
 STREAM_MARK = Markup("<!-- results end -->")
 TOP_K = 10
+CONTEXT_US = 5 * 60 * 1_000_000  # a message's "around it" links: 5 minutes either side
 MAX_LIMIT = 1000
 SEVERITIES = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
 FACILITIES = (
@@ -524,8 +525,17 @@ def message(logspace: str, id: int) -> Any:
     raw = msg["message"].encode("utf-8", "surrogateescape")
     q = request.args.get("q", "")
     segments = highlight(msg["message"], query_terms(q, delimiters_of(logspace)) if q else [])
+    around = {
+        "from": rfc3339_s(msg["received_us"] - CONTEXT_US),
+        "to": rfc3339_s(msg["received_us"] + CONTEXT_US, up=True),
+        "logspace": logspace,
+    }
+    context = {"all": search_url(q="*", **around)}
+    if msg["host"]:
+        context["host"] = search_url(q=field_term("host", msg["host"]), **around)
     return render_template(
         "search/message.html",
+        context=context,
         logspace=logspace,
         msg=msg,
         text=marked_text(segments, newlines=True),
