@@ -294,6 +294,14 @@ def test_results_are_sent_before_the_top_values(admin: FlaskClient) -> None:
     assert b'id="top-hosts"' not in chunks[0] and b'id="top-hosts"' in chunks[1]
 
 
+def test_a_flash_shows_once_on_the_streamed_page(app: Flask) -> None:
+    c = sign_in(app, "alice")
+    with c.session_transaction() as sess:
+        sess["_flashes"] = [("message", "hello once")]
+    assert "hello once" in page_of(c, "/search?q=error")
+    assert "hello once" not in page_of(c, "/search?q=error")
+
+
 def test_top_value_that_needs_quotes(admin: FlaskClient, searchd: Searchd) -> None:
     # host "web_01" holds no space, but a value with one is quoted by the link.
     from logbox_webui.search import add_term, field_term

@@ -19,6 +19,7 @@ from flask import (
     Response,
     abort,
     current_app,
+    get_flashed_messages,
     redirect,
     render_template,
     request,
@@ -494,6 +495,8 @@ def search() -> Any:
         ),
     }
     ctx["stream_mark"] = STREAM_MARK
+    # Flashes are taken from the session now: it is saved before the streamed body is made.
+    get_flashed_messages()
     return Response(_chunks(stream_template("search/search.html", **ctx)), mimetype="text/html")
 
 
