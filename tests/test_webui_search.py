@@ -294,6 +294,17 @@ def test_results_are_sent_before_the_top_values(admin: FlaskClient) -> None:
     assert b'id="top-hosts"' not in chunks[0] and b'id="top-hosts"' in chunks[1]
 
 
+def test_relative_times_resolved_once() -> None:
+    from logbox_webui.search import resolve_time
+
+    now = 1_795_000_000_123_456
+    assert resolve_time("now", now) == "2026-11-18T11:06:40.123456Z"
+    assert resolve_time("-15m", now) == "2026-11-18T10:51:40.123456Z"
+    assert resolve_time("+1d", now) == "2026-11-19T11:06:40.123456Z"
+    assert resolve_time("2026-11-01", now) == "2026-11-01"
+    assert resolve_time(None, now) is None
+
+
 def test_a_flash_shows_once_on_the_streamed_page(app: Flask) -> None:
     c = sign_in(app, "alice")
     with c.session_transaction() as sess:

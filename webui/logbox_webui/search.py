@@ -26,7 +26,7 @@ from flask import (
     stream_template,
     url_for,
 )
-from logbox_core.export import Export, UnknownLogspace, error_status
+from logbox_core.export import Export, UnknownLogspace, error_status, rfc3339_us
 from logbox_core.highlight import DEFAULT_DELIMITERS, Matcher, highlight, query_terms
 from logbox_core.searchd import Searchd, SearchdError
 from markupsafe import Markup, escape
@@ -302,9 +302,30 @@ class Form:
         return search_url(**p)
 
 
+_RELATIVE = re.compile(r"([+-])([0-9]{1,9})([smhdw])")
+_UNIT_US = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def resolve_time(v: str | None, now_us: int) -> str | None:
+    """now and relative times (-15m, +1d) as absolute µs times against now_us, so that the
+    page's several searchd calls cover the very same range; other forms as given."""
+    if v is None:
+        return None
+    if v == "now":
+        return rfc3339_us(now_us)
+    m = _RELATIVE.fullmatch(v)
+    if m is None:
+        return v
+    delta = int(m.group(2)) * _UNIT_US[m.group(3)] * 1_000_000
+    return rfc3339_us(now_us + delta if m.group(1) == "+" else now_us - delta)
+
+
 def _range_params(form: Form) -> list[tuple[str, str]]:
-    """from/to for searchd."""
-    return [(k, v) for k, v in (("from", form.time_from), ("to", form.time_to)) if v is not None]
+    """from/to for searchd, both absolute when they were relative (to: now when not given)."""
+    now_us = time.time_ns() // 1000
+    t_from = resolve_time(form.time_from, now_us)
+    t_to = resolve_time(form.time_to, now_us) or rfc3339_us(now_us)
+    return ([("from", t_from)] if t_from is not None else []) + [("to", t_to)]
 
 
 def _run_all(sd: Searchd, form: Form) -> dict[str, Future]:
