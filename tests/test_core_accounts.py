@@ -701,6 +701,13 @@ def test_cli(top: Path, tmp_path: Path) -> None:
     assert p.returncode == 1 and b"password: at least 12 characters" in p.stderr
     p = cli(top, "--path", d, "add-user", "eve", "--role", "boss", stdin=PW)
     assert p.returncode == 2
+    p = cli(top, "--path", d, "add-user", "first", "--role", "admin", "--must-change", stdin=PW)
+    assert p.returncode == 0, p.stderr
+    acc = Accounts(d)
+    try:
+        assert acc.get_user("first").must_change and not acc.get_user("root").must_change
+    finally:
+        acc.close()
 
 
 def test_full_store_prunes_oldest_audit(tmp_path: Path, clock: Clock) -> None:
@@ -726,3 +733,36 @@ def test_full_store_prunes_oldest_audit(tmp_path: Path, clock: Clock) -> None:
         assert acc.get_user("root") is not None
     finally:
         acc.close()
+
+
+def test_must_change_flag(acc: Accounts) -> None:
+    u = acc.add_user("first", PW, "admin", must_change=True)
+    assert u.must_change is True and acc.get_user("first").must_change is True
+    assert "must_change" not in u.to_json()  # not part of API.md's User
+    assert acc.add_user("other", PW, "searcher").must_change is False
+    # A new password clears it, unless it is set again with it.
+    assert acc.update_user("first", password=PW + "!").must_change is False
+    assert acc.update_user("first", must_change=True).must_change is True
+    assert acc.update_user("first", role="admin").must_change is True
+    assert acc.update_user("first", password=PW, must_change=True).must_change is True
+    assert acc.update_user("first", must_change=False).must_change is False
+    with pytest.raises(Invalid, match="^must_change"):
+        acc.update_user("first", must_change="yes")  # type: ignore[arg-type]
+    with pytest.raises(Invalid, match="^must_change"):
+        acc.add_user("third", PW, "admin", must_change=1)  # type: ignore[arg-type]
+    # Stored only while set; a record without it (older stores) reads as False.
+    acc.update_user("first", must_change=True)
+    users = acc._db(b"users")
+    with acc._txn(b"users") as txn:
+        assert json.loads(txn.get(b"first", db=users))["must_change"] is True
+        assert "must_change" not in json.loads(txn.get(b"other", db=users))
+
+
+def test_web_token_kind(acc: Accounts) -> None:
+    acc.add_user("w", PW, "searcher")
+    secret, tok = acc.create_token("w", "web session", kind="web", ttl=60)
+    assert tok.kind == "web" and tok.to_json()["kind"] == "web"
+    t, u = acc.verify_token(secret)
+    assert (t.id, t.kind, u.name) == (tok.id, "web", "w")
+    with pytest.raises(Invalid, match="^kind"):
+        acc.create_token("w", "x", kind="browser")

@@ -9,6 +9,7 @@ defaults); of a token only SHA-256 of its secret is stored.
 Also a small admin CLI (first boot, `make run`):
 
     python -m logbox_core.accounts --path DIR add-user NAME --role admin [--logspace X ...]
+                                   [--must-change]
     python -m logbox_core.accounts --path DIR list-users
 
 add-user reads the password from $LOGBOX_PASSWORD, else from the first line of stdin.
@@ -37,7 +38,7 @@ import argon2
 import lmdb
 
 ROLES = ("admin", "searcher")
-TOKEN_KINDS = ("api", "session")
+TOKEN_KINDS = ("api", "session", "web")  # web: a web UI sign-in (webui/UI.md)
 SCHEMA_VERSION = 1
 MAP_SIZE = 1 << 30
 DB_NAMES = (b"users", b"tokens", b"failures", b"audit", b"meta")
@@ -128,6 +129,7 @@ class User:
     logspaces: tuple[str, ...]
     disabled: bool
     created_us: int
+    must_change: bool = False  # the web UI makes the user set a new password before anything
 
     def can_read(self, logspace: str) -> bool:
         """Whether this user may read logspace (admin: all; searcher: "*" or listed)."""
@@ -150,7 +152,12 @@ class User:
     @classmethod
     def _from(cls, rec: dict) -> User:
         return cls(
-            rec["name"], rec["role"], tuple(rec["logspaces"]), rec["disabled"], rec["created_us"]
+            rec["name"],
+            rec["role"],
+            tuple(rec["logspaces"]),
+            rec["disabled"],
+            rec["created_us"],
+            bool(rec.get("must_change", False)),
         )
 
 
@@ -421,9 +428,14 @@ class Accounts:
         return False
 
     def add_user(
-        self, name: str, password: str, role: str, logspaces: Sequence[str] = ("*",)
+        self,
+        name: str,
+        password: str,
+        role: str,
+        logspaces: Sequence[str] = ("*",),
+        must_change: bool = False,
     ) -> User:
-        """Creates a user.
+        """Creates a user (must_change: the web UI forces a new password at the next sign-in).
 
         :raises Invalid: a malformed name, password, role or logspaces.
         :raises Conflict: the user exists.
@@ -432,6 +444,8 @@ class Accounts:
         _check_password(password)
         _check_role(role)
         spaces = _check_logspaces(logspaces)
+        if not isinstance(must_change, bool):
+            raise Invalid("must_change: expected true or false")
         pw_hash = self.hasher.hash(password)
         users = self._db(b"users")
         with self._txn(b"users", write=True) as txn:
@@ -445,6 +459,8 @@ class Accounts:
                 "created_us": self._now_us(),
                 "hash": pw_hash,
             }
+            if must_change:  # stored only when set (absent: false)
+                rec["must_change"] = True
             txn.put(name.encode(), _dumps(rec), db=users)
         return User._from(rec)
 
@@ -469,8 +485,11 @@ class Accounts:
         role: str | None = None,
         logspaces: Sequence[str] | None = None,
         disabled: bool | None = None,
+        must_change: bool | None = None,
     ) -> User:
         """Changes the given members of a user.
+
+        A new password clears must_change unless must_change=True is given with it.
 
         :raises Invalid: a malformed member.
         :raises NotFound: no such user.
@@ -483,6 +502,8 @@ class Accounts:
         spaces = _check_logspaces(logspaces) if logspaces is not None else None
         if disabled is not None and not isinstance(disabled, bool):
             raise Invalid("disabled: expected true or false")
+        if must_change is not None and not isinstance(must_change, bool):
+            raise Invalid("must_change: expected true or false")
         pw_hash = self.hasher.hash(password) if password is not None else None
         users = self._db(b"users")
         with self._txn(b"users", write=True) as txn:
@@ -498,6 +519,13 @@ class Accounts:
                 rec["disabled"] = disabled
             if pw_hash is not None:
                 rec["hash"] = pw_hash
+                if not must_change:
+                    must_change = False  # a new password clears the flag unless set with it
+            if must_change is not None:
+                if must_change:
+                    rec["must_change"] = True
+                else:
+                    rec.pop("must_change", None)
             is_admin = rec["role"] == "admin" and not rec["disabled"]
             if was_admin and not is_admin and not self._other_enabled_admin(txn, users, name):
                 raise Conflict(f"'{name}' is the last enabled admin")
@@ -941,6 +969,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     a.add_argument("name")
     a.add_argument("--role", required=True, choices=ROLES)
     a.add_argument("--logspace", action="append", help='may repeat; default "*"')
+    a.add_argument(
+        "--must-change",
+        action="store_true",
+        help="the web UI makes the user set a new password at the first sign-in",
+    )
     sub.add_parser("list-users", help="one JSON User per line")
     args = p.parse_args(argv)
     if not args.path:
@@ -948,7 +981,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     acc = Accounts(args.path)
     try:
         if args.cmd == "add-user":
-            u = acc.add_user(args.name, _read_password(), args.role, args.logspace or ("*",))
+            u = acc.add_user(
+                args.name,
+                _read_password(),
+                args.role,
+                args.logspace or ("*",),
+                must_change=args.must_change,
+            )
             print(json.dumps(u.to_json()))
         else:
             for u in acc.list_users():

@@ -3,17 +3,13 @@ searchd's answers are passed on as the bytes it sent; only what the audit needs 
 
 from __future__ import annotations
 
-import csv
-import datetime as dt
-import io
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from flask import Blueprint, Response, g
-from logbox_core.accounts import Accounts
-from logbox_core.searchd import Searchd, SearchdError
+from logbox_core.export import Export, UnknownLogspace, error_status
+from logbox_core.searchd import SearchdError
 
 from .auth import address, audit
 from .errors import ApiError
@@ -65,22 +61,12 @@ SEARCH_PARAMS = (
     ),
 )
 QUERY_ERRORS = (400, 401, 403, 404, 422, 500, 503)
-EXPORT_PAGE = 10000
-CSV_COLUMNS = (
-    "id", "received", "timestamp", "host", "program", "pid", "msgid", "facility", "severity",
-    "flags", "sd", "message",
-)  # fmt: skip
 _TOTAL = re.compile(rb'"total":(null|[0-9]+)')
 
 
 def searchd_params(logspace: str, args: dict[str, Any]) -> list[tuple[str, str]]:
     """The searchd query for a view's parsed args."""
     return [("logspace", logspace)] + [(k, str(v)) for k, v in args.items()]
-
-
-def error_status(e: SearchdError) -> int:
-    """The status the API answers a searchd error with."""
-    return e.status if e.status < 500 or e.status == 503 else 500
 
 
 def total_of(body: bytes) -> int | None:
@@ -234,122 +220,6 @@ def message(logspace: str, id: int, args: dict[str, Any]) -> Response:
 # ---------------------------------------------------------------- export
 
 
-def rfc3339_us(us: int) -> str:
-    """µs since the epoch as RFC 3339 UTC with µs (searchd reads it back exactly)."""
-    s, frac = divmod(us, 1_000_000)
-    return dt.datetime.fromtimestamp(s, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:06d}Z"
-
-
-def csv_rows(hits: list[dict[str, Any]]) -> bytes:
-    """hits as CSV rows (RFC 4180), bytes that are not UTF-8 as they were stored."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\r\n")
-    for h in hits:
-        w.writerow(
-            [
-                h["id"],
-                h["received"],
-                h["timestamp"] or "",
-                h["host"],
-                h["program"],
-                h["pid"],
-                h["msgid"],
-                "" if h["facility"] is None else h["facility"],
-                "" if h["severity"] is None else h["severity"],
-                "|".join(h["flags"]),
-                h["sd"],
-                h["message"],
-            ]
-        )
-    return buf.getvalue().encode("utf-8", "surrogateescape")
-
-
-def ndjson_rows(hits: list[dict[str, Any]]) -> bytes:
-    """hits as NDJSON lines (strings escaped as searchd does: \\udcXX for other bytes)."""
-    return "".join(json.dumps(h, separators=(",", ":")) + "\n" for h in hits).encode("ascii")
-
-
-class ExportStream:
-    """The body of an export: page after page from searchd, written out one at a time, and the
-    audit entry when it ends (also when the client goes away: the server calls close())."""
-
-    def __init__(
-        self,
-        sd: Searchd,
-        acc: Accounts,
-        user: str,
-        addr: str,
-        logspace: str,
-        args: dict[str, Any],
-        first: dict[str, Any],
-        params: list[tuple[str, str]],
-        stop_id: int | None,
-    ) -> None:
-        self.sd, self.acc, self.user, self.addr = sd, acc, user, addr
-        self.logspace, self.args = logspace, args
-        self.first, self.params, self.stop_id = first, params, stop_id
-        self.rows = 0
-        self.status = 200
-        self.detail: str | None = None
-        self.finished = False
-        self.audited = False
-        self.csv = args["format"] == "csv"
-        self._gen = self._body()
-
-    def __iter__(self) -> ExportStream:
-        return self
-
-    def __next__(self) -> bytes:
-        return next(self._gen)
-
-    def _body(self) -> Iterator[bytes]:
-        """The chunks: the CSV header, then each page."""
-        if self.csv:
-            yield (",".join(CSV_COLUMNS) + "\r\n").encode()
-        page = self.first
-        self.first = {}
-        while True:
-            hits = page["hits"]
-            done = page.get("next_cursor") is None
-            if self.stop_id is not None and hits and hits[-1]["id"] >= self.stop_id:
-                hits = [h for h in hits if h["id"] < self.stop_id]
-                done = True
-            if hits:
-                self.rows += len(hits)
-                yield csv_rows(hits) if self.csv else ndjson_rows(hits)
-            if done:
-                break
-            cursor = page["next_cursor"]
-            try:
-                page = self.sd.get("/v1/search", self.params + [("cursor", str(cursor))])
-            except SearchdError as e:
-                self.status = error_status(e)
-                self.detail = f"cut after {self.rows} rows: {e.code}: {e.message}"
-                if not self.csv:
-                    yield (json.dumps(e.to_json(), separators=(",", ":")) + "\n").encode("ascii")
-                return
-        self.finished = True
-
-    def close(self) -> None:
-        """Ends the stream and writes its audit entry (once)."""
-        self._gen.close()
-        if self.audited:
-            return
-        self.audited = True
-        if not self.finished and self.status == 200:
-            self.detail = f"client went away after {self.rows} rows"
-        self.acc.audit(
-            "export",
-            user=self.user,
-            address=self.addr,
-            logspace=self.logspace,
-            query=self.args["q"],
-            results=self.rows,
-            status=self.status,
-            detail=self.detail or f"format {self.args['format']}",
-        )
-
-
 @bp.route("/logspaces/<logspace>/export", methods=["GET"])
 @declare(
     Spec(
@@ -377,26 +247,36 @@ class ExportStream:
     )
 )
 def export(logspace: str, args: dict[str, Any]) -> Response:
-    """GET /logspaces/{logspace}/export: a snapshot of every match, in pages of 10,000."""
-    sd, acc = searchd(), accounts()
+    """GET /logspaces/{logspace}/export: a snapshot of every match, in pages of 10,000
+    (logbox_core.export), audited when the stream ends."""
+    acc, user, addr = accounts(), g.user.name, address()
     q = args["q"]
-    stop_id = None
-    try:
-        if args["order"] == "oldest":
-            known = {ls["name"]: ls for ls in sd.logspaces()}
-            if logspace not in known:
-                raise ApiError(404, "not_found", f"no logspace '{logspace}'")
-            stop_id = known[logspace]["next_id"]
-        params = [
-            ("logspace", logspace),
-            ("q", q),
-            ("order", args["order"]),
-            ("limit", str(EXPORT_PAGE)),
-        ]
-        first = sd.get(
-            "/v1/search",
-            params + [(k, args[k]) for k in ("from", "to") if k in args] + [("total", "1")],
+
+    def audit_end(ex: Export) -> None:
+        """The export's audit entry, when its stream ends."""
+        acc.audit(
+            "export",
+            user=user,
+            address=addr,
+            logspace=logspace,
+            query=q,
+            results=ex.rows,
+            status=ex.status,
+            detail=ex.detail or f"format {ex.fmt}",
         )
+
+    ex = Export(
+        searchd(),
+        logspace,
+        q,
+        order=args["order"],
+        fmt=args["format"],
+        time_from=args.get("from"),
+        time_to=args.get("to"),
+        on_end=audit_end,
+    )
+    try:
+        ex.start()
     except SearchdError as e:
         audit(
             "export",
@@ -406,18 +286,12 @@ def export(logspace: str, args: dict[str, Any]) -> Response:
             detail=f"{e.code}: {e.message}",
         )
         raise
-    except ApiError as e:
-        audit("export", logspace=logspace, query=q, status=e.status, detail=e.message)
-        raise
-    # The snapshot: every later page searches the first page's range.
-    params += [("from", rfc3339_us(first["from"])), ("to", rfc3339_us(first["to"])), ("total", "0")]
-    stream = ExportStream(sd, acc, g.user.name, address(), logspace, args, first, params, stop_id)
-    csv_format = args["format"] == "csv"
-    r = Response(stream, mimetype="text/csv" if csv_format else "application/x-ndjson")
-    if csv_format:
-        r.headers["Content-Type"] = "text/csv; charset=utf-8; header=present"
-    r.headers["X-Logbox-Total"] = str(first["total"])
-    r.headers["Content-Disposition"] = (
-        f'attachment; filename="logbox-{logspace}.{"csv" if csv_format else "ndjson"}"'
-    )
+    except UnknownLogspace as e:
+        audit("export", logspace=logspace, query=q, status=404, detail=e.message)
+        raise ApiError(404, "not_found", e.message) from None
+    r = Response(ex, mimetype="text/csv" if ex.csv else "application/x-ndjson")
+    if ex.csv:
+        r.headers["Content-Type"] = ex.media_type
+    r.headers["X-Logbox-Total"] = str(ex.total)
+    r.headers["Content-Disposition"] = f'attachment; filename="{ex.filename}"'
     return r

@@ -1,0 +1,209 @@
+"""Exports: every match of a query, streamed as NDJSON or CSV, shared by the API
+(GET /api/v1/logspaces/<l>/export) and the web UI (GET /export). No Flask.
+
+An export is a snapshot: the first page (with the total) is asked for at start(), and every
+later page searches the first page's exact time range; with order=oldest it also stops at the
+logspace's next_id as of the start (messages that arrive meanwhile are left out). Pages are
+searchd /v1/search pages of EXPORT_PAGE hits, written out one at a time.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .searchd import Searchd, SearchdError
+
+EXPORT_PAGE = 10000
+FORMATS = ("ndjson", "csv")
+CSV_COLUMNS = (
+    "id", "received", "timestamp", "host", "program", "pid", "msgid", "facility", "severity",
+    "flags", "sd", "message",
+)  # fmt: skip
+MEDIA_TYPES = {"csv": "text/csv; charset=utf-8; header=present", "ndjson": "application/x-ndjson"}
+
+
+class UnknownLogspace(LookupError):
+    """order=oldest for a logspace searchd does not list."""
+
+    def __init__(self, logspace: str) -> None:
+        self.message = f"no logspace '{logspace}'"
+        super().__init__(self.message)
+
+
+def error_status(e: SearchdError) -> int:
+    """The status a searchd error is answered with (5xx other than 503 become 500)."""
+    return e.status if e.status < 500 or e.status == 503 else 500
+
+
+def rfc3339_us(us: int) -> str:
+    """µs since the epoch as RFC 3339 UTC with µs (searchd reads it back exactly)."""
+    s, frac = divmod(us, 1_000_000)
+    return dt.datetime.fromtimestamp(s, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:06d}Z"
+
+
+def csv_header() -> bytes:
+    """The CSV header row."""
+    return (",".join(CSV_COLUMNS) + "\r\n").encode()
+
+
+def csv_rows(hits: list[dict[str, Any]]) -> bytes:
+    """hits as CSV rows (RFC 4180), bytes that are not UTF-8 as they were stored."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\r\n")
+    for h in hits:
+        w.writerow(
+            [
+                h["id"],
+                h["received"],
+                h["timestamp"] or "",
+                h["host"],
+                h["program"],
+                h["pid"],
+                h["msgid"],
+                "" if h["facility"] is None else h["facility"],
+                "" if h["severity"] is None else h["severity"],
+                "|".join(h["flags"]),
+                h["sd"],
+                h["message"],
+            ]
+        )
+    return buf.getvalue().encode("utf-8", "surrogateescape")
+
+
+def ndjson_rows(hits: list[dict[str, Any]]) -> bytes:
+    """hits as NDJSON lines (strings escaped as searchd does: \\udcXX for other bytes)."""
+    return "".join(json.dumps(h, separators=(",", ":")) + "\n" for h in hits).encode("ascii")
+
+
+class Export:
+    """One export: iterate it for the body's chunks (the CSV header, then each page), close()
+    it when the body ends or the client goes away; on_end(export) runs once then, with rows,
+    status and detail set (for the audit entry)."""
+
+    def __init__(
+        self,
+        sd: Searchd,
+        logspace: str,
+        q: str,
+        *,
+        order: str = "newest",
+        fmt: str = "ndjson",
+        time_from: str | None = None,
+        time_to: str | None = None,
+        on_end: Callable[[Export], None] | None = None,
+    ) -> None:
+        if order not in ("newest", "oldest"):
+            raise ValueError(f"order: expected newest or oldest, got {order!r}")
+        if fmt not in FORMATS:
+            raise ValueError(f"format: expected ndjson or csv, got {fmt!r}")
+        self.sd, self.logspace, self.q, self.order, self.fmt = sd, logspace, q, order, fmt
+        self.time_from, self.time_to = time_from, time_to
+        self.on_end = on_end
+        self.total: int | None = None
+        self.rows = 0
+        self.status = 200
+        self.detail: str | None = None
+        self.finished = False
+        self.ended = False
+        self._first: dict[str, Any] = {}
+        self._params: list[tuple[str, str]] = []
+        self._stop_id: int | None = None
+        self._gen: Iterator[bytes] | None = None
+
+    @property
+    def csv(self) -> bool:
+        """Whether this export writes CSV."""
+        return self.fmt == "csv"
+
+    @property
+    def media_type(self) -> str:
+        """The Content-Type of the body."""
+        return MEDIA_TYPES[self.fmt]
+
+    @property
+    def filename(self) -> str:
+        """The download's file name."""
+        return f"logbox-{self.logspace}.{self.fmt}"
+
+    def start(self) -> Export:
+        """Asks searchd for the first page (and the total): errors surface here, before any
+        byte of the body.
+
+        :raises SearchdError: searchd refused or cannot be reached.
+        :raises UnknownLogspace: order=oldest and searchd does not list the logspace.
+        """
+        if self.order == "oldest":
+            known = {ls["name"]: ls for ls in self.sd.logspaces()}
+            if self.logspace not in known:
+                raise UnknownLogspace(self.logspace)
+            self._stop_id = known[self.logspace]["next_id"]
+        params = [
+            ("logspace", self.logspace),
+            ("q", self.q),
+            ("order", self.order),
+            ("limit", str(EXPORT_PAGE)),
+        ]
+        rng = [(k, v) for k, v in (("from", self.time_from), ("to", self.time_to)) if v is not None]
+        first = self.sd.get("/v1/search", params + rng + [("total", "1")])
+        # The snapshot: every later page searches the first page's range.
+        params += [
+            ("from", rfc3339_us(first["from"])),
+            ("to", rfc3339_us(first["to"])),
+            ("total", "0"),
+        ]
+        self._first, self._params, self.total = first, params, first["total"]
+        self._gen = self._body()
+        return self
+
+    def __iter__(self) -> Export:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._gen is None:
+            raise RuntimeError("Export.start() was not called")
+        return next(self._gen)
+
+    def _body(self) -> Iterator[bytes]:
+        """The chunks: the CSV header, then each page."""
+        if self.csv:
+            yield csv_header()
+        page = self._first
+        self._first = {}
+        while True:
+            hits = page["hits"]
+            done = page.get("next_cursor") is None
+            if self._stop_id is not None and hits and hits[-1]["id"] >= self._stop_id:
+                hits = [h for h in hits if h["id"] < self._stop_id]
+                done = True
+            if hits:
+                self.rows += len(hits)
+                yield csv_rows(hits) if self.csv else ndjson_rows(hits)
+            if done:
+                break
+            cursor = page["next_cursor"]
+            try:
+                page = self.sd.get("/v1/search", self._params + [("cursor", str(cursor))])
+            except SearchdError as e:
+                self.status = error_status(e)
+                self.detail = f"cut after {self.rows} rows: {e.code}: {e.message}"
+                if not self.csv:
+                    yield (json.dumps(e.to_json(), separators=(",", ":")) + "\n").encode("ascii")
+                return
+        self.finished = True
+
+    def close(self) -> None:
+        """Ends the stream and calls on_end (once)."""
+        if self._gen is not None:
+            self._gen.close()  # type: ignore[attr-defined]
+        if self.ended:
+            return
+        self.ended = True
+        if not self.finished and self.status == 200:
+            self.detail = f"client went away after {self.rows} rows"
+        if self.on_end is not None:
+            self.on_end(self)

@@ -1,0 +1,101 @@
+"""logbox_webui: the web UI of logbox (webui/UI.md), a Flask app under gunicorn, HTTPS only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Request, render_template
+from flask_wtf.csrf import CSRFError
+from logbox_core.searchd import SearchdError
+from markupsafe import Markup
+from werkzeug.exceptions import HTTPException, InternalServerError
+
+from . import auth, search, security
+from .config import load
+from .state import State
+
+__all__ = ["create_app"]
+
+
+class WebRequest(Request):
+    """Requests whose %-escaped bytes that are not UTF-8 stay bytes (\\udcXX, as searchd's
+    strings carry them), so a query holding them round-trips through the URL."""
+
+    encoding_errors = "surrogateescape"
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """The app, configured by defaults, LOGBOX_WEBUI_CONFIG's file, LOGBOX_* and config."""
+    app = Flask(__name__)
+    app.request_class = WebRequest
+    app.config.update(load(config))
+    app.config.setdefault("MAX_CONTENT_LENGTH", 1 << 20)  # forms are small
+    app.extensions["logbox"] = State(app.config)
+    app.logger.setLevel("INFO")
+    security.install(app)
+    auth.install(app)
+    app.register_blueprint(search.bp)
+    # --- the status dashboard and admin pages (webui/UI.md) are registered here:
+    # app.register_blueprint(status.bp); app.register_blueprint(admin.bp)
+    app.jinja_env.finalize = _printable
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(CSRFError, _csrf_error)
+    app.register_error_handler(SearchdError, _searchd_error)
+    app.register_error_handler(Exception, _internal_error)
+    return app
+
+
+def _printable(value: Any) -> Any:
+    """Jinja finalize: a str holding bytes that are not UTF-8 (\\udcXX) prints them as \\xXX
+    (a page is always valid UTF-8)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return (
+                "".join(
+                    f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in value
+                )
+                .encode("utf-8", "replace")
+                .decode("utf-8")
+            )
+    return value
+
+
+def error_page(status: int, title: str, message: str) -> tuple[str, int]:
+    """The error page: the status, a title and a message, never a traceback."""
+    return render_template("errors/error.html", status=status, title=title, message=message), status
+
+
+def _http_error(e: HTTPException) -> Any:
+    """Routing errors, abort() and the like as the error page."""
+    if e.code is None or e.code < 400:
+        return e
+    return error_page(e.code, e.name, e.description or e.name)
+
+
+def _csrf_error(e: CSRFError) -> Any:
+    """A POST without a valid CSRF token: 400."""
+    return error_page(
+        400, "Form expired or forged", f"{e.description} Reload the page and try again."
+    )
+
+
+def _searchd_error(e: SearchdError) -> Any:
+    """searchd refused or could not be reached (503: down)."""
+    if e.status == 503:
+        return error_page(
+            503, "Search unavailable", f"The search daemon is unavailable: {e.message}"
+        )
+    return error_page(e.status if e.status >= 400 else 502, "Search failed", e.message)
+
+
+def _internal_error(e: Exception) -> Any:
+    """Anything else: logged with its traceback, answered 500 without one."""
+    if isinstance(e, HTTPException):
+        return _http_error(e)
+    from flask import current_app
+
+    current_app.logger.error("internal error", exc_info=e)
+    return error_page(500, InternalServerError.name, "Internal error (logged).")

@@ -1,0 +1,663 @@
+"""The search pages: the search form with results, histogram, top hosts and programs; one
+message; export; the query help (webui/UI.md "Routes", "Page elements")."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    get_flashed_messages,
+    redirect,
+    render_template,
+    request,
+    stream_template,
+    url_for,
+)
+from logbox_core.export import Export, UnknownLogspace, error_status, rfc3339_us
+from logbox_core.highlight import DEFAULT_DELIMITERS, Matcher, highlight, query_terms
+from logbox_core.searchd import Searchd, SearchdError
+from markupsafe import Markup, escape
+
+from .auth import audit, can_read_required, current_user, denied, login_required
+from .state import searchd, state
+
+bp = Blueprint("search", __name__)
+
+PRESETS = (("15m", "15 min"), ("1h", "1 h"), ("24h", "24 h"), ("7d", "7 d"), ("30d", "30 d"))
+DEFAULT_PRESET = "24h"
+HIST_BUCKETS = 60
+# Where the search page is flushed: everything above it is sent before the top values (the
+# slowest of the page's searchd calls) are waited for.
+STREAM_MARK = Markup("<!-- results end -->")
+TOP_K = 10
+CONTEXT_US = 5 * 60 * 1_000_000  # a message's "around it" links: 5 minutes either side
+MAX_LIMIT = 1000
+SEVERITIES = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
+FACILITIES = (
+    "kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron",
+    "authpriv", "ftp", "ntp", "security", "console", "solaris-cron",
+    "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+)  # fmt: skip
+_LOCAL_MINUTE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+_CURSOR = re.compile(r"[0-9]{1,20}")
+# What a top value needs quoting for in a query: white space, grammar bytes, wildcards, escapes.
+_NEEDS_QUOTES = re.compile(r'[\s()"\\*?]|^(AND|OR|NOT)$')
+# Characters shown as \xXX / \uXXXX: C0 and C1 controls, DEL, bidi and zero-width controls,
+# bytes that are not UTF-8 (\udcXX).
+_ESCAPE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff\udc80-\udcff]"
+)
+
+
+# ---------------------------------------------------------------- rendering helpers
+
+
+def _escaped_char(c: str) -> str:
+    """The visible form of a character that is escaped: \\xXX (a byte) or \\uXXXX."""
+    o = ord(c)
+    if 0xDC80 <= o <= 0xDCFF:
+        return f"\\x{o - 0xDC00:02x}"
+    if o < 0x80:
+        return f"\\x{o:02x}"
+    return f"\\u{o:04x}"
+
+
+def safe_text(s: str, newlines: bool = False) -> Markup:
+    """s HTML-escaped, control characters and bytes that are not UTF-8 as
+    <span class="esc">\\xXX</span>; newlines: also keep a line break after each \\n."""
+    out: list[str] = []
+    pos = 0
+    for m in _ESCAPE.finditer(s):
+        out.append(str(escape(s[pos : m.start()])))
+        c = m.group()
+        out.append(f'<span class="esc">{_escaped_char(c)}</span>')
+        if newlines and c == "\n":
+            out.append("\n")
+        pos = m.end()
+    out.append(str(escape(s[pos:])))
+    return Markup("".join(out))
+
+
+@bp.app_template_filter("safe_text")
+def safe_text_filter(s: str | None) -> Markup:
+    """Jinja filter: safe_text(s)."""
+    return safe_text(s or "")
+
+
+def marked_text(segments: Iterable[tuple[str, bool]], newlines: bool = False) -> Markup:
+    """Highlight segments as safe_text, the matched ones in <mark>."""
+    return Markup(
+        "".join(
+            f"<mark>{safe_text(t, newlines)}</mark>" if on else str(safe_text(t, newlines))
+            for t, on in segments
+        )
+    )
+
+
+def severity_name(n: int | None) -> str:
+    """A severity number's name ("" when unknown)."""
+    return SEVERITIES[n] if n is not None and 0 <= n < len(SEVERITIES) else ""
+
+
+def facility_name(n: int | None) -> str:
+    """A facility number's name ("" when unknown)."""
+    return FACILITIES[n] if n is not None and 0 <= n < len(FACILITIES) else ""
+
+
+def short_time(rfc: str | None) -> str:
+    """An RFC 3339 µs time as "YYYY-MM-DD HH:MM:SS.mmm" (UTC)."""
+    if not rfc:
+        return ""
+    return rfc.replace("T", " ")[:23]
+
+
+def rfc3339_s(us: int, up: bool = False) -> str:
+    """µs as RFC 3339 UTC in whole seconds (up: rounded up); searchd rounds a range's from down
+    and its to up to a second, so this names the same range."""
+    sec = -(-us // 1_000_000) if up else us // 1_000_000
+    return dt.datetime.fromtimestamp(sec, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def us_label(us: int, span_us: int) -> str:
+    """A histogram axis label for µs, as detailed as the span needs (UTC)."""
+    t = dt.datetime.fromtimestamp(us / 1e6, dt.UTC)
+    if span_us <= 2 * 86400 * 1_000_000:
+        return t.strftime("%H:%M") if span_us > 600 * 1_000_000 else t.strftime("%H:%M:%S")
+    return t.strftime("%m-%d %H:%M")
+
+
+def search_url(**params: Any) -> str:
+    """A /search URL with params (None and "" left out); str values may carry \\udcXX bytes."""
+    pairs = [
+        (k, v.encode("utf-8", "surrogateescape") if isinstance(v, str) else str(v))
+        for k, v in params.items()
+        if v is not None and v != ""
+    ]
+    return url_for("search.search") + ("?" + urlencode(pairs) if pairs else "")
+
+
+def message_url(logspace: str, id: int, q: str) -> str:
+    """A message's URL; q (for its highlights) may carry \\udcXX bytes."""
+    base = url_for("search.message", logspace=logspace, id=id)
+    return base + "?" + urlencode([("q", q.encode("utf-8", "surrogateescape"))]) if q else base
+
+
+def export_url(**params: Any) -> str:
+    """An /export URL with params (as search_url)."""
+    pairs = [
+        (k, v.encode("utf-8", "surrogateescape") if isinstance(v, str) else str(v))
+        for k, v in params.items()
+        if v is not None and v != ""
+    ]
+    return url_for("search.export") + "?" + urlencode(pairs)
+
+
+def field_term(field: str, value: str) -> str:
+    """field:value as query text, the value quoted (and escaped) when it needs it."""
+    if _NEEDS_QUOTES.search(value) or value == "":
+        inner = re.sub(r'(["\\*?])', r"\\\1", value)
+        return f'{field}:"{inner}"'
+    return f"{field}:{value}"
+
+
+def add_term(q: str, term: str) -> str:
+    """q AND term (q in parentheses when it has an OR)."""
+    q = q.strip()
+    if not q or q == "*":
+        return term
+    if re.search(r"(^|\s|\))OR(\s|\(|$)", q):
+        q = f"({q})"
+    return f"{q} {term}"
+
+
+def normalize_time(v: str | None) -> str | None:
+    """A from/to value as searchd takes it: a datetime-local "YYYY-MM-DDTHH:MM" gets ":00"
+    (UTC); everything else is passed on as given (searchd judges it)."""
+    if v is None:
+        return None
+    v = v.strip()
+    if not v:
+        return None
+    if _LOCAL_MINUTE.fullmatch(v):
+        return v + ":00"
+    return v
+
+
+# ---------------------------------------------------------------- logspaces
+
+
+def readable_logspaces() -> list[dict[str, Any]]:
+    """searchd's logspaces the current user may read.
+
+    :raises SearchdError: searchd refuses or is down.
+    """
+    user = current_user()
+    assert user is not None
+    return [ls for ls in searchd().logspaces() if user.can_read(ls["name"])]
+
+
+_settings_lock = threading.Lock()
+_settings_cache: dict[str, tuple[float, dict[str, Any]]] = {}
+
+
+def delimiters_of(logspace: str) -> str | bytes:
+    """The logspace's delimiters from the settings file (LOGSPACE_SETTINGS), else the default."""
+    path = str(current_app.config.get("LOGSPACE_SETTINGS") or "")
+    if not path:
+        return DEFAULT_DELIMITERS
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        return DEFAULT_DELIMITERS
+    with _settings_lock:
+        cached = _settings_cache.get(path)
+        if cached is None or cached[0] != mtime:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    doc = json.load(f)
+            except (OSError, ValueError):
+                doc = {}
+            _settings_cache[path] = (mtime, doc if isinstance(doc, dict) else {})
+        doc = _settings_cache[path][1]
+    spaces = doc.get("logspaces")
+    entry = spaces.get(logspace) if isinstance(spaces, dict) else None
+    delims = entry.get("delimiters") if isinstance(entry, dict) else None
+    return delims if isinstance(delims, str) else DEFAULT_DELIMITERS
+
+
+# ---------------------------------------------------------------- views
+
+
+@bp.route("/")
+@login_required
+def index() -> Any:
+    """GET /: the search page."""
+    return redirect(url_for("search.search"))
+
+
+class Form:
+    """The search parameters of the URL, checked."""
+
+    def __init__(self, args: Any, logspaces: list[dict[str, Any]]) -> None:
+        self.q: str = args.get("q", "")
+        self.raw_from: str = args.get("from", "")
+        self.raw_to: str = args.get("to", "")
+        if not self.raw_from and not self.raw_to:
+            self.raw_from = f"-{DEFAULT_PRESET}"
+        self.time_from = normalize_time(self.raw_from)
+        self.time_to = normalize_time(self.raw_to)
+        names = [ls["name"] for ls in logspaces]
+        self.logspace: str = args.get("logspace") or (
+            "main" if "main" in names or not names else names[0]
+        )
+        self.order: str = args.get("order") or "newest"
+        self.cursor: str = args.get("cursor") or ""
+        self.limit_raw: str = args.get("limit") or ""
+        self.errors: list[str] = []
+        if self.order not in ("newest", "oldest"):
+            self.errors.append(f"order: expected newest or oldest, got {self.order!r}")
+            self.order = "newest"
+        if self.cursor and not _CURSOR.fullmatch(self.cursor):
+            self.errors.append(f"cursor: expected a message id, got {self.cursor!r}")
+            self.cursor = ""
+        self.limit = int(current_app.config["PAGE_SIZE"])
+        if self.limit_raw:
+            if self.limit_raw.isdigit() and 1 <= int(self.limit_raw) <= MAX_LIMIT:
+                self.limit = int(self.limit_raw)
+            else:
+                self.errors.append(f"limit: expected 1..{MAX_LIMIT}, got {self.limit_raw!r}")
+        self.preset = next(
+            (p for p, _ in PRESETS if self.raw_from == f"-{p}" and not self.raw_to), None
+        )
+
+    @property
+    def has_query(self) -> bool:
+        """Whether there is something to search for."""
+        return bool(self.q.strip())
+
+    def url(self, **over: Any) -> str:
+        """This search's URL with some parameters replaced."""
+        p: dict[str, Any] = {
+            "q": self.q,
+            "from": self.raw_from,
+            "to": self.raw_to,
+            "logspace": self.logspace,
+            "order": None if self.order == "newest" else self.order,
+            "limit": self.limit_raw or None,
+        }
+        p.update(over)
+        return search_url(**p)
+
+
+_RELATIVE = re.compile(r"([+-])([0-9]{1,9})([smhdw])")
+_UNIT_US = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def resolve_time(v: str | None, now_us: int) -> str | None:
+    """now and relative times (-15m, +1d) as absolute µs times against now_us, so that the
+    page's several searchd calls cover the very same range; other forms as given."""
+    if v is None:
+        return None
+    if v == "now":
+        return rfc3339_us(now_us)
+    m = _RELATIVE.fullmatch(v)
+    if m is None:
+        return v
+    delta = int(m.group(2)) * _UNIT_US[m.group(3)] * 1_000_000
+    return rfc3339_us(now_us + delta if m.group(1) == "+" else now_us - delta)
+
+
+def _range_params(form: Form) -> list[tuple[str, str]]:
+    """from/to for searchd, both absolute when they were relative (to: now when not given)."""
+    now_us = time.time_ns() // 1000
+    t_from = resolve_time(form.time_from, now_us)
+    t_to = resolve_time(form.time_to, now_us) or rfc3339_us(now_us)
+    return ([("from", t_from)] if t_from is not None else []) + [("to", t_to)]
+
+
+def _run_all(sd: Searchd, form: Form) -> dict[str, Future]:
+    """The page's searchd calls (search, histogram, top hosts, top programs), side by side."""
+    pool = state().pool
+    base = [("logspace", form.logspace), ("q", form.q), *_range_params(form)]
+    search_params = [*base, ("limit", str(form.limit)), ("order", form.order)]
+    if form.cursor:
+        search_params.append(("cursor", form.cursor))
+    return {
+        "search": pool.submit(sd.get, "/v1/search", search_params),
+        "histogram": pool.submit(sd.get, "/v1/histogram", [*base, ("buckets", str(HIST_BUCKETS))]),
+        "hosts": pool.submit(sd.get, "/v1/top", [*base, ("field", "host"), ("k", str(TOP_K))]),
+        "programs": pool.submit(
+            sd.get, "/v1/top", [*base, ("field", "program"), ("k", str(TOP_K))]
+        ),
+    }
+
+
+def _first_answers(futures: dict[str, Future]) -> dict[str, Any]:
+    """The search's and the histogram's answers (the page's top part); the search's own error
+    first when something failed.
+
+    :raises SearchdError: the first failure.
+    """
+    out: dict[str, Any] = {}
+    first: SearchdError | None = None
+    for name in ("search", "histogram"):
+        try:
+            out[name] = futures[name].result()
+        except SearchdError as e:
+            first = first or e
+    if first is not None:
+        raise first
+    return out
+
+
+def _histogram(doc: dict[str, Any], form: Form) -> dict[str, Any]:
+    """The histogram's bars: geometry for the SVG and the zoom links."""
+    buckets = doc["buckets"]
+    step = doc["step_us"]
+    end = doc["to"]
+    top = max((b["count"] for b in buckets), default=0)
+    width, height = 1200, 120
+    n = max(len(buckets), 1)
+    bw = width / n
+    bars = []
+    for k, b in enumerate(buckets):
+        b_from = b["from"]
+        b_to = min(b_from + step, end) if k == len(buckets) - 1 else b_from + step
+        h = 0.0 if top == 0 else max(b["count"] / top * (height - 4), 2.0 if b["count"] else 0.0)
+        f, t = rfc3339_s(b_from), rfc3339_s(b_to, up=True)
+        bars.append(
+            {
+                "x": round(k * bw, 2),
+                "w": round(max(bw - 1, 1), 2),
+                "y": round(height - h, 2),
+                "h": round(h, 2),
+                "count": b["count"],
+                "from": f,
+                "to": t,
+                "href": form.url(**{"from": f, "to": t, "cursor": None}),
+                "label": f"{short_time(f)[:19]} – {short_time(t)[:19]} UTC: {b['count']}",
+            }
+        )
+    span = doc["to"] - doc["from"]
+    ticks = []
+    if buckets:
+        for k in range(0, len(buckets), max(1, len(buckets) // 6)):
+            ticks.append({"x": round(k * bw, 2), "label": us_label(buckets[k]["from"], span)})
+    return {"bars": bars, "width": width, "height": height, "max": top, "ticks": ticks}
+
+
+def _tops(future: Future, field: str, form: Form) -> dict[str, Any]:
+    """A top list (waiting for its searchd answer): rows of value, count and the link that adds
+    field:value to the query, or the error that kept it from being made."""
+    try:
+        doc = future.result()
+    except SearchdError as e:
+        return {"rows": [], "max": 0, "error": f"{e.code}: {e.message}"}
+    rows = []
+    for v in doc["values"]:
+        href = None
+        if v["value"] != "":
+            href = form.url(q=add_term(form.q, field_term(field, v["value"])), cursor=None)
+        rows.append({"value": v["value"], "count": v["count"], "href": href})
+    return {"rows": rows, "max": rows[0]["count"] if rows else 0, "error": None}
+
+
+def _query_error(q: str, e: SearchdError) -> dict[str, Any]:
+    """The parts of a bad query message: text before, at and after the error's byte position."""
+    pos = e.position
+    if pos is None:
+        return {"message": e.message, "before": q, "at": "", "after": "", "position": None}
+    qb = q.encode("utf-8", "surrogateescape")
+    pos = max(0, min(pos, len(qb)))
+    before = qb[:pos].decode("utf-8", "surrogateescape")
+    rest = qb[pos:].decode("utf-8", "surrogateescape")
+    return {
+        "message": e.message,
+        "before": before,
+        "at": rest[:1] or " ",
+        "after": rest[1:],
+        "position": e.position,
+    }
+
+
+@bp.route("/search")
+@login_required
+def search() -> Any:
+    """GET /search: the form; with q, the results, histogram, count and top values."""
+    user = current_user()
+    assert user is not None
+    logspaces = readable_logspaces()
+    form = Form(request.args, logspaces)
+    if not user.can_read(form.logspace):
+        denied(f"{user.name} may not read logspace {form.logspace!r}", form.logspace)
+    ctx: dict[str, Any] = {
+        "form": form,
+        "logspaces": logspaces,
+        "presets": PRESETS,
+        "result": None,
+        "query_error": None,
+        "param_error": None,
+    }
+    if form.errors:
+        ctx["param_error"] = "; ".join(form.errors)
+        return render_template("search/search.html", **ctx), 400
+    if not form.has_query:
+        return render_template("search/search.html", **ctx)
+    t0 = time.monotonic()
+    try:
+        futures = _run_all(searchd(), form)
+        answers = _first_answers(futures)
+    except SearchdError as e:
+        status = error_status(e)
+        audit(
+            "search",
+            logspace=form.logspace,
+            query=form.q,
+            status=status,
+            detail=f"{e.code}: {e.message}",
+        )
+        if e.code == "bad_query":
+            ctx["query_error"] = _query_error(form.q, e)
+        elif e.code in ("bad_parameter", "too_broad"):
+            ctx["param_error"] = e.message
+        else:
+            raise
+        return render_template("search/search.html", **ctx), status
+    res = answers["search"]
+    audit("search", logspace=form.logspace, query=form.q, results=res["total"], detail="web")
+    matcher = Matcher(query_terms(res["query"], delimiters_of(form.logspace)))
+    delims = delimiters_of(form.logspace)
+    hits = []
+    for h in res["hits"]:
+        hits.append(
+            {
+                **h,
+                "time": short_time(h["received"]),
+                "severity_name": severity_name(h["severity"]),
+                "text": marked_text(highlight(h["message"], matcher, delims)),
+                "href": message_url(form.logspace, h["id"], form.q),
+            }
+        )
+    pinned = {"from": rfc3339_s(res["from"]), "to": rfc3339_s(res["to"], up=True)}
+    ctx["result"] = {
+        "total": res["total"],
+        "query": res["query"],
+        "hits": hits,
+        "took_ms": round((time.monotonic() - t0) * 1000, 1),
+        "warnings": list(dict.fromkeys(res["warnings"] + answers["histogram"]["warnings"])),
+        "range": pinned,
+        "next_url": form.url(cursor=res["next_cursor"], **pinned) if res["next_cursor"] else None,
+        "first_url": form.url(cursor=None, **pinned),
+        "order_url": form.url(order="newest" if form.order == "oldest" else "oldest", cursor=None),
+        "histogram": _histogram(answers["histogram"], form),
+        # Called by the template after the results went out (see STREAM_MARK).
+        "tops": {
+            "hosts": lambda: _tops(futures["hosts"], "host", form),
+            "programs": lambda: _tops(futures["programs"], "program", form),
+        },
+        "export_csv": export_url(
+            q=form.q, logspace=form.logspace, order=form.order, format="csv", **pinned
+        ),
+        "export_ndjson": export_url(
+            q=form.q, logspace=form.logspace, order=form.order, format="ndjson", **pinned
+        ),
+    }
+    ctx["stream_mark"] = STREAM_MARK
+    # Flashes are taken from the session now: it is saved before the streamed body is made.
+    get_flashed_messages()
+    return Response(_chunks(stream_template("search/search.html", **ctx)), mimetype="text/html")
+
+
+def _chunks(pieces: Iterator[str]) -> Iterator[str]:
+    """The rendered page in two writes: up to STREAM_MARK (form, count, histogram, results) as
+    soon as it is made, then the rest (the top values, which take searchd longest)."""
+    buf: list[str] = []
+    for p in pieces:
+        buf.append(p)
+        if p == STREAM_MARK:
+            yield "".join(buf)
+            buf = []
+    if buf:
+        yield "".join(buf)
+
+
+@bp.route("/messages/<logspace>/<int:id>")
+@can_read_required
+def message(logspace: str, id: int) -> Any:
+    """GET /messages/<logspace>/<id>: every field, the text and the raw bytes."""
+    try:
+        msg = searchd().get(f"/v1/messages/{id}", [("logspace", logspace)])
+    except SearchdError as e:
+        audit("message", logspace=logspace, status=error_status(e), detail=f"id {id}: {e.code}")
+        if e.status == 404:
+            abort(404, description=e.message)
+        raise
+    audit("message", logspace=logspace, results=1, detail=f"id {id}")
+    raw = msg["message"].encode("utf-8", "surrogateescape")
+    q = request.args.get("q", "")
+    segments = highlight(msg["message"], query_terms(q, delimiters_of(logspace)) if q else [])
+    around = {
+        "from": rfc3339_s(msg["received_us"] - CONTEXT_US),
+        "to": rfc3339_s(msg["received_us"] + CONTEXT_US, up=True),
+        "logspace": logspace,
+    }
+    context = {"all": search_url(q="*", **around)}
+    if msg["host"]:
+        context["host"] = search_url(q=field_term("host", msg["host"]), **around)
+    return render_template(
+        "search/message.html",
+        context=context,
+        logspace=logspace,
+        msg=msg,
+        text=marked_text(segments, newlines=True),
+        raw_lines=hexdump(raw),
+        raw_len=len(raw),
+        severity=severity_name(msg["severity"]),
+        facility=facility_name(msg["facility"]),
+        back=request.referrer if _same_site(request.referrer) else None,
+    )
+
+
+def _same_site(url: str | None) -> bool:
+    """Whether url is a page of this site (for a "back" link)."""
+    return bool(url) and str(url).startswith(request.host_url)
+
+
+def hexdump(raw: bytes) -> list[dict[str, Any]]:
+    """raw as rows of 16 bytes: offset, hex and the bytes as text (printable ASCII, else ".")."""
+    rows = []
+    for off in range(0, len(raw), 16):
+        chunk = raw[off : off + 16]
+        rows.append(
+            {
+                "offset": f"{off:08x}",
+                "hex": " ".join(f"{b:02x}" for b in chunk),
+                "text": "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk),
+            }
+        )
+    return rows
+
+
+@bp.route("/export")
+@can_read_required
+def export() -> Any:
+    """GET /export: every match as CSV or NDJSON, streamed (a snapshot), audited when it ends."""
+    user = current_user()
+    assert user is not None
+    args = request.args
+    logspace = args.get("logspace") or "main"
+    q = args.get("q", "")
+    order = args.get("order") or "newest"
+    fmt = args.get("format") or "csv"
+    if not q.strip():
+        abort(400, description="q: a query is needed (* for every message)")
+    if order not in ("newest", "oldest"):
+        abort(400, description=f"order: expected newest or oldest, got {order!r}")
+    if fmt not in ("csv", "ndjson"):
+        abort(400, description=f"format: expected csv or ndjson, got {fmt!r}")
+    acc, name, addr = state().accounts, user.name, request.remote_addr or "unknown"
+
+    def audit_end(ex: Export) -> None:
+        """The export's audit entry, when its stream ends."""
+        acc.audit(
+            "export",
+            user=name,
+            address=addr,
+            logspace=logspace,
+            query=q,
+            results=ex.rows,
+            status=ex.status,
+            detail=ex.detail or f"format {ex.fmt}",
+        )
+
+    ex = Export(
+        searchd(),
+        logspace,
+        q,
+        order=order,
+        fmt=fmt,
+        time_from=normalize_time(args.get("from")),
+        time_to=normalize_time(args.get("to")),
+        on_end=audit_end,
+    )
+    try:
+        ex.start()
+    except SearchdError as e:
+        audit(
+            "export",
+            logspace=logspace,
+            query=q,
+            status=error_status(e),
+            detail=f"{e.code}: {e.message}",
+        )
+        if e.status < 500:
+            abort(e.status, description=e.message)
+        raise
+    except UnknownLogspace as e:
+        audit("export", logspace=logspace, query=q, status=404, detail=e.message)
+        abort(404, description=e.message)
+    r = Response(ex, mimetype="text/csv" if ex.csv else "application/x-ndjson")
+    r.headers["Content-Type"] = ex.media_type
+    r.headers["X-Logbox-Total"] = str(ex.total)
+    r.headers["Content-Disposition"] = f'attachment; filename="{ex.filename}"'
+    return r
+
+
+@bp.route("/help/query")
+@login_required
+def help_query() -> Any:
+    """GET /help/query: the query syntax."""
+    return render_template("help/query.html")
