@@ -11,7 +11,7 @@ from logbox_core.searchd import SearchdError
 from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from . import auth, search, security
+from . import admin, auth, search, security, status
 from .config import load
 from .state import State
 
@@ -37,7 +37,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     auth.install(app)
     app.register_blueprint(search.bp)
     # --- the status dashboard and admin pages (webui/UI.md) are registered here:
-    # app.register_blueprint(status.bp); app.register_blueprint(admin.bp)
+    app.register_blueprint(status.bp)
+    app.register_blueprint(admin.bp)
     app.jinja_env.finalize = _printable
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(CSRFError, _csrf_error)
