@@ -6,6 +6,7 @@
 #   make bench   benchmarks (not tests): figures side by side with a baseline
 #   make bench-ingest   the end-to-end ingest benchmark alone (tests/bench/ingest_e2e.py)
 #   make bench-search   the search benchmark alone (tests/bench/search.py)
+#   make bench-rpc      the RPC API benchmark alone (tests/bench/rpc.py)
 #   make bench-webui    the web UI benchmark alone (tests/bench/webui.py, headless Chromium)
 #   make fuzz    fuzz targets at length (make test runs them briefly)
 
@@ -14,7 +15,8 @@ VENV        := $(CURDIR)/.venv
 PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
-.PHONY: all deps build run test test-c test-py lint bench bench-ingest bench-search bench-webui fuzz clean
+.PHONY: all deps build run test test-c test-py lint bench bench-ingest bench-search bench-rpc \
+	bench-webui fuzz clean
 
 all: build
 
@@ -52,6 +54,7 @@ bench:
 	@$(PY) tests/bench/run.py
 	@$(PY) tests/bench/ingest_e2e.py
 	@$(PY) tests/bench/search.py
+	@$(PY) tests/bench/rpc.py
 	@$(PY) tests/bench/webui.py
 
 bench-ingest:
@@ -63,6 +66,11 @@ bench-search:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
 	@$(PY) tests/bench/search.py
+
+bench-rpc:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(PY) tests/bench/rpc.py
 
 bench-webui:
 	@$(MAKE) --no-print-directory deps

@@ -701,6 +701,13 @@ def test_cli(top: Path, tmp_path: Path) -> None:
     assert p.returncode == 1 and b"password: at least 12 characters" in p.stderr
     p = cli(top, "--path", d, "add-user", "eve", "--role", "boss", stdin=PW)
     assert p.returncode == 2
+    p = cli(top, "--path", d, "add-user", "first", "--role", "admin", "--must-change", stdin=PW)
+    assert p.returncode == 0, p.stderr
+    acc = Accounts(d)
+    try:
+        assert acc.get_user("first").must_change and not acc.get_user("root").must_change
+    finally:
+        acc.close()
 
 
 def test_full_store_prunes_oldest_audit(tmp_path: Path, clock: Clock) -> None:

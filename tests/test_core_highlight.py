@@ -63,6 +63,15 @@ def test_tokens_of_the_message_marked_as_the_oracle_cuts_them(msg: bytes) -> Non
     check(msg, words)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=60).map(lambda b: bytes(ALPHABET[c % len(ALPHABET)] for c in b)))
+def test_wildcard_words(msg: bytes) -> None:
+    toks = [t for t in oracle.tokenize(msg) if len(t) >= 2 and b"[" not in t]
+    words = sorted({t[:1] + b"*" for t in toks[::3]} | {b"?" + t[1:] for t in toks[1::3]})
+    check(msg, words)
+    check(msg, [b"*" + t[-1:] for t in toks[:2]])
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.binary(max_size=60).map(lambda b: bytes(ALPHABET[c % len(ALPHABET)] for c in b)),

@@ -307,6 +307,16 @@ def test_forced_password_change(app: Flask) -> None:
     assert e.user == "root1" and "password" in e.detail
 
 
+def test_password_change_ends_the_other_sessions(app: Flask) -> None:
+    here, there = signed_in(app, "alice"), signed_in(app, "alice")
+    token = csrf_of(here.get("/password").get_data(as_text=True))
+    form = {"current": PASSWORD, "new": NEW_PASSWORD, "new2": NEW_PASSWORD, "csrf_token": token}
+    assert here.post("/password", data=form).status_code == 302
+    assert here.get("/help/query").status_code == 200
+    assert there.get("/help/query").status_code == 302
+    assert "1 other web sessions ended" in last_audit(app, "user_update").detail
+
+
 def test_password_change_refusals(app: Flask) -> None:
     c = signed_in(app, "alice")
     token = csrf_of(c.get("/password").get_data(as_text=True))
@@ -343,9 +353,20 @@ def test_no_open_redirect(app: Flask, target: str) -> None:
 
 
 def test_anonymous_redirect_keeps_the_page(app: Flask) -> None:
-    r = app.test_client().get("/help/query?x=1")
+    c = app.test_client()
+    r = c.get("/help/query?x=1")
     assert r.status_code == 302
     assert parse_qs(urlsplit(r.headers["Location"]).query)["next"] == ["/help/query?x=1"]
+    assert location(c.get("/password")).startswith("/login?next=")
+    token = csrf_of(c.get("/login").get_data(as_text=True))
+    r = c.post("/password", data={"csrf_token": token, "current": PASSWORD})
+    assert r.status_code == 302 and location(r).startswith("/login")
+    r = c.post("/logout", data={"csrf_token": token})
+    assert r.status_code == 302 and location(r) == "/login"
+    # A signed-in user asking for /login goes on to the page.
+    s = signed_in(app, "alice")
+    r = s.get("/login?next=/help/query")
+    assert r.status_code == 302 and location(r) == "/help/query"
 
 
 def test_admin_required_and_can_read_required(app: Flask) -> None:

@@ -100,6 +100,7 @@ def app(searchd: Searchd, tmp_path_factory: pytest.TempPathFactory) -> Flask:
     acc = accounts_of(a)
     acc.add_user("admin", PASSWORD, "admin")
     acc.add_user("alice", PASSWORD, "searcher", ("main", "other"))
+    acc.add_user("nora", PASSWORD, "searcher", ("nothing",))
     return a
 
 
@@ -199,6 +200,13 @@ def test_logspace_without_rights_is_403(app: Flask, alice: FlaskClient, url: str
     assert (e.user, e.logspace, e.status) == ("alice", "secret", 403)
 
 
+def test_searcher_without_any_logspace(app: Flask) -> None:
+    nora = sign_in(app, "nora")
+    page_of(nora, "/search", 403)
+    page_of(nora, "/search?q=error", 403)
+    page_of(nora, "/export?q=error", 403)
+
+
 def test_logspace_picker_lists_readable_ones(admin: FlaskClient, alice: FlaskClient) -> None:
     def options(body: str) -> list[str]:
         sel = re.search(r'<select id="logspace".*?</select>', body, re.S)
@@ -234,7 +242,9 @@ def test_search_page_elements(app: Flask, admin: FlaskClient, searchd: Searchd) 
     assert hit_ids(body) == [h["id"] for h in want["hits"]]
     assert len(hit_ids(body)) == 50
     first = want["hits"][0]
-    assert f'href="/messages/main/{first["id"]}"' in body
+    assert f'href="/messages/main/{first["id"]}?q=error"' in body
+    shown = page_of(admin, f"/messages/main/{first['id']}?q=error")
+    assert "<mark>error</mark>" in shown
     # Matched tokens marked, case kept.
     assert "<mark>error</mark>" in body
     # Histogram: 60 buckets whose counts add up to the total, each a zoom link.
@@ -272,6 +282,35 @@ def test_search_page_elements(app: Flask, admin: FlaskClient, searchd: Searchd) 
         f"error {field}:{value}",
         200,
     )
+
+
+def test_results_are_sent_before_the_top_values(admin: FlaskClient) -> None:
+    r = admin.get("/search?q=error&from=-1d", buffered=False)
+    chunks = [c for c in r.response if c]
+    r.close()
+    assert len(chunks) == 2
+    assert b'<tr class="hit' in chunks[0] and b'id="histogram"' in chunks[0]
+    assert b'id="total"' in chunks[0]
+    assert b'id="top-hosts"' not in chunks[0] and b'id="top-hosts"' in chunks[1]
+
+
+def test_relative_times_resolved_once() -> None:
+    from logbox_webui.search import resolve_time
+
+    now = 1_795_000_000_123_456
+    assert resolve_time("now", now) == "2026-11-18T11:06:40.123456Z"
+    assert resolve_time("-15m", now) == "2026-11-18T10:51:40.123456Z"
+    assert resolve_time("+1d", now) == "2026-11-19T11:06:40.123456Z"
+    assert resolve_time("2026-11-01", now) == "2026-11-01"
+    assert resolve_time(None, now) is None
+
+
+def test_a_flash_shows_once_on_the_streamed_page(app: Flask) -> None:
+    c = sign_in(app, "alice")
+    with c.session_transaction() as sess:
+        sess["_flashes"] = [("message", "hello once")]
+    assert "hello once" in page_of(c, "/search?q=error")
+    assert "hello once" not in page_of(c, "/search?q=error")
 
 
 def test_top_value_that_needs_quotes(admin: FlaskClient, searchd: Searchd) -> None:
@@ -331,6 +370,18 @@ def test_query_with_quotes_and_brackets_round_trips(admin: FlaskClient) -> None:
     assert nxt and parse_qs(urlsplit(nxt).query)["q"] == [q]
 
 
+def test_query_with_bytes_that_are_not_utf8(admin: FlaskClient, searchd: Searchd) -> None:
+    body = page_of(admin, "/search?q=bad%FF%FE+OR+raw%FF&from=-1d")
+    assert (
+        total_of(body)
+        == sd_get(searchd, "/v1/count", q=b"bad\xff\xfe OR raw\xff", **{"from": "-1d"})["total"]
+    )
+    # The links keep the bytes; the page shows them as \xXX.
+    nxt = href(body, "first-page")
+    assert nxt and "q=bad%FF%FE+OR+raw%FF" in nxt
+    assert "bad\\xff\\xfe" in body
+
+
 def _qs(**params: str) -> str:
     from urllib.parse import urlencode
 
@@ -382,6 +433,9 @@ def test_hostile_message_is_inert(admin: FlaskClient, searchd: Searchd, app: Fla
     assert "evilhost" in body and "(3)" in body  # severity err (3)
     e = last_audit(app, "message")
     assert (e.user, e.logspace, e.results, e.detail) == ("admin", "main", 1, f"id {mid}")
+    around = page_of(admin, href(body, "context-host") or "")
+    assert total_of(around) == 1 and hit_ids(around) == [mid]
+    assert mid in hit_ids(page_of(admin, href(body, "context-all") or ""))
     page_of(admin, "/messages/main/999999", 404)
     page_of(admin, "/messages/nope/1", 404)
 

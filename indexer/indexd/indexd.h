@@ -7,6 +7,7 @@
  *   sock.c    unix socket inputs: accept, read, decode, store
  *   store.c   logspace routing (one writer store each), appends, commits, memory, holding
  *   state.c   the intent record in <data>/indexd/state (FORMAT.md §11.3)
+ *   settings.c the --logspaces settings file and retention
  *   status.c  counters, the --status JSON file, systemd STATUS=, malformed-frame logging
  *   ../daemon/log.c  one line per event on stderr (shared with searchd)
  */
@@ -14,6 +15,7 @@
 #define INDEXD_H
 
 #include <sys/queue.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <stdarg.h>
@@ -53,12 +55,26 @@ struct event;
 #define IX_STATE_SIZE		(IX_STATE_HDR + IX_STATE_LS * IX_STATE_ENTRY)
 #define IX_STATE_HEAD		64		/* bytes of the batch copied into the record */
 
+#define IX_SETTINGS_POLL_MS	2000		/* --logspaces: looked at this often for changes */
+#define IX_RETENTION_S		3600		/* a retention pass this often (and at start) */
+
 
 /* The settings a SIGHUP may change (command line, then --config on top). */
 struct ix_conf {
 	uint64_t	 max_memory_mb;		/* --max-memory, max_memory_mb */
 	int		 log_level;		/* enum ix_level; log_level */
 	uint32_t	 status_interval_ms;	/* status_interval_ms */
+};
+
+/* The --logspaces file (settings.c). */
+struct ix_settings {
+	const char	*path;			/* --logspaces, or NULL */
+	struct stat	 seen;			/* the file as last read (dev, inode, size, mtime) */
+	int		 seen_ok;		/* seen is set */
+	int64_t		 applied;		/* real µs of the last good file applied; 0: none */
+	char		 error[600];		/* "" or why the last reading failed */
+	struct event	*ev_poll;		/* every IX_SETTINGS_POLL_MS */
+	struct event	*ev_retention;		/* every IX_RETENTION_S */
 };
 
 /* An intent: a batch of the FIFO's head that is being stored. */
@@ -163,6 +179,7 @@ struct indexd {
 	int		 allow_root;	/* --allow-root */
 	struct ix_conf	 base;		/* from the command line */
 	struct ix_conf	 conf;		/* in force: base with --config on top */
+	struct ix_settings settings;	/* --logspaces */
 
 	/* runtime */
 	struct event_base *base_ev;
@@ -237,7 +254,14 @@ int	state_open(const char *data, int *fdp);
 int	state_read(int fd, struct ix_intent *it);
 int	state_write(int fd, const struct ix_intent *it);
 
+/* settings.c */
+void	settings_init(struct indexd *env);
+void	settings_load(struct indexd *env, const char *why);
+void	settings_free(struct indexd *env);
+void	retention_run(struct indexd *env);
+
 /* status.c */
+void	escape_bytes(char *out, size_t outlen, const uint8_t *p, size_t len);
 void	status_tick(struct indexd *env);
 int	status_write(struct indexd *env);
 void	malformed_second(struct indexd *env);

@@ -9,7 +9,8 @@
  * (fifo.c), then read the inputs and tell systemd READY=1. Errors up to there are fatal.
  * Stop (SIGTERM, SIGINT): stop reading, store the complete frames already read from sockets,
  * commit with fdatasync and close every store (the final segments), exit 0. SIGHUP: read
- * --config again; a bad file is logged and the settings in force are kept.
+ * --config and --logspaces (settings.c) again; a bad file is logged and the settings in force
+ * are kept.
  */
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -38,8 +39,8 @@
 
 static const char *usage_text =
     "usage: logbox-indexd --data DIR [--fifo PATH] [--listen PATH]... [--status FILE]\n"
-    "                     [--config FILE] [--max-memory MB] [--user USER] [--allow-root]\n"
-    "                     [--foreground] [-v]\n";
+    "                     [--config FILE] [--logspaces FILE] [--max-memory MB] [--user USER]\n"
+    "                     [--allow-root] [--foreground] [-v]\n";
 
 static void usage(void) __attribute__((noreturn));
 
@@ -189,6 +190,7 @@ parse_options(struct indexd *env, int argc, char **argv)
 		{ "listen",		required_argument,	NULL, 'l' },
 		{ "status",		required_argument,	NULL, 's' },
 		{ "config",		required_argument,	NULL, 'c' },
+		{ "logspaces",		required_argument,	NULL, 'L' },
 		{ "max-memory",		required_argument,	NULL, 'm' },
 		{ "user",		required_argument,	NULL, 'u' },
 		{ "allow-root",		no_argument,		NULL, 'R' },
@@ -215,6 +217,7 @@ parse_options(struct indexd *env, int argc, char **argv)
 			break;
 		case 's': env->status_path = optarg; break;
 		case 'c': env->config_path = optarg; break;
+		case 'L': env->settings.path = optarg; break;
 		case 'm': env->base.max_memory_mb = opt_num("max-memory", optarg, 1, 1048576);
 			break;
 		case 'u': env->user = optarg; break;
@@ -347,8 +350,10 @@ reload(struct indexd *env)
 	struct ix_conf	c;
 	char		err[512];
 
+	settings_load(env, "SIGHUP");
 	if (env->config_path == NULL) {
-		log_info("SIGHUP: no --config to read again");
+		if (env->settings.path == NULL)
+			log_info("SIGHUP: no --config or --logspaces to read again");
 		return;
 	}
 	if (config_read(env->config_path, &env->base, &c, err, sizeof(err)) != 0) {
@@ -442,6 +447,10 @@ main(int argc, char **argv)
 		fatalx("%s: lb_catalog_open %s: %s", __func__, env.data, lb_strerror(rc));
 	if ((env.ev_hold = evtimer_new(env.base_ev, hold_retry_cb, &env)) == NULL)
 		fatalx("%s: evtimer_new failed", __func__);
+	/* Settings before any store opens: a writer starts with the delimiters in force. */
+	settings_load(&env, "start");
+	if (env.settings.applied == 0)
+		retention_run(&env);	/* (a load that applied ran it) */
 	fifo_recover(&env);
 
 	for (int i = 0; i < 3; i++)
@@ -453,6 +462,7 @@ main(int argc, char **argv)
 	if ((env.ev_tick = event_new(env.base_ev, -1, EV_PERSIST, tick_cb, &env)) == NULL ||
 	    evtimer_add(env.ev_tick, &tv) == -1)
 		fatalx("%s: cannot arm the tick timer", __func__);
+	settings_init(&env);
 	if (sd_watchdog_enabled(0, &wdusec) > 0 && wdusec > 0) {
 		tv.tv_sec = (time_t)(wdusec / 2 / 1000000);
 		tv.tv_usec = (suseconds_t)(wdusec / 2 % 1000000);
@@ -491,6 +501,7 @@ main(int argc, char **argv)
 		input_free(in);
 	}
 	fifo_free(&env);
+	settings_free(&env);
 	for (int i = 0; i < 3; i++)
 		if (env.ev_sig[i] != NULL)
 			event_free(env.ev_sig[i]);

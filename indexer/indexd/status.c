@@ -17,8 +17,8 @@
 #include "indexd.h"
 
 /* Escapes p[0..len) for a log line: printable ASCII as is, the rest as \xHH, \n, \0... */
-static void
-escape(char *out, size_t outlen, const uint8_t *p, size_t len)
+void
+escape_bytes(char *out, size_t outlen, const uint8_t *p, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t	o = 0;
@@ -78,7 +78,7 @@ malformed(struct indexd *env, struct input *in, uint64_t off, const char *why,
 		return;
 	}
 	env->log_tokens--;
-	escape(show, sizeof(show), p, len < IX_SHOW_BYTES ? len : IX_SHOW_BYTES);
+	escape_bytes(show, sizeof(show), p, len < IX_SHOW_BYTES ? len : IX_SHOW_BYTES);
 	log_warnx("malformed frame from %s at byte %llu: %s: \"%s\"%s", in->in_name,
 	    (unsigned long long)off, why != NULL ? why : "malformed", show,
 	    len > IX_SHOW_BYTES ? "..." : "");
@@ -152,6 +152,41 @@ status_inputs(struct indexd *env)
 	return (a);
 }
 
+/* A logspace's settings as the catalog holds them (what --logspaces applied). */
+static void
+status_lsconf(struct indexd *env, const char *name, json_t *e)
+{
+	struct lb_lsconf	 c;
+	json_t			*d;
+
+	if (lb_catalog_logspace_get(env->cat, name, &c) != 0) {
+		json_object_set_new(e, "retention_days", json_null());
+		json_object_set_new(e, "delimiters", json_null());
+		return;
+	}
+	json_object_set_new(e, "retention_days", json_integer((json_int_t)c.retention_days));
+	d = json_string(c.delims);	/* (NULL when not UTF-8: set by other means) */
+	json_object_set_new(e, "delimiters", d != NULL ? d : json_null());
+}
+
+static json_t *
+status_settings(struct indexd *env)
+{
+	struct ix_settings	*s = &env->settings;
+	json_t			*o = json_object();
+	char			 t[40];
+
+	json_object_set_new(o, "file", s->path != NULL ? json_string(s->path) : json_null());
+	if (s->applied != 0) {
+		lb_time_fmt(t, sizeof(t), s->applied, 0);
+		json_object_set_new(o, "applied", json_string(t));
+	} else
+		json_object_set_new(o, "applied", json_null());
+	json_object_set_new(o, "error", s->error[0] != '\0' ? json_string(s->error) :
+	    json_null());
+	return (o);
+}
+
 /* A logspace this process has not opened: what the catalog says (next_id as of its last
  * published segment). */
 static int
@@ -170,6 +205,7 @@ status_closed_ls(void *arg, const char *name)
 	    "indexed_id", (json_int_t)ss.indexed_id, "stored", (json_int_t)0, "open", 0);
 	if (e == NULL)
 		return (0);
+	status_lsconf(a->env, name, e);
 	if (ss.last_received != LB_NOTIME) {
 		lb_time_fmt(t, sizeof(t), ss.last_received, 0);
 		json_object_set_new(e, "last_received", json_string(t));
@@ -198,6 +234,7 @@ status_logspaces(struct indexd *env)
 		    "open", 1);
 		if (e == NULL)
 			continue;
+		status_lsconf(env, l->name, e);
 		if (l->last_received != LB_NOTIME) {
 			lb_time_fmt(t, sizeof(t), l->last_received, 0);
 			json_object_set_new(e, "last_received", json_string(t));
@@ -240,6 +277,7 @@ status_write(struct indexd *env)
 	    json_string(env->holding) : json_null());
 	json_object_set_new(o, "stopping", json_boolean(env->stopping));
 	json_object_set_new(o, "inputs", status_inputs(env));
+	json_object_set_new(o, "settings", status_settings(env));
 	json_object_set_new(o, "logspaces", status_logspaces(env));
 	if (json_dump_file(o, tmp, JSON_COMPACT) != 0)
 		rc = errno ? errno : EIO;

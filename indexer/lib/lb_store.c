@@ -1451,6 +1451,8 @@ lb_store_lookup(struct lb_store *st, const uint8_t *term, size_t len, int prefix
 	if (st->mode != LB_RDWR && (rc = days_load(st)) != 0)
 		goto done;
 	lb_store_range(st, &first, &next);
+	if (tail < first)
+		tail = first;	/* (days before first were removed: retention) */
 	for (uint64_t id = tail; id < next; id++) {
 		if ((rc = lb_store_get(st, id, &m)) != 0) {
 			if (rc == LB_ENOTFOUND && id + 1 == next)
@@ -1474,6 +1476,30 @@ lb_store_lookup(struct lb_store *st, const uint8_t *term, size_t len, int prefix
 	return (rc);
 }
 
+int
+lb_store_set_delims(struct lb_store *st, const char *delims)
+{
+	struct lb_tokconf	tc;
+	size_t			len;
+	int			rc;
+
+	if (st->mode != LB_RDWR)
+		return (EBADF);
+	if ((len = strnlen(delims, sizeof(st->conf.delims))) == sizeof(st->conf.delims))
+		return (LB_EBADCONF);
+	if ((rc = lb_tokconf_set(&tc, delims, len)) != 0)
+		return (rc);
+	if (memcmp(&tc, &st->tc, sizeof(tc)) != 0) {
+		/* The interval's terms (queued ones too) were cut the old way: a segment of them. */
+		if ((rc = lb_store_flush(st)) != 0)
+			return (rc);
+		st->tc = tc;
+	}
+	memset(st->conf.delims, 0, sizeof(st->conf.delims));
+	memcpy(st->conf.delims, delims, len);
+	return (0);
+}
+
 const struct lb_tokconf *
 lb_store_tokconf(const struct lb_store *st)
 {
@@ -1485,7 +1511,25 @@ lb_store_tokconf(const struct lb_store *st)
 int
 lb_store_refresh(struct lb_store *st)
 {
-	return (st->mode == LB_RDWR ? 0 : days_load(st));
+	int	rc, known;
+
+	if (st->mode == LB_RDWR)
+		return (0);
+	if ((rc = days_load(st)) != 0)
+		return (rc);
+	/* A removed day's segments: their files are gone, let their space go too. */
+	for (size_t i = 0; i < STORE_CACHE_SEGS; i++) {
+		if (st->segs[i].sg == NULL)
+			continue;
+		known = 0;
+		for (size_t k = 0; k < st->ndays && !known; k++)
+			known = st->days[k].ref.day == st->segs[i].day;
+		if (!known) {
+			lb_segment_close(st->segs[i].sg);
+			memset(&st->segs[i], 0, sizeof(st->segs[i]));
+		}
+	}
+	return (0);
 }
 
 int

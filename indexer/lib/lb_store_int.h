@@ -8,8 +8,7 @@
 
 #include "logbox.h"
 
-/* Readers: reloads the day list from the catalog (new days, new ranges). Writer: nothing. */
-int	lb_store_refresh(struct lb_store *st);
+/* (lb_store_refresh is public: logbox.h.) */
 
 /* lb_catalog_time_to_id() on the store's logspace. */
 int	lb_store_time_to_id(struct lb_store *st, int64_t t, uint64_t *id);

@@ -617,6 +617,23 @@ int	lb_store_stats(struct lb_store *st, struct lb_storestats *ss);
 /* The logspace's tokenizer settings. */
 const struct lb_tokconf	*lb_store_tokconf(const struct lb_store *st);
 
+/*
+ * Writer. Tokenizes the messages appended from now on with delims (NUL-terminated, as
+ * lb_lsconf.delims: at most 63 bytes, none a letter or digit, else LB_EBADCONF). The open
+ * interval is flushed first (as lb_store_flush), so every segment, and the tail not yet in one,
+ * holds messages tokenized one way. Nothing happens when delims are those in use. It does not
+ * write the catalog: the caller stores the settings (lb_catalog_logspace_set), so that a store
+ * opened later uses them too.
+ */
+int	lb_store_set_delims(struct lb_store *st, const char *delims);
+
+/*
+ * Reader. Reloads the day list from the catalog (days added since, days removed by retention)
+ * and closes the cached segment files of removed days. Writer: does nothing. Searches do it
+ * themselves; lb_store_range and lb_store_get use the list as last loaded.
+ */
+int	lb_store_refresh(struct lb_store *st);
+
 /* ---------------------------------------------------------------- hand-off frames (lb_frame.c) */
 
 /*

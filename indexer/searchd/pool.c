@@ -130,6 +130,8 @@ worker_store(struct worker *w, const char *ls, struct lb_store **out)
 		}
 		if (strcmp(ws->ws_name, ls) == 0) {
 			ws->ws_used = w->w_tick;
+			/* Days come and go (retention): first_id, messages, get by id. */
+			(void)lb_store_refresh(ws->ws_st);
 			*out = ws->ws_st;
 			return (0);
 		}

@@ -9,6 +9,7 @@ defaults); of a token only SHA-256 of its secret is stored.
 Also a small admin CLI (first boot, `make run`):
 
     python -m logbox_core.accounts --path DIR add-user NAME --role admin [--logspace X ...]
+                                   [--must-change]
     python -m logbox_core.accounts --path DIR list-users
 
 add-user reads the password from $LOGBOX_PASSWORD, else from the first line of stdin.
@@ -968,6 +969,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     a.add_argument("name")
     a.add_argument("--role", required=True, choices=ROLES)
     a.add_argument("--logspace", action="append", help='may repeat; default "*"')
+    a.add_argument(
+        "--must-change",
+        action="store_true",
+        help="the web UI makes the user set a new password at the first sign-in",
+    )
     sub.add_parser("list-users", help="one JSON User per line")
     args = p.parse_args(argv)
     if not args.path:
@@ -975,7 +981,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     acc = Accounts(args.path)
     try:
         if args.cmd == "add-user":
-            u = acc.add_user(args.name, _read_password(), args.role, args.logspace or ("*",))
+            u = acc.add_user(
+                args.name,
+                _read_password(),
+                args.role,
+                args.logspace or ("*",),
+                must_change=args.must_change,
+            )
             print(json.dumps(u.to_json()))
         else:
             for u in acc.list_users():

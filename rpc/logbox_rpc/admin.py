@@ -17,7 +17,7 @@ bp = Blueprint("admin", __name__)
 ACTIONS = (
     "login", "login_failed", "login_locked", "logout", "search", "count", "histogram", "top",
     "message", "export", "token_create", "token_revoke", "user_create", "user_update",
-    "user_delete", "denied",
+    "user_delete", "denied", "logspace_settings", "audit_pruned",
 )  # fmt: skip
 DEFAULT_TOKEN_TTL = 90 * 86400
 MAX_TOKEN_TTL = 10 * 365 * 86400

@@ -139,7 +139,7 @@ SCHEMAS: dict[str, Any] = {
             "id": {"type": "string", "pattern": "^[0-9a-f]{12}$"},
             "user": STR,
             "name": STR,
-            "kind": {"type": "string", "enum": ["session", "api"]},
+            "kind": {"type": "string", "enum": ["session", "api", "web"]},
             "created": TIME,
             "expires": NTIME,
             "revoked": NTIME,

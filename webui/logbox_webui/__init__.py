@@ -8,6 +8,7 @@ from typing import Any
 from flask import Flask, Request, render_template
 from flask_wtf.csrf import CSRFError
 from logbox_core.searchd import SearchdError
+from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from . import admin, auth, search, security, status
@@ -29,6 +30,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.request_class = WebRequest
     app.config.update(load(config))
+    app.config.setdefault("MAX_CONTENT_LENGTH", 1 << 20)  # forms are small
     app.extensions["logbox"] = State(app.config)
     app.logger.setLevel("INFO")
     security.install(app)
@@ -37,11 +39,29 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     # --- the status dashboard and admin pages (webui/UI.md) are registered here:
     app.register_blueprint(status.bp)
     app.register_blueprint(admin.bp)
+    app.jinja_env.finalize = _printable
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(CSRFError, _csrf_error)
     app.register_error_handler(SearchdError, _searchd_error)
     app.register_error_handler(Exception, _internal_error)
     return app
+
+
+def _printable(value: Any) -> Any:
+    """Jinja finalize: a str holding bytes that are not UTF-8 (\\udcXX) prints them as \\xXX
+    (a page is always valid UTF-8)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return (
+                "".join(
+                    f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in value
+                )
+                .encode("utf-8", "replace")
+                .decode("utf-8")
+            )
+    return value
 
 
 def error_page(status: int, title: str, message: str) -> tuple[str, int]:

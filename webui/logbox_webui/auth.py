@@ -285,6 +285,21 @@ def logout() -> Response:
     return redirect(url_for("auth.login"))
 
 
+def _end_other_sessions(name: str) -> int:
+    """Revokes the user's web sessions but this one; how many."""
+    acc = accounts()
+    me = current_token()
+    n = 0
+    for t in acc.list_tokens(name):
+        if t.kind == "web" and t.revoked_us is None and (me is None or t.id != me.id):
+            try:
+                acc.revoke_token(t.id)
+                n += 1
+            except AccountsError:
+                pass
+    return n
+
+
 @bp.route("/password", methods=["GET", "POST"])
 @login_required
 def password() -> Any:
@@ -320,6 +335,9 @@ def password() -> Any:
     if error is not None:
         flash(error)
         return render_template("auth/password.html", user=user, next=nxt), 400
-    audit("user_update", detail=f"{user.name}: own password changed")
+    ended = _end_other_sessions(user.name)
+    audit(
+        "user_update", detail=f"{user.name}: own password changed, {ended} other web sessions ended"
+    )
     flash("Password changed.")
     return redirect(nxt or url_for("search.search"))

@@ -9,7 +9,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any
 from urllib.parse import urlencode
@@ -19,9 +19,11 @@ from flask import (
     Response,
     abort,
     current_app,
+    get_flashed_messages,
     redirect,
     render_template,
     request,
+    stream_template,
     url_for,
 )
 from logbox_core.export import Export, UnknownLogspace, error_status, rfc3339_us
@@ -37,7 +39,11 @@ bp = Blueprint("search", __name__)
 PRESETS = (("15m", "15 min"), ("1h", "1 h"), ("24h", "24 h"), ("7d", "7 d"), ("30d", "30 d"))
 DEFAULT_PRESET = "24h"
 HIST_BUCKETS = 60
+# Where the search page is flushed: everything above it is sent before the top values (the
+# slowest of the page's searchd calls) are waited for.
+STREAM_MARK = Markup("<!-- results end -->")
 TOP_K = 10
+CONTEXT_US = 5 * 60 * 1_000_000  # a message's "around it" links: 5 minutes either side
 MAX_LIMIT = 1000
 SEVERITIES = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
 FACILITIES = (
@@ -118,6 +124,13 @@ def short_time(rfc: str | None) -> str:
     return rfc.replace("T", " ")[:23]
 
 
+def rfc3339_s(us: int, up: bool = False) -> str:
+    """µs as RFC 3339 UTC in whole seconds (up: rounded up); searchd rounds a range's from down
+    and its to up to a second, so this names the same range."""
+    sec = -(-us // 1_000_000) if up else us // 1_000_000
+    return dt.datetime.fromtimestamp(sec, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def us_label(us: int, span_us: int) -> str:
     """A histogram axis label for µs, as detailed as the span needs (UTC)."""
     t = dt.datetime.fromtimestamp(us / 1e6, dt.UTC)
@@ -134,6 +147,12 @@ def search_url(**params: Any) -> str:
         if v is not None and v != ""
     ]
     return url_for("search.search") + ("?" + urlencode(pairs) if pairs else "")
+
+
+def message_url(logspace: str, id: int, q: str) -> str:
+    """A message's URL; q (for its highlights) may carry \\udcXX bytes."""
+    base = url_for("search.message", logspace=logspace, id=id)
+    return base + "?" + urlencode([("q", q.encode("utf-8", "surrogateescape"))]) if q else base
 
 
 def export_url(**params: Any) -> str:
@@ -283,9 +302,30 @@ class Form:
         return search_url(**p)
 
 
+_RELATIVE = re.compile(r"([+-])([0-9]{1,9})([smhdw])")
+_UNIT_US = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def resolve_time(v: str | None, now_us: int) -> str | None:
+    """now and relative times (-15m, +1d) as absolute µs times against now_us, so that the
+    page's several searchd calls cover the very same range; other forms as given."""
+    if v is None:
+        return None
+    if v == "now":
+        return rfc3339_us(now_us)
+    m = _RELATIVE.fullmatch(v)
+    if m is None:
+        return v
+    delta = int(m.group(2)) * _UNIT_US[m.group(3)] * 1_000_000
+    return rfc3339_us(now_us + delta if m.group(1) == "+" else now_us - delta)
+
+
 def _range_params(form: Form) -> list[tuple[str, str]]:
-    """from/to for searchd."""
-    return [(k, v) for k, v in (("from", form.time_from), ("to", form.time_to)) if v is not None]
+    """from/to for searchd, both absolute when they were relative (to: now when not given)."""
+    now_us = time.time_ns() // 1000
+    t_from = resolve_time(form.time_from, now_us)
+    t_to = resolve_time(form.time_to, now_us) or rfc3339_us(now_us)
+    return ([("from", t_from)] if t_from is not None else []) + [("to", t_to)]
 
 
 def _run_all(sd: Searchd, form: Form) -> dict[str, Future]:
@@ -305,14 +345,15 @@ def _run_all(sd: Searchd, form: Form) -> dict[str, Future]:
     }
 
 
-def _gather(futures: dict[str, Future]) -> dict[str, Any]:
-    """The answers; the search's own error first when something failed.
+def _first_answers(futures: dict[str, Future]) -> dict[str, Any]:
+    """The search's and the histogram's answers (the page's top part); the search's own error
+    first when something failed.
 
-    :raises SearchdError: the first failure (search, then the others).
+    :raises SearchdError: the first failure.
     """
     out: dict[str, Any] = {}
     first: SearchdError | None = None
-    for name in ("search", "histogram", "hosts", "programs"):
+    for name in ("search", "histogram"):
         try:
             out[name] = futures[name].result()
         except SearchdError as e:
@@ -336,7 +377,7 @@ def _histogram(doc: dict[str, Any], form: Form) -> dict[str, Any]:
         b_from = b["from"]
         b_to = min(b_from + step, end) if k == len(buckets) - 1 else b_from + step
         h = 0.0 if top == 0 else max(b["count"] / top * (height - 4), 2.0 if b["count"] else 0.0)
-        f, t = rfc3339_us(b_from), rfc3339_us(b_to)
+        f, t = rfc3339_s(b_from), rfc3339_s(b_to, up=True)
         bars.append(
             {
                 "x": round(k * bw, 2),
@@ -358,15 +399,20 @@ def _histogram(doc: dict[str, Any], form: Form) -> dict[str, Any]:
     return {"bars": bars, "width": width, "height": height, "max": top, "ticks": ticks}
 
 
-def _tops(doc: dict[str, Any], field: str, form: Form) -> list[dict[str, Any]]:
-    """A top list's rows: value, count and the link that adds field:value to the query."""
+def _tops(future: Future, field: str, form: Form) -> dict[str, Any]:
+    """A top list (waiting for its searchd answer): rows of value, count and the link that adds
+    field:value to the query, or the error that kept it from being made."""
+    try:
+        doc = future.result()
+    except SearchdError as e:
+        return {"rows": [], "max": 0, "error": f"{e.code}: {e.message}"}
     rows = []
     for v in doc["values"]:
         href = None
         if v["value"] != "":
             href = form.url(q=add_term(form.q, field_term(field, v["value"])), cursor=None)
         rows.append({"value": v["value"], "count": v["count"], "href": href})
-    return rows
+    return {"rows": rows, "max": rows[0]["count"] if rows else 0, "error": None}
 
 
 def _query_error(q: str, e: SearchdError) -> dict[str, Any]:
@@ -395,7 +441,7 @@ def search() -> Any:
     assert user is not None
     logspaces = readable_logspaces()
     form = Form(request.args, logspaces)
-    if request.args.get("logspace") and not user.can_read(form.logspace):
+    if not user.can_read(form.logspace):
         denied(f"{user.name} may not read logspace {form.logspace!r}", form.logspace)
     ctx: dict[str, Any] = {
         "form": form,
@@ -412,7 +458,8 @@ def search() -> Any:
         return render_template("search/search.html", **ctx)
     t0 = time.monotonic()
     try:
-        answers = _gather(_run_all(searchd(), form))
+        futures = _run_all(searchd(), form)
+        answers = _first_answers(futures)
     except SearchdError as e:
         status = error_status(e)
         audit(
@@ -441,10 +488,10 @@ def search() -> Any:
                 "time": short_time(h["received"]),
                 "severity_name": severity_name(h["severity"]),
                 "text": marked_text(highlight(h["message"], matcher, delims)),
-                "href": url_for("search.message", logspace=form.logspace, id=h["id"]),
+                "href": message_url(form.logspace, h["id"], form.q),
             }
         )
-    pinned = {"from": rfc3339_us(res["from"]), "to": rfc3339_us(res["to"])}
+    pinned = {"from": rfc3339_s(res["from"]), "to": rfc3339_s(res["to"], up=True)}
     ctx["result"] = {
         "total": res["total"],
         "query": res["query"],
@@ -456,8 +503,11 @@ def search() -> Any:
         "first_url": form.url(cursor=None, **pinned),
         "order_url": form.url(order="newest" if form.order == "oldest" else "oldest", cursor=None),
         "histogram": _histogram(answers["histogram"], form),
-        "hosts": _tops(answers["hosts"], "host", form),
-        "programs": _tops(answers["programs"], "program", form),
+        # Called by the template after the results went out (see STREAM_MARK).
+        "tops": {
+            "hosts": lambda: _tops(futures["hosts"], "host", form),
+            "programs": lambda: _tops(futures["programs"], "program", form),
+        },
         "export_csv": export_url(
             q=form.q, logspace=form.logspace, order=form.order, format="csv", **pinned
         ),
@@ -465,7 +515,23 @@ def search() -> Any:
             q=form.q, logspace=form.logspace, order=form.order, format="ndjson", **pinned
         ),
     }
-    return render_template("search/search.html", **ctx)
+    ctx["stream_mark"] = STREAM_MARK
+    # Flashes are taken from the session now: it is saved before the streamed body is made.
+    get_flashed_messages()
+    return Response(_chunks(stream_template("search/search.html", **ctx)), mimetype="text/html")
+
+
+def _chunks(pieces: Iterator[str]) -> Iterator[str]:
+    """The rendered page in two writes: up to STREAM_MARK (form, count, histogram, results) as
+    soon as it is made, then the rest (the top values, which take searchd longest)."""
+    buf: list[str] = []
+    for p in pieces:
+        buf.append(p)
+        if p == STREAM_MARK:
+            yield "".join(buf)
+            buf = []
+    if buf:
+        yield "".join(buf)
 
 
 @bp.route("/messages/<logspace>/<int:id>")
@@ -483,8 +549,17 @@ def message(logspace: str, id: int) -> Any:
     raw = msg["message"].encode("utf-8", "surrogateescape")
     q = request.args.get("q", "")
     segments = highlight(msg["message"], query_terms(q, delimiters_of(logspace)) if q else [])
+    around = {
+        "from": rfc3339_s(msg["received_us"] - CONTEXT_US),
+        "to": rfc3339_s(msg["received_us"] + CONTEXT_US, up=True),
+        "logspace": logspace,
+    }
+    context = {"all": search_url(q="*", **around)}
+    if msg["host"]:
+        context["host"] = search_url(q=field_term("host", msg["host"]), **around)
     return render_template(
         "search/message.html",
+        context=context,
         logspace=logspace,
         msg=msg,
         text=marked_text(segments, newlines=True),

@@ -104,7 +104,25 @@
     });
   }
 
-  function init() { initPickers(); initHistogram(); }
+  // A preset keeps what was typed in the query box: it submits the form with its range (the
+  // link itself, used without JavaScript, carries the query of the page).
+  function initPresets() {
+    var form = document.getElementById("search-form");
+    if (!form) return;
+    var presets = form.querySelectorAll("a.preset[data-range]");
+    Array.prototype.forEach.call(presets, function (a) {
+      a.addEventListener("click", function (ev) {
+        var q = document.getElementById("q");
+        if (!q || q.value.trim() === "" || ev.ctrlKey || ev.metaKey || ev.shiftKey) return;
+        ev.preventDefault();
+        document.getElementById("from").value = "-" + a.getAttribute("data-range");
+        document.getElementById("to").value = "";
+        form.submit();
+      });
+    });
+  }
+
+  function init() { initPickers(); initHistogram(); initPresets(); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();
