@@ -6,8 +6,9 @@
 # LOGBOX_ADMIN_PASSWORD, or else with the random password printed exactly once on the first
 # run, and a message sent with `logger` over TCP is found through the API. It serves the web UI
 # over HTTPS on its own port with the same certificate and accounts: the admin signs in through
-# the login form (a generated password must be changed first), and the session key file is made
-# once with mode 0600.
+# the login form (a generated password must be changed first), logspace settings saved on its
+# admin page reach logbox-indexd (--logspaces), and the session key file is made once with mode
+# 0600.
 from __future__ import annotations
 
 import json
@@ -432,6 +433,35 @@ def test_devrun_serves_the_web_ui(top: Path, data: Path) -> None:
         assert page.status_code == 200 and 'id="search-form"' in page.text, page.text[:300]
         cookie = next(c for c in s.cookies if c.name == "logbox_session")
         assert cookie.secure
+        # Logspace settings saved in the web UI reach make run's indexd (--logspaces).
+        status_file = data / "run" / "indexd.status.json"
+        indexd = top / "build" / "bin" / "logbox-indexd"
+        helptext = subprocess.run([str(indexd), "--help"], capture_output=True, text=True)
+        if "--logspaces" not in helptext.stdout + helptext.stderr:
+            return  # indexd without the option: make run does not pass it
+        page = s.get(base + "/admin/logspaces", timeout=10)
+        m = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page.text)
+        assert page.status_code == 200 and m, page.text[:300]
+        r = s.post(
+            base + "/admin/logspaces/main",
+            data={"csrf_token": m.group(1), "retention_days": "9", "delimiters": ",;"},
+            headers={"Referer": base + "/admin/logspaces"},
+            timeout=10,
+            allow_redirects=False,
+        )
+        assert r.status_code == 303, (r.status_code, r.text[:500])
+        written = json.loads((data / "etc" / "logspaces.json").read_text())
+        assert written["logspaces"]["main"]["retention_days"] == 9, written
+        deadline = time.monotonic() + 15
+        while True:
+            st = json.loads(status_file.read_text())
+            main = st.get("logspaces", {}).get("main")
+            if main and main.get("retention_days") == 9:
+                break
+            assert time.monotonic() < deadline, st
+            time.sleep(0.2)
+        assert st["settings"]["file"] == str(data / "etc" / "logspaces.json"), st["settings"]
+        assert st["settings"]["error"] is None, st["settings"]
     finally:
         out = "".join(d.lines) + d.stop()
     assert d.proc.returncode == 0 and "stopped logbox-webui" in out, out
