@@ -9,8 +9,12 @@ with search.py's own functions when it is missing, or give --messages for a smal
 gunicorn over TLS (tests/lbtest/webui.py), a real headless Chromium signed in as the admin; each
 run loads /search?q=<token>&from=..&to=..&logspace=main (the store's whole week) and reads the
 browser's Navigation Timing (performance.getEntriesByType('navigation')[0]): responseStart (the
-first byte of the page, i.e. the server has the results), domContentLoadedEventEnd, loadEventEnd
-(CSS, JS and the histogram drawn). p50/p95 over --runs loads after --warmup, printed next to the
+page's first byte: the web UI streams the page, so its head may come before the results),
+responseEnd (its last byte), domContentLoadedEventEnd, loadEventEnd (CSS, JS and the histogram
+drawn), plus the time to first result: performance.now() when the first result row
+(#results tr.hit) enters the document, seen by a MutationObserver that Chromium installs before
+the page's own content (DevTools Page.addScriptToEvaluateOnNewDocument; it is not the page's
+script, so the CSP does not apply to it). p50/p95 over --runs loads after --warmup, printed next to the
 target (p50 <= 300 ms) and next to baselines taken in the same run: the searchd requests the
 page needs (the newest page with its total, the histogram, top hosts, top programs: what
 logbox_webui.search asks) sent from Python straight to searchd's unix socket, one after the
@@ -44,9 +48,17 @@ import search as sbench  # noqa: E402
 from lbtest.webui import WebuiServer, browser, login, screenshot  # noqa: E402
 
 TARGET_P50_MS = 300.0
-NAV_KEYS = ("responseStart", "domContentLoadedEventEnd", "loadEventEnd")
+NAV_KEYS = (
+    "firstResult",
+    "responseStart",
+    "responseEnd",
+    "domContentLoadedEventEnd",
+    "loadEventEnd",
+)
 NAV_TITLE = {
-    "responseStart": "first byte (results rendered server-side)",
+    "firstResult": "first result row in the document",
+    "responseStart": "first byte of the page",
+    "responseEnd": "last byte of the page",
     "domContentLoadedEventEnd": "DOM ready",
     "loadEventEnd": "load (CSS, JS, SVG)",
 }
@@ -94,14 +106,33 @@ def find_store(args: argparse.Namespace) -> tuple[Path, str]:
     )
 
 
+# Runs in every new document before its own content: notes when the first result row appears.
+FIRST_RESULT_PROBE = """
+(function () {
+  function seen() {
+    if (window.__lbFirstResult === undefined && document.querySelector('#results tr.hit')) {
+      window.__lbFirstResult = performance.now();
+    }
+  }
+  new MutationObserver(seen).observe(document, {childList: true, subtree: true});
+  document.addEventListener('DOMContentLoaded', seen);
+})();
+"""
+
+
 def nav_timing(driver: Any) -> dict[str, float]:
-    """The last navigation's timing entry (ms from its start)."""
+    """The last navigation's timing entry and the first result's time (ms from its start)."""
     e = driver.execute_script(
-        "const e = performance.getEntriesByType('navigation')[0];" "return e ? e.toJSON() : null;"
+        "const e = performance.getEntriesByType('navigation')[0];"
+        "if (!e) return null; const o = e.toJSON();"
+        "o.firstResult = window.__lbFirstResult === undefined ? -1 : window.__lbFirstResult;"
+        "return o;"
     )
     if not e:
         raise RuntimeError("no navigation timing entry")
-    return {k: float(e[k]) for k in (*NAV_KEYS, "transferSize", "encodedBodySize")}
+    if e["firstResult"] < 0:
+        raise RuntimeError("no #results tr.hit appeared on the page")
+    return {k: float(e[k]) for k in NAV_KEYS}
 
 
 def page_requests(q: str, t0: int, t1: int, page: int, buckets: int) -> list[str]:
@@ -247,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
             say(f"browser: headless Chromium, {args.warmup} warm-up + {args.runs} loads of {page}")
             times: dict[str, list[float]] = {k: [] for k in NAV_KEYS}
             with browser() as driver:
+                driver.execute_cdp_cmd(
+                    "Page.addScriptToEvaluateOnNewDocument", {"source": FIRST_RESULT_PROBE}
+                )
                 login(driver, web.url, "admin", web.admin_password)
                 shown = None
                 for i in range(args.warmup + args.runs):
@@ -267,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         sd.stop()
         shutil.rmtree(run, ignore_errors=True)
 
-    p50 = statistics.median(times["responseStart"])
+    p50 = statistics.median(times["firstResult"])
     lines = [
         "# Web UI benchmark (issue 7): time to first result on the search page",
         "",
@@ -283,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         "| --- | ---: | --- |",
     ]
     for k in NAV_KEYS:
-        target = f"p50 <= {TARGET_P50_MS:.0f} ms" if k == "responseStart" else ""
+        target = f"p50 <= {TARGET_P50_MS:.0f} ms" if k == "firstResult" else ""
         lines.append(f"| browser: {NAV_TITLE[k]} (`{k}`) | {fmt(times[k])} | {target} |")
     lines.append(
         f"| baseline: the {len(urls)} searchd requests from Python, in sequence | {fmt(base)} | |"
@@ -295,9 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"time to first result p50 {p50:.1f} ms: "
         + ("meets" if p50 <= TARGET_P50_MS else "MISSES")
-        + f" the target of {TARGET_P50_MS:.0f} ms; web UI first byte minus searchd alone (side by "
-        f"side, as the page asks): {p50 - statistics.median(par):+.1f} ms at p50 (noise when the "
-        "load average is high)",
+        + f" the target of {TARGET_P50_MS:.0f} ms; the web UI's first result minus searchd alone "
+        f"(side by side, as the page asks): {p50 - statistics.median(par):+.1f} ms at p50",
     ]
     text = "\n".join(lines) + "\n"
     say("")
