@@ -490,5 +490,25 @@ def test_devrun_web_ui_asks_for_a_new_generated_admin_password(top: Path, data: 
         assert "/password" in r.headers["Location"], r.headers["Location"]
         r = s.get(base + "/search", timeout=10, allow_redirects=False)
         assert r.status_code in (302, 303) and "/password" in r.headers["Location"]
+        # The new password ends the constraint; the old one no longer signs in.
+        page = s.get(base + "/password", timeout=10)
+        m = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page.text)
+        assert m, page.text[:300]
+        new = "a-new-admin-password-1234"
+        r = s.post(
+            base + "/password",
+            data={"csrf_token": m.group(1), "current": password, "new": new, "new2": new},
+            headers={"Referer": base + "/password"},
+            timeout=10,
+            allow_redirects=False,
+        )
+        assert r.status_code in (302, 303), (r.status_code, r.text[:500])
+        r = s.get(base + "/search", timeout=10, allow_redirects=False)
+        assert r.status_code == 200, r.status_code
+        fresh = requests.Session()
+        fresh.trust_env, fresh.verify = False, s.verify
+        assert web_login(fresh, base, "admin", password).status_code not in (302, 303)
+        r = web_login(fresh, base, "admin", new)
+        assert r.status_code in (302, 303) and "/password" not in r.headers["Location"]
     finally:
         d.stop()
