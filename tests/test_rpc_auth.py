@@ -265,6 +265,7 @@ def bad_tokens(st: Stack) -> dict[str, tuple[str | None, str | None]]:
         "logged out": (None, s.tokens["logged_out"]),
         "deleted user": (None, s.tokens["dave"]),
         "disabled user": (None, s.tokens["erin"]),
+        "web UI session": (None, s.tokens["web"]),
     }
 
 
@@ -280,6 +281,10 @@ def users(stack: Stack) -> Users:
     u.tokens["erin"] = add_user(st, "erin")
     u.tokens["revoked"] = new_token(st, "alice")
     u.tokens["logged_out"] = new_token(st, "alice")
+    # a browser's sign-in (the web UI's cookie holds it): valid, but not for the API
+    u.tokens["web"] = st.rpc.accounts().create_token("alice", "web session", kind="web", ttl=3600)[
+        0
+    ]
     for name in ("dave", "erin", "revoked", "logged_out"):
         assert me(st, u.tokens[name]) == 200, name  # each worked before it was spoilt
     t_expiring = time.monotonic()

@@ -260,6 +260,8 @@ def test_ndjson_export_in_bounded_memory(stack: Stack) -> None:
     assert nbytes > 3 * RSS_BOUND, f"only {nbytes} bytes exported: the bound proves little"
     # what the whole export needs beyond what a few pages needed
     assert peak - few < RSS_BOUND, f"worker RSS grew {(peak - few) >> 20} MiB more: {say}"
+    # and, absolutely, a worker streaming 250 MiB stays within the bound of what it was fresh
+    assert peak - rss_fresh < RSS_BOUND, f"worker RSS grew {(peak - rss_fresh) >> 20} MiB: {say}"
     # the rows are what paging search returns
     assert rows == search_digests(st)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from .searchd import Searchd, SearchdError
 
-EXPORT_PAGE = 10000
+EXPORT_PAGE = 2000  # hits a page: a page's parsed JSON is what an export holds in memory
 FORMATS = ("ndjson", "csv")
 CSV_COLUMNS = (
     "id", "received", "timestamp", "host", "program", "pid", "msgid", "facility", "severity",

@@ -76,6 +76,9 @@ def check_request() -> None:
         g.token, g.user = accounts().verify_token(token.strip())
     except TokenError as e:
         raise unauthorized(TOKEN_MESSAGES.get(e.reason, "bad token")) from None
+    if g.token.kind == "web":  # a browser's sign-in works in the web UI only
+        g.user = g.token = None
+        raise unauthorized("a web UI session is not an API token (POST /api/v1/login)")
     if spec is not None and spec.admin and g.user.role != "admin":
         raise forbidden(f"{g.user.name} is not an admin")
     logspace = (request.view_args or {}).get("logspace")

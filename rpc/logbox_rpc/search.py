@@ -247,7 +247,7 @@ def message(logspace: str, id: int, args: dict[str, Any]) -> Response:
     )
 )
 def export(logspace: str, args: dict[str, Any]) -> Response:
-    """GET /logspaces/{logspace}/export: a snapshot of every match, in pages of 10,000
+    """GET /logspaces/{logspace}/export: a snapshot of every match, in pages of 2,000
     (logbox_core.export), audited when the stream ends."""
     acc, user, addr = accounts(), g.user.name, address()
     q = args["q"]

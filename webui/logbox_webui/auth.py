@@ -173,6 +173,10 @@ def check_session() -> Response | None:
         end_session("Your session ended (signed out, expired or revoked): sign in again.")
         current_app.logger.info("web session refused: %s", e.reason)
         return None
+    if token.kind != "web":  # only sign-ins made here, never an API token put in a cookie
+        end_session("Your session ended: sign in again.")
+        current_app.logger.warning("web session refused: a %s token in the cookie", token.kind)
+        return None
     now = time.time()
     seen = session.get("seen")
     if not isinstance(seen, int | float) or now - seen > current_app.config["SESSION_IDLE"]:
