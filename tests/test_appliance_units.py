@@ -907,3 +907,48 @@ def test_units_parse_as_ini() -> None:
         cp.optionxform = str  # type: ignore[assignment,method-assign]
         cp.read_string(re.sub(r"^(\w+)=", r"\1 =", path.read_text(), flags=re.M))
         assert cp.sections(), path
+
+
+def test_syslog_ng_configuration_renders(root: Path, tree: Path, tmp_path: Path) -> None:
+    # the unit's own ExecStartPre (paths moved into the test's tree) renders the first-boot
+    # collector.toml into a configuration syslog-ng accepts, and ExecStart's options exist
+    need("/usr/sbin/syslog-ng")
+    assert firstboot(root, tree).returncode == 0
+    s = unit_file(root, "logbox-syslog-ng.service")
+    moves = {
+        "/usr/lib/logbox": str(root / "usr/lib/logbox"),
+        "/etc/logbox": str(tree / "etc/logbox"),
+        "/run/logbox": str(tmp_path / "run"),
+        "/var/lib/logbox-collector": str(tmp_path / "collector"),
+    }
+    (tmp_path / "run").mkdir()
+    (tmp_path / "collector").mkdir()
+    col = tree / "etc/logbox/collector.toml"  # its TLS files, in the tree too
+    col.write_text(col.read_text().replace('"/etc/logbox/', f'"{tree}/etc/logbox/'))
+
+    def move(cmd: str) -> str:
+        for a, b in moves.items():
+            cmd = cmd.replace(a, b)
+        return cmd
+
+    [pre] = s["ExecStartPre"]
+    argv = pre.split(" ", 2)
+    assert argv[:2] == ["/bin/sh", "-c"]
+    done = subprocess.run(
+        ["/bin/sh", "-c", move(argv[2].strip("'"))], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    conf = (tmp_path / "run/syslog-ng.conf").read_text()
+    for port in ("port(514)", "port(601)", "port(6514)"):
+        assert port in conf
+    assert str(tree / "etc/logbox/tls/server.key") in conf
+    assert str(tmp_path / "run/indexd.fifo") in conf
+    start = last(s, "ExecStart")
+    assert start is not None
+    args = start.split()
+    assert args[:3] == ["/usr/sbin/syslog-ng", "-F", "--no-caps"]
+    assert args[args.index("-R") + 1] == "/var/lib/logbox-collector/syslog-ng.persist"
+    assert args[args.index("-p") + 1] == "/run/logbox/syslog-ng.pid"
+    assert args[args.index("-c") + 1] == "/run/logbox/syslog-ng.ctl"
+    helped = subprocess.run(["/usr/sbin/syslog-ng", "--help-all"], capture_output=True, text=True)
+    assert "--no-caps" in helped.stdout + helped.stderr
