@@ -943,6 +943,7 @@ def test_syslog_ng_configuration_renders(root: Path, tree: Path, tmp_path: Path)
         assert port in conf
     assert str(tree / "etc/logbox/tls/server.key") in conf
     assert str(tmp_path / "run/indexd.fifo") in conf
+    assert f'dir("{tmp_path}/collector/collector/buffer")' in conf  # made by tmpfiles.d
     start = last(s, "ExecStart")
     assert start is not None
     args = start.split()
