@@ -135,9 +135,13 @@ def load_script(name: str) -> types.ModuleType:
 
 
 def unit_file(root: Path, unit: str) -> dict[str, list[str]]:
-    """A unit's settings: name -> every value given (in order), sections merged."""
+    """A unit's settings: name -> every value given (in order), sections merged. root is an
+    installed tree, or a directory holding the unit itself (appliance/)."""
     out: dict[str, list[str]] = {}
-    for line in (root / SYSTEMD_DIR / unit).read_text().splitlines():
+    path = root / SYSTEMD_DIR / unit
+    if not path.exists():
+        path = root / "systemd" / unit
+    for line in path.read_text().splitlines():
         line = line.strip()
         if not line or line[0] in "#;[":
             continue
@@ -370,11 +374,35 @@ def test_firewall_ports() -> None:
     assert 'include "/etc/logbox/firewall.d/*.nft"' in text
     drop_in = (TOP / "appliance/systemd/nftables.service.d/logbox.conf").read_text()
     assert "/etc/logbox/ssh-enabled" in drop_in and "tcp dport 22 accept" in drop_in
+
+
+def test_firewall_opens_ssh_only_when_enabled(tmp_path: Path) -> None:
+    # the nftables.service drop-in's ExecStartPre (paths moved into tmp_path) writes the SSH
+    # rule exactly when ssh-enabled exists; nft accepts the configuration either way
+    drop_in = unit_file(TOP / "appliance", "nftables.service.d/logbox.conf")
+    [pre] = drop_in["ExecStartPre"]
+    argv = pre.split(" ", 2)
+    assert argv[:2] == ["/bin/sh", "-c"]
+    script = argv[2].strip("'").replace("/etc/logbox", str(tmp_path / "etc"))
+    conf = tmp_path / "nftables.conf"
+    conf.write_text(
+        (TOP / "appliance/nftables.conf").read_text().replace("/etc/logbox", str(tmp_path / "etc"))
+    )
+    rule = tmp_path / "etc/firewall.d/ssh.nft"
     nft = shutil.which("nft")
-    if nft is not None and os.geteuid() == 0:
-        done = subprocess.run(
-            [nft, "-c", "-f", str(TOP / "appliance/nftables.conf")], capture_output=True, text=True
-        )
+    for enabled in (False, True, False):
+        if enabled:
+            (tmp_path / "etc/ssh-enabled").write_text("")
+        else:
+            (tmp_path / "etc/ssh-enabled").unlink(missing_ok=True)
+        done = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert rule.exists() == enabled
+        if enabled:
+            assert rule.read_text() == "add rule inet logbox input tcp dport 22 accept\n"
+        if nft is None or os.geteuid() != 0:
+            continue  # nft checks against the kernel: root only
+        done = subprocess.run([nft, "-c", "-f", str(conf)], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
 
 
