@@ -911,7 +911,7 @@ def test_ready_says_what_is_missing(root: Path, tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the other files
 
 
-def test_vagrantfile_validates() -> None:
+def test_vagrantfile_validates(tmp_path: Path) -> None:
     vagrant = shutil.which("vagrant")
     if vagrant is None:
         pytest.skip("vagrant is not installed (make deps installs it)")
@@ -921,7 +921,8 @@ def test_vagrantfile_validates() -> None:
         capture_output=True,
         text=True,
         timeout=300,
-        env=dict(os.environ, VAGRANT_CHECKPOINT_DISABLE="1"),
+        # its state directory (.vagrant) out of the checkout
+        env=dict(os.environ, VAGRANT_CHECKPOINT_DISABLE="1", VAGRANT_DOTFILE_PATH=str(tmp_path)),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     text = (TOP / "Vagrantfile").read_text()
@@ -981,3 +982,186 @@ def test_syslog_ng_configuration_renders(root: Path, tree: Path, tmp_path: Path)
     assert args[args.index("-c") + 1] == "/run/logbox/syslog-ng.ctl"
     helped = subprocess.run(["/usr/sbin/syslog-ng", "--help-all"], capture_output=True, text=True)
     assert "--no-caps" in helped.stdout + helped.stderr
+
+
+# logbox-storage's main() against fake disk tools: lsblk, mdadm, mkfs.ext4, systemd-mount and
+# udevadm on PATH are one script that keeps the disks' state in a JSON file and changes it as
+# the real tools would, so the whole loop (plan, step, look again, mount, status) runs.
+FAKE_TOOLS = r"""#!/usr/bin/python3
+import json, os, sys
+state_path = os.environ["FAKE_STATE"]
+st = json.load(open(state_path))
+tool, args = os.path.basename(sys.argv[0]), sys.argv[1:]
+st["calls"].append([tool, *args])
+devs = st["devices"]
+
+def find(path):
+    for d in devs:
+        if d["path"] == path:
+            return d
+        for c in d.get("children") or []:
+            if c["path"] == path or path == "/dev/md/logbox" and c["type"] == "raid1":
+                return c
+    sys.exit(f"{tool}: {path}: no such device")
+
+def mdstat(n, members, extra=""):
+    st["mdstat"] = (
+        "Personalities : [raid1]\nmd127 : active raid1 "
+        + " ".join(f"{m}[{i}]" for i, m in enumerate(members))
+        + f"\n      1047552 blocks super 1.2 [{n}/{len(members)}] [{'U' * len(members)}{'_' * (n - len(members))}]\n"
+        + extra + "\nunused devices: <none>\n"
+    )
+
+def array(fs):
+    return {"name": "md127", "path": "/dev/md127", "type": "raid1", "fstype": fs,
+            "label": "logbox-store" if fs else None, "mountpoints": [None]}
+
+if tool == "lsblk":
+    print(json.dumps({"blockdevices": devs}))
+elif tool == "mdadm" and args[0] == "--create":
+    disks = [a for a in args if a.startswith("/dev/vd")]
+    for d in devs:
+        if d["path"] in disks:
+            d.update(fstype="linux_raid_member", label="any:logbox", children=[array(None)])
+    mdstat(len(disks), [os.path.basename(d) for d in disks])
+elif tool == "mdadm" and args[0] == "--assemble":
+    disks = [a for a in args[3:]]
+    for d in devs:
+        if d["path"] in disks:
+            d["children"] = [array(st["array_fs"])]
+    mdstat(st["array_disks"], [os.path.basename(d) for d in disks])
+elif tool == "mdadm" and args[1] == "--add":
+    d = find(args[2])
+    d.update(fstype="linux_raid_member", label="any:logbox", children=[array(st["array_fs"])])
+    members = [x["name"] for x in devs if x.get("fstype") == "linux_raid_member"]
+    mdstat(2, members[:1], "      [>....................]  recovery =  0.5% (1/2) finish=1min\n")
+    st["mdstat"] = st["mdstat"].replace("[2/1] [U_]", "[2/1] [U_]").replace(
+        "raid1 " + members[0] + "[0]", "raid1 " + " ".join(f"{m}[{i}]" for i, m in enumerate(members)))
+elif tool == "mkfs.ext4":
+    d = find(args[-1])
+    d.update(fstype="ext4", label=args[args.index("-L") + 1])
+    st["array_fs"] = "ext4"
+    for x in devs:
+        for c in x.get("children") or []:
+            if c["type"] == "raid1" and d["type"] == "raid1":
+                c.update(fstype="ext4", label=d["label"])
+elif tool == "systemd-mount":
+    d = find(args[-2])
+    for x in devs:
+        for c in [x, *(x.get("children") or [])]:
+            if c["path"] == d["path"]:
+                c["mountpoints"] = [args[-1]]
+elif tool == "udevadm":
+    pass
+else:
+    sys.exit(f"fake {tool}: unexpected {args}")
+json.dump(st, open(state_path, "w"))
+os.makedirs(os.path.join(os.environ["LOGBOX_ROOT"], "proc"), exist_ok=True)
+open(os.path.join(os.environ["LOGBOX_ROOT"], "proc/mdstat"), "w").write(st.get("mdstat", ""))
+"""
+
+
+@pytest.fixture
+def fake_disks(root: Path, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """(state file, environment) for running the installed logbox-storage on fake tools."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "fake.py"
+    fake.write_text(FAKE_TOOLS)
+    fake.chmod(0o755)
+    for tool in ("lsblk", "mdadm", "mkfs.ext4", "systemd-mount", "udevadm"):
+        (bin_dir / tool).symlink_to(fake)
+    t = tmp_path / "t"
+    shutil.copytree(root / "etc", t / "etc", symlinks=True)
+    (t / "run/logbox").mkdir(parents=True)
+    (t / "var/lib/logbox").mkdir(parents=True)
+    (t / "proc").mkdir()
+    (t / "proc/mdstat").write_text("")
+    state = tmp_path / "state.json"
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}:/usr/bin:/bin",
+        FAKE_STATE=str(state),
+        LOGBOX_ROOT=str(t),
+        LOGBOX_PYTHON=str(root / "usr/lib/logbox/python"),
+    )
+    yield state, env
+
+
+def run_storage(
+    root: Path, state: Path, env: dict[str, str], devices: list[dict], **kw: object
+) -> tuple[dict, list, str]:
+    """Run logbox-storage on the fake disks; (storage.json, the tool calls, its output)."""
+    if devices:
+        state.write_text(json.dumps({"devices": devices, "calls": [], "mdstat": "", **kw}))
+    else:
+        st = json.loads(state.read_text())
+        st["calls"] = []
+        state.write_text(json.dumps(st))
+    done = subprocess.run(
+        ["/usr/bin/python3", str(root / "usr/lib/logbox/libexec/logbox-storage")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = json.loads((Path(env["LOGBOX_ROOT"]) / "run/logbox/storage.json").read_text())
+    calls = [c for c in json.loads(state.read_text())["calls"] if c[0] not in ("lsblk", "udevadm")]
+    return status, calls, done.stdout
+
+
+def test_storage_first_boot_then_again(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
+    state, env = fake_disks
+    status, calls, out = run_storage(root, state, env, [BOOT, disk("vdb"), disk("vdc")])
+    assert [c[:2] for c in calls] == [
+        ["mdadm", "--create"],
+        ["mkfs.ext4", "-q"],
+        ["systemd-mount", "--no-ask-password"],
+    ]
+    assert status == {
+        "mode": "raid1",
+        "device": "/dev/md127",
+        "state": "clean",
+        "message": "RAID1 of vdb, vdc",
+    }
+    store = Path(env["LOGBOX_ROOT"]) / "var/lib/logbox"
+    st = store.stat()
+    uid = int(db(Path(env["LOGBOX_ROOT"]), "passwd")["logbox-indexd"][2])
+    gid = int(db(Path(env["LOGBOX_ROOT"]), "group")["logbox-store"][2])
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (uid, gid, 0o750)
+    mkfs = calls[1]
+    assert f"root_owner={uid}:{gid}" in mkfs
+    # the next boot: everything is there; nothing is done but the status
+    status, calls, _ = run_storage(root, state, env, [])
+    assert calls == [] and status["mode"] == "raid1" and status["state"] == "clean"
+
+
+def test_storage_replaced_disk_resyncs(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
+    state, env = fake_disks
+    status, calls, _ = run_storage(
+        root, state, env, [BOOT, member("vdb"), disk("vdc")], array_fs="ext4", array_disks=2
+    )
+    assert [c[:2] for c in calls] == [
+        ["mdadm", "--assemble"],
+        ["mdadm", "/dev/md127"],
+        ["systemd-mount", "--no-ask-password"],
+    ]
+    assert calls[1] == ["mdadm", "/dev/md127", "--add", "/dev/vdc"]
+    assert status["mode"] == "raid1" and status["state"].startswith("recovering")
+
+
+def test_storage_single_and_root(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
+    state, env = fake_disks
+    status, calls, _ = run_storage(root, state, env, [BOOT, disk("vdb")])
+    assert [c[0] for c in calls] == ["mkfs.ext4", "systemd-mount"]
+    assert status["mode"] == "single" and status["device"] == "/dev/vdb"
+    assert "without RAID" in status["message"]
+    status, calls, _ = run_storage(root, state, env, [BOOT])
+    assert calls == []
+    assert status == {
+        "mode": "root",
+        "device": None,
+        "state": "root",
+        "message": "no data disk: the store is on the root file system, without RAID",
+    }
