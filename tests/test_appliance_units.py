@@ -331,7 +331,7 @@ def test_daemons_types(root: Path) -> None:
     sock = unit_file(root, "logbox-indexd.socket")
     assert last(sock, "ListenFIFO") == "/run/logbox/indexd.fifo"
     assert last(sock, "PipeSize") == "1M"
-    assert (last(sock, "SocketGroup"), last(sock, "SocketMode")) == ("logbox-fifo", "0620")
+    assert (last(sock, "SocketGroup"), last(sock, "SocketMode")) == ("logbox-fifo", "0660")
     sng = unit_file(root, "logbox-syslog-ng.service")
     assert last(sng, "LimitNOFILE") == "65536"
     assert "logbox-indexd.service" in " ".join(sng["After"]).split()
