@@ -9,9 +9,13 @@
 # admin with the right modes and owners, shows a generated password once (console only), uses
 # a given one without printing it, and does nothing the second time. logbox-storage's decisions
 # are checked on lsblk outputs of every case (blank disks, array members, a missing member
-# replaced by a blank disk, one disk, none, the boot disk, foreign disks). logbox-ready, against
-# a real searchd and the installed web UI and API under gunicorn over TLS, prints the readiness
-# line. The Vagrantfile validates.
+# replaced by a blank disk, one disk, none, the boot disk, foreign disks), and its whole loop runs
+# on fake disk tools. The appliance runs without systemd: every daemon from its unit's command
+# line and environment, under its unit's user, groups and capabilities (setpriv), on a tree laid
+# out as at boot; a syslog message reaches searchd through syslog-ng, the FIFO, indexd and the
+# store, and logbox-ready, as its unit, prints the readiness line. The syslog-ng unit's
+# ExecStartPre renders a configuration syslog-ng accepts; nft accepts the firewall with and
+# without SSH; the Vagrantfile validates.
 
 from __future__ import annotations
 
