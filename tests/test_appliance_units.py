@@ -1162,6 +1162,8 @@ elif tool == "mdadm" and args[1] == "--add":
     mdstat(2, members[:1], "      [>....................]  recovery =  0.5% (1/2) finish=1min\n")
     st["mdstat"] = st["mdstat"].replace("[2/1] [U_]", "[2/1] [U_]").replace(
         "raid1 " + members[0] + "[0]", "raid1 " + " ".join(f"{m}[{i}]" for i, m in enumerate(members)))
+elif tool == "mkfs.ext4" and os.environ.get("FAKE_UDEV_BLIND"):
+    pass  # made, but lsblk does not show it (udev has not looked)
 elif tool == "mkfs.ext4":
     d = find(args[-1])
     d.update(fstype="ext4", label=args[args.index("-L") + 1])
@@ -1214,7 +1216,7 @@ def fake_disks(root: Path, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str
 
 
 def run_storage(
-    root: Path, state: Path, env: dict[str, str], devices: list[dict], **kw: object
+    root: Path, state: Path, env: dict[str, str], devices: list[dict], rc: int = 0, **kw: object
 ) -> tuple[dict, list, str]:
     """Run logbox-storage on the fake disks; (storage.json, the tool calls, its output)."""
     if devices:
@@ -1230,7 +1232,7 @@ def run_storage(
         text=True,
         timeout=60,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == rc, done.stdout + done.stderr
     status = json.loads((Path(env["LOGBOX_ROOT"]) / "run/logbox/storage.json").read_text())
     calls = [c for c in json.loads(state.read_text())["calls"] if c[0] not in ("lsblk", "udevadm")]
     return status, calls, done.stdout
@@ -1290,3 +1292,19 @@ def test_storage_single_and_root(root: Path, fake_disks: tuple[Path, dict[str, s
         "state": "root",
         "message": "no data disk: the store is on the root file system, without RAID",
     }
+
+
+def test_storage_never_repeats_a_step(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
+    # mkfs done but not seen (udev late): udev is asked to look again once, then it stops
+    # with the reason rather than make the file system a second time
+    state, env = fake_disks
+    env["FAKE_UDEV_BLIND"] = "1"
+    status, calls, out = run_storage(root, state, env, [BOOT, disk("vdb")], rc=1)
+    assert [c[0] for c in calls] == ["mkfs.ext4"]
+    udev = [
+        c for c in json.loads(state.read_text())["calls"] if c[0] == "udevadm" and c[1] == "trigger"
+    ]
+    assert len(udev) == 1
+    assert (
+        status["state"] == "failed" and "do not show the effect of: mkfs.ext4" in status["message"]
+    )
