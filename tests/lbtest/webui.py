@@ -38,30 +38,11 @@ class WebuiServer(GunicornServer):
     HEALTH = "/healthz"
     HEALTH_OK = (200,)
 
-    def __init__(
-        self,
-        root: Path,
-        *,
-        searchd_socket: Path,
-        data: Path,
-        indexd_status: Path | None = None,
-        syslogng_pidfile: Path | None = None,
-        logspace_settings: Path | None = None,
-        workers: int = 2,
-        threads: int = 8,
-        env: dict[str, str] | None = None,
-    ) -> None:
-        """Makes root/tls/https.crt + .key, root/webui-secret and root/accounts with "admin"."""
-        super().__init__(
-            root,
-            searchd_socket=searchd_socket,
-            data=data,
-            indexd_status=indexd_status,
-            syslogng_pidfile=syslogng_pidfile,
-            workers=workers,
-            threads=threads,
-            env=env,
-        )
+    def __init__(self, root: Path, *, logspace_settings: Path | None = None, **kw: Any) -> None:
+        """Makes root/tls/https.crt + .key, root/webui-secret and root/accounts with "admin";
+        kw: GunicornServer's (searchd_socket, data, indexd_status, syslogng_pidfile, workers,
+        threads, env)."""
+        super().__init__(root, **kw)
         self.logspace_settings = Path(logspace_settings or self.root / "logspaces.json")
         self.secret_file = self.root / "webui-secret"
         if not self.secret_file.exists():
