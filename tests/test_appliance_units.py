@@ -361,7 +361,7 @@ def test_tmpfiles_made_the_directories(root: Path) -> None:
         g = next(n for n, f in groups.items() if int(f[2]) == st.st_gid)
         return u, g, stat.S_IMODE(st.st_mode)
 
-    assert owner("/run/logbox") == ("root", "logbox-status", 0o3775)
+    assert owner("/run/logbox") == ("root", "logbox-status", 0o1775)
     assert owner("/var/lib/logbox") == ("logbox-indexd", "logbox-store", 0o750)
     assert owner("/var/lib/logbox-collector") == ("logbox-collector", "logbox-collector", 0o750)
     assert owner("/var/lib/logbox-collector/collector/buffer")[0] == "logbox-collector"

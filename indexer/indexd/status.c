@@ -4,6 +4,7 @@
  * one; the RPC and web status pages read it) and the malformed-frame log lines, which are
  * rate-limited (IX_LOG_PER_S a second, then one summary line for the rest of that second).
  */
+#include <sys/stat.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -281,6 +282,9 @@ status_write(struct indexd *env)
 	json_object_set_new(o, "logspaces", status_logspaces(env));
 	if (json_dump_file(o, tmp, JSON_COMPACT) != 0)
 		rc = errno ? errno : EIO;
+	/* Readable by the status readers (the API, the web UI) whatever the umask: no secrets. */
+	else if (chmod(tmp, 0644) == -1)
+		rc = errno;
 	else if (rename(tmp, env->status_path) == -1)
 		rc = errno;
 	json_decref(o);
