@@ -1,6 +1,7 @@
 # logbox — top-level entry points. This file only descends and orchestrates; each C folder has
 # its own plain Makefile. See README.md.
 #
+#   make install  build, then install into $(DESTDIR) (appliance/install.sh; default /)
 #   make run     install what is missing, build, start the appliance locally (foreground)
 #   make test    install what is missing, build, run every test suite
 #   make bench   benchmarks (not tests): figures side by side with a baseline
@@ -14,7 +15,7 @@ VENV        := $(CURDIR)/.venv
 PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
-.PHONY: all deps build run test test-c test-py lint bench bench-ingest bench-search bench-rpc fuzz clean
+.PHONY: all deps build install run test test-c test-py lint bench bench-ingest bench-search bench-rpc fuzz clean
 
 all: build
 
@@ -23,6 +24,9 @@ deps:
 
 build:
 	@$(MAKE) --no-print-directory -C indexer
+
+install: build
+	sh appliance/install.sh "$(DESTDIR)"
 
 run:
 	@$(MAKE) --no-print-directory deps

@@ -1,0 +1,78 @@
+#!/bin/sh
+# Install logbox into a root file system: `make install DESTDIR=ROOT` (ROOT empty = this system).
+# The layout is appliance/APPLIANCE.md "Layout"; the C programs come from build/bin (the release
+# build of `make build`). Nothing here starts, enables or chowns anything: the units are
+# enabled through logbox.target (WantedBy=multi-user.target) by the image build, the users come
+# from sysusers.d and the directories from tmpfiles.d at boot.
+set -eu
+
+DESTDIR=${1:-}
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+LIB=$DESTDIR/usr/lib/logbox
+UNITS=$DESTDIR/usr/lib/systemd/system
+
+die() { echo "install.sh: $*" >&2; exit 1; }
+
+for p in logbox logbox-indexd logbox-searchd; do
+	[ -x "$TOP/build/bin/$p" ] || die "build/bin/$p is missing: run make build first"
+done
+
+# copy_tree SRC DST: a Python package directory without caches
+copy_tree() {
+	mkdir -p "$2"
+	(cd "$1" && find . -name __pycache__ -prune -o -type f ! -name '*.pyc' -print) |
+	while IFS= read -r f; do
+		install -D -m 0644 "$1/$f" "$2/$f"
+	done
+}
+
+# the C programs
+for p in logbox logbox-indexd logbox-searchd; do
+	install -D -m 0755 "$TOP/build/bin/$p" "$LIB/bin/$p"
+done
+mkdir -p "$DESTDIR/usr/bin"
+ln -sf ../lib/logbox/bin/logbox "$DESTDIR/usr/bin/logbox"
+
+# the Python packages (PYTHONPATH of the web units), byte-compiled here: the units run on a
+# read-only /usr and could not write their caches
+rm -rf "$LIB/python"
+copy_tree "$TOP/rpc/logbox_core" "$LIB/python/logbox_core"
+copy_tree "$TOP/rpc/logbox_rpc" "$LIB/python/logbox_rpc"
+copy_tree "$TOP/rpc/logbox_client" "$LIB/python/logbox_client"
+copy_tree "$TOP/webui/logbox_webui" "$LIB/python/logbox_webui"
+if command -v python3 >/dev/null 2>&1; then
+	python3 -m compileall -q -d /usr/lib/logbox/python "$LIB/python" >/dev/null ||
+		die "python3 -m compileall failed on $LIB/python"
+fi
+
+# the collector's configuration renderer and the gunicorn configurations
+install -D -m 0644 "$TOP/collector/render.py" "$LIB/collector/render.py"
+install -D -m 0644 "$TOP/collector/appliance.toml" "$LIB/collector/appliance.toml"
+install -D -m 0644 "$TOP/rpc/gunicorn.conf.py" "$LIB/gunicorn/rpc.conf.py"
+install -D -m 0644 "$TOP/webui/gunicorn.conf.py" "$LIB/gunicorn/webui.conf.py"
+
+# boot-time programs
+for p in logbox-firstboot logbox-storage logbox-ready; do
+	install -D -m 0755 "$TOP/appliance/libexec/$p" "$LIB/libexec/$p"
+done
+
+# units, users, directories, the firewall
+for u in "$TOP"/appliance/systemd/*.service "$TOP"/appliance/systemd/*.socket \
+	"$TOP"/appliance/systemd/*.target; do
+	install -D -m 0644 "$u" "$UNITS/$(basename "$u")"
+done
+for d in "$TOP"/appliance/systemd/*.d; do
+	[ -d "$d" ] || continue
+	for f in "$d"/*.conf; do
+		install -D -m 0644 "$f" "$UNITS/$(basename "$d")/$(basename "$f")"
+	done
+done
+mkdir -p "$UNITS/multi-user.target.wants"
+ln -sf ../logbox.target "$UNITS/multi-user.target.wants/logbox.target"
+install -D -m 0644 "$TOP/appliance/sysusers.d/logbox.conf" "$DESTDIR/usr/lib/sysusers.d/logbox.conf"
+install -D -m 0644 "$TOP/appliance/tmpfiles.d/logbox.conf" "$DESTDIR/usr/lib/tmpfiles.d/logbox.conf"
+install -D -m 0644 "$TOP/appliance/modules-load.d/logbox.conf" \
+	"$DESTDIR/usr/lib/modules-load.d/logbox.conf"
+install -D -m 0644 "$TOP/appliance/nftables.conf" "$DESTDIR/etc/nftables.conf"
+install -D -m 0644 "$TOP/appliance/README.md" "$LIB/README.md"
+echo "install.sh: logbox installed into ${DESTDIR:-/}"
