@@ -161,6 +161,11 @@ def make_root(tar: Path, root: Path, install: bool) -> None:
         # boot into it: the default target pulls logbox.target in through its wants
     elif install:
         sys.exit("image: make install put no /usr/lib/systemd/system/logbox.target in the root")
+    # sshd: disabled by the base; when logbox's drop-in makes it conditional on
+    # /etc/logbox/ssh-enabled (first boot with a key), it is enabled and stays off until then
+    dropin = root / "usr/lib/systemd/system/ssh.service.d/logbox.conf"
+    if dropin.is_file() and "ConditionPathExists=/etc/logbox/ssh-enabled" in dropin.read_text():
+        run("chroot", root, "systemctl", "enable", "--quiet", "ssh.service")
     # what make install or sysusers may have left that is the build host's
     for p in (root / "tmp").iterdir():
         shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
