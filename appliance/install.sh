@@ -75,4 +75,5 @@ install -D -m 0644 "$TOP/appliance/modules-load.d/logbox.conf" \
 	"$DESTDIR/usr/lib/modules-load.d/logbox.conf"
 install -D -m 0644 "$TOP/appliance/nftables.conf" "$DESTDIR/etc/nftables.conf"
 install -D -m 0644 "$TOP/appliance/README.md" "$LIB/README.md"
+install -D -m 0644 "$TOP/appliance/sshd_config.d/logbox.conf" "$DESTDIR/etc/ssh/sshd_config.d/logbox.conf"
 echo "install.sh: logbox installed into ${DESTDIR:-/}"

@@ -1,0 +1,1167 @@
+# The appliance's installation (appliance/APPLIANCE.md): `make install DESTDIR=<tmp>` lays out
+# the programs, Python packages, units, sysusers.d and tmpfiles.d as the contract says;
+# `systemd-analyze verify --root` finds nothing to say about any unit; `systemd-analyze security
+# --offline` rates every logbox service at most 2.0; every service runs as its own user (root
+# only for logbox-storage and logbox-firstboot, whose units say why), has the hardening of the
+# contract and may write only the paths of its row of the users table; systemd-sysusers and
+# systemd-tmpfiles really make the users, groups and directories in the tree.
+# logbox-firstboot, run on the tree (LOGBOX_ROOT), makes the TLS files, secret, settings and the
+# admin with the right modes and owners, shows a generated password once (console only), uses
+# a given one without printing it, and does nothing the second time. logbox-storage's decisions
+# are checked on lsblk outputs of every case (blank disks, array members, a missing member
+# replaced by a blank disk, one disk, none, the boot disk, foreign disks). logbox-ready, against
+# a real searchd and the installed web UI and API under gunicorn over TLS, prints the readiness
+# line. The Vagrantfile validates.
+
+from __future__ import annotations
+
+import configparser
+import importlib.machinery
+import importlib.util
+import json
+import os
+import re
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lbtest.searchd import Searchd
+
+TOP = Path(__file__).resolve().parent.parent
+SYSTEMD_DIR = "usr/lib/systemd/system"
+SERVICES = (
+    "logbox-storage.service",
+    "logbox-firstboot.service",
+    "logbox-indexd.service",
+    "logbox-syslog-ng.service",
+    "logbox-searchd.service",
+    "logbox-rpc.service",
+    "logbox-webui.service",
+    "logbox-ready.service",
+)
+UNITS = (*SERVICES, "logbox-indexd.socket", "logbox.target")
+ROOT_SERVICES = {"logbox-storage.service", "logbox-firstboot.service"}
+# The users table of APPLIANCE.md: user -> (the unit, its groups, what it may write). The
+# daemons that put a file in /run/logbox (status, socket, pid) may write it too.
+USERS = {
+    "logbox-collector": (
+        "logbox-syslog-ng.service",
+        {"logbox-fifo", "logbox-status", "logbox-tls"},
+        {"/var/lib/logbox-collector", "/run/logbox"},
+    ),
+    "logbox-indexd": (
+        "logbox-indexd.service",
+        {"logbox-store", "logbox-status"},
+        {"/var/lib/logbox", "/run/logbox"},
+    ),
+    "logbox-searchd": (
+        "logbox-searchd.service",
+        {"logbox-store", "logbox-search", "logbox-status"},
+        # an LMDB reader's slot in the catalog's lock.mdb; nothing else of the store
+        {"/var/lib/logbox/catalog", "/run/logbox"},
+    ),
+    "logbox-rpc": (
+        "logbox-rpc.service",
+        {"logbox-search", "logbox-accounts", "logbox-status", "logbox-tls"},
+        {"/var/lib/logbox-accounts"},
+    ),
+    "logbox-webui": (
+        "logbox-webui.service",
+        {"logbox-search", "logbox-accounts", "logbox-status", "logbox-settings", "logbox-tls"},
+        {"/var/lib/logbox-accounts", "/etc/logbox/settings"},
+    ),
+}
+WRITABLE = {unit: paths for unit, _, paths in USERS.values()} | {
+    "logbox-storage.service": {"/run/logbox", "/run/mdadm"},
+    "logbox-firstboot.service": {"/etc/logbox", "/var/lib/logbox-accounts"},
+    "logbox-ready.service": set(),
+}
+HARDENING = {
+    "NoNewPrivileges": "yes",
+    "ProtectSystem": "strict",
+    "ProtectHome": "yes",
+    "PrivateTmp": "yes",
+    "PrivateDevices": "yes",
+    "ProtectKernelTunables": "yes",
+    "ProtectKernelModules": "yes",
+    "ProtectKernelLogs": "yes",
+    "ProtectControlGroups": "yes",
+    "ProtectClock": "yes",
+    "ProtectHostname": "yes",
+    "RestrictNamespaces": "yes",
+    "RestrictRealtime": "yes",
+    "RestrictSUIDSGID": "yes",
+    "LockPersonality": "yes",
+    "MemoryDenyWriteExecute": "yes",
+    "SystemCallArchitectures": "native",
+    "UMask": "0027",
+}
+# What the sandbox of a unit is allowed to differ in, and why (also said in the unit).
+EXCEPTIONS = {
+    # block devices, mdadm's /sys files
+    "logbox-storage.service": {"PrivateDevices": "no", "ProtectKernelTunables": "no"},
+    # /dev/console only (DevicePolicy=closed): the generated password goes there, not the journal
+    "logbox-firstboot.service": {"PrivateDevices": "no"},
+}
+HOST_TOOLS = ("/usr/bin/python3", "/usr/sbin/syslog-ng", "/bin/sh", "/bin/chgrp")
+
+
+def need(tool: str) -> str:
+    """The path of a host tool the test cannot do without (fails, never skips)."""
+    path = shutil.which(tool) or (tool if os.path.exists(tool) else None)
+    if path is None:
+        pytest.fail(f"{tool} is not installed (make deps)")
+    return path
+
+
+def load_script(name: str) -> types.ModuleType:
+    """An appliance/libexec program (no .py suffix) as a module, for its pure functions."""
+    path = TOP / "appliance" / "libexec" / name
+    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), str(path))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    assert spec is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[loader.name] = mod  # dataclasses look their module up there
+    loader.exec_module(mod)
+    return mod
+
+
+def unit_file(root: Path, unit: str) -> dict[str, list[str]]:
+    """A unit's settings: name -> every value given (in order), sections merged. root is an
+    installed tree, or a directory holding the unit itself (appliance/)."""
+    out: dict[str, list[str]] = {}
+    path = root / SYSTEMD_DIR / unit
+    if not path.exists():
+        path = root / "systemd" / unit
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line[0] in "#;[":
+            continue
+        key, _, value = line.partition("=")
+        out.setdefault(key.strip(), []).append(value.strip())
+    return out
+
+
+def last(settings: dict[str, list[str]], key: str) -> str | None:
+    """The value in force of a single-valued setting."""
+    values = settings.get(key)
+    return values[-1] if values else None
+
+
+def unit_comments(root: Path, unit: str) -> str:
+    """The comment lines of a unit file, joined."""
+    lines = (root / SYSTEMD_DIR / unit).read_text().splitlines()
+    return " ".join(x.lstrip("# ") for x in lines if x.startswith("#"))
+
+
+def db(root: Path, kind: str) -> dict[str, list[str]]:
+    """<root>/etc/passwd or group as name -> fields."""
+    out = {}
+    for line in (root / "etc" / kind).read_text().splitlines():
+        parts = line.split(":")
+        out[parts[0]] = parts
+    return out
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A root file system with logbox installed by `make install`, the users and directories
+    made by systemd-sysusers and systemd-tmpfiles, plus what systemd-analyze needs from the
+    host: the programs the units run and the host's own units (sysinit.target, ...)."""
+    r = tmp_path_factory.mktemp("root")
+    done = subprocess.run(
+        ["make", "--no-print-directory", "install", f"DESTDIR={r}"],
+        cwd=TOP,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for tool in HOST_TOOLS:
+        src = Path(os.path.realpath(need(tool)))
+        dst = r / tool.lstrip("/")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+    units = r / SYSTEMD_DIR
+    for src in Path("/usr/lib/systemd/system").iterdir():
+        if not (units / src.name).exists() and (src.is_file() or src.is_symlink()):
+            shutil.copy2(src, units / src.name, follow_symlinks=False)
+    for cmd in (
+        ["systemd-sysusers", f"--root={r}"],
+        ["systemd-tmpfiles", f"--root={r}", "--create"],
+    ):
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        assert done.returncode == 0, f"{cmd}: {done.stderr}"
+    return r
+
+
+# ---------------------------------------------------------------- layout
+
+
+def test_layout(root: Path) -> None:
+    lib = root / "usr/lib/logbox"
+    for p in ("logbox", "logbox-indexd", "logbox-searchd"):
+        prog = lib / "bin" / p
+        assert prog.is_file() and os.access(prog, os.X_OK), prog
+        assert (
+            prog.read_bytes() == (TOP / "build/bin" / p).read_bytes()
+        ), f"{p}: not the release build"
+    assert os.readlink(root / "usr/bin/logbox") == "../lib/logbox/bin/logbox"
+    assert (root / "usr/bin/logbox").resolve() == (lib / "bin/logbox").resolve()
+    for pkg in ("logbox_core", "logbox_rpc", "logbox_webui", "logbox_client"):
+        assert (lib / "python" / pkg / "__init__.py").is_file(), pkg
+    assert (lib / "python/logbox_webui/templates").is_dir()
+    assert not list((lib / "python").rglob("*.pyc")) or all(
+        p.parent.name == "__pycache__" for p in (lib / "python").rglob("*.pyc")
+    )
+    assert (lib / "collector/render.py").read_bytes() == (TOP / "collector/render.py").read_bytes()
+    assert (lib / "gunicorn/rpc.conf.py").read_bytes() == (
+        TOP / "rpc/gunicorn.conf.py"
+    ).read_bytes()
+    assert (lib / "gunicorn/webui.conf.py").read_bytes() == (
+        TOP / "webui/gunicorn.conf.py"
+    ).read_bytes()
+    for p in ("logbox-firstboot", "logbox-storage", "logbox-ready"):
+        assert os.access(lib / "libexec" / p, os.X_OK), p
+    for unit in UNITS:
+        assert (root / SYSTEMD_DIR / unit).is_file(), unit
+    wants = root / SYSTEMD_DIR / "multi-user.target.wants/logbox.target"
+    assert os.readlink(wants) == "../logbox.target"
+    assert (root / "usr/lib/sysusers.d/logbox.conf").is_file()
+    assert (root / "usr/lib/tmpfiles.d/logbox.conf").is_file()
+    assert (root / "etc/nftables.conf").is_file()
+    # the installed packages import from their PYTHONPATH alone (the units' environment)
+    env = {"PYTHONPATH": str(lib / "python"), "PATH": "/usr/bin:/bin"}
+    code = "import logbox_rpc, logbox_webui, logbox_client, logbox_core.accounts; print('ok')"
+    done = subprocess.run(
+        ["/usr/bin/python3", "-c", code], env=env, capture_output=True, text=True, cwd="/"
+    )
+    assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_target_wants_every_unit(root: Path) -> None:
+    target = unit_file(root, "logbox.target")
+    wanted = " ".join(target["Wants"]).split()
+    assert set(wanted) == set(SERVICES) | {"logbox-indexd.socket"}
+    assert last(target, "WantedBy") == "multi-user.target"
+
+
+# ---------------------------------------------------------------- systemd-analyze
+
+
+def test_verify_clean(root: Path) -> None:
+    done = subprocess.run(
+        ["systemd-analyze", "verify", f"--root={root}", *UNITS],
+        cwd=root / SYSTEMD_DIR,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and not done.stdout.strip() and not done.stderr.strip(), (
+        done.stdout + done.stderr
+    )
+
+
+@pytest.mark.parametrize("unit", SERVICES)
+def test_security_exposure(root: Path, unit: str) -> None:
+    done = subprocess.run(
+        ["systemd-analyze", "security", "--offline=true", f"--root={root}", unit],
+        cwd=root / SYSTEMD_DIR,
+        capture_output=True,
+        text=True,
+    )
+    m = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", done.stdout)
+    assert m is not None, done.stdout[-2000:] + done.stderr
+    assert float(m.group(1)) <= 2.0, f"{unit}: exposure {m.group(1)}"
+
+
+# ---------------------------------------------------------------- users and rights
+
+
+@pytest.mark.parametrize("unit", SERVICES)
+def test_user_and_hardening(root: Path, unit: str) -> None:
+    s = unit_file(root, unit)
+    user = last(s, "User")
+    if unit in ROOT_SERVICES:
+        assert user == "root", f"{unit}: User=root expected (it says why)"
+        assert "Root, because" in unit_comments(root, unit), f"{unit}: no reason given for root"
+    else:
+        assert user and user != "root", f"{unit}: no User= or root"
+    if unit == "logbox-ready.service":
+        assert last(s, "DynamicUser") == "yes"
+    want = HARDENING | EXCEPTIONS.get(unit, {})
+    for key, value in want.items():
+        assert last(s, key) == value, f"{unit}: {key}={last(s, key)}, expected {value}"
+    assert s["SystemCallFilter"][0] == "@system-service", unit
+    caps = set((last(s, "CapabilityBoundingSet") or "").split())
+    if unit not in ROOT_SERVICES:
+        assert caps <= {"CAP_NET_BIND_SERVICE"}, f"{unit}: {caps}"
+        assert set((last(s, "AmbientCapabilities") or "").split()) == caps
+    families = set((last(s, "RestrictAddressFamilies") or "").split())
+    assert "AF_UNIX" in families and families <= {"AF_UNIX", "AF_INET", "AF_INET6"}, unit
+    for key in ("StateDirectory", "RuntimeDirectory", "LogsDirectory", "CacheDirectory"):
+        assert key not in s, f"{unit}: {key}= would add a writable path"
+    writable = {p.lstrip("-") for v in s.get("ReadWritePaths", []) for p in v.split()}
+    assert writable == WRITABLE[unit], f"{unit}: writes {writable}"
+
+
+@pytest.mark.parametrize("user", sorted(USERS))
+def test_user_runs_its_unit_with_its_groups(root: Path, user: str) -> None:
+    unit, groups, _ = USERS[user]
+    s = unit_file(root, unit)
+    assert last(s, "User") == user
+    in_unit = {last(s, "Group")} | set(" ".join(s.get("SupplementaryGroups", [])).split())
+    assert in_unit == groups | ({user} if last(s, "Group") == user else set()), unit
+    members = {g for g, f in db(root, "group").items() if user in f[3].split(",")}
+    assert members == groups, f"{user}: sysusers.d gives {members}"
+    passwd = db(root, "passwd")[user]
+    assert int(passwd[2]) != 0 and passwd[6] == "/usr/sbin/nologin"
+
+
+def test_daemons_types(root: Path) -> None:
+    for unit in ("logbox-indexd.service", "logbox-searchd.service"):
+        s = unit_file(root, unit)
+        assert last(s, "Type") == "notify" and last(s, "WatchdogSec") == "30", unit
+    sock = unit_file(root, "logbox-indexd.socket")
+    assert last(sock, "ListenFIFO") == "/run/logbox/indexd.fifo"
+    assert last(sock, "PipeSize") == "1M"
+    assert (last(sock, "SocketGroup"), last(sock, "SocketMode")) == ("logbox-fifo", "0660")
+    sng = unit_file(root, "logbox-syslog-ng.service")
+    assert last(sng, "LimitNOFILE") == "65536"
+    assert "logbox-indexd.service" in " ".join(sng["After"]).split()
+    assert last(unit_file(root, "logbox-ready.service"), "Type") == "simple"
+    for unit in ("logbox-rpc.service", "logbox-webui.service"):
+        env = dict(v.split("=", 1) for v in unit_file(root, unit)["Environment"])
+        assert env["PYTHONPATH"] == "/usr/lib/logbox/python"
+        assert env["LOGBOX_TLS_CERT"].startswith("/etc/logbox/tls/")
+    web = dict(v.split("=", 1) for v in unit_file(root, "logbox-webui.service")["Environment"])
+    assert web["LOGBOX_WEBUI_BIND"] == "0.0.0.0:443"
+    api = dict(v.split("=", 1) for v in unit_file(root, "logbox-rpc.service")["Environment"])
+    assert api["LOGBOX_RPC_BIND"] == "0.0.0.0:8444"
+
+
+def test_tmpfiles_made_the_directories(root: Path) -> None:
+    users = {"root": ["root", "x", "0"], **db(root, "passwd")}
+    groups = {"root": ["root", "x", "0"], **db(root, "group")}
+
+    def owner(path: str) -> tuple[str, str, int]:
+        st = (root / path.lstrip("/")).stat()
+        u = next(n for n, f in users.items() if int(f[2]) == st.st_uid)
+        g = next(n for n, f in groups.items() if int(f[2]) == st.st_gid)
+        return u, g, stat.S_IMODE(st.st_mode)
+
+    assert owner("/run/logbox") == ("root", "logbox-status", 0o3775)
+    assert owner("/var/lib/logbox") == ("logbox-indexd", "logbox-store", 0o750)
+    assert owner("/var/lib/logbox-collector") == ("logbox-collector", "logbox-collector", 0o750)
+    assert owner("/var/lib/logbox-collector/collector/buffer")[0] == "logbox-collector"
+    assert owner("/var/lib/logbox-accounts") == ("logbox-rpc", "logbox-accounts", 0o770)
+    assert owner("/etc/logbox/settings") == ("root", "logbox-settings", 0o775)
+
+
+def test_firewall_ports() -> None:
+    text = (TOP / "appliance/nftables.conf").read_text()
+    assert "policy drop" in text
+    assert re.search(r"tcp dport \{ 514, 601, 6514 \} accept", text)
+    assert re.search(r"udp dport 514 accept", text)
+    assert re.search(r"tcp dport 443 accept", text) and re.search(r"tcp dport 8444 accept", text)
+    assert not re.search(r"^\s*tcp dport 22\b", text, re.M), "SSH must be off by default"
+    assert 'include "/etc/logbox/firewall.d/*.nft"' in text
+    drop_in = (TOP / "appliance/systemd/nftables.service.d/logbox.conf").read_text()
+    assert "/etc/logbox/ssh-enabled" in drop_in and "tcp dport 22 accept" in drop_in
+
+
+def test_firewall_opens_ssh_only_when_enabled(tmp_path: Path) -> None:
+    # the nftables.service drop-in's ExecStartPre (paths moved into tmp_path) writes the SSH
+    # rule exactly when ssh-enabled exists; nft accepts the configuration either way
+    drop_in = unit_file(TOP / "appliance", "nftables.service.d/logbox.conf")
+    [pre] = drop_in["ExecStartPre"]
+    argv = pre.split(" ", 2)
+    assert argv[:2] == ["/bin/sh", "-c"]
+    script = argv[2].strip("'").replace("/etc/logbox", str(tmp_path / "etc"))
+    conf = tmp_path / "nftables.conf"
+    conf.write_text(
+        (TOP / "appliance/nftables.conf").read_text().replace("/etc/logbox", str(tmp_path / "etc"))
+    )
+    rule = tmp_path / "etc/firewall.d/ssh.nft"
+    nft = shutil.which("nft")
+    for enabled in (False, True, False):
+        if enabled:
+            (tmp_path / "etc/ssh-enabled").write_text("")
+        else:
+            (tmp_path / "etc/ssh-enabled").unlink(missing_ok=True)
+        done = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert rule.exists() == enabled
+        if enabled:
+            assert rule.read_text() == "add rule inet logbox input tcp dport 22 accept\n"
+        if nft is None or os.geteuid() != 0:
+            continue  # nft checks against the kernel: root only
+        done = subprocess.run([nft, "-c", "-f", str(conf)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------------------- logbox-firstboot
+
+
+def firstboot(root: Path, tree: Path) -> subprocess.CompletedProcess:
+    """Run the installed logbox-firstboot on tree (a copy of root's /etc and /var)."""
+    env = dict(os.environ, LOGBOX_ROOT=str(tree), LOGBOX_PYTHON=str(root / "usr/lib/logbox/python"))
+    env.pop("LOGBOX_PASSWORD", None)
+    return subprocess.run(
+        ["/usr/bin/python3", str(root / "usr/lib/logbox/libexec/logbox-firstboot")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def tree(root: Path, tmp_path: Path) -> Path:
+    """A fresh tree for logbox-firstboot: root's users, directories and installed files."""
+    t = tmp_path / "t"
+    for d in ("etc", "var", "usr/lib/logbox/collector"):
+        shutil.copytree(root / d, t / d, symlinks=True)
+    (t / "dev").mkdir()
+    (t / "dev/console").write_text("")
+    return t
+
+
+def check_password(root: Path, tree: Path, password: str) -> bool:
+    """Whether admin's password in the tree's accounts store is password."""
+    code = (
+        "import sys; from logbox_core.accounts import Accounts; a = Accounts(sys.argv[1]); "
+        "u = a.check_password('admin', sys.argv[2]); "
+        "print(u.role if u else 'no', bool(u and u.must_change))"
+    )
+    done = subprocess.run(
+        ["/usr/bin/python3", "-c", code, str(tree / "var/lib/logbox-accounts"), password],
+        env=dict(os.environ, PYTHONPATH=str(root / "usr/lib/logbox/python")),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split() == ["admin", "True"]
+
+
+def mode_owner(tree: Path, path: str) -> tuple[int, int, int]:
+    st = (tree / path.lstrip("/")).lstat()
+    return stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid
+
+
+def test_firstboot_generates_and_shows_password_once(root: Path, tree: Path) -> None:
+    users, groups = db(tree, "passwd"), db(tree, "group")
+    gid = {n: int(f[2]) for n, f in groups.items()}
+    done = firstboot(root, tree)
+    assert done.returncode == 0, done.stdout + done.stderr
+    console = (tree / "dev/console").read_text()
+    m = re.fullmatch(r"logbox-firstboot: admin password \(shown once\): (\S+)\n", console)
+    assert m is not None, console
+    password = m.group(1)
+    assert password not in done.stdout + done.stderr, "the password reached the journal"
+    assert check_password(root, tree, password)
+
+    assert mode_owner(tree, "/etc/logbox/tls") == (0o750, 0, gid["logbox-tls"])
+    assert mode_owner(tree, "/etc/logbox/tls/ca.key") == (0o600, 0, 0)
+    assert mode_owner(tree, "/etc/logbox/tls/server.key") == (0o640, 0, gid["logbox-tls"])
+    assert mode_owner(tree, "/etc/logbox/tls/server.crt")[0] == 0o644
+    assert mode_owner(tree, "/etc/logbox/webui-secret") == (0o640, 0, gid["logbox-webui"])
+    assert len((tree / "etc/logbox/webui-secret").read_text().strip()) >= 32
+    assert mode_owner(tree, "/etc/logbox/collector.toml")[0] == 0o644
+    assert os.readlink(tree / "etc/logbox/logspaces.json") == "settings/logspaces.json"
+    spaces = json.loads((tree / "etc/logbox/logspaces.json").read_text())
+    assert spaces == {"version": 1, "logspaces": {}}
+    rpc = int(users["logbox-rpc"][2])
+    assert mode_owner(tree, "/var/lib/logbox-accounts") == (0o770, rpc, gid["logbox-accounts"])
+    for f in ("data.mdb", "lock.mdb"):
+        assert mode_owner(tree, f"/var/lib/logbox-accounts/{f}") == (
+            0o660,
+            rpc,
+            gid["logbox-accounts"],
+        )
+    assert (tree / "etc/logbox/firstboot.done").exists()
+    assert not (tree / "etc/logbox/ssh-enabled").exists()
+
+    # the certificate: signed by the CA, for the host name and the loopback addresses
+    tls = tree / "etc/logbox/tls"
+    v = subprocess.run(
+        ["openssl", "verify", "-CAfile", str(tls / "ca.crt"), str(tls / "server.crt")],
+        capture_output=True,
+        text=True,
+    )
+    assert v.returncode == 0, v.stdout + v.stderr
+    text = subprocess.run(
+        ["openssl", "x509", "-in", str(tls / "server.crt"), "-noout", "-ext", "subjectAltName"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert f"DNS:{socket.gethostname()}" in text and "IP Address:127.0.0.1" in text
+
+    # the collector settings render for syslog-ng with the appliance's ports and TLS files
+    col = (tree / "etc/logbox/collector.toml").read_text()
+    assert 'cert = "/etc/logbox/tls/server.crt"' in col and "tcp = 514" in col
+
+    # a second run does nothing
+    before = {p: p.stat().st_mtime_ns for p in tree.rglob("*") if not p.is_symlink()}
+    (tree / "dev/console").write_text("")
+    again = firstboot(root, tree)
+    assert again.returncode == 0, again.stderr
+    assert "nothing to do" in again.stdout
+    assert (tree / "dev/console").read_text() == ""
+    after = {p: p.stat().st_mtime_ns for p in tree.rglob("*") if not p.is_symlink()}
+    assert after == {**before, tree / "dev/console": after[tree / "dev/console"]}
+
+
+def test_firstboot_uses_a_given_password_and_key(root: Path, tree: Path) -> None:
+    password = "a-given-Passw0rd-for-admin"
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBkeyforthetest test@example"
+    conf = tree / "etc/logbox/firstboot.toml"
+    conf.write_text(f'admin_password = "{password}"\nssh_authorized_key = "{key}"\n')
+    done = firstboot(root, tree)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert password not in done.stdout + done.stderr
+    assert (tree / "dev/console").read_text() == ""
+    assert check_password(root, tree, password)
+    assert not conf.exists(), "firstboot.toml held a password: removed once used"
+    assert (tree / "etc/logbox/ssh-enabled").exists()
+    assert (tree / "etc/logbox/ssh/authorized_keys.root").read_text() == key + "\n"
+    assert mode_owner(tree, "/etc/logbox/ssh/authorized_keys.root") == (0o644, 0, 0)
+
+
+def test_firstboot_reads_fw_cfg_first(root: Path, tree: Path) -> None:
+    raw = tree / "sys/firmware/qemu_fw_cfg/by_name/opt/logbox/firstboot/raw"
+    raw.parent.mkdir(parents=True)
+    raw.write_text('admin_password = "from-fw-cfg-Passw0rd"\n')
+    (tree / "etc/logbox/firstboot.toml").write_text('admin_password = "from-the-file-Passw0rd"\n')
+    done = firstboot(root, tree)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert check_password(root, tree, "from-fw-cfg-Passw0rd")
+    assert not check_password(root, tree, "from-the-file-Passw0rd")
+
+
+def test_firstboot_refuses_a_bad_configuration(root: Path, tree: Path) -> None:
+    (tree / "etc/logbox/firstboot.toml").write_text("admin_password = 12\n")
+    done = firstboot(root, tree)
+    assert done.returncode != 0
+    assert "admin_password: expected a non-empty string" in done.stderr
+    assert not (tree / "etc/logbox/firstboot.done").exists()
+    (tree / "etc/logbox/firstboot.toml").write_text('admin_password = "short"\n')
+    done = firstboot(root, tree)
+    assert done.returncode != 0 and "cannot add admin" in done.stderr
+    assert "short" not in done.stdout + done.stderr.replace("short\n", "")  # not echoed back
+    assert not (tree / "etc/logbox/firstboot.done").exists()
+
+
+# ---------------------------------------------------------------- logbox-storage
+
+
+@pytest.fixture(scope="module")
+def storage() -> types.ModuleType:
+    os.environ.setdefault("LOGBOX_PYTHON", str(TOP / "rpc"))
+    return load_script("logbox-storage")
+
+
+def disk(name: str, fstype: str | None = None, label: str | None = None, **kw: object) -> dict:
+    d = {
+        "name": name,
+        "path": f"/dev/{name}",
+        "type": "disk",
+        "fstype": fstype,
+        "label": label,
+        "pttype": None,
+        "ro": False,
+        "mountpoints": [None],
+    }
+    d.update(kw)
+    return d
+
+
+BOOT = disk(
+    "vda",
+    pttype="dos",
+    children=[
+        {
+            "name": "vda1",
+            "path": "/dev/vda1",
+            "type": "part",
+            "fstype": "ext4",
+            "label": "root",
+            "mountpoints": ["/"],
+        },
+    ],
+)
+CDROM = {"name": "sr0", "path": "/dev/sr0", "type": "rom", "fstype": None, "mountpoints": [None]}
+
+
+def md(name: str = "md127", fstype: str | None = "ext4", mounted: bool = False) -> dict:
+    return {
+        "name": name,
+        "path": f"/dev/{name}",
+        "type": "raid1",
+        "fstype": fstype,
+        "label": "logbox-store" if fstype else None,
+        "mountpoints": ["/var/lib/logbox" if mounted else None],
+    }
+
+
+def member(name: str, array: dict | None = None) -> dict:
+    return disk(name, "linux_raid_member", "logbox:logbox", children=[array] if array else [])
+
+
+MDSTAT_CLEAN = """Personalities : [raid1]
+md127 : active raid1 vdc[1] vdb[0]
+      10476544 blocks super 1.2 [2/2] [UU]
+
+unused devices: <none>
+"""
+MDSTAT_DEGRADED = """Personalities : [raid1]
+md127 : active raid1 vdb[0]
+      10476544 blocks super 1.2 [2/1] [U_]
+
+unused devices: <none>
+"""
+MDSTAT_INACTIVE = """Personalities : [raid1]
+md127 : inactive vdb[0](S)
+      10476544 blocks super 1.2
+
+unused devices: <none>
+"""
+MDSTAT_RECOVERING = """Personalities : [raid1]
+md127 : active raid1 vdc[2] vdb[0]
+      10476544 blocks super 1.2 [2/1] [U_]
+      [=>...................]  recovery =  7.5% (786432/10476544) finish=1.2min speed=131072K/sec
+
+unused devices: <none>
+"""
+
+
+def plan(storage: types.ModuleType, devices: list[dict], mdstat: str = "") -> object:
+    return storage.plan({"blockdevices": devices}, storage.parse_mdstat(mdstat), "991:990")
+
+
+def test_storage_two_blank_disks_make_an_array(storage: types.ModuleType) -> None:
+    p = plan(storage, [BOOT, disk("vdb"), disk("vdc"), CDROM])
+    assert p.mode == "raid1" and p.device == "/dev/md/logbox"
+    [step] = p.steps
+    assert step[:3] == ["mdadm", "--create", "/dev/md/logbox"]
+    assert "--level=1" in step and "--metadata=1.2" in step and "--raid-devices=2" in step
+    assert step[-2:] == ["/dev/vdb", "/dev/vdc"]
+    # then: the array has no file system yet
+    p = plan(
+        storage,
+        [BOOT, member("vdb", md(fstype=None)), member("vdc", md(fstype=None))],
+        MDSTAT_CLEAN,
+    )
+    assert p.steps == [
+        ["mkfs.ext4", "-q", "-L", "logbox-store", "-E", "root_owner=991:990", "/dev/md127"]
+    ]
+    # then: mount it
+    p = plan(storage, [BOOT, member("vdb", md()), member("vdc", md())], MDSTAT_CLEAN)
+    [step] = p.steps
+    assert step[0] == "systemd-mount" and step[-2:] == ["/dev/md127", "/var/lib/logbox"]
+    assert "--options=nodev,nosuid,noexec" in step
+    # then: nothing left to do (idempotent)
+    p = plan(
+        storage,
+        [BOOT, member("vdb", md(mounted=True)), member("vdc", md(mounted=True))],
+        MDSTAT_CLEAN,
+    )
+    assert p.mode == "raid1" and p.steps == [] and p.device == "/dev/md127"
+    assert storage.raid_state(storage.parse_mdstat(MDSTAT_CLEAN)["md127"]) == "clean"
+
+
+def test_storage_members_are_assembled(storage: types.ModuleType) -> None:
+    p = plan(storage, [BOOT, member("vdb"), member("vdc")])
+    assert p.steps == [["mdadm", "--assemble", "--run", "/dev/md/logbox", "/dev/vdb", "/dev/vdc"]]
+    assert p.mode == "raid1"
+
+
+def test_storage_degraded_array_started_and_blank_added(storage: types.ModuleType) -> None:
+    # udev left the half array inactive: start it
+    p = plan(storage, [BOOT, member("vdb"), disk("vdc")], MDSTAT_INACTIVE)
+    assert p.steps == [["mdadm", "--run", "/dev/md127"]]
+    # not assembled at all: assemble (--run starts it degraded)
+    p = plan(storage, [BOOT, member("vdb"), disk("vdc")])
+    assert p.steps == [["mdadm", "--assemble", "--run", "/dev/md/logbox", "/dev/vdb"]]
+    # running degraded with a blank disk beside it: add the blank one
+    p = plan(storage, [BOOT, member("vdb", md(mounted=True)), disk("vdc")], MDSTAT_DEGRADED)
+    assert p.steps == [["mdadm", "/dev/md127", "--add", "/dev/vdc"]]
+    # resyncing onto it: nothing more to do
+    p = plan(
+        storage,
+        [BOOT, member("vdb", md(mounted=True)), member("vdc", md(mounted=True))],
+        MDSTAT_RECOVERING,
+    )
+    assert p.steps == []
+    assert storage.raid_state(storage.parse_mdstat(MDSTAT_RECOVERING)["md127"]) == "recovering 7.5%"
+    # degraded, no disk to add: mounted as it is
+    p = plan(storage, [BOOT, member("vdb", md(mounted=True))], MDSTAT_DEGRADED)
+    assert p.steps == [] and p.mode == "raid1"
+    assert storage.raid_state(storage.parse_mdstat(MDSTAT_DEGRADED)["md127"]) == "degraded"
+
+
+def test_storage_one_disk(storage: types.ModuleType) -> None:
+    p = plan(storage, [BOOT, disk("vdb")])
+    assert p.mode == "single"
+    assert p.steps == [
+        ["mkfs.ext4", "-q", "-L", "logbox-store", "-E", "root_owner=991:990", "/dev/vdb"]
+    ]
+    p = plan(storage, [BOOT, disk("vdb", "ext4", "logbox-store")])
+    assert p.mode == "single" and p.steps[0][0] == "systemd-mount" and p.steps[0][-2] == "/dev/vdb"
+    p = plan(storage, [BOOT, disk("vdb", "ext4", "logbox-store", mountpoints=["/var/lib/logbox"])])
+    assert p.steps == [] and "without RAID" in p.message
+    # a store disk and a new blank disk: stays single (no migration), says so
+    p = plan(
+        storage,
+        [BOOT, disk("vdb", "ext4", "logbox-store", mountpoints=["/var/lib/logbox"]), disk("vdc")],
+    )
+    assert p.mode == "single" and p.steps == [] and "vdc" in p.message
+
+
+def test_storage_none_and_foreign(storage: types.ModuleType) -> None:
+    p = plan(storage, [BOOT, CDROM])
+    assert p.mode == "root" and p.steps == [] and p.device is None
+    assert "root file system" in p.message
+    # disks holding something else are never touched, and the boot disk is never a data disk
+    other = disk("vdb", "xfs", "data")
+    parted = disk(
+        "vdc", pttype="gpt", children=[{"name": "vdc1", "type": "part", "mountpoints": [None]}]
+    )
+    alien = member("vdd")
+    alien["label"] = "otherhost:backup"
+    p = plan(storage, [BOOT, other, parted, alien])
+    assert p.mode == "root" and p.steps == [] and "vdb" in p.message and "vdc" in p.message
+    # boot disk on sda (with swap on a partition), data disks on nvme
+    sda = disk("sda", pttype="gpt", children=[
+        {"name": "sda1", "type": "part", "mountpoints": ["/boot"]},
+        {"name": "sda2", "type": "part", "mountpoints": ["[SWAP]"]},
+    ])  # fmt: skip
+    p = plan(storage, [sda, disk("nvme0n1"), disk("nvme1n1")])
+    assert p.steps[0][-2:] == ["/dev/nvme0n1", "/dev/nvme1n1"]
+    assert [d.name for d in storage.data_disks({"blockdevices": [sda, disk("sdb", ro=True)]})] == []
+
+
+def test_storage_lsblk_output_parses(storage: types.ModuleType) -> None:
+    # the real lsblk of this host, with the columns the program asks for
+    done = subprocess.run(storage.LSBLK, capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"lsblk cannot run here: {done.stderr.strip()}")
+    doc = json.loads(done.stdout)
+    p = storage.plan(doc, {}, "0:0")
+    assert p.mode in ("raid1", "single", "root")
+
+
+# ---------------------------------------------------------------- logbox-ready
+
+
+@pytest.fixture(scope="module")
+def ready() -> types.ModuleType:
+    return load_script("logbox-ready")
+
+
+def test_ready_line(ready: types.ModuleType) -> None:
+    line = ready.ready_line(
+        "10.0.2.15", {"mode": "raid1", "device": "/dev/md127", "state": "clean"}
+    )
+    assert line == (
+        "logbox-ready: ready: syslog 514/tcp 514/udp 601/tcp 6514/tls, web https://10.0.2.15/, "
+        "api https://10.0.2.15:8444/api/v1, raid clean (/dev/md127)"
+    )
+    assert ready.raid({"mode": "root"}) == "none (root file system)"
+    assert ready.raid({"mode": "single", "device": "/dev/vdb"}) == "none (single disk /dev/vdb)"
+    fib = (
+        "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 10.0.2.0\n        /24 link UNICAST\n"
+        "     |-- 10.0.2.15\n        /32 host LOCAL\nLocal:\n     |-- 127.0.0.1\n"
+        "        /32 host LOCAL\n     |-- 10.0.2.15\n        /32 host LOCAL\n"
+    )
+    assert ready.parse_fib_trie(fib) == ["10.0.2.15", "127.0.0.1"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def appliance_run(root: Path, tree: Path, tmp_path: Path) -> Iterator[tuple[Path, int, int]]:
+    """A real searchd on an empty store, and the installed web UI and RPC API under gunicorn
+    with the first-boot TLS files and accounts: (run dir, web port, api port)."""
+    assert firstboot(root, tree).returncode == 0
+    run = Path(tempfile.mkdtemp(prefix="lbr", dir="/tmp"))  # short: sun_path is 108 bytes
+    data = tmp_path / "data"
+    data.mkdir()
+    sd = Searchd(root / "usr/lib/logbox/bin/logbox-searchd", data, run / "searchd.sock").start()
+    procs = []
+    ports = {"webui": free_port(), "rpc": free_port()}
+    etc = tree / "etc/logbox"
+    for app, conf_app in (
+        ("webui", "logbox_webui:create_app()"),
+        ("rpc", "logbox_rpc:create_app()"),
+    ):
+        env = dict(
+            os.environ,
+            PYTHONPATH=str(root / "usr/lib/logbox/python"),
+            PYTHONDONTWRITEBYTECODE="1",
+            LOGBOX_TLS_CERT=str(etc / "tls/server.crt"),
+            LOGBOX_TLS_KEY=str(etc / "tls/server.key"),
+            LOGBOX_SEARCHD_SOCKET=str(run / "searchd.sock"),
+            LOGBOX_ACCOUNTS=str(tree / "var/lib/logbox-accounts"),
+            LOGBOX_DATA=str(data),
+            LOGBOX_INDEXD_STATUS=str(run / "indexd.status.json"),
+            LOGBOX_SYSLOGNG_PIDFILE=str(run / "syslog-ng.pid"),
+            LOGBOX_WEBUI_SECRET_FILE=str(etc / "webui-secret"),
+            LOGBOX_LOGSPACE_SETTINGS=str(etc / "settings/logspaces.json"),
+            LOGBOX_WEBUI_CONFIG=str(tmp_path / "none.py"),
+            LOGBOX_RPC_CONFIG=str(tmp_path / "none.py"),
+            LOGBOX_WEBUI_WORKERS="1",
+            LOGBOX_RPC_WORKERS="1",
+        )
+        env[f"LOGBOX_{app.upper()}_BIND"] = f"127.0.0.1:{ports[app]}"
+        conf = root / f"usr/lib/logbox/gunicorn/{app}.conf.py"
+        procs.append(
+            subprocess.Popen(
+                ["/usr/bin/python3", "-m", "gunicorn", "-c", str(conf), conf_app],
+                env=env,
+                cwd="/",
+                stdout=subprocess.DEVNULL,
+                stderr=(tmp_path / f"{app}.log").open("wb"),
+            )
+        )
+    try:
+        yield run, ports["webui"], ports["rpc"]
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+        sd.stop()
+        shutil.rmtree(run, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_ready_against_the_installed_apps(
+    ready: types.ModuleType, appliance_run: tuple[Path, int, int], root: Path
+) -> None:
+    run, web, api = appliance_run
+    (run / "storage.json").write_text(
+        json.dumps({"mode": "root", "device": None, "state": "root", "message": "no data disk"})
+    )
+    # indexd's status file, kept fresh as indexd does every second
+    status = run / "indexd.status.json"
+    status.write_text("{}")
+    env = dict(
+        os.environ,
+        LOGBOX_READY_RUN=str(run),
+        LOGBOX_READY_WEB=f"127.0.0.1:{web}",
+        LOGBOX_READY_API=f"127.0.0.1:{api}",
+        LOGBOX_READY_TIMEOUT="60",
+    )
+    proc = subprocess.Popen(
+        ["/usr/bin/python3", str(root / "usr/lib/logbox/libexec/logbox-ready")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 90
+    while proc.poll() is None and time.monotonic() < deadline:
+        os.utime(status)
+        time.sleep(0.5)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, out + err
+    lines = out.splitlines()
+    assert re.fullmatch(
+        r"logbox-ready: ready: syslog 514/tcp 514/udp 601/tcp 6514/tls, web https://[0-9.]+/, "
+        r"api https://[0-9.]+:8444/api/v1, raid none \(root file system\)",
+        lines[0],
+    ), lines[0]
+    assert [line.split()[2] for line in lines[1:]] == list(ready.UNITS)
+    assert all(re.fullmatch(r"logbox-ready: unit \S+ \S+ user \S+", x) for x in lines[1:])
+
+
+def test_ready_says_what_is_missing(root: Path, tmp_path: Path) -> None:
+    env = dict(
+        os.environ,
+        LOGBOX_READY_RUN=str(tmp_path),
+        LOGBOX_READY_WEB=f"127.0.0.1:{free_port()}",
+        LOGBOX_READY_API=f"127.0.0.1:{free_port()}",
+        LOGBOX_READY_TIMEOUT="0",
+    )
+    done = subprocess.run(
+        ["/usr/bin/python3", str(root / "usr/lib/logbox/libexec/logbox-ready")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("logbox-ready: not ready after 0 s: indexd: ")
+    for what in ("searchd: /health", "web UI: https://", "API: https://"):
+        assert what in first, first
+
+
+# ---------------------------------------------------------------- the other files
+
+
+def test_vagrantfile_validates(tmp_path: Path) -> None:
+    vagrant = shutil.which("vagrant")
+    if vagrant is None:
+        pytest.skip("vagrant is not installed (make deps installs it)")
+    done = subprocess.run(
+        [vagrant, "validate", "--ignore-provider"],
+        cwd=TOP,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        # its state directory (.vagrant) out of the checkout
+        env=dict(os.environ, VAGRANT_CHECKPOINT_DISABLE="1", VAGRANT_DOTFILE_PATH=str(tmp_path)),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = (TOP / "Vagrantfile").read_text()
+    assert "make deps build" in text and "make image" in text
+
+
+def test_units_parse_as_ini() -> None:
+    # every unit file is plain key=value in sections (no stray text)
+    for path in sorted((TOP / "appliance/systemd").glob("logbox*")):
+        cp = configparser.ConfigParser(strict=False, interpolation=None)
+        cp.optionxform = str  # type: ignore[assignment,method-assign]
+        cp.read_string(re.sub(r"^(\w+)=", r"\1 =", path.read_text(), flags=re.M))
+        assert cp.sections(), path
+
+
+def test_syslog_ng_configuration_renders(root: Path, tree: Path, tmp_path: Path) -> None:
+    # the unit's own ExecStartPre (paths moved into the test's tree) renders the first-boot
+    # collector.toml into a configuration syslog-ng accepts, and ExecStart's options exist
+    need("/usr/sbin/syslog-ng")
+    assert firstboot(root, tree).returncode == 0
+    s = unit_file(root, "logbox-syslog-ng.service")
+    moves = {
+        "/usr/lib/logbox": str(root / "usr/lib/logbox"),
+        "/etc/logbox": str(tree / "etc/logbox"),
+        "/run/logbox": str(tmp_path / "run"),
+        "/var/lib/logbox-collector": str(tmp_path / "collector"),
+    }
+    (tmp_path / "run").mkdir()
+    (tmp_path / "collector").mkdir()
+    col = tree / "etc/logbox/collector.toml"  # its TLS files, in the tree too
+    col.write_text(col.read_text().replace('"/etc/logbox/', f'"{tree}/etc/logbox/'))
+
+    def move(cmd: str) -> str:
+        for a, b in moves.items():
+            cmd = cmd.replace(a, b)
+        return cmd
+
+    [pre] = s["ExecStartPre"]
+    argv = pre.split(" ", 2)
+    assert argv[:2] == ["/bin/sh", "-c"]
+    done = subprocess.run(
+        ["/bin/sh", "-c", move(argv[2].strip("'"))], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    conf = (tmp_path / "run/syslog-ng.conf").read_text()
+    for port in ("port(514)", "port(601)", "port(6514)"):
+        assert port in conf
+    assert str(tree / "etc/logbox/tls/server.key") in conf
+    assert str(tmp_path / "run/indexd.fifo") in conf
+    assert f'dir("{tmp_path}/collector/collector/buffer")' in conf  # made by tmpfiles.d
+    start = last(s, "ExecStart")
+    assert start is not None
+    args = start.split()
+    assert args[:3] == ["/usr/sbin/syslog-ng", "-F", "--no-caps"]
+    assert args[args.index("-R") + 1] == "/var/lib/logbox-collector/syslog-ng.persist"
+    assert args[args.index("-p") + 1] == "/run/logbox/syslog-ng.pid"
+    assert args[args.index("-c") + 1] == "/run/logbox/syslog-ng.ctl"
+    helped = subprocess.run(["/usr/sbin/syslog-ng", "--help-all"], capture_output=True, text=True)
+    assert "--no-caps" in helped.stdout + helped.stderr
+
+
+# logbox-storage's main() against fake disk tools: lsblk, mdadm, mkfs.ext4, systemd-mount and
+# udevadm on PATH are one script that keeps the disks' state in a JSON file and changes it as
+# the real tools would, so the whole loop (plan, step, look again, mount, status) runs.
+FAKE_TOOLS = r"""#!/usr/bin/python3
+import json, os, sys
+state_path = os.environ["FAKE_STATE"]
+st = json.load(open(state_path))
+tool, args = os.path.basename(sys.argv[0]), sys.argv[1:]
+st["calls"].append([tool, *args])
+devs = st["devices"]
+
+def find(path):
+    for d in devs:
+        if d["path"] == path:
+            return d
+        for c in d.get("children") or []:
+            if c["path"] == path or path == "/dev/md/logbox" and c["type"] == "raid1":
+                return c
+    sys.exit(f"{tool}: {path}: no such device")
+
+def mdstat(n, members, extra=""):
+    st["mdstat"] = (
+        "Personalities : [raid1]\nmd127 : active raid1 "
+        + " ".join(f"{m}[{i}]" for i, m in enumerate(members))
+        + f"\n      1047552 blocks super 1.2 [{n}/{len(members)}] [{'U' * len(members)}{'_' * (n - len(members))}]\n"
+        + extra + "\nunused devices: <none>\n"
+    )
+
+def array(fs):
+    return {"name": "md127", "path": "/dev/md127", "type": "raid1", "fstype": fs,
+            "label": "logbox-store" if fs else None, "mountpoints": [None]}
+
+if tool == "lsblk":
+    print(json.dumps({"blockdevices": devs}))
+elif tool == "mdadm" and args[0] == "--create":
+    disks = [a for a in args if a.startswith("/dev/vd")]
+    for d in devs:
+        if d["path"] in disks:
+            d.update(fstype="linux_raid_member", label="any:logbox", children=[array(None)])
+    mdstat(len(disks), [os.path.basename(d) for d in disks])
+elif tool == "mdadm" and args[0] == "--assemble":
+    disks = [a for a in args[3:]]
+    for d in devs:
+        if d["path"] in disks:
+            d["children"] = [array(st["array_fs"])]
+    mdstat(st["array_disks"], [os.path.basename(d) for d in disks])
+elif tool == "mdadm" and args[1] == "--add":
+    d = find(args[2])
+    d.update(fstype="linux_raid_member", label="any:logbox", children=[array(st["array_fs"])])
+    members = [x["name"] for x in devs if x.get("fstype") == "linux_raid_member"]
+    mdstat(2, members[:1], "      [>....................]  recovery =  0.5% (1/2) finish=1min\n")
+    st["mdstat"] = st["mdstat"].replace("[2/1] [U_]", "[2/1] [U_]").replace(
+        "raid1 " + members[0] + "[0]", "raid1 " + " ".join(f"{m}[{i}]" for i, m in enumerate(members)))
+elif tool == "mkfs.ext4":
+    d = find(args[-1])
+    d.update(fstype="ext4", label=args[args.index("-L") + 1])
+    st["array_fs"] = "ext4"
+    for x in devs:
+        for c in x.get("children") or []:
+            if c["type"] == "raid1" and d["type"] == "raid1":
+                c.update(fstype="ext4", label=d["label"])
+elif tool == "systemd-mount":
+    d = find(args[-2])
+    for x in devs:
+        for c in [x, *(x.get("children") or [])]:
+            if c["path"] == d["path"]:
+                c["mountpoints"] = [args[-1]]
+elif tool == "udevadm":
+    pass
+else:
+    sys.exit(f"fake {tool}: unexpected {args}")
+json.dump(st, open(state_path, "w"))
+os.makedirs(os.path.join(os.environ["LOGBOX_ROOT"], "proc"), exist_ok=True)
+open(os.path.join(os.environ["LOGBOX_ROOT"], "proc/mdstat"), "w").write(st.get("mdstat", ""))
+"""
+
+
+@pytest.fixture
+def fake_disks(root: Path, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """(state file, environment) for running the installed logbox-storage on fake tools."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "fake.py"
+    fake.write_text(FAKE_TOOLS)
+    fake.chmod(0o755)
+    for tool in ("lsblk", "mdadm", "mkfs.ext4", "systemd-mount", "udevadm"):
+        (bin_dir / tool).symlink_to(fake)
+    t = tmp_path / "t"
+    shutil.copytree(root / "etc", t / "etc", symlinks=True)
+    (t / "run/logbox").mkdir(parents=True)
+    (t / "var/lib/logbox").mkdir(parents=True)
+    (t / "proc").mkdir()
+    (t / "proc/mdstat").write_text("")
+    state = tmp_path / "state.json"
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}:/usr/bin:/bin",
+        FAKE_STATE=str(state),
+        LOGBOX_ROOT=str(t),
+        LOGBOX_PYTHON=str(root / "usr/lib/logbox/python"),
+    )
+    yield state, env
+
+
+def run_storage(
+    root: Path, state: Path, env: dict[str, str], devices: list[dict], **kw: object
+) -> tuple[dict, list, str]:
+    """Run logbox-storage on the fake disks; (storage.json, the tool calls, its output)."""
+    if devices:
+        state.write_text(json.dumps({"devices": devices, "calls": [], "mdstat": "", **kw}))
+    else:
+        st = json.loads(state.read_text())
+        st["calls"] = []
+        state.write_text(json.dumps(st))
+    done = subprocess.run(
+        ["/usr/bin/python3", str(root / "usr/lib/logbox/libexec/logbox-storage")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = json.loads((Path(env["LOGBOX_ROOT"]) / "run/logbox/storage.json").read_text())
+    calls = [c for c in json.loads(state.read_text())["calls"] if c[0] not in ("lsblk", "udevadm")]
+    return status, calls, done.stdout
+
+
+def test_storage_first_boot_then_again(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
+    state, env = fake_disks
+    status, calls, out = run_storage(root, state, env, [BOOT, disk("vdb"), disk("vdc")])
+    assert [c[:2] for c in calls] == [
+        ["mdadm", "--create"],
+        ["mkfs.ext4", "-q"],
+        ["systemd-mount", "--no-ask-password"],
+    ]
+    assert status == {
+        "mode": "raid1",
+        "device": "/dev/md127",
+        "state": "clean",
+        "message": "RAID1 of vdb, vdc",
+    }
+    store = Path(env["LOGBOX_ROOT"]) / "var/lib/logbox"
+    st = store.stat()
+    uid = int(db(Path(env["LOGBOX_ROOT"]), "passwd")["logbox-indexd"][2])
+    gid = int(db(Path(env["LOGBOX_ROOT"]), "group")["logbox-store"][2])
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (uid, gid, 0o750)
+    mkfs = calls[1]
+    assert f"root_owner={uid}:{gid}" in mkfs
+    # the next boot: everything is there; nothing is done but the status
+    status, calls, _ = run_storage(root, state, env, [])
+    assert calls == [] and status["mode"] == "raid1" and status["state"] == "clean"
+
+
+def test_storage_replaced_disk_resyncs(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
+    state, env = fake_disks
+    status, calls, _ = run_storage(
+        root, state, env, [BOOT, member("vdb"), disk("vdc")], array_fs="ext4", array_disks=2
+    )
+    assert [c[:2] for c in calls] == [
+        ["mdadm", "--assemble"],
+        ["mdadm", "/dev/md127"],
+        ["systemd-mount", "--no-ask-password"],
+    ]
+    assert calls[1] == ["mdadm", "/dev/md127", "--add", "/dev/vdc"]
+    assert status["mode"] == "raid1" and status["state"].startswith("recovering")
+
+
+def test_storage_single_and_root(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
+    state, env = fake_disks
+    status, calls, _ = run_storage(root, state, env, [BOOT, disk("vdb")])
+    assert [c[0] for c in calls] == ["mkfs.ext4", "systemd-mount"]
+    assert status["mode"] == "single" and status["device"] == "/dev/vdb"
+    assert "without RAID" in status["message"]
+    status, calls, _ = run_storage(root, state, env, [BOOT])
+    assert calls == []
+    assert status == {
+        "mode": "root",
+        "device": None,
+        "state": "root",
+        "message": "no data disk: the store is on the root file system, without RAID",
+    }
