@@ -152,7 +152,9 @@ class Vm:
                     f"qemu exited ({self.proc.returncode}) before /{pattern}/:\n{self.tail()}"
                 )
             if time.monotonic() > deadline:
-                raise AssertionError(f"no /{pattern}/ on the console in {timeout} s:\n{self.tail()}")
+                raise AssertionError(
+                    f"no /{pattern}/ on the console in {timeout} s:\n{self.tail()}"
+                )
             time.sleep(0.5)
 
     def tail(self, lines: int = 60) -> str:
