@@ -33,7 +33,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lbtest.searchd import Searchd
 
 TOP = Path(__file__).resolve().parent.parent
 SYSTEMD_DIR = "usr/lib/systemd/system"
@@ -317,7 +316,7 @@ def test_user_runs_its_unit_with_its_groups(root: Path, user: str) -> None:
     s = unit_file(root, unit)
     assert last(s, "User") == user
     in_unit = {last(s, "Group")} | set(" ".join(s.get("SupplementaryGroups", [])).split())
-    assert in_unit == groups | ({user} if last(s, "Group") == user else set()), unit
+    assert in_unit - {user} == groups, unit  # its own group too where it needs it
     members = {g for g, f in db(root, "group").items() if user in f[3].split(",")}
     assert members == groups, f"{user}: sysusers.d gives {members}"
     passwd = db(root, "passwd")[user]
@@ -789,60 +788,115 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def creds(root: Path, unit: str) -> list[str]:
+    """setpriv options giving a process the credentials systemd gives the unit's processes:
+    User='s uid, Group='s gid (else the user's), the groups getgrouplist() finds for the user
+    with that gid, plus SupplementaryGroups=; no capabilities."""
+    s = unit_file(root, unit)
+    users, groups = db(root, "passwd"), db(root, "group")
+    user = last(s, "User")
+    assert user is not None
+    uid = int(users[user][2])
+    gid = int(groups[last(s, "Group")][2]) if last(s, "Group") else int(users[user][3])
+    more = {int(f[2]) for f in groups.values() if user in f[3].split(",")}
+    more |= {int(groups[g][2]) for g in " ".join(s.get("SupplementaryGroups", [])).split()}
+    more.add(gid)
+    return [
+        "setpriv",
+        f"--reuid={uid}",
+        f"--regid={gid}",
+        f"--groups={','.join(map(str, sorted(more)))}",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+    ]
+
+
 @pytest.fixture
-def appliance_run(root: Path, tree: Path, tmp_path: Path) -> Iterator[tuple[Path, int, int]]:
-    """A real searchd on an empty store, and the installed web UI and RPC API under gunicorn
-    with the first-boot TLS files and accounts: (run dir, web port, api port)."""
-    assert firstboot(root, tree).returncode == 0
-    run = Path(tempfile.mkdtemp(prefix="lbr", dir="/tmp"))  # short: sun_path is 108 bytes
-    data = tmp_path / "data"
-    data.mkdir()
-    sd = Searchd(root / "usr/lib/logbox/bin/logbox-searchd", data, run / "searchd.sock").start()
-    procs = []
-    ports = {"webui": free_port(), "rpc": free_port()}
-    etc = tree / "etc/logbox"
-    for app, conf_app in (
-        ("webui", "logbox_webui:create_app()"),
-        ("rpc", "logbox_rpc:create_app()"),
+def appliance_run(root: Path) -> Iterator[tuple[Path, int, int]]:
+    """The installed searchd (on an empty store), web UI and RPC API, each under the user and
+    groups its unit gives it, on a tree laid out as at boot (sysusers, tmpfiles, first boot):
+    what they read and write is reached through the rights of APPLIANCE.md's users table only.
+    Yields (run dir, web port, api port)."""
+    base = Path(tempfile.mkdtemp(prefix="lbapp", dir="/tmp"))  # short (sun_path), traversable
+    base.chmod(0o755)
+    shutil.copytree(root / "usr/lib/logbox", base / "usr/lib/logbox", symlinks=True)
+    for d in ("etc", "usr/lib/sysusers.d", "usr/lib/tmpfiles.d"):
+        shutil.copytree(root / d, base / d, symlinks=True, dirs_exist_ok=True)
+    for cmd in (
+        ["systemd-sysusers", f"--root={base}"],
+        ["systemd-tmpfiles", f"--root={base}", "--create"],
     ):
-        env = dict(
-            os.environ,
-            PYTHONPATH=str(root / "usr/lib/logbox/python"),
-            PYTHONDONTWRITEBYTECODE="1",
-            LOGBOX_TLS_CERT=str(etc / "tls/server.crt"),
-            LOGBOX_TLS_KEY=str(etc / "tls/server.key"),
-            LOGBOX_SEARCHD_SOCKET=str(run / "searchd.sock"),
-            LOGBOX_ACCOUNTS=str(tree / "var/lib/logbox-accounts"),
-            LOGBOX_DATA=str(data),
-            LOGBOX_INDEXD_STATUS=str(run / "indexd.status.json"),
-            LOGBOX_SYSLOGNG_PIDFILE=str(run / "syslog-ng.pid"),
-            LOGBOX_WEBUI_SECRET_FILE=str(etc / "webui-secret"),
-            LOGBOX_LOGSPACE_SETTINGS=str(etc / "settings/logspaces.json"),
-            LOGBOX_WEBUI_CONFIG=str(tmp_path / "none.py"),
-            LOGBOX_RPC_CONFIG=str(tmp_path / "none.py"),
-            LOGBOX_WEBUI_WORKERS="1",
-            LOGBOX_RPC_WORKERS="1",
-        )
-        env[f"LOGBOX_{app.upper()}_BIND"] = f"127.0.0.1:{ports[app]}"
-        conf = root / f"usr/lib/logbox/gunicorn/{app}.conf.py"
-        procs.append(
-            subprocess.Popen(
-                ["/usr/bin/python3", "-m", "gunicorn", "-c", str(conf), conf_app],
-                env=env,
-                cwd="/",
-                stdout=subprocess.DEVNULL,
-                stderr=(tmp_path / f"{app}.log").open("wb"),
-            )
-        )
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        assert done.returncode == 0, f"{cmd}: {done.stderr}"
+    (base / "dev").mkdir()
+    (base / "dev/console").write_text("")
+    assert firstboot(root, base).returncode == 0
+    run, data, etc = base / "run/logbox", base / "var/lib/logbox", base / "etc/logbox"
+    python = base / "usr/lib/logbox/python"
+    procs: list[subprocess.Popen[bytes]] = []
+    ports = {"webui": free_port(), "rpc": free_port()}
     try:
+        sock = run / "searchd.sock"
+        searchd = creds(root, "logbox-searchd.service") + [
+            str(base / "usr/lib/logbox/bin/logbox-searchd"), "--data", str(data), "--socket", str(sock),
+        ]  # fmt: skip
+        procs.append(subprocess.Popen(searchd, stderr=(base / "searchd.log").open("wb")))
+        deadline = time.monotonic() + 20
+        while not sock.exists():
+            assert time.monotonic() < deadline and procs[0].poll() is None, (
+                base / "searchd.log"
+            ).read_text()
+            time.sleep(0.05)
+        # the unit's ExecStartPost, as searchd
+        post = unit_file(root, "logbox-searchd.service")["ExecStartPost"][0].replace(
+            "/run/logbox", str(run)
+        )
+        post = post.replace(
+            "logbox-search ", db(base, "group")["logbox-search"][2] + " "
+        )  # host: no such name
+        subprocess.run(creds(root, "logbox-searchd.service") + post.split(), check=True)
+        for app in ("webui", "rpc"):
+            unit = f"logbox-{app}.service"
+            env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+            for v in unit_file(root, unit)["Environment"]:
+                key, _, value = v.partition("=")
+                for a, b in (
+                    ("/etc/logbox", etc),
+                    ("/run/logbox", run),
+                    ("/var/lib/logbox", data),
+                    ("/usr/lib/logbox", base / "usr/lib/logbox"),
+                ):
+                    value = value.replace(a, str(b)) if value.startswith(a) else value
+                env[key] = value
+            env["LOGBOX_ACCOUNTS"] = str(base / "var/lib/logbox-accounts")
+            env[f"LOGBOX_{app.upper()}_BIND"] = (
+                f"127.0.0.1:{ports[app]}"  # no CAP_NET_BIND_SERVICE here
+            )
+            env[f"LOGBOX_{app.upper()}_WORKERS"] = "1"
+            env[f"LOGBOX_{app.upper()}_CONFIG"] = str(base / "none.py")
+            assert env["PYTHONPATH"] == str(python)
+            argv = unit_file(root, unit)["ExecStart"][0].split()
+            argv = [a.replace("/usr/lib/logbox", str(base / "usr/lib/logbox")) for a in argv]
+            procs.append(
+                subprocess.Popen(
+                    creds(root, unit) + argv,
+                    env=env,
+                    cwd="/",
+                    stdout=subprocess.DEVNULL,
+                    stderr=(base / f"{app}.log").open("wb"),
+                )
+            )
         yield run, ports["webui"], ports["rpc"]
     finally:
         for p in procs:
             p.terminate()
         for p in procs:
             p.wait(timeout=30)
-        sd.stop()
-        shutil.rmtree(run, ignore_errors=True)
+        for name in ("searchd", "webui", "rpc"):
+            log = base / f"{name}.log"
+            if log.exists():
+                print(f"--- {name}\n{log.read_text(errors='replace')[-3000:]}")
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.slow
