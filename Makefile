@@ -8,6 +8,7 @@
 #   make bench-ingest   the end-to-end ingest benchmark alone (tests/bench/ingest_e2e.py)
 #   make bench-search   the search benchmark alone (tests/bench/search.py)
 #   make bench-rpc      the RPC API benchmark alone (tests/bench/rpc.py)
+#   make bench-webui    the web UI benchmark alone (tests/bench/webui.py, headless Chromium)
 #   make fuzz    fuzz targets at length (make test runs them briefly)
 #   make image   the bootable appliance disk image, build/image/logbox.img(.zst) (image/README.md)
 #   make test-image  build the image, boot it under qemu and test it (tests/test_image.py;
@@ -18,7 +19,8 @@ VENV        := $(CURDIR)/.venv
 PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
-.PHONY: all deps build install run test test-c test-py lint bench bench-ingest bench-search bench-rpc fuzz image test-image clean
+.PHONY: all deps build install run test test-c test-py lint bench bench-ingest bench-search \
+	bench-rpc bench-webui fuzz image test-image clean
 
 all: build
 
@@ -60,6 +62,7 @@ bench:
 	@$(PY) tests/bench/ingest_e2e.py
 	@$(PY) tests/bench/search.py
 	@$(PY) tests/bench/rpc.py
+	@$(PY) tests/bench/webui.py
 
 bench-ingest:
 	@$(MAKE) --no-print-directory deps
@@ -75,6 +78,11 @@ bench-rpc:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
 	@$(PY) tests/bench/rpc.py
+
+bench-webui:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(PY) tests/bench/webui.py
 
 fuzz:
 	@$(MAKE) --no-print-directory deps

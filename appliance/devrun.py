@@ -17,7 +17,14 @@ The RPC API (rpc/API.md) runs under gunicorn as ``logbox-rpc`` on
 ``https://127.0.0.1:${LOGBOX_RPC_PORT:-8444}/api/v1``, after searchd, with a self-signed
 certificate made on the first run (``<data>/tls/https.crt``, ``https.key``) and its accounts
 store in ``<data>/accounts/``. When that store has no admin, the user ``admin`` is created with
-the password in ``LOGBOX_ADMIN_PASSWORD``, else with a random one printed once.
+the password in ``LOGBOX_ADMIN_PASSWORD``, else with a random one printed once (and then flagged
+must_change, so that the web UI makes the admin choose a new one at the first sign-in).
+
+The web UI (webui/UI.md) runs under gunicorn as ``logbox-webui`` on
+``https://127.0.0.1:${LOGBOX_WEBUI_PORT:-8443}``, after the RPC API, with the same certificate
+and accounts store, its session signing key in ``<data>/etc/webui-secret`` (32 random bytes in
+hex, made once, mode 0600) and the logspace settings it writes in ``<data>/etc/logspaces.json``
+(given to logbox-indexd with ``--logspaces`` when indexd has that option).
 
 Services are added to ``services()`` as they come to exist; a service whose program is not
 built yet is listed as "not built yet" rather than pretended.
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib
+import inspect
 import os
 import resource
 import secrets
@@ -50,6 +58,8 @@ PIPE_SIZE = 1 << 20  # what systemd's PipeSize=1M gives the appliance
 
 RPC = TOP / "rpc"  # logbox_core, logbox_rpc: run from the checkout (PYTHONPATH)
 DEFAULT_RPC_PORT = 8444
+WEBUI = TOP / "webui"  # logbox_webui, run from the checkout too
+DEFAULT_WEBUI_PORT = 8443
 
 sys.path.insert(0, str(TOP / "collector"))
 collector = importlib.import_module("render")
@@ -68,6 +78,22 @@ class Api:
     def url(self) -> str:
         """Where it serves."""
         return f"https://127.0.0.1:{self.port}/api/v1"
+
+
+@dataclass
+class Webui:
+    """What prepare_webui() made for the web UI: its port, secret key file and settings file
+    (certificate, key and accounts store are the API's)."""
+
+    api: Api
+    port: int
+    secret: Path
+    logspaces: Path
+
+    @property
+    def url(self) -> str:
+        """Where it serves."""
+        return f"https://127.0.0.1:{self.port}"
 
 
 @dataclass
@@ -105,7 +131,26 @@ def settings_path(data: Path) -> Path:
     return data / "etc" / "collector.toml"
 
 
-def services(data: Path, col: Collector | None = None, api: Api | None = None) -> list[Service]:
+def logspaces_path(data: Path) -> Path:
+    """The logspace settings file the web UI writes and indexd reads: <data>/etc/logspaces.json."""
+    return data / "etc" / "logspaces.json"
+
+
+def indexd_has_option(indexd: Path, option: str) -> bool:
+    """Whether `logbox-indexd --help` mentions option (options land in indexd one by one)."""
+    try:
+        p = subprocess.run([str(indexd), "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option in p.stdout + p.stderr
+
+
+def services(
+    data: Path,
+    col: Collector | None = None,
+    api: Api | None = None,
+    webui: Webui | None = None,
+) -> list[Service]:
     """The appliance's daemons, in start order, for a data directory."""
     root = ["--allow-root"] if os.geteuid() == 0 else []
     run = run_dir(data)
@@ -129,6 +174,11 @@ def services(data: Path, col: Collector | None = None, api: Api | None = None) -
                     "--status",
                     str(status),
                     *root,
+                    *(
+                        ["--logspaces", str(logspaces_path(data))]
+                        if indexd_has_option(indexd, "--logspaces")
+                        else []
+                    ),
                 ],
                 serves=f"frames from {col.fifo} (fd 3), status in {status}",
                 needs=indexd,
@@ -179,6 +229,39 @@ def services(data: Path, col: Collector | None = None, api: Api | None = None) -
                     "LOGBOX_DATA": str(data),
                     "LOGBOX_INDEXD_STATUS": str(run / "indexd.status.json"),
                     "LOGBOX_SYSLOGNG_PIDFILE": str(run / "syslog-ng.pid"),
+                },
+            )
+        )
+    if webui is not None:
+        conf = WEBUI / "gunicorn.conf.py"
+        pythonpath = os.pathsep.join(
+            p for p in (str(RPC), str(WEBUI), os.environ.get("PYTHONPATH")) if p
+        )
+        out.append(
+            Service(
+                name="logbox-webui",
+                argv=[
+                    sys.executable,
+                    "-m",
+                    "gunicorn",
+                    "-c",
+                    str(conf),
+                    "logbox_webui:create_app()",
+                ],  # fmt: skip
+                serves=f"the web UI on {webui.url} (certificate {webui.api.cert})",
+                needs=conf,
+                env={
+                    "PYTHONPATH": pythonpath,
+                    "LOGBOX_WEBUI_BIND": f"127.0.0.1:{webui.port}",
+                    "LOGBOX_TLS_CERT": str(webui.api.cert),
+                    "LOGBOX_TLS_KEY": str(webui.api.key),
+                    "LOGBOX_WEBUI_SECRET_FILE": str(webui.secret),
+                    "LOGBOX_ACCOUNTS": str(webui.api.accounts),
+                    "LOGBOX_SEARCHD_SOCKET": str(searchd_sock),
+                    "LOGBOX_DATA": str(data),
+                    "LOGBOX_INDEXD_STATUS": str(run / "indexd.status.json"),
+                    "LOGBOX_SYSLOGNG_PIDFILE": str(run / "syslog-ng.pid"),
+                    "LOGBOX_LOGSPACE_SETTINGS": str(webui.logspaces),
                 },
             )
         )
@@ -278,7 +361,9 @@ def https_tls(tls: Path) -> tuple[Path, Path, bool]:
 
 def ensure_admin(path: Path) -> None:
     """Creates the user admin in the accounts store at path when it has no enabled admin: with
-    the password in LOGBOX_ADMIN_PASSWORD (not printed), else a random one printed once.
+    the password in LOGBOX_ADMIN_PASSWORD (not printed), else a random one printed once and
+    flagged must_change (when the accounts store knows the flag) so that the web UI asks for a
+    new one at the first sign-in.
 
     :raises ImportError: logbox_core is not there (yet).
     :raises logbox_core.accounts.AccountsError: the store or the password is refused.
@@ -293,8 +378,11 @@ def ensure_admin(path: Path) -> None:
             return
         given = os.environ.get("LOGBOX_ADMIN_PASSWORD")
         password = given if given else secrets.token_urlsafe(18)
+        flag: dict[str, bool] = {}
+        if not given and "must_change" in inspect.signature(acc.add_user).parameters:
+            flag["must_change"] = True
         try:
-            acc.add_user("admin", password, "admin")
+            acc.add_user("admin", password, "admin", **flag)
         except Exception as e:
             why = getattr(e, "message", None) or e
             src = " with the password in LOGBOX_ADMIN_PASSWORD" if given else ""
@@ -321,6 +409,38 @@ def prepare_rpc(data: Path) -> Api | None:
     ensure_admin(accounts)
     port = int(os.environ.get("LOGBOX_RPC_PORT") or DEFAULT_RPC_PORT)
     return Api(cert=crt, key=key, accounts=accounts, port=port)
+
+
+def webui_secret(path: Path) -> bool:
+    """The web UI's session signing key: 32 random bytes in hex in path (mode 0600), made when
+    it does not exist and never replaced. Returns True when it made it."""
+    if path.exists():
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    os.chmod(tmp, 0o600)
+    tmp.replace(path)
+    return True
+
+
+def prepare_webui(data: Path, api: Api | None) -> Webui | None:
+    """The web UI's secret key file (and its port); None (and a line saying why) when its
+    package or the RPC API's files (certificate, accounts) are not there."""
+    conf = WEBUI / "gunicorn.conf.py"
+    if not conf.exists() or not (WEBUI / "logbox_webui").is_dir():
+        log(f"logbox-webui: not built yet ({conf})")
+        return None
+    if api is None:
+        log("logbox-webui: needs the RPC API's certificate and accounts store (not built yet)")
+        return None
+    secret = data / "etc" / "webui-secret"
+    if webui_secret(secret):
+        log(f"made the web UI's session key {secret}")
+    port = int(os.environ.get("LOGBOX_WEBUI_PORT") or DEFAULT_WEBUI_PORT)
+    return Webui(api=api, port=port, secret=secret, logspaces=logspaces_path(data))
 
 
 def hold_fifo(fifo: Path) -> int:
@@ -475,6 +595,11 @@ def main() -> int:
     except Exception as e:  # any other refusal: the files, LMDB, the admin password
         log(f"logbox-rpc: {getattr(e, 'message', None) or e}")
         return 1
+    try:
+        webui = prepare_webui(data, api)
+    except OSError as e:
+        log(f"logbox-webui: {e}")
+        return 1
 
     if col is not None:
         got = raise_nofile(col.nofile)
@@ -495,7 +620,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
 
     running: list[Service] = []
-    for svc in services(data, col, api):
+    for svc in services(data, col, api, webui):
         if not svc.needs.exists():
             log(f"{svc.name}: not built yet ({svc.needs})")
             if svc.name == "logbox-indexd" and col is not None:

@@ -40,8 +40,9 @@ copy_tree "$TOP/rpc/logbox_core" "$LIB/python/logbox_core"
 copy_tree "$TOP/rpc/logbox_rpc" "$LIB/python/logbox_rpc"
 copy_tree "$TOP/rpc/logbox_client" "$LIB/python/logbox_client"
 copy_tree "$TOP/webui/logbox_webui" "$LIB/python/logbox_webui"
-if command -v python3 >/dev/null 2>&1; then
-	python3 -m compileall -q -d /usr/lib/logbox/python "$LIB/python" >/dev/null ||
+# (Debian's python3, the appliance's interpreter: the caches carry its version in their names)
+if [ -x /usr/bin/python3 ]; then
+	/usr/bin/python3 -m compileall -q -d /usr/lib/logbox/python "$LIB/python" >/dev/null ||
 		die "python3 -m compileall failed on $LIB/python"
 fi
 

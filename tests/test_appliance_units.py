@@ -9,13 +9,18 @@
 # admin with the right modes and owners, shows a generated password once (console only), uses
 # a given one without printing it, and does nothing the second time. logbox-storage's decisions
 # are checked on lsblk outputs of every case (blank disks, array members, a missing member
-# replaced by a blank disk, one disk, none, the boot disk, foreign disks). logbox-ready, against
-# a real searchd and the installed web UI and API under gunicorn over TLS, prints the readiness
-# line. The Vagrantfile validates.
+# replaced by a blank disk, one disk, none, the boot disk, foreign disks), and its whole loop runs
+# on fake disk tools. The appliance runs without systemd: every daemon from its unit's command
+# line and environment, under its unit's user, groups and capabilities (setpriv), on a tree laid
+# out as at boot; a syslog message reaches searchd through syslog-ng, the FIFO, indexd and the
+# store, and logbox-ready, as its unit, prints the readiness line. The syslog-ng unit's
+# ExecStartPre renders a configuration syslog-ng accepts; nft accepts the firewall with and
+# without SSH; the Vagrantfile validates.
 
 from __future__ import annotations
 
 import configparser
+import fcntl
 import importlib.machinery
 import importlib.util
 import json
@@ -30,6 +35,7 @@ import tempfile
 import time
 import types
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -791,32 +797,80 @@ def free_port() -> int:
 def creds(root: Path, unit: str) -> list[str]:
     """setpriv options giving a process the credentials systemd gives the unit's processes:
     User='s uid, Group='s gid (else the user's), the groups getgrouplist() finds for the user
-    with that gid, plus SupplementaryGroups=; no capabilities."""
+    with that gid, plus SupplementaryGroups=; no capabilities but AmbientCapabilities=. A
+    DynamicUser= gets an unused uid and gid."""
     s = unit_file(root, unit)
     users, groups = db(root, "passwd"), db(root, "group")
     user = last(s, "User")
     assert user is not None
-    uid = int(users[user][2])
-    gid = int(groups[last(s, "Group")][2]) if last(s, "Group") else int(users[user][3])
+    if last(s, "DynamicUser") == "yes":
+        uid = gid = 61999
+    else:
+        uid = int(users[user][2])
+        gid = int(groups[last(s, "Group")][2]) if last(s, "Group") else int(users[user][3])
     more = {int(f[2]) for f in groups.values() if user in f[3].split(",")}
     more |= {int(groups[g][2]) for g in " ".join(s.get("SupplementaryGroups", [])).split()}
     more.add(gid)
+    caps = [c.lower().removeprefix("cap_") for c in (last(s, "AmbientCapabilities") or "").split()]
+    plus = ",".join(f"+{c}" for c in caps)
     return [
         "setpriv",
         f"--reuid={uid}",
         f"--regid={gid}",
         f"--groups={','.join(map(str, sorted(more)))}",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
+        f"--inh-caps=-all{',' + plus if plus else ''}",
+        *([f"--ambient-caps={plus}"] if plus else []),
+        f"--bounding-set=-all{',' + plus if plus else ''}",
     ]
 
 
+def remap(text: str, base: Path) -> str:
+    """The appliance's paths (/etc/logbox..., /run/logbox, /var/lib/logbox..., /usr/lib/logbox)
+    in a unit's command line or environment moved under base."""
+    return re.sub(
+        r"(?<![\w/])(/(?:etc|run|var/lib|usr/lib)/logbox[\w-]*)",
+        lambda m: f"{base}{m.group(1)}",
+        text,
+    )
+
+
+def unit_argv(root: Path, unit: str, key: str, base: Path) -> list[str]:
+    """A unit's ExecStart= (or another Exec key) as argv under base, its user's credentials first."""
+    [line] = unit_file(root, unit)[key]
+    cmd = remap(line, base)
+    if cmd.startswith("/bin/sh -c "):
+        return [*creds(root, unit), "/bin/sh", "-c", cmd.removeprefix("/bin/sh -c ").strip("'")]
+    return [*creds(root, unit), *cmd.split()]
+
+
+def unit_env(root: Path, unit: str, base: Path) -> dict[str, str]:
+    """A unit's Environment= under base."""
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    for v in unit_file(root, unit).get("Environment", []):
+        key, _, value = v.partition("=")
+        env[key] = remap(value, base)
+    return env
+
+
+@dataclass
+class Appliance:
+    """What appliance_run started: the tree, its run dir, the ports, a way to send syslog."""
+
+    base: Path
+    run: Path
+    web: int
+    api: int
+    syslog_tcp: int
+
+
 @pytest.fixture
-def appliance_run(root: Path) -> Iterator[tuple[Path, int, int]]:
-    """The installed searchd (on an empty store), web UI and RPC API, each under the user and
-    groups its unit gives it, on a tree laid out as at boot (sysusers, tmpfiles, first boot):
-    what they read and write is reached through the rights of APPLIANCE.md's users table only.
-    Yields (run dir, web port, api port)."""
+def appliance_run(root: Path) -> Iterator[Appliance]:
+    """The appliance without systemd: a tree laid out as at boot (sysusers, tmpfiles, first
+    boot), the FIFO as logbox-indexd.socket makes it, then indexd, syslog-ng, searchd, the web
+    UI and the API from their units' command lines and environment, each under the user,
+    groups and capabilities of its unit: what they read and write is reached through the rights
+    of APPLIANCE.md's users table only. syslog-ng listens on free ports instead of 514/601/6514
+    and the web servers on free ports instead of 443/8444."""
     base = Path(tempfile.mkdtemp(prefix="lbapp", dir="/tmp"))  # short (sun_path), traversable
     base.chmod(0o755)
     shutil.copytree(root / "usr/lib/logbox", base / "usr/lib/logbox", symlinks=True)
@@ -831,106 +885,123 @@ def appliance_run(root: Path) -> Iterator[tuple[Path, int, int]]:
     (base / "dev").mkdir()
     (base / "dev/console").write_text("")
     assert firstboot(root, base).returncode == 0
-    run, data, etc = base / "run/logbox", base / "var/lib/logbox", base / "etc/logbox"
-    python = base / "usr/lib/logbox/python"
-    procs: list[subprocess.Popen[bytes]] = []
-    ports = {"webui": free_port(), "rpc": free_port()}
-    try:
-        sock = run / "searchd.sock"
-        searchd = creds(root, "logbox-searchd.service") + [
-            str(base / "usr/lib/logbox/bin/logbox-searchd"), "--data", str(data), "--socket", str(sock),
-        ]  # fmt: skip
-        procs.append(subprocess.Popen(searchd, stderr=(base / "searchd.log").open("wb")))
-        deadline = time.monotonic() + 20
-        while not sock.exists():
-            assert time.monotonic() < deadline and procs[0].poll() is None, (
-                base / "searchd.log"
-            ).read_text()
+    run, etc = base / "run/logbox", base / "etc/logbox"
+    groups = db(base, "group")
+    ports = {k: free_port() for k in ("web", "api", "tcp", "octet", "tls", "udp")}
+    col = etc / "collector.toml"
+    text = remap(col.read_text(), base)
+    for k in ("tcp", "octet", "tls", "udp"):
+        text = re.sub(rf"^{k} = \d+", f"{k} = {ports[k]}", text, flags=re.M)
+    col.write_text(text.replace('bind = "0.0.0.0"', 'bind = "127.0.0.1"'))
+
+    # logbox-indexd.socket: the FIFO, held open by "pid 1"
+    sock = unit_file(root, "logbox-indexd.socket")
+    fifo = Path(remap(last(sock, "ListenFIFO") or "", base))
+    os.mkfifo(fifo)
+    os.chown(fifo, 0, int(groups[last(sock, "SocketGroup") or ""][2]))
+    os.chmod(fifo, int(last(sock, "SocketMode") or "0", 8))
+    fifo_fd = os.open(fifo, os.O_RDWR | os.O_CLOEXEC)
+    fcntl.fcntl(fifo_fd, 1031, 1 << 20)  # F_SETPIPE_SZ: PipeSize=1M
+
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(name: str, argv: list[str], env: dict[str, str] | None = None, **kw: object) -> None:
+        log = (base / f"{name}.log").open("wb")
+        procs[name] = subprocess.Popen(argv, env=env, cwd="/", stdout=log, stderr=log, **kw)  # type: ignore[call-overload]
+
+    def wait_for(name: str, path: Path) -> None:
+        deadline = time.monotonic() + 30
+        while not path.exists():
+            assert procs[name].poll() is None, (base / f"{name}.log").read_text()
+            assert time.monotonic() < deadline, f"{name}: no {path}"
             time.sleep(0.05)
-        # the unit's ExecStartPost, as searchd
-        post = unit_file(root, "logbox-searchd.service")["ExecStartPost"][0].replace(
-            "/run/logbox", str(run)
+
+    try:
+        # indexd: the FIFO as fd 3 with LISTEN_FDS=1, LISTEN_PID its own (sh execs it)
+        argv = unit_argv(root, "logbox-indexd.service", "ExecStart", base)
+        i = len(creds(root, "logbox-indexd.service"))
+        argv[i:i] = ["/bin/sh", "-c", 'LISTEN_PID=$$ exec "$@"', "sh"]
+        start(
+            "indexd",
+            argv,
+            env={"PATH": "/usr/bin:/bin", "LISTEN_FDS": "1"},
+            pass_fds=(3,),
+            preexec_fn=lambda: os.dup2(fifo_fd, 3),
         )
-        post = post.replace(
-            "logbox-search ", db(base, "group")["logbox-search"][2] + " "
-        )  # host: no such name
-        subprocess.run(creds(root, "logbox-searchd.service") + post.split(), check=True)
-        for app in ("webui", "rpc"):
+        wait_for("indexd", run / "indexd.status.json")
+        # syslog-ng: the unit's ExecStartPre, then ExecStart, as logbox-collector
+        pre = subprocess.run(
+            unit_argv(root, "logbox-syslog-ng.service", "ExecStartPre", base),
+            capture_output=True,
+            text=True,
+        )
+        assert pre.returncode == 0, pre.stderr
+        start("syslog-ng", unit_argv(root, "logbox-syslog-ng.service", "ExecStart", base))
+        wait_for("syslog-ng", run / "syslog-ng.pid")
+        # searchd, then its ExecStartPost (the group name numeric: the host has no such group)
+        start("searchd", unit_argv(root, "logbox-searchd.service", "ExecStart", base))
+        wait_for("searchd", run / "searchd.sock")
+        post = unit_argv(root, "logbox-searchd.service", "ExecStartPost", base)
+        post[post.index("logbox-search")] = groups["logbox-search"][2]
+        subprocess.run(post, check=True)
+        for app, port in (("webui", ports["web"]), ("rpc", ports["api"])):
             unit = f"logbox-{app}.service"
-            env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-            for v in unit_file(root, unit)["Environment"]:
-                key, _, value = v.partition("=")
-                for a, b in (
-                    ("/etc/logbox", etc),
-                    ("/run/logbox", run),
-                    ("/var/lib/logbox", data),
-                    ("/usr/lib/logbox", base / "usr/lib/logbox"),
-                ):
-                    value = value.replace(a, str(b)) if value.startswith(a) else value
-                env[key] = value
-            env["LOGBOX_ACCOUNTS"] = str(base / "var/lib/logbox-accounts")
-            env[f"LOGBOX_{app.upper()}_BIND"] = (
-                f"127.0.0.1:{ports[app]}"  # no CAP_NET_BIND_SERVICE here
-            )
+            env = unit_env(root, unit, base)
+            env[f"LOGBOX_{app.upper()}_BIND"] = f"127.0.0.1:{port}"
             env[f"LOGBOX_{app.upper()}_WORKERS"] = "1"
             env[f"LOGBOX_{app.upper()}_CONFIG"] = str(base / "none.py")
-            assert env["PYTHONPATH"] == str(python)
-            argv = unit_file(root, unit)["ExecStart"][0].split()
-            argv = [a.replace("/usr/lib/logbox", str(base / "usr/lib/logbox")) for a in argv]
-            procs.append(
-                subprocess.Popen(
-                    creds(root, unit) + argv,
-                    env=env,
-                    cwd="/",
-                    stdout=subprocess.DEVNULL,
-                    stderr=(base / f"{app}.log").open("wb"),
-                )
-            )
-        yield run, ports["webui"], ports["rpc"]
+            start(app, unit_argv(root, unit, "ExecStart", base), env=env)
+        yield Appliance(base, run, ports["web"], ports["api"], ports["tcp"])
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=30)
-        for name in ("searchd", "webui", "rpc"):
-            log = base / f"{name}.log"
-            if log.exists():
-                print(f"--- {name}\n{log.read_text(errors='replace')[-3000:]}")
+        for name in ("rpc", "webui", "searchd", "syslog-ng", "indexd"):
+            if name in procs:
+                procs[name].terminate()
+                procs[name].wait(timeout=30)
+        os.close(fifo_fd)
+        for name in procs:
+            print(f"--- {name}\n{(base / f'{name}.log').read_text(errors='replace')[-3000:]}")
         shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.slow
-def test_ready_against_the_installed_apps(
-    ready: types.ModuleType, appliance_run: tuple[Path, int, int], root: Path
+def test_appliance_under_its_users(
+    ready: types.ModuleType, appliance_run: Appliance, root: Path
 ) -> None:
-    run, web, api = appliance_run
-    (run / "storage.json").write_text(
+    a = appliance_run
+    (a.run / "storage.json").write_text(
         json.dumps({"mode": "root", "device": None, "state": "root", "message": "no data disk"})
     )
-    # indexd's status file, kept fresh as indexd does every second
-    status = run / "indexd.status.json"
-    status.write_text("{}")
-    env = dict(
-        os.environ,
-        LOGBOX_READY_RUN=str(run),
-        LOGBOX_READY_WEB=f"127.0.0.1:{web}",
-        LOGBOX_READY_API=f"127.0.0.1:{api}",
-        LOGBOX_READY_TIMEOUT="60",
-    )
-    proc = subprocess.Popen(
-        ["/usr/bin/python3", str(root / "usr/lib/logbox/libexec/logbox-ready")],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 90
-    while proc.poll() is None and time.monotonic() < deadline:
-        os.utime(status)
+    # a message through syslog-ng, the FIFO, indexd, the store, to searchd
+    with socket.create_connection(("127.0.0.1", a.syslog_tcp)) as s:
+        s.sendall(b"<13>1 2026-11-22T10:00:00Z host1 app 1 - - through the appliance\n")
+    deadline = time.monotonic() + 30
+    while True:
+        conn = ready.UnixHTTPConnection(str(a.run / "searchd.sock"), 5)
+        conn.request("GET", "/v1/logspaces")
+        body = conn.getresponse().read()
+        conn.close()
+        spaces = json.loads(body).get("logspaces", []) if body.startswith(b"{") else []
+        if any(x["name"] == "main" and x["messages"] >= 1 for x in spaces):
+            break
+        assert time.monotonic() < deadline, f"the message did not reach the store: {body!r}"
         time.sleep(0.5)
-    out, err = proc.communicate(timeout=10)
-    assert proc.returncode == 0, out + err
-    lines = out.splitlines()
+    # logbox-ready under its unit's credentials: everything answers
+    env = dict(
+        LOGBOX_READY_RUN=str(a.run),
+        LOGBOX_READY_WEB=f"127.0.0.1:{a.web}",
+        LOGBOX_READY_API=f"127.0.0.1:{a.api}",
+        LOGBOX_READY_TIMEOUT="60",
+        PATH="/usr/bin:/bin",
+    )
+    done = subprocess.run(
+        unit_argv(root, "logbox-ready.service", "ExecStart", a.base),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
     assert re.fullmatch(
         r"logbox-ready: ready: syslog 514/tcp 514/udp 601/tcp 6514/tls, web https://[0-9.]+/, "
         r"api https://[0-9.]+:8444/api/v1, raid none \(root file system\)",
@@ -1091,6 +1162,8 @@ elif tool == "mdadm" and args[1] == "--add":
     mdstat(2, members[:1], "      [>....................]  recovery =  0.5% (1/2) finish=1min\n")
     st["mdstat"] = st["mdstat"].replace("[2/1] [U_]", "[2/1] [U_]").replace(
         "raid1 " + members[0] + "[0]", "raid1 " + " ".join(f"{m}[{i}]" for i, m in enumerate(members)))
+elif tool == "mkfs.ext4" and os.environ.get("FAKE_UDEV_BLIND"):
+    pass  # made, but lsblk does not show it (udev has not looked)
 elif tool == "mkfs.ext4":
     d = find(args[-1])
     d.update(fstype="ext4", label=args[args.index("-L") + 1])
@@ -1143,7 +1216,7 @@ def fake_disks(root: Path, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str
 
 
 def run_storage(
-    root: Path, state: Path, env: dict[str, str], devices: list[dict], **kw: object
+    root: Path, state: Path, env: dict[str, str], devices: list[dict], rc: int = 0, **kw: object
 ) -> tuple[dict, list, str]:
     """Run logbox-storage on the fake disks; (storage.json, the tool calls, its output)."""
     if devices:
@@ -1159,7 +1232,7 @@ def run_storage(
         text=True,
         timeout=60,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == rc, done.stdout + done.stderr
     status = json.loads((Path(env["LOGBOX_ROOT"]) / "run/logbox/storage.json").read_text())
     calls = [c for c in json.loads(state.read_text())["calls"] if c[0] not in ("lsblk", "udevadm")]
     return status, calls, done.stdout
@@ -1219,3 +1292,19 @@ def test_storage_single_and_root(root: Path, fake_disks: tuple[Path, dict[str, s
         "state": "root",
         "message": "no data disk: the store is on the root file system, without RAID",
     }
+
+
+def test_storage_never_repeats_a_step(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
+    # mkfs done but not seen (udev late): udev is asked to look again once, then it stops
+    # with the reason rather than make the file system a second time
+    state, env = fake_disks
+    env["FAKE_UDEV_BLIND"] = "1"
+    status, calls, out = run_storage(root, state, env, [BOOT, disk("vdb")], rc=1)
+    assert [c[0] for c in calls] == ["mkfs.ext4"]
+    udev = [
+        c for c in json.loads(state.read_text())["calls"] if c[0] == "udevadm" and c[1] == "trigger"
+    ]
+    assert len(udev) == 1
+    assert (
+        status["state"] == "failed" and "do not show the effect of: mkfs.ext4" in status["message"]
+    )

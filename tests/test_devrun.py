@@ -4,7 +4,11 @@
 # daemon that dies within a second, and stops cleanly (exit 0) on Ctrl-C. It serves the RPC API
 # over HTTPS (a self-signed <data>/tls/https.crt made once): the admin logs in with
 # LOGBOX_ADMIN_PASSWORD, or else with the random password printed exactly once on the first
-# run, and a message sent with `logger` over TCP is found through the API.
+# run, and a message sent with `logger` over TCP is found through the API. It serves the web UI
+# over HTTPS on its own port with the same certificate and accounts: the admin signs in through
+# the login form (a generated password must be changed first), logspace settings saved on its
+# admin page reach logbox-indexd (--logspaces), and the session key file is made once with mode
+# 0600.
 from __future__ import annotations
 
 import json
@@ -19,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 from lbtest.collector import FifoReader, free_port, free_ports, octet, send_tcp, send_udp
 from logbox_client import Client, LogboxError
 
@@ -31,7 +36,13 @@ class DevRun:
         LOGBOX_ADMIN_PASSWORD unless extra has one."""
         self.data = data
         self.rpc_port = free_port()
-        env = dict(os.environ, LOGBOX_DATA=str(data), LOGBOX_RPC_PORT=str(self.rpc_port))
+        self.webui_port = free_port()
+        env = dict(
+            os.environ,
+            LOGBOX_DATA=str(data),
+            LOGBOX_RPC_PORT=str(self.rpc_port),
+            LOGBOX_WEBUI_PORT=str(self.webui_port),
+        )
         env.pop("LOGBOX_ADMIN_PASSWORD", None)
         env.update(extra or {})
         self.proc = subprocess.Popen(
@@ -360,3 +371,144 @@ def test_devrun_refuses_a_short_admin_password(top: Path, data: Path) -> None:
         "logbox-rpc: cannot create the user admin with the password in LOGBOX_ADMIN_PASSWORD" in out
     )
     assert "tiny-pw" not in out and "started" not in out
+
+
+# ---------------------------------------------------------------- the web UI
+
+
+def webui(devrun: DevRun, timeout: float = 30) -> requests.Session:
+    """A requests session for the web UI devrun serves (trusting its certificate), once
+    GET /healthz answers 200 over HTTPS."""
+    s = requests.Session()
+    s.trust_env = False
+    s.verify = str(devrun.data / "tls" / "https.crt")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            r = s.get(f"https://127.0.0.1:{devrun.webui_port}/healthz", timeout=5)
+            if r.status_code == 200:
+                return s
+        except requests.RequestException as e:
+            r = e  # type: ignore[assignment]
+        if time.monotonic() > deadline:
+            pytest.fail(f"the web UI did not answer within {timeout} s: {r}: {devrun.lines}")
+        time.sleep(0.1)
+
+
+def web_login(s: requests.Session, base: str, user: str, password: str) -> requests.Response:
+    """POST /login with the form's csrf_token; the answer (redirects not followed)."""
+    page = s.get(base + "/login", timeout=10)
+    assert page.status_code == 200, page.text[:300]
+    m = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page.text) or re.search(
+        r'value="([^"]+)"[^>]*name="csrf_token"', page.text
+    )
+    assert m, page.text[:500]
+    return s.post(
+        base + "/login",
+        data={"username": user, "password": password, "csrf_token": m.group(1)},
+        headers={"Referer": base + "/login"},  # Flask-WTF checks it over HTTPS
+        timeout=10,
+        allow_redirects=False,
+    )
+
+
+def test_devrun_serves_the_web_ui(top: Path, data: Path) -> None:
+    password = "given-admin-password-42"
+    d = DevRun(top, data, extra={"LOGBOX_ADMIN_PASSWORD": password})
+    try:
+        d.until("press Ctrl-C")
+        base = f"https://127.0.0.1:{d.webui_port}"
+        assert any("started logbox-webui" in ln and base in ln for ln in d.lines), d.lines
+        s = webui(d)
+        assert s.get(base + "/healthz", timeout=10).text.strip() == "ok"
+        r = s.get(base + "/search", timeout=10, allow_redirects=False)
+        assert r.status_code in (302, 303) and "/login" in r.headers["Location"], r.status_code
+        assert "default-src 'none'" in r.headers.get("Content-Security-Policy", "")
+        bad = web_login(s, base, "admin", "not-the-password")
+        assert bad.status_code not in (302, 303), bad.status_code
+        r = web_login(s, base, "admin", password)
+        assert r.status_code in (302, 303), (r.status_code, r.text[:300])
+        assert "/password" not in r.headers["Location"]  # a given password need not change
+        page = s.get(base + "/search", timeout=10)
+        assert page.status_code == 200 and 'id="search-form"' in page.text, page.text[:300]
+        cookie = next(c for c in s.cookies if c.name == "logbox_session")
+        assert cookie.secure
+        # Logspace settings saved in the web UI reach make run's indexd (--logspaces).
+        status_file = data / "run" / "indexd.status.json"
+        indexd = top / "build" / "bin" / "logbox-indexd"
+        helptext = subprocess.run([str(indexd), "--help"], capture_output=True, text=True)
+        if "--logspaces" not in helptext.stdout + helptext.stderr:
+            return  # indexd without the option: make run does not pass it
+        page = s.get(base + "/admin/logspaces", timeout=10)
+        m = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page.text)
+        assert page.status_code == 200 and m, page.text[:300]
+        r = s.post(
+            base + "/admin/logspaces/main",
+            data={"csrf_token": m.group(1), "retention_days": "9", "delimiters": ",;"},
+            headers={"Referer": base + "/admin/logspaces"},
+            timeout=10,
+            allow_redirects=False,
+        )
+        assert r.status_code == 303, (r.status_code, r.text[:500])
+        written = json.loads((data / "etc" / "logspaces.json").read_text())
+        assert written["logspaces"]["main"]["retention_days"] == 9, written
+        deadline = time.monotonic() + 15
+        while True:
+            st = json.loads(status_file.read_text())
+            main = st.get("logspaces", {}).get("main")
+            if main and main.get("retention_days") == 9:
+                break
+            assert time.monotonic() < deadline, st
+            time.sleep(0.2)
+        assert st["settings"]["file"] == str(data / "etc" / "logspaces.json"), st["settings"]
+        assert st["settings"]["error"] is None, st["settings"]
+    finally:
+        out = "".join(d.lines) + d.stop()
+    assert d.proc.returncode == 0 and "stopped logbox-webui" in out, out
+    secret = data / "etc" / "webui-secret"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    assert re.fullmatch(r"[0-9a-f]{64}\n?", secret.read_text())
+    key = secret.read_bytes()
+    again = DevRun(top, data, extra={"LOGBOX_ADMIN_PASSWORD": password})
+    try:
+        again.until("press Ctrl-C")
+    finally:
+        again.close()
+    assert secret.read_bytes() == key  # made once
+
+
+def test_devrun_web_ui_asks_for_a_new_generated_admin_password(top: Path, data: Path) -> None:
+    d = DevRun(top, data)
+    try:
+        d.until("press Ctrl-C")
+        out = "".join(d.lines)
+        (password,) = SHOWN_ONCE.findall(out)
+        base = f"https://127.0.0.1:{d.webui_port}"
+        s = webui(d)
+        r = web_login(s, base, "admin", password)
+        assert r.status_code in (302, 303), (r.status_code, r.text[:300])
+        assert "/password" in r.headers["Location"], r.headers["Location"]
+        r = s.get(base + "/search", timeout=10, allow_redirects=False)
+        assert r.status_code in (302, 303) and "/password" in r.headers["Location"]
+        # The new password ends the constraint; the old one no longer signs in.
+        page = s.get(base + "/password", timeout=10)
+        m = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page.text)
+        assert m, page.text[:300]
+        new = "a-new-admin-password-1234"
+        r = s.post(
+            base + "/password",
+            data={"csrf_token": m.group(1), "current": password, "new": new, "new2": new},
+            headers={"Referer": base + "/password"},
+            timeout=10,
+            allow_redirects=False,
+        )
+        assert r.status_code in (302, 303), (r.status_code, r.text[:500])
+        r = s.get(base + "/search", timeout=10, allow_redirects=False)
+        assert r.status_code == 200, r.status_code
+        fresh = requests.Session()
+        fresh.trust_env, fresh.verify = False, s.verify
+        assert web_login(fresh, base, "admin", password).status_code not in (302, 303)
+        r = web_login(fresh, base, "admin", new)
+        assert r.status_code in (302, 303) and "/password" not in r.headers["Location"]
+    finally:
+        d.stop()

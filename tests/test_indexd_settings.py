@@ -252,8 +252,12 @@ def test_bad_files_change_nothing(make_daemon: Any, settings: Path) -> None:
         wait_for(lambda n=n: log_count(d, "keeping the settings in force") > n, f"refused {why}", d)
         line = d.stderr().splitlines()[-1]
         assert why in line and str(settings) in line, (content, line)
-        st = d.status()
-        assert why in st["settings"]["error"], (content, st["settings"])
+        # the status file is rewritten after the log line: wait for it
+        wait_for(
+            lambda why=why: why in (d.status()["settings"]["error"] or ""),
+            f"status names {why}",
+            d,
+        )
         assert ls_status(d)["retention_days"] == 30
         assert ls_status(d)["delimiters"] == ".;"
     write_settings(

@@ -26,6 +26,7 @@ from flask.testing import FlaskClient
 from lbtest.cli import Logbox
 from lbtest.searchd import Searchd, searchd_binary
 from logbox_core.accounts import Accounts
+from logbox_core.export import EXPORT_PAGE
 from logbox_rpc import create_app
 from werkzeug.test import TestResponse
 
@@ -453,13 +454,14 @@ def test_export_cut_by_searchd_ends_with_an_error_line(
         rest = b"".join(it)
         r.close()
         lines = (first + rest).splitlines()
+        page = EXPORT_PAGE
         if fmt == "ndjson":
-            assert len(lines) == 10_001
+            assert len(lines) == page + 1  # one page and the error line
             assert json.loads(lines[-1])["error"]["code"] == "unavailable"
         else:
-            assert len(lines) == 10_001  # header + one page
+            assert len(lines) == page + 1  # header + one page
         e = last_audit(app, "export")
-        assert (e.results, e.status) == (10_000, 503) and "cut after 10000 rows" in e.detail
+        assert (e.results, e.status) == (page, 503) and f"cut after {page} rows" in e.detail
 
 
 def test_internal_error_is_json_without_traceback(app: Flask, admin: dict[str, str]) -> None:

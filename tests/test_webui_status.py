@@ -248,9 +248,10 @@ def test_everything_running(app: Flask, appliance: dict[str, Any]) -> None:
     last = dt.datetime.fromtimestamp(NOW, dt.UTC).date()
     assert rows["main"].attrs["data-days"] == str((last - first).days + 1)
     assert rows["other"].attrs["data-days"] == "1"
-    # retention: desired from the settings file (30 days for main, nothing for the others)
+    # retention: desired from the settings file (30 days for main, nothing for the others), and
+    # what indexd applied (its status file: 0 = forever)
     assert rows["main"].all("td", "retention")[0].text.startswith("30")
-    assert rows["other"].all("td", "retention")[0].text == "–"
+    assert rows["other"].all("td", "retention")[0].text == "not set (applied: forever)"
 
 
 def chart(p: Page) -> tuple[Node, list[Node]]:

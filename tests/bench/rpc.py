@@ -14,7 +14,7 @@ in each), a fixed number of requests per client per round: requests/s and p50/p9
 medians over the rounds; the added latency at p50 (API - searchd, 1 client) and whether it is
 at most 2 ms. Then the export rate: NDJSON of every match of the common token through the API
 (messages/s, rows checked against X-Logbox-Total), beside paging through searchd directly with
-10,000 hits a page (what the API does inside). The clients are Python in this process and run
+EXPORT_PAGE (2,000) hits a page, as the API does inside. The clients are Python in this process and run
 on the same cores as the servers: their cost is in every figure, alike for both targets.
 Prints the machine and a table; writes build/bench/rpc-results.md and rpc-results.json.
 """
@@ -44,6 +44,7 @@ sys.path.insert(0, str(TOP / "rpc"))
 sys.path.insert(0, str(TOP / "tests"))
 
 import search as sb  # noqa: E402  (the search bench: corpus, store, searchd, statistics)
+from logbox_core.export import EXPORT_PAGE  # noqa: E402
 
 TARGET_ADDED_MS = 2.0
 QUERIES = {"common token": "info", "rare token": "trampoline"}
@@ -219,10 +220,17 @@ def export_api(port: int, cafile: Path, token: str, q: str, t0: int, t1: int) ->
 
 
 def export_searchd(sock: Path, q: str, t0: int, t1: int) -> dict[str, Any]:
-    """Every match of q paged straight from searchd, 10,000 hits a page (bodies not parsed
+    """Every match of q paged straight from searchd, EXPORT_PAGE hits a page (bodies not parsed
     beyond the cursor)."""
     c = SearchdClient(sock)
-    p = {"q": q, "from": str(t0), "to": str(t1), "limit": "10000", "order": "newest", "total": "0"}
+    p = {
+        "q": q,
+        "from": str(t0),
+        "to": str(t1),
+        "limit": str(EXPORT_PAGE),
+        "order": "newest",
+        "total": "0",
+    }
     rows = nbytes = 0
     t = time.perf_counter()
     cursor = None
@@ -469,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
             if api_runs
             else ""
         )
-        + f"; searchd paged directly, 10,000 a page: {fmt(es.get('msgs_per_s'), ',.0f')} msg/s",
+        + f"; searchd paged directly, {EXPORT_PAGE:,} a page: {fmt(es.get('msgs_per_s'), ',.0f')} msg/s",
         "",
     ]
     text = "\n".join(md)

@@ -1,0 +1,528 @@
+# Scenario (issue 7, webui/UI.md): the web UI in a real headless Chromium, over messages that
+# came in through the real collector path (syslog-ng -> logbox-indexd), searched through a real
+# logbox-searchd, served by real gunicorn over TLS. The admin signs in, searches (the total
+# equals `logbox search --count`, the histogram has bars), zooms by clicking a bar, pages (no
+# row twice, newest first), turns the order around, opens a message, refines by a top host,
+# exports CSV (as many rows as the total) and signs out. The admin creates a user who may read
+# only the logspace "main": that user sees only "main" and gets 403 for "beta"'s search and
+# messages. The search runs from the keyboard alone. Screenshots of the search page and the
+# dashboard are saved under tests/artifacts/ (also when a step fails).
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import re
+import time
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from lbtest.appliance import Appliance, octet
+from lbtest.cli import Logbox, Searcher
+from lbtest.searchd import Searchd, searchd_binary
+from lbtest.webui import (
+    ARTIFACTS,
+    WebuiServer,
+    browser,
+    cookies_session,
+    login,
+    screenshot,
+)
+from selenium.common.exceptions import NoSuchElementException
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+pytestmark = pytest.mark.slow
+
+WORD = "webprobe"
+BATCHES = 3
+PER_BATCH = 25  # in main: 15 from web-1, 5 from web-2, 5 from web-3
+BETA_PER_BATCH = 5
+PAGE = 20
+ROUTES = [{"name": "beta", "host": "^beta-"}]
+
+
+@dataclass
+class Stack:
+    """The appliance, searchd on its store, the web UI, and the CLI to compare with."""
+
+    app: Appliance
+    searchd: Searchd
+    web: WebuiServer
+    main: Searcher
+    beta: Searcher
+
+
+def host_of(i: int) -> str:
+    """The host of the i-th main message of a batch."""
+    return ("web-1", "web-1", "web-1", "web-2", "web-3")[i % 5]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, top: Path) -> Iterator[Stack]:
+    """Messages sent to syslog-ng's octet-counted port in three batches a little over a second
+    apart (so that a narrow histogram has several bars), stored by indexd, searched through a
+    real searchd, shown by the web UI."""
+    tmp = tmp_path_factory.mktemp("webui")
+    with Appliance(tmp, routes=ROUTES) as app:
+        n = 0
+        for b in range(BATCHES):
+            frames = []
+            for i in range(PER_BATCH):
+                n += 1
+                frames.append(
+                    f"<14>1 2026-11-22T12:00:00Z {host_of(i)} app{i % 2} {1000 + n} - - "
+                    f"{WORD} batch {b} number {n} status=ok".encode()
+                )
+            for i in range(BETA_PER_BATCH):
+                frames.append(
+                    f"<14>1 2026-11-22T12:00:00Z beta-1 vault 7 - - {WORD} betasecret "
+                    f"batch {b} item {i}".encode()
+                )
+            app.send(octet(*frames), port="octet")
+            app.wait_count((b + 1) * PER_BATCH, timeout=30)
+            app.wait_count((b + 1) * BETA_PER_BATCH, logspace="beta", timeout=30)
+            if b + 1 < BATCHES:
+                time.sleep(1.2)
+        sd = Searchd(searchd_binary(top), app.data, app.run / "searchd.sock").start()
+        try:
+            with WebuiServer(
+                tmp / "webui",
+                searchd_socket=sd.sock,
+                data=app.data,
+                indexd_status=app.status_file,
+                syslogng_pidfile=app.run / "syslog-ng.pid",
+            ) as web:
+                lb = Path(top / "build" / "bin" / "logbox")
+                yield Stack(
+                    app,
+                    sd,
+                    web,
+                    Searcher(Logbox(lb, app.data, "main"), socket=sd.sock),
+                    Searcher(Logbox(lb, app.data, "beta"), socket=sd.sock),
+                )
+        finally:
+            sd.stop()
+
+
+@pytest.fixture
+def driver(tmp_path: Path) -> Iterator[WebDriver]:
+    """A fresh headless Chromium for one test (downloads into tmp_path/downloads)."""
+    with browser(tmp_path / "downloads") as d:
+        yield d
+
+
+@contextlib.contextmanager
+def shots(driver: WebDriver, name: str) -> Iterator[None]:
+    """On a failure inside, saves a screenshot and the page's HTML as tests/artifacts/<name>
+    .png/.html (the state the browser was in), then lets the failure go on."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            screenshot(driver, name)
+            (ARTIFACTS / f"{name}.html").write_text(driver.page_source)
+        raise
+
+
+# ---------------------------------------------------------------- reading pages
+
+
+def params(driver: WebDriver) -> dict[str, str]:
+    """The current URL's query parameters (the last value of each)."""
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(driver.current_url).query))
+
+
+def total(driver: WebDriver) -> int:
+    """#total's number (asserting that its text and data-total agree)."""
+    el = driver.find_element(By.ID, "total")
+    text = el.text.strip()
+    assert re.fullmatch(r"\d+", text), f"#total holds {text!r}, not digits only"
+    assert el.get_attribute("data-total") == text, (el.get_attribute("data-total"), text)
+    return int(text)
+
+
+def rows(driver: WebDriver) -> list[WebElement]:
+    """The result rows (tr.hit) of #results."""
+    return driver.find_elements(By.CSS_SELECTOR, "#results tr.hit")
+
+
+def row_id(row: WebElement) -> int:
+    """A result row's data-id."""
+    v = row.get_attribute("data-id")
+    assert v and v.isdigit(), f"tr.hit data-id={v!r}"
+    return int(v)
+
+
+def cells(row: WebElement) -> list[str]:
+    """A result row's cell texts: received, host, program, severity, message."""
+    return [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+
+
+def received(row: WebElement) -> str:
+    """A row's receive time: a <time datetime> in it when there is one, else the first cell."""
+    for t in row.find_elements(By.CSS_SELECTOR, "time[datetime]"):
+        return t.get_attribute("datetime") or ""
+    return cells(row)[0]
+
+
+def wait_url(driver: WebDriver, old: str, timeout: float = 30) -> None:
+    """Waits until the browser is on another URL than old, with the page loaded."""
+    WebDriverWait(driver, timeout).until(
+        lambda d: d.current_url != old
+        and d.execute_script("return document.readyState") == "complete"
+    )
+
+
+def click_and_wait(driver: WebDriver, el: WebElement) -> None:
+    """Clicks el (a link or button that loads another page) and waits for it."""
+    old = driver.current_url
+    el.click()
+    wait_url(driver, old)
+
+
+def open_search(driver: WebDriver, base: str, **q: str | int) -> None:
+    """GET /search with the given parameters."""
+    driver.get(base + "/search?" + urllib.parse.urlencode({k: str(v) for k, v in q.items()}))
+
+
+def row_link(row: WebElement) -> WebElement:
+    """The link of a result row to its message (an <a> to /messages/ in it, else the row)."""
+    for a in row.find_elements(By.CSS_SELECTOR, "a[href*='/messages/']"):
+        return a
+    return row
+
+
+def logout(driver: WebDriver) -> None:
+    """Submits the sign-out form (POST /logout)."""
+    form = driver.find_element(By.CSS_SELECTOR, "form[action$='/logout']")
+    old = driver.current_url
+    button = form.find_element(By.CSS_SELECTOR, "button, input[type=submit]")
+    menu = driver.find_elements(
+        By.XPATH, "//details[.//form[contains(@action, '/logout')]][not(@open)]/summary"
+    )
+    if menu:  # in a closed menu (<details>): open it as a user would
+        menu[0].click()
+    button.click()
+    WebDriverWait(driver, 30).until(lambda d: d.current_url != old or "/login" in d.current_url)
+
+
+def change_password_if_asked(driver: WebDriver, current: str, new: str) -> bool:
+    """Fills the forced password change (/password) when the app sent the browser there;
+    returns whether it did."""
+    if "/password" not in urllib.parse.urlsplit(driver.current_url).path:
+        return False
+    driver.find_element(By.NAME, "current").send_keys(current)
+    driver.find_element(By.NAME, "new").send_keys(new)
+    driver.find_element(By.NAME, "new2").send_keys(new)
+    old = driver.current_url
+    driver.find_element(By.CSS_SELECTOR, "#password-form [type=submit]").click()
+    wait_url(driver, old)
+    assert "/password" not in urllib.parse.urlsplit(driver.current_url).path, driver.page_source
+    return True
+
+
+# ---------------------------------------------------------------- the search flow
+
+
+def test_search_zoom_page_open_refine_export_logout(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    main_total = BATCHES * PER_BATCH
+    assert stack.main.count(WORD) == main_total
+    with shots(driver, "webui-search-failed"):
+        login(driver, web.url, "admin", web.admin_password)
+        assert urllib.parse.urlsplit(driver.current_url).path == "/search", driver.current_url
+        (cookie,) = (c for c in driver.get_cookies() if c["name"] == "logbox_session")
+        assert cookie["secure"] and cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
+
+        # A search typed into the box, in the logspace main, over the last hour.
+        Select(driver.find_element(By.ID, "logspace")).select_by_value("main")
+        q = driver.find_element(By.ID, "q")
+        q.clear()
+        q.send_keys(WORD)
+        click_and_wait(driver, driver.find_element(By.ID, "search-submit"))
+        assert params(driver).get("q") == WORD
+        preset = driver.find_element(By.CSS_SELECTOR, ".preset[data-range='1h']")
+        click_and_wait(driver, preset)
+        p = params(driver)
+        assert p.get("q") == WORD and p.get("logspace", "main") == "main", driver.current_url
+        before = total(driver)
+        assert before == main_total == stack.main.count(WORD)
+        bars = driver.find_elements(By.CSS_SELECTOR, "#histogram a.bar")
+        assert bars, "no bars in #histogram"
+        assert sum(int(b.get_attribute("data-count") or 0) for b in bars) == before
+        screenshot(driver, "webui-search")
+
+        # Zoom: click the fullest bar.
+        bar = max(bars, key=lambda b: int(b.get_attribute("data-count") or 0))
+        want = int(bar.get_attribute("data-count") or 0)
+        assert want > 0
+        click_and_wait(driver, bar)
+        zoomed = params(driver)
+        assert (zoomed.get("from"), zoomed.get("to")) != (p.get("from"), p.get("to"))
+        assert zoomed.get("q") == WORD
+        after = total(driver)
+        assert after == want <= before
+        assert after == stack.main.count(WORD, from_=zoomed["from"], to=zoomed["to"])
+        zbars = driver.find_elements(By.CSS_SELECTOR, "#histogram a.bar")
+        assert sum(int(b.get_attribute("data-count") or 0) for b in zbars) == after
+        if after == before:  # the three batches, 1.2 s apart, in 1 s buckets now
+            assert len([b for b in zbars if int(b.get_attribute("data-count") or 0)]) >= 2
+
+        # Paging over the whole hour, PAGE rows at a time: every message once, newest first.
+        open_search(driver, web.url, q=WORD, logspace="main", limit=PAGE, **range_of(p))
+        assert total(driver) == main_total
+        seen: list[int] = []
+        times: list[str] = []
+        pages = 0
+        while True:
+            pages += 1
+            rs = rows(driver)
+            assert 0 < len(rs) <= PAGE
+            seen += [row_id(r) for r in rs]
+            times += [received(r) for r in rs]
+            nxt = driver.find_elements(By.ID, "next-page")
+            if not nxt:
+                break
+            assert pages < 20, "paging does not end"
+            click_and_wait(driver, nxt[0])
+            assert params(driver).get("q") == WORD
+        assert len(seen) == len(set(seen)) == main_total, seen
+        assert seen == sorted(seen, reverse=True), seen
+        assert times == sorted(times, reverse=True), times
+        assert pages == -(-main_total // PAGE)
+        first = driver.find_element(By.ID, "first-page")
+        click_and_wait(driver, first)
+        assert [row_id(r) for r in rows(driver)] == seen[:PAGE]
+
+        # Oldest first.
+        click_and_wait(driver, driver.find_element(By.ID, "order-toggle"))
+        assert params(driver).get("order") == "oldest"
+        ids = [row_id(r) for r in rows(driver)]
+        assert ids == sorted(seen)[: len(ids)], ids
+        assert total(driver) == main_total
+
+        # One message.
+        hit = rows(driver)[0]
+        hit_id = row_id(hit)
+        click_and_wait(driver, row_link(hit))
+        assert urllib.parse.urlsplit(driver.current_url).path == f"/messages/main/{hit_id}"
+        msg = driver.find_element(By.ID, "message")
+        assert WORD in msg.text and msg.find_elements(By.TAG_NAME, "dl")
+        assert driver.find_element(By.ID, "raw").text.strip()
+        (stored,) = (m for m in stack.app.messages("main") if m["id"] == hit_id)
+        assert stored["message"] in msg.text
+
+        # Refine by the top host.
+        open_search(driver, web.url, q=WORD, logspace="main", **range_of(p))
+        top = driver.find_elements(By.CSS_SELECTOR, "#top-hosts a.top-value")
+        assert top, "no values in #top-hosts"
+        assert "web-1" in top[0].text, [t.text for t in top]
+        click_and_wait(driver, top[0])
+        refined = params(driver)
+        assert "host:web-1" in refined.get("q", ""), refined
+        n_host = BATCHES * 15
+        assert total(driver) == n_host == stack.main.count(refined["q"])
+        hosts = {cells(r)[1] for r in rows(driver)}
+        assert hosts == {"web-1"}, hosts
+
+        # Export what is shown, as CSV, with the browser's cookies.
+        link = driver.find_element(By.ID, "export-csv")
+        href = link.get_attribute("href") or ""
+        eq = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(href).query))
+        assert eq.get("q") == refined["q"] and eq.get("format") == "csv", href
+        with cookies_session(driver, web) as s:
+            r = s.get(href, timeout=60)
+            assert r.status_code == 200, r.text[:300]
+            assert "csv" in r.headers.get("Content-Type", "")
+            assert "attachment" in r.headers.get("Content-Disposition", "")
+            table = list(csv.reader(io.StringIO(r.content.decode("utf-8"))))
+            assert len(table) - 1 == total(driver), table[:3]
+            nd = driver.find_element(By.ID, "export-ndjson").get_attribute("href") or ""
+            r = s.get(nd, timeout=60)
+            assert r.status_code == 200
+            lines = [json.loads(x) for x in r.content.splitlines() if x.strip()]
+            assert len(lines) == n_host and {x["host"] for x in lines} == {"web-1"}
+
+        # Sign out: the search sends the browser to the login page again.
+        logout(driver)
+        driver.get(web.url + "/search?q=" + WORD)
+        assert urllib.parse.urlsplit(driver.current_url).path == "/login", driver.current_url
+        assert driver.find_elements(By.ID, "login")
+
+
+def range_of(p: dict[str, str]) -> dict[str, str]:
+    """The from/to parameters of a search URL's parameters (those present)."""
+    return {k: p[k] for k in ("from", "to") if k in p}
+
+
+def test_drag_across_bars_zooms(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    got = [m["received"] for m in stack.app.messages("main")]
+    first = datetime.fromisoformat(min(got).replace("Z", "+00:00")) - timedelta(seconds=2)
+    last = datetime.fromisoformat(max(got).replace("Z", "+00:00")) + timedelta(seconds=3)
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    with shots(driver, "webui-drag-failed"):
+        login(driver, web.url, "admin", web.admin_password)
+        open_search(
+            driver,
+            web.url,
+            q=WORD,
+            logspace="main",
+            **{"from": first.strftime(fmt), "to": last.strftime(fmt)},
+        )
+        assert total(driver) == BATCHES * PER_BATCH
+        bars = driver.find_elements(By.CSS_SELECTOR, "#histogram a.bar")
+        counts = [int(b.get_attribute("data-count") or 0) for b in bars]
+        full = [i for i, c in enumerate(counts) if c]
+        assert len(full) >= 2, counts  # three batches 1.2 s apart, 1 s bars
+        lo, hi = full[0], full[-2]  # not the last batch: the zoom must leave it out
+        want = (bars[lo].get_attribute("data-from"), bars[hi].get_attribute("data-to"))
+        old = driver.current_url
+        ActionChains(driver).click_and_hold(bars[lo]).pause(0.1).move_to_element(
+            bars[(lo + hi) // 2]
+        ).pause(0.1).move_to_element(bars[hi]).pause(0.1).release().perform()
+        wait_url(driver, old)
+        p = params(driver)
+        assert (p.get("from"), p.get("to")) == want, driver.current_url
+        assert total(driver) == sum(counts[lo : hi + 1]) < BATCHES * PER_BATCH
+        assert p.get("q") == WORD
+
+
+def test_search_from_the_keyboard(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    with shots(driver, "webui-keyboard-failed"):
+        login(driver, web.url, "admin", web.admin_password)
+        open_search(driver, web.url, logspace="main")
+        body = driver.find_element(By.TAG_NAME, "body")
+        body.click()
+        body.send_keys("/")
+        WebDriverWait(driver, 5).until(
+            lambda d: d.execute_script("return document.activeElement.id") == "q"
+        )
+        active = driver.switch_to.active_element
+        active.send_keys(Keys.CONTROL, "a")
+        active.send_keys(f"{WORD} host:web-2")
+        old = driver.current_url
+        active.send_keys(Keys.ENTER)
+        wait_url(driver, old)
+        assert params(driver).get("q") == f"{WORD} host:web-2"
+        assert total(driver) == BATCHES * 5 == stack.main.count(f"{WORD} host:web-2")
+
+
+# ---------------------------------------------------------------- the dashboard
+
+
+def test_status_dashboard(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    try:
+        login(driver, web.url, "admin", web.admin_password)
+        driver.get(web.url + "/status")
+        for id_ in ("eps-chart", "services", "raid", "logspaces"):
+            assert driver.find_elements(By.ID, id_), f"no #{id_} on /status"
+        assert driver.find_element(By.ID, "eps-chart").tag_name.lower() == "svg"
+        table = driver.find_element(By.ID, "logspaces").text
+        for name in ("main", "beta"):
+            assert name in table, table
+        services = driver.find_element(By.ID, "services").text
+        assert "searchd" in services and "indexd" in services, services
+        assert "down" not in services.lower(), services  # all three run
+    finally:
+        with contextlib.suppress(Exception):
+            screenshot(driver, "webui-status")
+
+
+# ---------------------------------------------------------------- rights per logspace
+
+
+def fill_user_create(driver: WebDriver, name: str, password: str, logspace: str) -> None:
+    """Fills and submits #user-create: a searcher who may read logspace only."""
+    form = driver.find_element(By.ID, "user-create")
+    form.find_element(By.NAME, "name").send_keys(name)
+    for el in form.find_elements(
+        By.CSS_SELECTOR, "input[name='password'], input[name='password2']"
+    ):
+        el.send_keys(password)
+    with contextlib.suppress(NoSuchElementException):
+        role = form.find_element(By.NAME, "role")
+        if role.tag_name.lower() == "select":
+            Select(role).select_by_value("searcher")
+        else:
+            form.find_element(By.CSS_SELECTOR, "input[name='role'][value='searcher']").click()
+    spaces = form.find_elements(By.NAME, "logspaces")
+    assert spaces, "#user-create has no logspaces field"
+    if spaces[0].tag_name.lower() == "select":
+        sel = Select(spaces[0])
+        if sel.is_multiple:
+            sel.deselect_all()
+        sel.select_by_value(logspace)
+    elif (spaces[0].get_attribute("type") or "").lower() in ("checkbox", "radio"):
+        for box in spaces:
+            if box.is_selected() != (box.get_attribute("value") == logspace):
+                box.click()
+    else:
+        spaces[0].clear()
+        spaces[0].send_keys(logspace)
+    old = driver.current_url
+    form.find_element(By.CSS_SELECTOR, "button[type=submit], input[type=submit]").click()
+    WebDriverWait(driver, 30).until(
+        lambda d: d.execute_script("return document.readyState") == "complete"
+        and (d.current_url != old or d.find_elements(By.CSS_SELECTOR, ".flash"))
+    )
+
+
+def test_user_reads_only_its_logspace(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    name = f"reader{int(time.time() * 1000) % 100000}"
+    password = "reader-password-1234"
+    new_password = "reader-password-5678"
+    beta_id = stack.app.messages("beta")[0]["id"]
+    with shots(driver, "webui-rights-failed"):
+        login(driver, web.url, "admin", web.admin_password)
+        driver.get(web.url + "/admin/users")
+        fill_user_create(driver, name, password, "main")
+        user = web.accounts().get_user(name)
+        assert user is not None, driver.page_source[:2000]
+        assert user.role == "searcher" and list(user.logspaces) == ["main"], user
+        assert name in driver.page_source
+        logout(driver)
+
+        login(driver, web.url, name, password)
+        if change_password_if_asked(driver, password, new_password):
+            password = new_password
+        open_search(driver, web.url, q=WORD)
+        options = [
+            o.get_attribute("value") for o in Select(driver.find_element(By.ID, "logspace")).options
+        ]
+        assert options == ["main"], options
+        assert total(driver) == BATCHES * PER_BATCH
+        assert "betasecret" not in driver.page_source
+
+        with cookies_session(driver, web) as s:
+            for path in (
+                f"/messages/beta/{beta_id}",
+                f"/search?q={WORD}&logspace=beta",
+                f"/export?q={WORD}&logspace=beta&format=csv",
+            ):
+                r = s.get(web.url + path, timeout=30, allow_redirects=False)
+                assert r.status_code == 403, (path, r.status_code, r.text[:300])
+                assert "betasecret" not in r.text
+            r = s.get(web.url + "/admin/users", timeout=30, allow_redirects=False)
+            assert r.status_code == 403, r.status_code
+        driver.get(web.url + f"/messages/beta/{beta_id}")
+        assert "403" in driver.page_source and "betasecret" not in driver.page_source
+        assert not driver.find_elements(By.ID, "message")
+        # The admin sees beta's message.
+        logout(driver)
+        login(driver, web.url, "admin", web.admin_password)
+        driver.get(web.url + f"/messages/beta/{beta_id}")
+        assert "betasecret" in driver.find_element(By.ID, "message").text
