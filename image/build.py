@@ -193,6 +193,8 @@ def install_grub(root: Path, work: Path) -> Path:
     shutil.copytree(mods, grub / "i386-pc")
     kernel, initrd = kernel_files(root)
     cfg = (HERE / "grub.cfg.in").read_text().replace("@KERNEL@", kernel)
+    # debugging only (root is locked): e.g. systemd.journald.forward_to_console=1
+    cfg = cfg.replace(" @EXTRA@", (" " + os.environ.get("LOGBOX_IMAGE_CMDLINE", "")).rstrip())
     (grub / "grub.cfg").write_text(cfg.replace("@INITRD@", initrd))
     core = work / "core.img"
     run(
