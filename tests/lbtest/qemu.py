@@ -74,6 +74,7 @@ class Vm:
         firstboot: str | None = None,
         memory_mb: int = 2048,
         cpus: int = 2,
+        write_bps: dict[int, int] | None = None,
     ) -> None:
         self.workdir = workdir
         self.name = name
@@ -82,6 +83,7 @@ class Vm:
         self.firstboot = firstboot
         self.memory_mb = memory_mb
         self.cpus = cpus
+        self.write_bps = write_bps or {}  # data disk index -> write throttle (bytes/s)
         self.serial = workdir / f"{name}.serial.log"
         self.qmp_path = workdir / f"{name}.qmp"
         self.ports = {gp: free_port() for gp in GUEST_PORTS}
@@ -111,7 +113,9 @@ class Vm:
             cmd += ["-cpu", "host"]
         for i, d in enumerate(self.data_disks):
             fmt = "qcow2" if d.suffix == ".qcow2" else "raw"
-            cmd += ["-drive", f"file={d},if=none,id=data{i},format={fmt},cache=unsafe",
+            bps = self.write_bps.get(i)
+            throttle = f",throttling.bps-write={bps}" if bps else ""
+            cmd += ["-drive", f"file={d},if=none,id=data{i},format={fmt},cache=unsafe{throttle}",
                     "-device", f"virtio-blk-pci,drive=data{i},serial=logbox-data{i}"]  # fmt: skip
         if self.firstboot is not None:
             cfg = self.workdir / f"{self.name}.firstboot.toml"
