@@ -286,14 +286,16 @@ class Web:
 
 def wait_raid(api: Api, states: set[str], timeout: float) -> tuple[dict | None, list]:
     """Polls the status's raid until its state is one of states; the last raid and the states
-    seen on the way (with progress)."""
+    seen on the way: (state, first progress[, last progress])."""
     seen: list = []
     deadline = time.monotonic() + timeout
     while True:
         raid = api.raid()
         step = (raid or {}).get("state"), (raid or {}).get("progress")
-        if not seen or seen[-1] != step:
-            seen.append(step)
+        if not seen or seen[-1][0] != step[0]:
+            seen.append(step)  # each state once, with its first progress
+        elif len(seen) > 1 and step[1] is not None:
+            seen[-1] = (step[0], seen[-1][1], step[1])  # ... and its last
         if raid and raid.get("state") in states or time.monotonic() > deadline:
             return raid, seen
         time.sleep(2)
@@ -369,11 +371,11 @@ def test_second_boot_with_one_disk_replaced(workdir: Path) -> None:
 
         raid, seen = wait_raid(api, {"clean"}, 300)
         rec["raid_states"] = seen
-        states = [s for s, _ in seen]
+        states = [s[0] for s in seen]
         assert raid is not None and raid["level"] == "raid1", raid
         rebuilding = {"resyncing", "recovering", "rebuilding"}
         assert states[0] in {"degraded"} | rebuilding, f"states seen: {seen}"
-        progress = [p for s, p in seen if s in rebuilding]
+        progress = [p for s in seen if s[0] in rebuilding for p in s[1:]]
         assert progress and all(p is not None and 0.0 <= p <= 1.0 for p in progress), seen
         assert raid["state"] == "clean" and raid["active"] == 2, f"not clean again: {seen}"
 
