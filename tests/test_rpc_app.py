@@ -10,11 +10,8 @@
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import io
 import json
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,9 +20,10 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from lbtest import apps
+from lbtest.apps import accounts_of, rfc3339
 from lbtest.cli import Logbox
 from lbtest.searchd import Searchd, searchd_binary
-from logbox_core.accounts import Accounts
 from logbox_core.export import EXPORT_PAGE
 from logbox_rpc import create_app
 from werkzeug.test import TestResponse
@@ -34,10 +32,6 @@ N_MAIN = 23_000  # three export pages
 BASE_AGO_S = 6 * 3600
 PASSWORD = "correct horse battery"
 API = "/api/v1"
-
-
-def rfc3339(s: int) -> str:
-    return dt.datetime.fromtimestamp(s, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def corpus(base_s: int, n: int) -> bytes:
@@ -60,9 +54,8 @@ def corpus(base_s: int, n: int) -> bytes:
 @pytest.fixture(scope="module")
 def sockdir() -> Iterator[Path]:
     """A short directory for sockets (sun_path holds 107 bytes)."""
-    d = Path(tempfile.mkdtemp(prefix="rpc", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with apps.sockdir("rpc") as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +64,7 @@ def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
     d = tmp_path_factory.mktemp("rpcstore") / "data"
     d.mkdir()
     base_s = int(time.time()) - BASE_AGO_S
-    main = Logbox(store_cli, d)
-    main.check(main.run("ingest", "--received", "header", "-", input=corpus(base_s, N_MAIN)))
+    apps.ingest_received(store_cli, d, corpus(base_s, N_MAIN))
     Logbox(store_cli, d, logspace="other").ingest(
         b"".join(b"<14>hello other %d\n" % i for i in range(20))
     )
@@ -84,33 +76,14 @@ def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def searchd(data: Path, top: Path, sockdir: Path) -> Iterator[Searchd]:
-    d = Searchd(searchd_binary(top), data, sockdir / "sd.sock", ["--threads", "2"]).start()
-    yield d
-    assert d.stop() == 0, d.log()
+    with apps.running_searchd(top, data, sockdir / "sd.sock", ["--threads", "2"]) as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
 def app(searchd: Searchd, tmp_path_factory: pytest.TempPathFactory) -> Flask:
     root = tmp_path_factory.mktemp("rpcapp")
-    a = create_app(
-        {
-            "SEARCHD_SOCKET": str(searchd.sock),
-            "ACCOUNTS_PATH": str(root / "accounts"),
-            "DATA_DIR": str(searchd.data),
-            "INDEXD_STATUS": str(root / "indexd.status.json"),
-            "SYSLOGNG_PIDFILE": str(root / "syslog-ng.pid"),
-            "TESTING": True,
-        }
-    )
-    acc = accounts_of(a)
-    acc.add_user("admin", PASSWORD, "admin")
-    acc.add_user("alice", PASSWORD, "searcher", ("main", "other"))
-    return a
-
-
-def accounts_of(app: Flask) -> Accounts:
-    """The app's accounts store (one LMDB environment per process)."""
-    return app.extensions["logbox"].accounts
+    return apps.add_users(create_app(apps.app_config(searchd, root, **apps.status_files(root))))
 
 
 @pytest.fixture(scope="module")

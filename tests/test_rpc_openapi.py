@@ -8,8 +8,6 @@
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +16,8 @@ from typing import Any
 import pytest
 import schemathesis
 from flask import Flask
-from lbtest.cli import Logbox
-from lbtest.searchd import Searchd, searchd_binary
+from lbtest import apps
+from lbtest.searchd import Searchd
 from logbox_rpc import create_app
 from logbox_rpc.openapi import document, openapi_path
 from logbox_rpc.params import spec_of
@@ -41,30 +39,16 @@ def searchd(
         f'host{i % 3} app - - [ex@1 k="v{i % 2}"] hello world {i}\n'.encode()
         for i in range(50)
     )
-    lb = Logbox(store_cli, data)
-    lb.check(lb.run("ingest", "--received", "header", "-", input=lines))
-    sockdir = Path(tempfile.mkdtemp(prefix="oa", dir="/tmp"))
-    d = Searchd(searchd_binary(top), data, sockdir / "sd.sock").start()
-    yield d
-    assert d.stop() == 0, d.log()
-    shutil.rmtree(sockdir, ignore_errors=True)
+    apps.ingest_received(store_cli, data, lines)
+    with apps.sockdir("oa") as sockdir, apps.running_searchd(top, data, sockdir / "sd.sock") as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
 def app(searchd: Searchd, tmp_path_factory: pytest.TempPathFactory) -> Flask:
     root = tmp_path_factory.mktemp("oapp")
-    a = create_app(
-        {
-            "SEARCHD_SOCKET": str(searchd.sock),
-            "ACCOUNTS_PATH": str(root / "accounts"),
-            "DATA_DIR": str(searchd.data),
-            "INDEXD_STATUS": str(root / "indexd.status.json"),
-            "SYSLOGNG_PIDFILE": str(root / "syslog-ng.pid"),
-            "TESTING": True,
-        }
-    )
-    a.extensions["logbox"].accounts.add_user("admin", PASSWORD, "admin")
-    return a
+    config = apps.app_config(searchd, root, **apps.status_files(root))
+    return apps.add_users(create_app(config), apps.USERS[:1])
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,8 @@
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import ssl
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,9 +18,9 @@ from typing import Any
 
 import pytest
 import requests
-from lbtest.cli import Logbox
+from lbtest import apps
 from lbtest.rpc import RpcServer
-from lbtest.searchd import Searchd, searchd_binary
+from lbtest.searchd import Searchd
 
 N = 25_000  # three export pages
 
@@ -39,13 +37,9 @@ def searchd(
         f"app - - - padding padding padding padding padding padding message {i}\n".encode()
         for i in range(N)
     )
-    lb = Logbox(store_cli, data)
-    lb.check(lb.run("ingest", "--received", "header", "-", input=lines))
-    sockdir = Path(tempfile.mkdtemp(prefix="tl", dir="/tmp"))
-    d = Searchd(searchd_binary(top), data, sockdir / "sd.sock").start()
-    yield d
-    assert d.stop() == 0, d.log()
-    shutil.rmtree(sockdir, ignore_errors=True)
+    apps.ingest_received(store_cli, data, lines)
+    with apps.sockdir("tl") as sockdir, apps.running_searchd(top, data, sockdir / "sd.sock") as d:
+        yield d
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -154,6 +155,14 @@ def test_kill9_during_ingest_loses_nothing_acked(
                 f"({stored + 1}..{run.sent_upto})"
             )
             total_acked += len(run.acks)
+        if stored == 0 and not run.acks:
+            # Killed while it was still creating the store (a slow start on a loaded machine):
+            # no catalog yet, an empty catalog file, or a catalog without the logspace is
+            # nothing stored; no problem may be reported in what exists.
+            rc, err = lb.verify()
+            if rc != 0 and re.search(r"logspace main: (not found|No such file|Bad file)", err):
+                assert "problem" not in err, f"{what}: {err}"
+                continue
         _verify(lb, what)
         new = _check_prefix(lb, stored, what)
         last_ack = run.acks[-1] if run.acks else stored

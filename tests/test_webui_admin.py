@@ -16,20 +16,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from lbtest import apps
+from lbtest.apps import accounts_of as accounts
 from lbtest.cli import Logbox
-from lbtest.searchd import Searchd, searchd_binary
-from logbox_core.accounts import Accounts, TokenError
+from lbtest.htmlpage import Node, Page
+from lbtest.searchd import Searchd
+from logbox_core.accounts import TokenError
 from logbox_webui import create_app
 from logbox_webui import settings as ls_settings
 from markupsafe import escape
@@ -40,81 +40,13 @@ BASE = "https://localhost"
 HOSTILE = '<script>alert("x")</script><b>bold</b>'
 
 
-# ---------------------------------------------------------------- a small HTML reader
-
-
-class Node:
-    """An element: tag, attributes, children and the text inside it."""
-
-    def __init__(self, tag: str, attrs: dict[str, str]) -> None:
-        self.tag, self.attrs, self.children, self.parts = tag, attrs, [], []
-
-    @property
-    def text(self) -> str:
-        """The text of this element and its descendants, white space collapsed."""
-        return " ".join("".join(self.parts).split())
-
-    def all(self, tag: str | None = None, cls: str | None = None) -> list[Node]:
-        """Descendants with this tag and class, in document order."""
-        out = []
-        for c in self.children:
-            if (tag is None or c.tag == tag) and (
-                cls is None or cls in c.attrs.get("class", "").split()
-            ):
-                out.append(c)
-            out += c.all(tag, cls)
-        return out
-
-
-VOID = {"input", "meta", "link", "br", "hr", "img", "col", "area", "base", "source", "wbr"}
-
-
-class Page(HTMLParser):
-    """An HTML page as a tree of Nodes; by_id(id) finds an element."""
-
-    def __init__(self, html: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.root = Node("#root", {})
-        self.stack = [self.root]
-        self.ids: dict[str, Node] = {}
-        self.feed(html)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        n = Node(tag, {k: v or "" for k, v in attrs})
-        self.stack[-1].children.append(n)
-        if "id" in n.attrs:
-            self.ids[n.attrs["id"]] = n
-        if tag not in VOID:
-            self.stack.append(n)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-        if tag not in VOID:
-            self.stack.pop()
-
-    def handle_endtag(self, tag: str) -> None:
-        for i in range(len(self.stack) - 1, 0, -1):
-            if self.stack[i].tag == tag:
-                del self.stack[i:]
-                return
-
-    def handle_data(self, data: str) -> None:
-        for n in self.stack:
-            n.parts.append(data)
-
-    def by_id(self, id: str) -> Node:
-        assert id in self.ids, f"no element #{id}"
-        return self.ids[id]
-
-
 # ---------------------------------------------------------------- fixtures
 
 
 @pytest.fixture(scope="module")
 def sockdir() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="wad", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with apps.sockdir("wad") as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
@@ -128,9 +60,8 @@ def searchd(
         Logbox(store_cli, data, logspace=ls).ingest(
             b"".join(b"<14>app: hello %d\n" % i for i in range(n))
         )
-    d = Searchd(searchd_binary(top), data, sockdir / "sd.sock", ["--threads", "1"]).start()
-    yield d
-    assert d.stop() == 0, d.log()
+    with apps.running_searchd(top, data, sockdir / "sd.sock", ["--threads", "1"]) as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
@@ -157,25 +88,10 @@ def app(searchd: Searchd, root: Path) -> Flask:
             }
         )
     )
-    a = create_app(
-        {
-            "SEARCHD_SOCKET": str(searchd.sock),
-            "ACCOUNTS_PATH": str(root / "accounts"),
-            "DATA_DIR": str(searchd.data),
-            "INDEXD_STATUS": str(root / "indexd.status.json"),
-            "SYSLOGNG_PIDFILE": str(root / "syslog-ng.pid"),
-            "LOGSPACE_SETTINGS": str(etc / "logspaces.json"),
-            "TESTING": True,
-        }
+    config = apps.app_config(
+        searchd, root, **apps.status_files(root), LOGSPACE_SETTINGS=str(etc / "logspaces.json")
     )
-    acc = accounts(a)
-    acc.add_user("admin", PASSWORD, "admin")
-    acc.add_user("alice", PASSWORD, "searcher", ("main", "other"))
-    return a
-
-
-def accounts(app: Flask) -> Accounts:
-    return app.extensions["logbox"].accounts
+    return apps.add_users(create_app(config))
 
 
 class Browser:

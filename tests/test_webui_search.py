@@ -11,13 +11,10 @@
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import html
 import io
 import json
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +24,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from lbtest import apps
+from lbtest.apps import accounts_of, rfc3339
 from lbtest.cli import Logbox
-from lbtest.searchd import Searchd, searchd_binary
-from logbox_core.accounts import Accounts
+from lbtest.searchd import Searchd
 from logbox_webui import create_app
 from logbox_webui.security import CSP
 
@@ -37,10 +35,6 @@ N_MAIN = 600
 BASE_AGO_S = 3 * 3600
 PASSWORD = "correct horse battery"
 HOSTILE = b"<script>alert('x')</script> <b>bold</b> nul\x00byte esc\x1b[31m bad\xff\xfe end"
-
-
-def rfc3339(s: int) -> str:
-    return dt.datetime.fromtimestamp(s, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def corpus(base_s: int, n: int) -> bytes:
@@ -59,9 +53,8 @@ def corpus(base_s: int, n: int) -> bytes:
 
 @pytest.fixture(scope="module")
 def sockdir() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="wui", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with apps.sockdir("wui") as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +62,8 @@ def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
     """main (N_MAIN messages over the last ~2 h, then the hostile one), other, secret."""
     d = tmp_path_factory.mktemp("webuistore") / "data"
     d.mkdir()
-    main = Logbox(store_cli, d)
     base_s = int(time.time()) - BASE_AGO_S
-    main.check(main.run("ingest", "--received", "header", "-", input=corpus(base_s, N_MAIN)))
+    main = apps.ingest_received(store_cli, d, corpus(base_s, N_MAIN))
     main.ingest(b"<11>1 - evilhost evilapp - - - " + HOSTILE + b"\n")
     Logbox(store_cli, d, logspace="other").ingest(b"".join(b"<14>other %d\n" % i for i in range(7)))
     Logbox(store_cli, d, logspace="secret").ingest(b"<14>secret 1\n<14>secret 2\n")
@@ -80,32 +72,15 @@ def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def searchd(data: Path, top: Path, sockdir: Path) -> Iterator[Searchd]:
-    d = Searchd(searchd_binary(top), data, sockdir / "sd.sock", ["--threads", "2"]).start()
-    yield d
-    assert d.stop() == 0, d.log()
+    with apps.running_searchd(top, data, sockdir / "sd.sock", ["--threads", "2"]) as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
 def app(searchd: Searchd, tmp_path_factory: pytest.TempPathFactory) -> Flask:
     root = tmp_path_factory.mktemp("webuiapp")
-    a = create_app(
-        {
-            "SEARCHD_SOCKET": str(searchd.sock),
-            "ACCOUNTS_PATH": str(root / "accounts"),
-            "DATA_DIR": str(searchd.data),
-            "LOGSPACE_SETTINGS": str(root / "logspaces.json"),
-            "TESTING": True,
-        }
-    )
-    acc = accounts_of(a)
-    acc.add_user("admin", PASSWORD, "admin")
-    acc.add_user("alice", PASSWORD, "searcher", ("main", "other"))
-    acc.add_user("nora", PASSWORD, "searcher", ("nothing",))
-    return a
-
-
-def accounts_of(app: Flask) -> Accounts:
-    return app.extensions["logbox"].accounts
+    config = apps.app_config(searchd, root, LOGSPACE_SETTINGS=str(root / "logspaces.json"))
+    return apps.add_users(create_app(config), (*apps.USERS, ("nora", "searcher", ("nothing",))))
 
 
 def csrf_of(page: str) -> str:

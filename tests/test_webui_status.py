@@ -13,20 +13,20 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from lbtest import apps
+from lbtest.apps import rfc3339
 from lbtest.cli import Logbox
+from lbtest.htmlpage import Node, Page
 from lbtest.indexd import HeldFifo, Indexd
 from lbtest.searchd import Searchd, searchd_binary
 from logbox_webui import create_app
@@ -39,85 +39,13 @@ EARLIER_S = NOW - 90 * 60  # 10 messages of main received 90 min ago (outside th
 RECENT = {"main": 50, "other": 20, "secret": 5}  # received now (inside the chart's hour)
 
 
-# ---------------------------------------------------------------- a small HTML reader
-
-
-class Node:
-    """An element: tag, attributes, children and the text inside it."""
-
-    def __init__(self, tag: str, attrs: dict[str, str]) -> None:
-        self.tag, self.attrs, self.children, self.parts = tag, attrs, [], []
-
-    @property
-    def text(self) -> str:
-        """The text of this element and its descendants, white space collapsed."""
-        return " ".join("".join(self.parts).split())
-
-    def all(self, tag: str | None = None, cls: str | None = None) -> list[Node]:
-        """Descendants with this tag and class, in document order."""
-        out = []
-        for c in self.children:
-            if (tag is None or c.tag == tag) and (
-                cls is None or cls in c.attrs.get("class", "").split()
-            ):
-                out.append(c)
-            out += c.all(tag, cls)
-        return out
-
-
-VOID = {"input", "meta", "link", "br", "hr", "img", "col", "area", "base", "source", "wbr"}
-
-
-class Page(HTMLParser):
-    """An HTML page as a tree of Nodes; by_id(id) finds an element."""
-
-    def __init__(self, html: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.root = Node("#root", {})
-        self.stack = [self.root]
-        self.ids: dict[str, Node] = {}
-        self.feed(html)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        n = Node(tag, {k: v or "" for k, v in attrs})
-        self.stack[-1].children.append(n)
-        if "id" in n.attrs:
-            self.ids[n.attrs["id"]] = n
-        if tag not in VOID:
-            self.stack.append(n)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-        if tag not in VOID:
-            self.stack.pop()
-
-    def handle_endtag(self, tag: str) -> None:
-        for i in range(len(self.stack) - 1, 0, -1):
-            if self.stack[i].tag == tag:
-                del self.stack[i:]
-                return
-
-    def handle_data(self, data: str) -> None:
-        for n in self.stack:
-            n.parts.append(data)
-
-    def by_id(self, id: str) -> Node:
-        assert id in self.ids, f"no element #{id}"
-        return self.ids[id]
-
-
 # ---------------------------------------------------------------- daemons and the app
-
-
-def rfc3339(s: int) -> str:
-    return dt.datetime.fromtimestamp(s, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @pytest.fixture(scope="module")
 def sockdir() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="wst", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with apps.sockdir("wst") as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
@@ -129,13 +57,12 @@ def appliance(
     base = tmp_path_factory.mktemp("webui_status")
     data = base / "data"
     data.mkdir()
-    main = Logbox(store_cli, data)
     past = b"".join(
         f"<14>1 {rfc3339(t + i)} h1 app - - - past {i}\n".encode()
         for t in (OLD_S, EARLIER_S)
         for i in range(10)
     )
-    main.check(main.run("ingest", "--received", "header", "-", input=past))
+    apps.ingest_received(store_cli, data, past)
     for ls, n in RECENT.items():
         Logbox(store_cli, data, logspace=ls).ingest(
             b"".join(b"<14>app: now %s %d\n" % (ls.encode(), i) for i in range(n))
@@ -169,10 +96,8 @@ def appliance(
 def make_app(base: Path, **paths: str) -> Flask:
     """A TESTING app with an accounts store under base and the given paths."""
     a = create_app({"ACCOUNTS_PATH": str(base / "accounts"), "TESTING": True, **paths})
-    acc = a.extensions["logbox"].accounts
-    if acc.get_user("admin") is None:
-        acc.add_user("admin", PASSWORD, "admin")
-        acc.add_user("alice", PASSWORD, "searcher", ("main", "other"))
+    if apps.accounts_of(a).get_user("admin") is None:
+        apps.add_users(a)
     return a
 
 

@@ -14,9 +14,12 @@ import datetime as dt
 import io
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .searchd import Searchd, SearchdError
+
+if TYPE_CHECKING:
+    from .accounts import Accounts
 
 EXPORT_PAGE = 2000  # hits a page: a page's parsed JSON is what an export holds in memory
 FORMATS = ("ndjson", "csv")
@@ -207,3 +210,64 @@ class Export:
             self.detail = f"client went away after {self.rows} rows"
         if self.on_end is not None:
             self.on_end(self)
+
+
+def audited_export(
+    sd: Searchd,
+    acc: Accounts,
+    user: str,
+    address: str,
+    logspace: str,
+    q: str,
+    **kw: Any,
+) -> Export:
+    """An Export (kw: order, fmt, time_from, time_to) whose end writes its "export" audit
+    entry to acc for user at address: the rows, the status, the detail or else the format."""
+
+    def audit_end(ex: Export) -> None:
+        """The export's audit entry, when its stream ends."""
+        acc.audit(
+            "export",
+            user=user,
+            address=address,
+            logspace=logspace,
+            query=q,
+            results=ex.rows,
+            status=ex.status,
+            detail=ex.detail or f"format {ex.fmt}",
+        )
+
+    return Export(sd, logspace, q, on_end=audit_end, **kw)
+
+
+def start_audited(ex: Export, audit: Callable[..., object]) -> Export:
+    """ex.start(); when it cannot start, the app's audit("export", logspace=, query=, status=,
+    detail=) is called first and the error raised after it.
+
+    :raises SearchdError: searchd refused or cannot be reached.
+    :raises UnknownLogspace: order=oldest and searchd does not list the logspace.
+    """
+    try:
+        return ex.start()
+    except SearchdError as e:
+        audit(
+            "export",
+            logspace=ex.logspace,
+            query=ex.q,
+            status=error_status(e),
+            detail=f"{e.code}: {e.message}",
+        )
+        raise
+    except UnknownLogspace as e:
+        audit("export", logspace=ex.logspace, query=ex.q, status=404, detail=e.message)
+        raise
+
+
+def export_headers(ex: Export) -> dict[str, str]:
+    """The HTTP headers of a started export's response: Content-Type, X-Logbox-Total and
+    Content-Disposition (a download named after the logspace)."""
+    return {
+        "Content-Type": ex.media_type,
+        "X-Logbox-Total": str(ex.total),
+        "Content-Disposition": f'attachment; filename="{ex.filename}"',
+    }

@@ -8,7 +8,13 @@ import re
 from typing import Any
 
 from flask import Blueprint, Response, g
-from logbox_core.export import Export, UnknownLogspace, error_status
+from logbox_core.export import (
+    UnknownLogspace,
+    audited_export,
+    error_status,
+    export_headers,
+    start_audited,
+)
 from logbox_core.searchd import SearchdError
 
 from .auth import address, audit
@@ -249,49 +255,20 @@ def message(logspace: str, id: int, args: dict[str, Any]) -> Response:
 def export(logspace: str, args: dict[str, Any]) -> Response:
     """GET /logspaces/{logspace}/export: a snapshot of every match, in pages of 2,000
     (logbox_core.export), audited when the stream ends."""
-    acc, user, addr = accounts(), g.user.name, address()
-    q = args["q"]
-
-    def audit_end(ex: Export) -> None:
-        """The export's audit entry, when its stream ends."""
-        acc.audit(
-            "export",
-            user=user,
-            address=addr,
-            logspace=logspace,
-            query=q,
-            results=ex.rows,
-            status=ex.status,
-            detail=ex.detail or f"format {ex.fmt}",
-        )
-
-    ex = Export(
+    ex = audited_export(
         searchd(),
+        accounts(),
+        g.user.name,
+        address(),
         logspace,
-        q,
+        args["q"],
         order=args["order"],
         fmt=args["format"],
         time_from=args.get("from"),
         time_to=args.get("to"),
-        on_end=audit_end,
     )
     try:
-        ex.start()
-    except SearchdError as e:
-        audit(
-            "export",
-            logspace=logspace,
-            query=q,
-            status=error_status(e),
-            detail=f"{e.code}: {e.message}",
-        )
-        raise
+        start_audited(ex, audit)
     except UnknownLogspace as e:
-        audit("export", logspace=logspace, query=q, status=404, detail=e.message)
         raise ApiError(404, "not_found", e.message) from None
-    r = Response(ex, mimetype="text/csv" if ex.csv else "application/x-ndjson")
-    if ex.csv:
-        r.headers["Content-Type"] = ex.media_type
-    r.headers["X-Logbox-Total"] = str(ex.total)
-    r.headers["Content-Disposition"] = f'attachment; filename="{ex.filename}"'
-    return r
+    return Response(ex, headers=export_headers(ex))

@@ -1,56 +1,17 @@
 """Per-process singletons (the accounts store, the searchd client), made on first use: after
-gunicorn forks its workers, never in the master (LMDB handles must not cross a fork)."""
+gunicorn forks its workers, never in the master (LMDB handles must not cross a fork). The
+objects are logbox_core.procstate's; this module finds them in the current app."""
 
 from __future__ import annotations
 
-import os
-import threading
-from typing import Any
-
 from flask import current_app
 from logbox_core.accounts import Accounts
+from logbox_core.procstate import ProcState
 from logbox_core.searchd import Searchd
 
-_lock = threading.Lock()
 
-
-class State:
+class State(ProcState):
     """The app's lazily made objects, per process."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.config = config
-        self._pid = os.getpid()
-        self._accounts: Accounts | None = None
-        self._searchd: Searchd | None = None
-
-    def _check_fork(self) -> None:
-        """Forgets objects made by another process (a fork after first use)."""
-        if self._pid != os.getpid():
-            self._accounts = None
-            self._searchd = None
-            self._pid = os.getpid()
-
-    @property
-    def accounts(self) -> Accounts:
-        """The accounts store of this process."""
-        self._check_fork()
-        if self._accounts is None:
-            with _lock:
-                if self._accounts is None:
-                    self._accounts = Accounts(self.config["ACCOUNTS_PATH"])
-        return self._accounts
-
-    @property
-    def searchd(self) -> Searchd:
-        """The searchd client of this process."""
-        self._check_fork()
-        if self._searchd is None:
-            with _lock:
-                if self._searchd is None:
-                    self._searchd = Searchd(
-                        self.config["SEARCHD_SOCKET"], timeout=float(self.config["SEARCHD_TIMEOUT"])
-                    )
-        return self._searchd
 
 
 def state() -> State:

@@ -10,210 +10,51 @@ import contextlib
 import os
 import re
 import secrets
-import signal
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import requests
-
-from lbtest.rpc import TOP, free_port, make_certificate, venv_python
+from lbtest.gunicorn import RPC_DIR, TOP, WEBUI_DIR, GunicornServer
 
 if TYPE_CHECKING:
-    from logbox_core.accounts import Accounts
+    import requests
     from selenium.webdriver.remote.webdriver import WebDriver
 
-RPC_DIR = TOP / "rpc"
-WEBUI_DIR = TOP / "webui"
 ARTIFACTS = TOP / "tests" / "artifacts"
 CHROMIUM = os.environ.get("LOGBOX_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("LOGBOX_CHROMEDRIVER", "/usr/bin/chromedriver")
 
 
-class _PortTaken(Exception):
-    """gunicorn exited because its port was taken."""
-
-
-class WebuiServer:
+class WebuiServer(GunicornServer):
     """Real gunicorn serving logbox_webui over TLS on a free 127.0.0.1 port (see the module
     docstring). Use as a context manager, or start()/stop()."""
 
-    def __init__(
-        self,
-        root: Path,
-        *,
-        searchd_socket: Path,
-        data: Path,
-        indexd_status: Path | None = None,
-        syslogng_pidfile: Path | None = None,
-        logspace_settings: Path | None = None,
-        workers: int = 2,
-        threads: int = 8,
-        env: dict[str, str] | None = None,
-    ) -> None:
-        """Makes root/tls/https.crt + .key, root/webui-secret and root/accounts with "admin"."""
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.searchd_socket = Path(searchd_socket)
-        self.data = Path(data)
-        self.indexd_status = Path(indexd_status or self.root / "indexd.status.json")
-        self.syslogng_pidfile = Path(syslogng_pidfile or self.root / "syslog-ng.pid")
+    PREFIX = "WEBUI"
+    CONF = WEBUI_DIR / "gunicorn.conf.py"
+    APP = "logbox_webui:create_app()"
+    PYTHONPATH = (RPC_DIR, WEBUI_DIR)
+    CONFIG_NAME = "webui.py"
+    LOG_NAME = "webui-gunicorn.log"
+    HEALTH = "/healthz"
+    HEALTH_OK = (200,)
+
+    def __init__(self, root: Path, *, logspace_settings: Path | None = None, **kw: Any) -> None:
+        """Makes root/tls/https.crt + .key, root/webui-secret and root/accounts with "admin";
+        kw: GunicornServer's (searchd_socket, data, indexd_status, syslogng_pidfile, workers,
+        threads, env)."""
+        super().__init__(root, **kw)
         self.logspace_settings = Path(logspace_settings or self.root / "logspaces.json")
-        self.workers = workers
-        self.threads = threads
-        self.extra_env = dict(env or {})
-        self.cafile = self.root / "tls" / "https.crt"
-        self.keyfile = self.root / "tls" / "https.key"
-        if not self.cafile.exists():
-            make_certificate(self.cafile, self.keyfile)
         self.secret_file = self.root / "webui-secret"
         if not self.secret_file.exists():
             self.secret_file.write_text(secrets.token_hex(32) + "\n")
             self.secret_file.chmod(0o600)
-        self.accounts_path = self.root / "accounts"
-        self.admin_password = secrets.token_urlsafe(18)
-        self._accounts: Accounts | None = None
-        acc = self.accounts()
-        if acc.get_user("admin") is None:
-            acc.add_user("admin", self.admin_password, "admin")
-        else:
-            acc.update_user("admin", password=self.admin_password)
-        self.port = free_port()
-        self.log_path = self.root / "webui-gunicorn.log"
-        self.proc: subprocess.Popen[bytes] | None = None
 
-    @property
-    def url(self) -> str:
-        """Where it serves: https://127.0.0.1:<port> (no trailing slash)."""
-        return f"https://127.0.0.1:{self.port}"
-
-    def environment(self) -> dict[str, str]:
-        """The environment gunicorn runs with."""
-        pythonpath = os.pathsep.join(
-            p for p in (str(RPC_DIR), str(WEBUI_DIR), os.environ.get("PYTHONPATH", "")) if p
-        )
-        env = dict(
-            os.environ,
-            PYTHONPATH=pythonpath,
-            LOGBOX_WEBUI_CONFIG=str(self.root / "webui.py"),  # absent unless a test writes it
-            LOGBOX_WEBUI_SECRET_FILE=str(self.secret_file),
-            LOGBOX_SEARCHD_SOCKET=str(self.searchd_socket),
-            LOGBOX_ACCOUNTS=str(self.accounts_path),
-            LOGBOX_DATA=str(self.data),
-            LOGBOX_INDEXD_STATUS=str(self.indexd_status),
-            LOGBOX_SYSLOGNG_PIDFILE=str(self.syslogng_pidfile),
-            LOGBOX_LOGSPACE_SETTINGS=str(self.logspace_settings),
-            LOGBOX_WEBUI_BIND=f"127.0.0.1:{self.port}",
-            LOGBOX_TLS_CERT=str(self.cafile),
-            LOGBOX_TLS_KEY=str(self.keyfile),
-            LOGBOX_WEBUI_WORKERS=str(self.workers),
-            LOGBOX_WEBUI_THREADS=str(self.threads),
-        )
-        env.update(self.extra_env)
-        return env
-
-    def start(self, timeout: float = 30) -> WebuiServer:
-        """Starts gunicorn and waits until GET /healthz answers 200.
-
-        :raises AssertionError: if it exits or does not answer within timeout.
-        """
-        assert self.proc is None or self.proc.poll() is not None, "already running"
-        for _ in range(3):  # another process may take the free port before gunicorn binds it
-            try:
-                return self._start(timeout)
-            except _PortTaken:
-                self.port = free_port()
-        return self._start(timeout)
-
-    def _start(self, timeout: float) -> WebuiServer:
-        """One attempt of start().
-
-        :raises _PortTaken: gunicorn could not bind the port.
-        """
-        conf = WEBUI_DIR / "gunicorn.conf.py"
-        if not conf.is_file():
-            raise AssertionError(f"{conf} does not exist (the web UI is not merged yet?)")
-        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
-        argv = [venv_python(), "-m", "gunicorn", "-c", str(conf), "logbox_webui:create_app()"]
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                argv,
-                cwd=self.root,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                env=self.environment(),
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + timeout
-        with self.session() as s:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    if "Connection in use" in self.log()[log_start:]:
-                        raise _PortTaken()
-                    raise AssertionError(
-                        f"gunicorn exited with {self.proc.returncode} at start:\n{self.log()}"
-                    )
-                try:
-                    if s.get(self.url + "/healthz", timeout=2).status_code == 200:
-                        return self
-                except requests.RequestException:
-                    pass
-                time.sleep(0.05)
-        self.kill()
-        raise AssertionError(f"gunicorn did not answer /healthz within {timeout} s:\n{self.log()}")
-
-    def stop(self, timeout: float = 20) -> int:
-        """SIGTERM to the master, then its exit status (SIGKILL to the group if it hangs, which
-        fails the caller)."""
-        if self.proc is None:
-            return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                raise AssertionError(f"gunicorn did not exit on SIGTERM:\n{self.log()}") from None
-        return self.proc.returncode
-
-    def kill(self) -> None:
-        """SIGKILL to gunicorn's process group (the master and its workers)."""
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-
-    def __enter__(self) -> WebuiServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            if exc and exc[0] is None:
-                self.stop()
-        finally:
-            if self.proc is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)  # workers left behind, if any
-
-    def accounts(self) -> Accounts:
-        """The accounts store, for test setup and checks (one object per server for the whole
-        process: LMDB allows one environment per file and process)."""
-        if self._accounts is None:
-            from logbox_core.accounts import Accounts
-
-            self._accounts = Accounts(self.accounts_path)
-        return self._accounts
-
-    def session(self) -> requests.Session:
-        """A requests session trusting the certificate (no proxies from the environment)."""
-        s = requests.Session()
-        s.trust_env = False
-        s.verify = str(self.cafile)
-        return s
+    def app_environment(self) -> dict[str, str]:
+        """LOGBOX_WEBUI_SECRET_FILE and LOGBOX_LOGSPACE_SETTINGS."""
+        return {
+            "LOGBOX_WEBUI_SECRET_FILE": str(self.secret_file),
+            "LOGBOX_LOGSPACE_SETTINGS": str(self.logspace_settings),
+        }
 
     def login_session(
         self, username: str = "admin", password: str | None = None
@@ -235,12 +76,6 @@ class WebuiServer:
         )
         assert r.status_code in (302, 303), f"login {username}: {r.status_code} {r.text[:300]}"
         return s
-
-    def log(self) -> str:
-        """What gunicorn (and the app) wrote to stderr so far."""
-        if not self.log_path.exists():
-            return ""
-        return self.log_path.read_text("utf-8", "replace")
 
 
 _CSRF = re.compile(r'name="csrf_token"[^>]*value="([^"]+)"|value="([^"]+)"[^>]*name="csrf_token"')

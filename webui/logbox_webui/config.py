@@ -8,41 +8,29 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from logbox_core.appconfig import COMMON_DEFAULTS, COMMON_ENVIRONMENT, ConfigError, load_layers
+
+__all__ = ["DEFAULTS", "ENVIRONMENT", "ConfigError", "load"]
+
 DEFAULTS: dict[str, Any] = {
-    "SEARCHD_SOCKET": "/run/logbox/searchd.sock",
-    "ACCOUNTS_PATH": "/var/lib/logbox-accounts",
-    "DATA_DIR": "/var/lib/logbox",
-    "INDEXD_STATUS": "/run/logbox/indexd.status.json",
-    "SYSLOGNG_PIDFILE": "/run/logbox/syslog-ng.pid",
+    **COMMON_DEFAULTS,  # SESSION_TTL: absolute lifetime of a sign-in, seconds
     "LOGSPACE_SETTINGS": "/etc/logbox/logspaces.json",
     "SECRET_FILE": "/etc/logbox/webui.secret",
-    "SESSION_TTL": 43200,  # absolute lifetime of a sign-in, seconds
     "SESSION_IDLE": 1800,  # a sign-in ends after this long without a request, seconds
-    "SEARCHD_TIMEOUT": 60,
     "PAGE_SIZE": 50,  # results per search page
     "TESTING": False,
 }
 
 # key -> (environment variable, type)
 ENVIRONMENT: dict[str, tuple[str, type]] = {
-    "SEARCHD_SOCKET": ("LOGBOX_SEARCHD_SOCKET", str),
-    "ACCOUNTS_PATH": ("LOGBOX_ACCOUNTS", str),
-    "DATA_DIR": ("LOGBOX_DATA", str),
-    "INDEXD_STATUS": ("LOGBOX_INDEXD_STATUS", str),
-    "SYSLOGNG_PIDFILE": ("LOGBOX_SYSLOGNG_PIDFILE", str),
+    **COMMON_ENVIRONMENT,
     "LOGSPACE_SETTINGS": ("LOGBOX_LOGSPACE_SETTINGS", str),
     "SECRET_FILE": ("LOGBOX_WEBUI_SECRET_FILE", str),
-    "SESSION_TTL": ("LOGBOX_SESSION_TTL", int),
     "SESSION_IDLE": ("LOGBOX_SESSION_IDLE", int),
-    "SEARCHD_TIMEOUT": ("LOGBOX_SEARCHD_TIMEOUT", float),
 }
 
 CONFIG_FILE_VARIABLE = "LOGBOX_WEBUI_CONFIG"
 DEFAULT_CONFIG_FILE = "/etc/logbox/webui.py"
-
-
-class ConfigError(Exception):
-    """A configuration value that cannot be used (the app refuses to start)."""
 
 
 def load(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -54,28 +42,14 @@ def load(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     :raises ConfigError: a config file that does not run, an environment value of the wrong
         type, a bad number, or no secret key.
     """
-    out = dict(DEFAULTS)
-    path = Path(os.environ.get(CONFIG_FILE_VARIABLE, DEFAULT_CONFIG_FILE))
-    if path.is_file():
-        ns: dict[str, Any] = {"__file__": str(path)}
-        try:
-            exec(compile(path.read_bytes(), str(path), "exec"), ns)  # noqa: S102
-        except Exception as e:
-            raise ConfigError(f"{path}: {type(e).__name__}: {e}") from e
-        out.update({k: v for k, v in ns.items() if k.isupper()})
-    for key, (var, typ) in ENVIRONMENT.items():
-        raw = os.environ.get(var)
-        if raw is None or raw == "":
-            continue
-        try:
-            out[key] = typ(raw)
-        except ValueError:
-            raise ConfigError(f"{var}: expected {typ.__name__}, got {raw!r}") from None
-    if config:
-        out.update(config)
-    for key in ("SESSION_TTL", "SESSION_IDLE", "SEARCHD_TIMEOUT", "PAGE_SIZE"):
-        if not isinstance(out[key], int | float) or out[key] <= 0:
-            raise ConfigError(f"{key}: expected a positive number, got {out[key]!r}")
+    out = load_layers(
+        DEFAULTS,
+        ENVIRONMENT,
+        CONFIG_FILE_VARIABLE,
+        DEFAULT_CONFIG_FILE,
+        config,
+        ("SESSION_TTL", "SESSION_IDLE", "SEARCHD_TIMEOUT", "PAGE_SIZE"),
+    )
     if not out.get("SECRET_KEY"):
         out["SECRET_KEY"] = _secret(out)
     return out

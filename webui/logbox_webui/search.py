@@ -26,7 +26,14 @@ from flask import (
     stream_template,
     url_for,
 )
-from logbox_core.export import Export, UnknownLogspace, error_status, rfc3339_us
+from logbox_core.export import (
+    UnknownLogspace,
+    audited_export,
+    error_status,
+    export_headers,
+    rfc3339_us,
+    start_audited,
+)
 from logbox_core.highlight import DEFAULT_DELIMITERS, Matcher, highlight, query_terms
 from logbox_core.searchd import Searchd, SearchdError
 from markupsafe import Markup, escape
@@ -608,52 +615,27 @@ def export() -> Any:
         abort(400, description=f"order: expected newest or oldest, got {order!r}")
     if fmt not in ("csv", "ndjson"):
         abort(400, description=f"format: expected csv or ndjson, got {fmt!r}")
-    acc, name, addr = state().accounts, user.name, request.remote_addr or "unknown"
-
-    def audit_end(ex: Export) -> None:
-        """The export's audit entry, when its stream ends."""
-        acc.audit(
-            "export",
-            user=name,
-            address=addr,
-            logspace=logspace,
-            query=q,
-            results=ex.rows,
-            status=ex.status,
-            detail=ex.detail or f"format {ex.fmt}",
-        )
-
-    ex = Export(
+    ex = audited_export(
         searchd(),
+        state().accounts,
+        user.name,
+        request.remote_addr or "unknown",
         logspace,
         q,
         order=order,
         fmt=fmt,
         time_from=normalize_time(args.get("from")),
         time_to=normalize_time(args.get("to")),
-        on_end=audit_end,
     )
     try:
-        ex.start()
+        start_audited(ex, audit)
     except SearchdError as e:
-        audit(
-            "export",
-            logspace=logspace,
-            query=q,
-            status=error_status(e),
-            detail=f"{e.code}: {e.message}",
-        )
         if e.status < 500:
             abort(e.status, description=e.message)
         raise
     except UnknownLogspace as e:
-        audit("export", logspace=logspace, query=q, status=404, detail=e.message)
         abort(404, description=e.message)
-    r = Response(ex, mimetype="text/csv" if ex.csv else "application/x-ndjson")
-    r.headers["Content-Type"] = ex.media_type
-    r.headers["X-Logbox-Total"] = str(ex.total)
-    r.headers["Content-Disposition"] = f'attachment; filename="{ex.filename}"'
-    return r
+    return Response(ex, headers=export_headers(ex))
 
 
 @bp.route("/help/query")

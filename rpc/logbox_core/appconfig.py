@@ -1,0 +1,76 @@
+"""The apps' configuration layering: defaults, then a Python file, then LOGBOX_* variables, then
+a mapping (API.md §8, webui/UI.md "Sessions and security"). Each app (logbox_rpc.config,
+logbox_webui.config) adds its own keys to COMMON_DEFAULTS and COMMON_ENVIRONMENT."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+# the keys both apps have
+COMMON_DEFAULTS: dict[str, Any] = {
+    "SEARCHD_SOCKET": "/run/logbox/searchd.sock",
+    "ACCOUNTS_PATH": "/var/lib/logbox-accounts",
+    "DATA_DIR": "/var/lib/logbox",
+    "INDEXD_STATUS": "/run/logbox/indexd.status.json",
+    "SYSLOGNG_PIDFILE": "/run/logbox/syslog-ng.pid",
+    "SESSION_TTL": 43200,
+    "SEARCHD_TIMEOUT": 60,
+}
+
+# key -> (environment variable, type)
+COMMON_ENVIRONMENT: dict[str, tuple[str, type]] = {
+    "SEARCHD_SOCKET": ("LOGBOX_SEARCHD_SOCKET", str),
+    "ACCOUNTS_PATH": ("LOGBOX_ACCOUNTS", str),
+    "DATA_DIR": ("LOGBOX_DATA", str),
+    "INDEXD_STATUS": ("LOGBOX_INDEXD_STATUS", str),
+    "SYSLOGNG_PIDFILE": ("LOGBOX_SYSLOGNG_PIDFILE", str),
+    "SESSION_TTL": ("LOGBOX_SESSION_TTL", int),
+    "SEARCHD_TIMEOUT": ("LOGBOX_SEARCHD_TIMEOUT", float),
+}
+
+
+class ConfigError(Exception):
+    """A configuration value that cannot be used (the app refuses to start)."""
+
+
+def load_layers(
+    defaults: Mapping[str, Any],
+    environment: Mapping[str, tuple[str, type]],
+    config_file_variable: str,
+    default_config_file: str,
+    config: Mapping[str, Any] | None,
+    positive: Iterable[str],
+) -> dict[str, Any]:
+    """The layered configuration as a dict of upper-case keys: defaults, then the Python file
+    named by $config_file_variable (else default_config_file; skipped when absent), then the
+    environment variables, then config; the keys in positive must be positive numbers.
+
+    :raises ConfigError: for a config file that does not run, an environment value of the
+        wrong type or a key of positive that is not a positive number.
+    """
+    out = dict(defaults)
+    path = Path(os.environ.get(config_file_variable, default_config_file))
+    if path.is_file():
+        ns: dict[str, Any] = {"__file__": str(path)}
+        try:
+            exec(compile(path.read_bytes(), str(path), "exec"), ns)  # noqa: S102
+        except Exception as e:
+            raise ConfigError(f"{path}: {type(e).__name__}: {e}") from e
+        out.update({k: v for k, v in ns.items() if k.isupper()})
+    for key, (var, typ) in environment.items():
+        raw = os.environ.get(var)
+        if raw is None or raw == "":
+            continue
+        try:
+            out[key] = typ(raw)
+        except ValueError:
+            raise ConfigError(f"{var}: expected {typ.__name__}, got {raw!r}") from None
+    if config:
+        out.update(config)
+    for key in positive:
+        if not isinstance(out[key], int | float) or out[key] <= 0:
+            raise ConfigError(f"{key}: expected a positive number, got {out[key]!r}")
+    return out

@@ -1,0 +1,70 @@
+"""The gunicorn settings both apps' configurations share (rpc/gunicorn.conf.py,
+webui/gunicorn.conf.py): gthread workers, HTTPS only with TLS 1.2 or 1.3 (logbox_core.tls), long
+request lines, and LOGBOX_<APP>_BIND, _WORKERS (2), _THREADS (8), _ACCESSLOG (a path or "-"; off
+by default), _LOGLEVEL (info) with LOGBOX_TLS_CERT and LOGBOX_TLS_KEY (both required)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import gunicorn.http.message
+
+import logbox_core.tls
+
+# searchd takes request targets of up to 64 KiB (a q of 16384 bytes, %-encoded); gunicorn 20.1
+# caps the request line at 8190 bytes unless its module constant is raised.
+REQUEST_LINE = 65536 + 64
+
+
+def settings(
+    app: str, default_bind: str, proc_name: str, *, insecure_http: bool = False
+) -> dict[str, Any]:
+    """gunicorn's settings for the app whose variables are LOGBOX_<app>_*, as the names a
+    configuration file sets (bind, workers, certfile, ...); installs the TLS >= 1.2 wrapper.
+    With insecure_http, LOGBOX_<app>_INSECURE_HTTP=1 serves plain HTTP on 127.0.0.1 only.
+
+    Exits (sys.exit, gunicorn does not start) without a readable certificate and key.
+    """
+    var = f"LOGBOX_{app}"
+    bind = [os.environ.get(f"{var}_BIND", default_bind)]
+    out: dict[str, Any] = {
+        "bind": bind,
+        "worker_class": "gthread",
+        "workers": int(os.environ.get(f"{var}_WORKERS", "2")),
+        "threads": int(os.environ.get(f"{var}_THREADS", "8")),
+        "accesslog": os.environ.get(f"{var}_ACCESSLOG") or None,
+        "errorlog": "-",
+        "loglevel": os.environ.get(f"{var}_LOGLEVEL", "info"),
+        "proc_name": proc_name,
+        # Exports stream for as long as they take; a stuck request is bounded by searchd's
+        # deadline.
+        "timeout": 120,
+        "graceful_timeout": 20,
+        "keepalive": 60,
+        "limit_request_line": REQUEST_LINE,
+    }
+    gunicorn.http.message.MAX_REQUEST_LINE = REQUEST_LINE
+
+    certfile = os.environ.get("LOGBOX_TLS_CERT") or None
+    keyfile = os.environ.get("LOGBOX_TLS_KEY") or None
+    if insecure_http and os.environ.get(f"{var}_INSECURE_HTTP") == "1":
+        if any(not b.startswith("127.0.0.1:") for b in bind):
+            sys.exit(f"{proc_name}: {var}_INSECURE_HTTP=1 binds 127.0.0.1 only, not {bind[0]}")
+        certfile = keyfile = None
+    elif not certfile or not keyfile:
+        sys.exit(
+            f"{proc_name}: refusing to start without LOGBOX_TLS_CERT and LOGBOX_TLS_KEY "
+            "(HTTPS only)"
+        )
+    else:
+        for path in (certfile, keyfile):
+            if not os.access(path, os.R_OK):
+                sys.exit(f"{proc_name}: cannot read {path}")
+    out["certfile"] = certfile
+    out["keyfile"] = keyfile
+
+    # TLS 1.2 and later only (logbox_core.tls: gunicorn 20.1's socket wrapper replaced).
+    logbox_core.tls.install(proc_name)
+    return out

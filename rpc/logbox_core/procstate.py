@@ -1,0 +1,63 @@
+"""Per-process singletons of an app (the accounts store, the searchd client), made on first use:
+after gunicorn forks its workers, never in the master (LMDB handles must not cross a fork).
+logbox_rpc.state and logbox_webui.state build on ProcState."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from logbox_core.accounts import Accounts
+from logbox_core.searchd import Searchd
+
+_lock = threading.Lock()
+
+T = TypeVar("T")
+
+
+class ProcState:
+    """An app's lazily made objects, per process (config: ACCOUNTS_PATH, SEARCHD_SOCKET,
+    SEARCHD_TIMEOUT)."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self._pid = os.getpid()
+        self._accounts: Accounts | None = None
+        self._searchd: Searchd | None = None
+
+    def _forget(self) -> None:
+        """Drops the objects made so far (a subclass drops its own too)."""
+        self._accounts = None
+        self._searchd = None
+
+    def _check_fork(self) -> None:
+        """Forgets objects made by another process (a fork after first use)."""
+        if self._pid != os.getpid():
+            self._forget()
+            self._pid = os.getpid()
+
+    def _once(self, attr: str, make: Callable[[], T]) -> T:
+        """self.<attr>, made by make() under the lock the first time in this process."""
+        self._check_fork()
+        if getattr(self, attr) is None:
+            with _lock:
+                if getattr(self, attr) is None:
+                    setattr(self, attr, make())
+        return getattr(self, attr)
+
+    @property
+    def accounts(self) -> Accounts:
+        """The accounts store of this process."""
+        return self._once("_accounts", lambda: Accounts(self.config["ACCOUNTS_PATH"]))
+
+    @property
+    def searchd(self) -> Searchd:
+        """The searchd client of this process."""
+        return self._once(
+            "_searchd",
+            lambda: Searchd(
+                self.config["SEARCHD_SOCKET"], timeout=float(self.config["SEARCHD_TIMEOUT"])
+            ),
+        )

@@ -1,0 +1,101 @@
+"""What the tests of the apps (logbox_rpc, logbox_webui) under Flask's test client set up again
+and again: a short directory for sockets, a store ingested with its RFC 5424 timestamps as the
+received times, a real searchd over it, the app's configuration for that searchd and an accounts
+store with the usual users. The test files keep their fixtures as thin wrappers of these."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lbtest.cli import Logbox
+from lbtest.searchd import Searchd, searchd_binary
+
+if TYPE_CHECKING:
+    from flask import Flask
+    from logbox_core.accounts import Accounts
+
+PASSWORD = "correct horse battery"
+
+# (name, role, logspaces): the admin and a searcher of main and other
+USERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("admin", "admin", ()),
+    ("alice", "searcher", ("main", "other")),
+)
+
+
+def rfc3339(s: int) -> str:
+    """s (seconds since the epoch) as an RFC 3339 UTC time to the second."""
+    return dt.datetime.fromtimestamp(s, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@contextlib.contextmanager
+def sockdir(prefix: str) -> Iterator[Path]:
+    """A short directory under /tmp for sockets (sun_path holds 107 bytes), removed after."""
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def ingest_received(store_cli: Path, data: Path, lines: bytes) -> Logbox:
+    """`logbox ingest --received header` of lines into logspace main of data (asserting
+    success); the Logbox of main."""
+    lb = Logbox(store_cli, data)
+    lb.check(lb.run("ingest", "--received", "header", "-", input=lines))
+    return lb
+
+
+@contextlib.contextmanager
+def running_searchd(
+    top: Path, data: Path, sock: Path, args: Iterable[str] = ()
+) -> Iterator[Searchd]:
+    """A real logbox-searchd over data on sock; it must exit 0 on SIGTERM afterwards."""
+    d = Searchd(searchd_binary(top), data, sock, list(args)).start()
+    yield d
+    assert d.stop() == 0, d.log()
+
+
+def app_config(searchd: Searchd, root: Path, **extra: Any) -> dict[str, Any]:
+    """A TESTING app's configuration for searchd, with its accounts store under root."""
+    return {
+        "SEARCHD_SOCKET": str(searchd.sock),
+        "ACCOUNTS_PATH": str(root / "accounts"),
+        "DATA_DIR": str(searchd.data),
+        **extra,
+        "TESTING": True,
+    }
+
+
+def status_files(root: Path) -> dict[str, str]:
+    """INDEXD_STATUS and SYSLOGNG_PIDFILE under root (absent unless a test writes them)."""
+    return {
+        "INDEXD_STATUS": str(root / "indexd.status.json"),
+        "SYSLOGNG_PIDFILE": str(root / "syslog-ng.pid"),
+    }
+
+
+def accounts_of(app: Flask) -> Accounts:
+    """The app's accounts store (one LMDB environment per process)."""
+    return app.extensions["logbox"].accounts
+
+
+def add_users(
+    app: Flask,
+    users: Iterable[tuple[str, str, tuple[str, ...]]] = USERS,
+    password: str = PASSWORD,
+) -> Flask:
+    """Adds users (name, role, logspaces) with password to the app's accounts store; the app."""
+    acc = accounts_of(app)
+    for name, role, logspaces in users:
+        if role == "admin":
+            acc.add_user(name, password, role)
+        else:
+            acc.add_user(name, password, role, logspaces)
+    return app

@@ -1,0 +1,270 @@
+"""A logbox Flask app in tests under real gunicorn (the venv's `python -m gunicorn`) over TLS on
+a free 127.0.0.1 port, with a self-signed certificate made by the openssl CLI and an accounts
+store (LMDB) holding an admin user "admin" with a random password. The base of RpcServer
+(lbtest/rpc.py) and WebuiServer (lbtest/webui.py), which say which app, conf and health route."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Self
+
+import requests
+
+if TYPE_CHECKING:
+    from logbox_core.accounts import Accounts
+
+TOP = Path(__file__).resolve().parents[2]
+RPC_DIR = TOP / "rpc"
+WEBUI_DIR = TOP / "webui"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_certificate(crt: Path, key: Path) -> None:
+    """A self-signed certificate (P-256, SAN IP:127.0.0.1 and DNS:localhost) with its key."""
+    crt.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-keyout", str(key), "-out", str(crt), "-days", "7", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    key.chmod(0o600)
+
+
+def venv_python() -> str:
+    """The project venv's python (the one with gunicorn and flask), else this one."""
+    p = TOP / ".venv" / "bin" / "python"
+    return str(p) if p.exists() else sys.executable
+
+
+class _PortTaken(Exception):
+    """gunicorn exited because its port was taken."""
+
+
+class GunicornServer:
+    """Real gunicorn serving one logbox app over TLS on a free 127.0.0.1 port. Subclasses set
+    the class attributes below and add their own environment (app_environment())."""
+
+    PREFIX: ClassVar[str]  # LOGBOX_<PREFIX>_CONFIG/_BIND/_WORKERS/_THREADS
+    CONF: ClassVar[Path]  # the gunicorn.conf.py
+    APP: ClassVar[str]  # the WSGI app, e.g. "logbox_rpc:create_app()"
+    PYTHONPATH: ClassVar[tuple[Path, ...]]  # where the app's packages are
+    CONFIG_NAME: ClassVar[str]  # root/<this> is the app's config file (absent unless written)
+    LOG_NAME: ClassVar[str]  # root/<this> takes gunicorn's stdout and stderr
+    HEALTH: ClassVar[str]  # the path start() polls
+    HEALTH_OK: ClassVar[tuple[int, ...]]  # the statuses that count as up
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        searchd_socket: Path,
+        data: Path,
+        indexd_status: Path | None = None,
+        syslogng_pidfile: Path | None = None,
+        workers: int = 2,
+        threads: int = 8,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """Makes root/tls/https.crt + .key and root/accounts with the user "admin"."""
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.searchd_socket = Path(searchd_socket)
+        self.data = Path(data)
+        self.indexd_status = Path(indexd_status or self.root / "indexd.status.json")
+        self.syslogng_pidfile = Path(syslogng_pidfile or self.root / "syslog-ng.pid")
+        self.workers = workers
+        self.threads = threads
+        self.extra_env = dict(env or {})
+        self.cafile = self.root / "tls" / "https.crt"
+        self.keyfile = self.root / "tls" / "https.key"
+        if not self.cafile.exists():
+            make_certificate(self.cafile, self.keyfile)
+        self.accounts_path = self.root / "accounts"
+        self.admin_password = secrets.token_urlsafe(18)
+        self._accounts: Accounts | None = None
+        acc = self.accounts()
+        if acc.get_user("admin") is None:
+            acc.add_user("admin", self.admin_password, "admin")
+        else:
+            acc.update_user("admin", password=self.admin_password)
+        self.port = free_port()
+        self.log_path = self.root / self.LOG_NAME
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """Where it serves: https://127.0.0.1:<port> (no trailing slash)."""
+        return f"https://127.0.0.1:{self.port}"
+
+    def app_environment(self) -> dict[str, str]:
+        """The app's own LOGBOX_* variables beyond the common ones (none here)."""
+        return {}
+
+    def environment(self) -> dict[str, str]:
+        """The environment gunicorn runs with."""
+        pythonpath = os.pathsep.join(
+            p for p in (*map(str, self.PYTHONPATH), os.environ.get("PYTHONPATH", "")) if p
+        )
+        p = f"LOGBOX_{self.PREFIX}"
+        env = dict(
+            os.environ,
+            PYTHONPATH=pythonpath,
+            LOGBOX_SEARCHD_SOCKET=str(self.searchd_socket),
+            LOGBOX_ACCOUNTS=str(self.accounts_path),
+            LOGBOX_DATA=str(self.data),
+            LOGBOX_INDEXD_STATUS=str(self.indexd_status),
+            LOGBOX_SYSLOGNG_PIDFILE=str(self.syslogng_pidfile),
+            LOGBOX_TLS_CERT=str(self.cafile),
+            LOGBOX_TLS_KEY=str(self.keyfile),
+        )
+        env[f"{p}_CONFIG"] = str(self.root / self.CONFIG_NAME)
+        env[f"{p}_BIND"] = f"127.0.0.1:{self.port}"
+        env[f"{p}_WORKERS"] = str(self.workers)
+        env[f"{p}_THREADS"] = str(self.threads)
+        env.update(self.app_environment())
+        env.update(self.extra_env)
+        return env
+
+    def start(self, timeout: float = 30) -> Self:
+        """Starts gunicorn and waits until GET HEALTH answers one of HEALTH_OK.
+
+        :raises AssertionError: if it exits or does not answer within timeout.
+        """
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        for _ in range(3):  # another process may take the free port before gunicorn binds it
+            try:
+                return self._start(timeout)
+            except _PortTaken:
+                self.port = free_port()
+        return self._start(timeout)
+
+    def _start(self, timeout: float) -> Self:
+        """One attempt of start().
+
+        :raises _PortTaken: gunicorn could not bind the port.
+        """
+        if not self.CONF.is_file():
+            raise AssertionError(f"{self.CONF} does not exist")
+        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        argv = [venv_python(), "-m", "gunicorn", "-c", str(self.CONF), self.APP]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=self.environment(),
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        with self.session() as s:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    if "Connection in use" in self.log()[log_start:]:
+                        raise _PortTaken()
+                    raise AssertionError(
+                        f"gunicorn exited with {self.proc.returncode} at start:\n{self.log()}"
+                    )
+                try:
+                    if s.get(self.url + self.HEALTH, timeout=2).status_code in self.HEALTH_OK:
+                        return self
+                except requests.RequestException:
+                    pass
+                time.sleep(0.05)
+        self.kill()
+        raise AssertionError(
+            f"gunicorn did not answer {self.HEALTH} within {timeout} s:\n{self.log()}"
+        )
+
+    def stop(self, timeout: float = 20) -> int:
+        """SIGTERM to the master, then its exit status (SIGKILL to the group if it hangs, which
+        fails the caller)."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise AssertionError(f"gunicorn did not exit on SIGTERM:\n{self.log()}") from None
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL to gunicorn's process group (the master and its workers)."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc and exc[0] is None:
+                self.stop()
+        finally:
+            if self.proc is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)  # workers left behind, if any
+
+    def accounts(self) -> Accounts:
+        """The accounts store, for test setup and checks (one object per server for the whole
+        process: LMDB allows one environment per file and process; it stays usable after stop)."""
+        if self._accounts is None:
+            from logbox_core.accounts import Accounts
+
+            self._accounts = Accounts(self.accounts_path)
+        return self._accounts
+
+    def session(self) -> requests.Session:
+        """A requests session trusting the certificate (no proxies from the environment)."""
+        s = requests.Session()
+        # requests < 2.32 lets REQUESTS_CA_BUNDLE override Session.verify; proxies from the
+        # environment must not see 127.0.0.1 either.
+        s.trust_env = False
+        s.verify = str(self.cafile)
+        return s
+
+    def log(self) -> str:
+        """What gunicorn (and the app) wrote to stderr so far."""
+        if not self.log_path.exists():
+            return ""
+        return self.log_path.read_text("utf-8", "replace")
+
+    def worker_pids(self) -> list[int]:
+        """The pids of gunicorn's worker processes (the master's children)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return []
+        master = self.proc.pid
+        pids = []
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[1]) == master:
+                pids.append(int(d.name))
+        return sorted(pids)
