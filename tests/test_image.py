@@ -100,8 +100,9 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def report() -> Any:
-    """Writes build/image/report.json and prints it after the module's tests."""
+def report(request: pytest.FixtureRequest) -> Any:
+    """Writes build/image/report.json and prints it after the module's tests (on the terminal,
+    past pytest's capture)."""
     yield REPORT
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "report.json").write_text(json.dumps(REPORT, indent=1) + "\n")
@@ -119,7 +120,9 @@ def report() -> Any:
         )
     for name, boot in REPORT["boots"].items():
         lines.append(f"  boot {name} ({REPORT['accel']}): " + json.dumps(boot))
-    print("\n".join(lines), file=sys.stderr)
+    tr = request.config.pluginmanager.get_plugin("terminalreporter")
+    for line in lines:
+        tr.write_line(line) if tr is not None else print(line, file=sys.stderr)
 
 
 # --- talking to the guest -----------------------------------------------------------------
