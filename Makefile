@@ -10,6 +10,9 @@
 #   make bench-rpc      the RPC API benchmark alone (tests/bench/rpc.py)
 #   make bench-webui    the web UI benchmark alone (tests/bench/webui.py, headless Chromium)
 #   make fuzz    fuzz targets at length (make test runs them briefly)
+#   make image   the bootable appliance disk image, build/image/logbox.img(.zst) (image/README.md)
+#   make test-image  build the image, boot it under qemu and test it (tests/test_image.py;
+#                make test runs the same test inside its pytest run)
 
 LOGBOX_DATA ?= $(CURDIR)/var
 VENV        := $(CURDIR)/.venv
@@ -17,7 +20,7 @@ PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
 .PHONY: all deps build install run test test-c test-py lint bench bench-ingest bench-search \
-	bench-rpc bench-webui fuzz clean
+	bench-rpc bench-webui fuzz image test-image clean
 
 all: build
 
@@ -84,6 +87,14 @@ bench-webui:
 fuzz:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory -C indexer fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-300}
+
+image:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@python3 image/build.py
+
+test-image: image
+	@LOGBOX_IMAGE=$(CURDIR)/build/image/logbox.img $(PY) -m pytest -q -rs tests/test_image.py
 
 clean:
 	@$(MAKE) --no-print-directory -C indexer clean

@@ -1,0 +1,220 @@
+"""Boots the appliance image under qemu for tests: a qcow2 overlay over the built image (the
+image itself is never written), blank data disks, user networking with the guest's ports
+forwarded to 127.0.0.1 only, the serial console in a file, a QMP socket for an ACPI power-off,
+and a first-boot configuration through fw_cfg. TCG unless KVM really works here (kvm_intel or
+kvm_amd loaded: the nested kvm_pvm module of these machines cannot run the stock kernel)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+# guest port -> what it is (APPLIANCE.md "Ports on the appliance")
+GUEST_PORTS = {514: "syslog tcp", 601: "syslog octet-counted", 6514: "syslog tls", 443: "web ui",
+               8444: "api"}  # fmt: skip
+
+
+ESCAPES = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|[()][A-Z0-9]|[=>])")
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def kvm_usable() -> bool:
+    """Whether KVM can run the guest: /dev/kvm usable and a hardware module loaded."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    return any(Path(f"/sys/module/{m}").is_dir() for m in ("kvm_intel", "kvm_amd"))
+
+
+def accel() -> str:
+    """The accelerator: $LOGBOX_QEMU_ACCEL, else kvm when usable, else tcg."""
+    return os.environ.get("LOGBOX_QEMU_ACCEL") or ("kvm" if kvm_usable() else "tcg")
+
+
+def blank_disk(path: Path, size: int = 1 << 30) -> Path:
+    """A sparse raw file of size bytes, all zero."""
+    path.unlink(missing_ok=True)
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
+def overlay(base: Path, path: Path) -> Path:
+    """A qcow2 file over the raw image base: the guest's writes go there."""
+    path.unlink(missing_ok=True)
+    subprocess.run(
+        ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(base.resolve()),
+         str(path)],
+        check=True,
+    )  # fmt: skip
+    return path
+
+
+class Vm:
+    """One qemu guest. Use as a context manager: the process is killed on the way out."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        boot: Path,
+        data_disks: list[Path],
+        name: str = "vm",
+        firstboot: str | None = None,
+        memory_mb: int = 2048,
+        cpus: int = 2,
+        write_bps: dict[int, int] | None = None,
+    ) -> None:
+        self.workdir = workdir
+        self.name = name
+        self.boot = boot
+        self.data_disks = data_disks
+        self.firstboot = firstboot
+        self.memory_mb = memory_mb
+        self.cpus = cpus
+        self.write_bps = write_bps or {}  # data disk index -> write throttle (bytes/s)
+        self.serial = workdir / f"{name}.serial.log"
+        self.qmp_path = workdir / f"{name}.qmp"
+        self.ports = {gp: free_port() for gp in GUEST_PORTS}
+        self.proc: subprocess.Popen | None = None
+        self.started = 0.0
+        self.accel = accel()
+
+    def command(self) -> list[str]:
+        """The qemu command line."""
+        fwd = ",".join(f"hostfwd=tcp:127.0.0.1:{hp}-:{gp}" for gp, hp in self.ports.items())
+        cmd = [
+            "qemu-system-x86_64",
+            "-name", self.name,
+            "-machine", "pc",
+            "-accel", "kvm" if self.accel == "kvm" else "tcg,thread=multi",
+            "-smp", str(self.cpus),
+            "-m", str(self.memory_mb),
+            "-display", "none",
+            "-monitor", "none",
+            "-serial", f"file:{self.serial}",
+            "-qmp", f"unix:{self.qmp_path},server=on,wait=off",
+            "-nic", f"user,model=virtio-net-pci,{fwd}",
+            "-drive", f"file={self.boot},if=none,id=boot,format=qcow2,cache=unsafe",
+            "-device", "virtio-blk-pci,drive=boot,bootindex=0",
+        ]  # fmt: skip
+        if self.accel == "kvm":
+            cmd += ["-cpu", "host"]
+        for i, d in enumerate(self.data_disks):
+            fmt = "qcow2" if d.suffix == ".qcow2" else "raw"
+            bps = self.write_bps.get(i)
+            throttle = f",throttling.bps-write={bps}" if bps else ""
+            cmd += ["-drive", f"file={d},if=none,id=data{i},format={fmt},cache=unsafe{throttle}",
+                    "-device", f"virtio-blk-pci,drive=data{i},serial=logbox-data{i}"]  # fmt: skip
+        if self.firstboot is not None:
+            cfg = self.workdir / f"{self.name}.firstboot.toml"
+            cfg.write_text(self.firstboot)
+            cmd += ["-fw_cfg", f"name=opt/logbox/firstboot,file={cfg}"]
+        return cmd
+
+    def start(self) -> Vm:
+        """Starts qemu (returns at once)."""
+        self.serial.unlink(missing_ok=True)
+        self.qmp_path.unlink(missing_ok=True)
+        log = open(self.workdir / f"{self.name}.qemu.log", "wb")  # noqa: SIM115
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        return self
+
+    def console(self) -> str:
+        """The serial log so far, without terminal escapes and carriage returns (bytes that are
+        not UTF-8 replaced)."""
+        try:
+            text = self.serial.read_bytes().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+        return ESCAPES.sub("", text).replace("\r", "")
+
+    def wait_console(self, pattern: str, timeout: float) -> re.Match[str]:
+        """The first match of the regular expression on the serial log; fails with the log's
+        tail when qemu exits or timeout seconds pass."""
+        rx = re.compile(pattern, re.M)
+        deadline = time.monotonic() + timeout
+        while True:
+            m = rx.search(self.console())
+            if m:
+                return m
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(
+                    f"qemu exited ({self.proc.returncode}) before /{pattern}/:\n{self.tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"no /{pattern}/ on the console in {timeout} s:\n{self.tail()}"
+                )
+            time.sleep(0.5)
+
+    def tail(self, lines: int = 60) -> str:
+        """The last lines of the serial log."""
+        return "\n".join(self.console().splitlines()[-lines:])
+
+    def qmp(self, command: str, **arguments: object) -> dict:
+        """Runs one QMP command; its answer."""
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(10)
+            s.connect(str(self.qmp_path))
+            f = s.makefile("rwb")
+            json.loads(f.readline())  # greeting
+            for cmd in ({"execute": "qmp_capabilities"}, {"execute": command}):
+                if cmd["execute"] == command and arguments:
+                    cmd["arguments"] = arguments
+                f.write(json.dumps(cmd).encode() + b"\n")
+                f.flush()
+                while True:
+                    answer = json.loads(f.readline())
+                    if "return" in answer or "error" in answer:
+                        break
+            return answer
+
+    def powerdown(self, timeout: float = 180) -> float:
+        """ACPI power button (QMP system_powerdown), then waits for qemu to exit; seconds it
+        took. Fails when the guest does not power off in time."""
+        t0 = time.monotonic()
+        answer = self.qmp("system_powerdown")
+        assert "return" in answer, answer
+        assert self.proc is not None
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"the guest did not power off in {timeout} s:\n{self.tail()}"
+            ) from None
+        assert rc == 0, f"qemu exited {rc}"
+        return time.monotonic() - t0
+
+    def kill(self) -> None:
+        """Kills qemu if it runs."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def __enter__(self) -> Vm:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
+
+def have_qemu() -> str | None:
+    """None when qemu and qemu-img are installed, else what is missing."""
+    for tool in ("qemu-system-x86_64", "qemu-img"):
+        if shutil.which(tool) is None:
+            return tool
+    return None

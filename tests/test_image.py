@@ -1,0 +1,411 @@
+# The appliance image (issue 8), booted for real under qemu (TCG here, KVM where it works):
+# `make image` builds it (or $LOGBOX_IMAGE names a built one); a copy boots with two blank data
+# disks and a first-boot file through fw_cfg (the given admin password): readiness line, every
+# logbox unit active under its own user, syslog over TCP and TLS found through the forwarded
+# RPC API and the web UI, RAID1 clean, ACPI power-off. The same disks boot again with one data
+# disk replaced by a blank one: every message still found, RAID degraded then rebuilding, new
+# messages stored. A third copy boots without a first-boot file and one data disk: the
+# generated admin password is printed once on the console and signs in (the web UI makes it
+# change it), and the store is on the one disk without RAID. Build time, image sizes and time
+# to readiness go to build/image/report.json and are printed at the end.
+# Skips (saying why) only without qemu or mmdebstrap, without root, or with LOGBOX_SKIP_IMAGE=1.
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from lbtest.qemu import Vm, blank_disk, have_qemu, overlay
+
+TOP = Path(__file__).resolve().parent.parent
+OUT = TOP / "build" / "image"
+READY_TIMEOUT = float(os.environ.get("LOGBOX_IMAGE_READY_TIMEOUT", "900"))
+PASSWORD = "image-test-" + secrets.token_urlsafe(12)
+READY_RX = r"^.*logbox-ready: ready: (.*)$"
+# the daemons and the user each must run as (APPLIANCE.md "Users and rights")
+DAEMON_USERS = {
+    "logbox-indexd.service": "logbox-indexd",
+    "logbox-syslog-ng.service": "logbox-collector",
+    "logbox-searchd.service": "logbox-searchd",
+    "logbox-rpc.service": "logbox-rpc",
+    "logbox-webui.service": "logbox-webui",
+}
+# boot-time oneshots that have exited by readiness (run as root by design: mdadm, /etc/logbox)
+ONESHOTS = {"logbox-storage.service", "logbox-firstboot.service"}
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning"),
+]
+
+
+def _why_skip() -> str | None:
+    """Why this machine cannot run the image test, or None."""
+    if os.environ.get("LOGBOX_SKIP_IMAGE") == "1":
+        return "LOGBOX_SKIP_IMAGE=1"
+    missing = have_qemu()
+    if missing:
+        return f"{missing} is not installed (make deps)"
+    if not os.environ.get("LOGBOX_IMAGE"):
+        if shutil.which("mmdebstrap") is None:
+            return "mmdebstrap is not installed (make deps)"
+        if os.geteuid() != 0:
+            return "building the image needs root (mmdebstrap, chroot)"
+    return None
+
+
+if _why_skip():
+    pytest.skip(f"appliance image test: {_why_skip()}", allow_module_level=True)
+
+STATE: dict[str, Any] = {}
+REPORT: dict[str, Any] = {"accel": None, "boots": {}}
+
+
+@pytest.fixture(scope="module")
+def image() -> Path:
+    """The built image: $LOGBOX_IMAGE, else build it now (image/build.py, cached base)."""
+    if os.environ.get("LOGBOX_IMAGE"):
+        img = Path(os.environ["LOGBOX_IMAGE"])
+        assert img.is_file(), f"LOGBOX_IMAGE={img} does not exist"
+    else:
+        r = subprocess.run([sys.executable, str(TOP / "image" / "build.py")], cwd=TOP)
+        assert r.returncode == 0, "image/build.py failed (its output is above)"
+        img = OUT / "logbox.img"
+    build = img.parent / "build.json"
+    if build.is_file():
+        REPORT["build"] = json.loads(build.read_text())
+    return img
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Disks and logs of the boots (kept under build/image/test for a look afterwards)."""
+    d = OUT / "test"
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    return d
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report(request: pytest.FixtureRequest) -> Any:
+    """Writes build/image/report.json and prints it after the module's tests (on the terminal,
+    past pytest's capture)."""
+    yield REPORT
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "report.json").write_text(json.dumps(REPORT, indent=1) + "\n")
+    b = REPORT.get("build", {})
+    lines = ["", "appliance image report (build/image/report.json):"]
+    if b:
+        t = b.get("build_times_s", {})
+        lines.append(
+            f"  build: {t.get('total_s')} s (base {t.get('base_s')} s, root {t.get('root_s')} s,"
+            f" disk {t.get('disk_s')} s, zstd {t.get('zstd_s')} s)"
+        )
+        lines.append(
+            f"  image: {b['raw_bytes'] / 2**20:.0f} MiB raw ({b['raw_allocated_bytes'] / 2**20:.0f}"
+            f" MiB allocated), {b['zstd_bytes'] / 2**20:.0f} MiB zstd -{b['zstd_level']}"
+        )
+    for name, boot in REPORT["boots"].items():
+        lines.append(f"  boot {name} ({REPORT['accel']}): " + json.dumps(boot))
+    tr = request.config.pluginmanager.get_plugin("terminalreporter")
+    for line in lines:
+        tr.write_line(line) if tr is not None else print(line, file=sys.stderr)
+
+
+# --- talking to the guest -----------------------------------------------------------------
+
+
+def wait_ready(vm: Vm, name: str) -> str:
+    """Waits for the readiness line; records the time; returns what follows `ready:`."""
+    REPORT["accel"] = vm.accel
+    boot = REPORT["boots"].setdefault(name, {})
+    try:
+        m = vm.wait_console(READY_RX + r"|logbox-ready: not ready after .*$", READY_TIMEOUT)
+    except AssertionError:
+        boot["ready_s"] = None
+        raise
+    line = m.group(0)
+    assert "not ready" not in line, f"{line}\n{vm.tail(80)}"
+    boot["ready_s"] = round(time.monotonic() - vm.started, 1)
+    return m.group(1)
+
+
+def unit_lines(vm: Vm) -> dict[str, tuple[str, str]]:
+    """`logbox-ready: unit NAME STATE user USERS` lines of the console: {name: (state, users)},
+    waiting a little for all of them (they follow the readiness line)."""
+    rx = re.compile(r"logbox-ready: unit (\S+) (\S+) user (\S+)")
+    deadline = time.monotonic() + 30
+    while True:
+        units = {m[1]: (m[2], m[3]) for m in rx.finditer(vm.console())}
+        if "logbox-ready.service" in units or time.monotonic() > deadline:
+            return units
+        time.sleep(0.5)
+
+
+def check_units(vm: Vm) -> None:
+    """Every logbox unit active; each daemon under its own non-root user."""
+    units = unit_lines(vm)
+    assert units, f"no `logbox-ready: unit` lines on the console:\n{vm.tail()}"
+    bad = {u: s for u, s in units.items() if s[0] != "active"}
+    assert not bad, f"logbox units not active: {bad}"
+    for unit, user in DAEMON_USERS.items():
+        assert unit in units, f"{unit} missing from the readiness report: {units}"
+        assert units[unit][1] == user, f"{unit} runs as {units[unit][1]}, not {user}"
+    ready_user = units.get("logbox-ready.service", ("", "root"))[1]
+    assert ready_user not in ("root", "-"), f"logbox-ready runs as {ready_user}"
+    others = set(units) - set(DAEMON_USERS) - ONESHOTS - {"logbox-ready.service"}
+    for unit in others:
+        assert "root" not in units[unit][1].split(","), f"{unit} runs as root"
+    failed = re.findall(r"\[FAILED\] Failed to start (logbox\S*)", vm.console())
+    assert not failed, f"units failed during boot: {failed}"
+
+
+def syslog_line(token: str, how: str, i: int) -> str:
+    """One RFC 5424 message carrying token."""
+    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="microseconds")
+    return f"<134>1 {now.replace('+00:00', 'Z')} imagetest lbtest {i} - - {token} {how} {i}"
+
+
+def send_tcp(port: int, token: str, n: int) -> None:
+    """n newline-framed messages over plain TCP."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"".join((syslog_line(token, "tcp", i) + "\n").encode() for i in range(n)))
+
+
+def send_tls(port: int, token: str, n: int) -> str:
+    """n octet-counted messages over TLS 1.2+ (the server certificate is the appliance's own,
+    from its first-boot CA, so it is not verified here); the TLS version used."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
+        with ctx.wrap_socket(raw) as s:
+            frames = []
+            for i in range(n):
+                msg = syslog_line(token, "tls", i).encode()
+                frames.append(b"%d %s" % (len(msg), msg))
+            s.sendall(b"".join(frames))
+            version = s.version() or "?"
+    return version
+
+
+class Api:
+    """The forwarded RPC API, signed in as admin."""
+
+    def __init__(self, port: int, password: str) -> None:
+        self.base = f"https://127.0.0.1:{port}/api/v1"
+        self.s = requests.Session()
+        self.s.verify = False  # the appliance's own CA; TLS 1.2+ is still what gunicorn speaks
+        self.s.trust_env = False  # no proxy, no REQUESTS_CA_BUNDLE overriding verify
+        r = self.s.post(
+            self.base + "/login", json={"username": "admin", "password": password}, timeout=60
+        )
+        assert r.status_code == 200, f"API login: {r.status_code} {r.text}"
+        self.s.headers["Authorization"] = "Bearer " + r.json()["token"]
+
+    def get(self, path: str, **params: str) -> dict:
+        """GET path; the JSON answer (asserting 200)."""
+        r = self.s.get(self.base + path, params=params, timeout=120)
+        assert r.status_code == 200, f"GET {path}: {r.status_code} {r.text}"
+        return r.json()
+
+    def total(self, q: str) -> int:
+        """How many messages of logspace main match q (last day); 0 while main does not exist
+        yet (indexd makes it with its first message)."""
+        params = {"q": q, "from": "-1d", "limit": "1"}
+        r = self.s.get(self.base + "/logspaces/main/search", params=params, timeout=120)
+        if r.status_code == 404 and "no logspace" in r.text:
+            return 0
+        assert r.status_code == 200, f"search: {r.status_code} {r.text}"
+        return int(r.json()["total"])
+
+    def wait_total(self, q: str, want: int, timeout: float = 180) -> int:
+        """Polls the count of q until it is want (or timeout); the last count."""
+        deadline = time.monotonic() + timeout
+        while True:
+            n = self.total(q)
+            if n >= want or time.monotonic() > deadline:
+                return n
+            time.sleep(2)
+
+    def raid(self) -> dict | None:
+        """The status's raid member."""
+        return self.get("/status")["raid"]
+
+
+def csrf_of(page: str) -> str:
+    """The csrf_token of a form."""
+    m = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert m, "no csrf_token in the page"
+    return m.group(1)
+
+
+class Web:
+    """The forwarded web UI, signed in through its form (changing the password when made to)."""
+
+    def __init__(self, port: int, password: str, new_password: str | None = None) -> None:
+        self.base = f"https://127.0.0.1:{port}"
+        self.s = requests.Session()
+        self.s.verify = False  # the appliance's own CA; TLS 1.2+ is still what gunicorn speaks
+        self.s.trust_env = False  # no proxy, no REQUESTS_CA_BUNDLE overriding verify
+        page = self.s.get(self.base + "/login", timeout=60)
+        assert page.status_code == 200, f"GET /login: {page.status_code}"
+        form = {"username": "admin", "password": password, "csrf_token": csrf_of(page.text)}
+        # Flask-WTF over HTTPS wants a same-origin Referer, as a browser sends
+        self.s.headers["Referer"] = self.base + "/login"
+        r = self.s.post(self.base + "/login", data=form, timeout=60)
+        assert r.status_code == 200, f"POST /login: {r.status_code}"
+        self.changed = False
+        if "/password" in r.url:
+            assert new_password, f"the web UI wants a new password for admin ({r.url})"
+            form = {"current": password, "new": new_password, "new2": new_password}
+            form["csrf_token"] = csrf_of(r.text)
+            r = self.s.post(self.base + "/password", data=form, timeout=60)
+            assert r.status_code == 200 and "/password" not in r.url, f"password change: {r.url}"
+            self.changed = True
+
+    def total(self, q: str) -> int:
+        """The `#total` of the search page for q (last day)."""
+        r = self.s.get(self.base + "/search", params={"q": q, "from": "-1d"}, timeout=120)
+        assert r.status_code == 200, f"GET /search: {r.status_code}"
+        m = re.search(r'id="total" data-total="(\d+)"', r.text)
+        assert m, "no #total on the search page"
+        return int(m.group(1))
+
+
+def wait_raid(api: Api, states: set[str], timeout: float) -> tuple[dict | None, list]:
+    """Polls the status's raid until its state is one of states; the last raid and the states
+    seen on the way: (state, first progress[, last progress])."""
+    seen: list = []
+    deadline = time.monotonic() + timeout
+    while True:
+        raid = api.raid()
+        step = (raid or {}).get("state"), (raid or {}).get("progress")
+        if not seen or seen[-1][0] != step[0]:
+            seen.append(step)  # each state once, with its first progress
+        elif len(seen) > 1 and step[1] is not None:
+            seen[-1] = (step[0], seen[-1][1], step[1])  # ... and its last
+        if raid and raid.get("state") in states or time.monotonic() > deadline:
+            return raid, seen
+        time.sleep(2)
+
+
+# --- the boots ----------------------------------------------------------------------------
+
+
+def test_first_boot_with_two_blank_disks(image: Path, workdir: Path) -> None:
+    """fw_cfg first-boot password; syslog in over TCP and TLS, found by API and web UI; RAID1
+    clean; units; ACPI power-off."""
+    boot = overlay(image, workdir / "a-boot.qcow2")
+    disks = [blank_disk(workdir / "a-data0.raw"), blank_disk(workdir / "a-data1.raw")]
+    rec = REPORT["boots"].setdefault("first", {})
+    fb = f'admin_password = "{PASSWORD}"\n'
+    with Vm(workdir, boot, disks, name="first", firstboot=fb) as vm:
+        ready = wait_ready(vm, "first")
+        rec["ready_line"] = ready
+        assert "raid" in ready
+        check_units(vm)
+        assert "admin password (shown once)" not in vm.console(), "printed despite fw_cfg"
+
+        api = Api(vm.ports[8444], PASSWORD)
+        token = "imgA" + secrets.token_hex(6)
+        send_tcp(vm.ports[514], token, 20)
+        rec["tls_version"] = send_tls(vm.ports[6514], token, 30)
+        assert api.wait_total(token, 50) == 50
+        assert api.total(f"{token} AND tls") == 30
+        # the first web sign-in may have to change the first-boot password (logbox-firstboot
+        # makes the admin with --must-change); later boots use the password it ends with
+        web = Web(vm.ports[443], PASSWORD, new_password=PASSWORD + "-web")
+        rec["web_forced_change"] = web.changed
+        password = PASSWORD + "-web" if web.changed else PASSWORD
+        assert web.total(token) == 50
+        assert Api(vm.ports[8444], password).total(token) == 50
+
+        raid, seen = wait_raid(api, {"clean"}, 600)
+        rec["raid_states"] = seen
+        assert raid is not None, "status says the store is not on RAID"
+        assert raid["level"] == "raid1" and raid["state"] == "clean", raid
+        assert raid["disks"] == 2 and raid["active"] == 2, raid
+
+        rec["poweroff_s"] = round(vm.powerdown(), 1)
+    STATE["first"] = {"boot": boot, "disks": disks, "token": token, "password": password}
+
+
+def test_second_boot_with_one_disk_replaced(workdir: Path) -> None:
+    """The same boot disk and one data disk, the other replaced by a blank one: the messages
+    are all there, the array is degraded then rebuilding, new messages are stored."""
+    if "first" not in STATE:
+        pytest.skip("the first boot did not complete")
+    first = STATE["first"]
+    disks = [first["disks"][0], blank_disk(workdir / "b-data1.raw")]
+    rec = REPORT["boots"].setdefault("second", {})
+    # the blank disk's writes are throttled (8 MiB/s) so the rebuild of the 1 GiB mirror lasts
+    # past readiness (unthrottled it is over in seconds under TCG, before the API answers)
+    with Vm(workdir, first["boot"], disks, name="second", write_bps={1: 8 << 20}) as vm:
+        ready = wait_ready(vm, "second")
+        rec["ready_line"] = ready
+        check_units(vm)
+        console = vm.console()
+        assert "logbox-firstboot: admin password" not in console
+        # degraded first: the array started with one of its two disks, then the blank one added
+        assert re.search(r"md/raid1:md\d+: active with 1 out of 2 mirrors", console), vm.tail()
+        assert re.search(r"logbox-storage: mdadm /dev/md\S+ --add /dev/vdc", console), vm.tail()
+        api = Api(vm.ports[8444], first["password"])
+        old = first["token"]
+        assert api.total(old) == 50
+        # new messages while the mirror rebuilds
+        token = "imgB" + secrets.token_hex(6)
+        send_tcp(vm.ports[514], token, 10)
+        send_tls(vm.ports[6514], token, 10)
+
+        raid, seen = wait_raid(api, {"clean"}, 300)
+        rec["raid_states"] = seen
+        states = [s[0] for s in seen]
+        assert raid is not None and raid["level"] == "raid1", raid
+        rebuilding = {"resyncing", "recovering", "rebuilding"}
+        assert states[0] in {"degraded"} | rebuilding, f"states seen: {seen}"
+        progress = [p for s in seen if s[0] in rebuilding for p in s[1:]]
+        assert progress and all(p is not None and 0.0 <= p <= 1.0 for p in progress), seen
+        assert raid["state"] == "clean" and raid["active"] == 2, f"not clean again: {seen}"
+
+        assert api.wait_total(token, 20) == 20
+        assert api.total(old) == 50
+        assert Web(vm.ports[443], first["password"]).total(f"{old} OR {token}") == 70
+        rec["poweroff_s"] = round(vm.powerdown(), 1)
+
+
+def test_generated_password_and_one_disk(image: Path, workdir: Path) -> None:
+    """No first-boot file: the admin password is generated and printed once; it signs in to
+    the API and (after the forced change) to the web UI; one data disk: no RAID."""
+    boot = overlay(image, workdir / "c-boot.qcow2")
+    disks = [blank_disk(workdir / "c-data0.raw")]
+    rec = REPORT["boots"].setdefault("generated", {})
+    with Vm(workdir, boot, disks, name="generated") as vm:
+        rec["ready_line"] = wait_ready(vm, "generated")
+        check_units(vm)
+        shown = re.findall(r"logbox-firstboot: admin password \(shown once\): (\S+)", vm.console())
+        assert len(shown) == 1, f"admin password lines: {shown}"
+        password = shown[0]
+        api = Api(vm.ports[8444], password)
+        assert api.raid() is None
+        token = "imgC" + secrets.token_hex(6)
+        send_tcp(vm.ports[514], token, 5)
+        assert api.wait_total(token, 5) == 5
+        web = Web(vm.ports[443], password, new_password=PASSWORD + "-new")
+        assert web.changed, "the generated password was not to be changed at the first sign-in"
+        assert web.total(token) == 5
+        rec["poweroff_s"] = round(vm.powerdown(), 1)
