@@ -21,6 +21,7 @@ from lbtest.webui import WebuiServer, browser, cookies_session, login, screensho
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
 pytestmark = pytest.mark.slow
@@ -233,7 +234,10 @@ def test_query_with_quotes_and_brackets_round_trips(stack: Stack, driver: WebDri
         assert pages == 3 and len(seen) == len(set(seen)) == ROUNDTRIP
         # Submitting the form again keeps it too (the browser encodes what the box holds).
         old = driver.current_url
+        old_q = driver.find_element(By.ID, "q")
         driver.find_element(By.ID, "search-submit").click()
+        # the old page must be gone before the new one is read (its readyState is "complete")
+        WebDriverWait(driver, 30).until(EC.staleness_of(old_q))
         WebDriverWait(driver, 30).until(
             lambda d: d.execute_script("return document.readyState") == "complete"
         )
