@@ -115,6 +115,9 @@ EXCEPTIONS = {
     "logbox-storage.service": {"PrivateDevices": "no", "ProtectKernelTunables": "no"},
     # /dev/console only (DevicePolicy=closed): the generated password goes there, not the journal
     "logbox-firstboot.service": {"PrivateDevices": "no"},
+    # its pid file is read by the status of rpc and webui (other users); the state directory
+    # is 0750 and the control socket owner-only (connecting needs write permission)
+    "logbox-syslog-ng.service": {"UMask": "0022"},
 }
 HOST_TOOLS = ("/usr/bin/python3", "/usr/sbin/syslog-ng", "/bin/sh", "/bin/chgrp")
 

@@ -246,6 +246,18 @@ class Api:
         """The status's raid member."""
         return self.get("/status")["raid"]
 
+    def check_status(self, healthy: bool = True) -> dict:
+        """Every service the status lists is running (as the rpc user sees them, through the
+        appliance's sandboxing); when healthy, no problem is reported. The status."""
+        st = self.get("/status")
+        services = st["services"]
+        assert set(services) == {"syslog-ng", "indexd", "searchd"}, services
+        down = {name: s for name, s in services.items() if s.get("state") != "running"}
+        assert not down, f"services not running: {down}; problems: {st.get('problems')}"
+        if healthy:
+            assert st["health"] == "ok" and not st.get("problems"), st.get("problems")
+        return st
+
 
 def csrf_of(page: str) -> str:
     """The csrf_token of a form."""
@@ -340,6 +352,7 @@ def test_first_boot_with_two_blank_disks(image: Path, workdir: Path) -> None:
         assert raid is not None, "status says the store is not on RAID"
         assert raid["level"] == "raid1" and raid["state"] == "clean", raid
         assert raid["disks"] == 2 and raid["active"] == 2, raid
+        api.check_status()
 
         rec["poweroff_s"] = round(vm.powerdown(), 1)
     STATE["first"] = {"boot": boot, "disks": disks, "token": token, "password": password}
@@ -381,6 +394,7 @@ def test_second_boot_with_one_disk_replaced(workdir: Path) -> None:
         progress = [p for s in seen if s[0] in rebuilding for p in s[1:]]
         assert progress and all(p is not None and 0.0 <= p <= 1.0 for p in progress), seen
         assert raid["state"] == "clean" and raid["active"] == 2, f"not clean again: {seen}"
+        api.check_status()
 
         assert api.wait_total(token, 20) == 20
         assert api.total(old) == 50
@@ -408,4 +422,5 @@ def test_generated_password_and_one_disk(image: Path, workdir: Path) -> None:
         web = Web(vm.ports[443], password, new_password=PASSWORD + "-new")
         assert web.changed, "the generated password was not to be changed at the first sign-in"
         assert web.total(token) == 5
+        api.check_status()
         rec["poweroff_s"] = round(vm.powerdown(), 1)
