@@ -9,9 +9,11 @@ Steps, each timed:
    checkout (the C programs built on this host: the same Debian 12), the logbox users made and
    logbox.target enabled.
 3. disk: an ext4 file system filled from the root directory (mkfs.ext4 -d, label logbox-root),
-   an MBR partition table (sfdisk) on a sparse raw file, GRUB for BIOS (grub-mkimage core.img
-   in the gap after the MBR, boot.img in the MBR, grub.cfg written by hand). No loop device,
-   no mount, no KVM.
+   an MBR partition table (sfdisk) on a sparse raw file, and two boot paths into the same
+   grub.cfg (written by hand): GRUB for BIOS (grub-mkimage core.img in the gap after the MBR,
+   boot.img in the MBR) and GRUB for UEFI (an EFI system partition, MBR type 0xef, made with
+   mkfs.vfat on a file and filled with mtools: /EFI/BOOT/BOOTX64.EFI, the removable-media path
+   firmware boots without NVRAM entries). No loop device, no mount, no KVM.
 4. zstd: the compressed copy for distribution.
 Needs root (mmdebstrap's root mode, chroot, file ownership). Writes build/image/build.json.
 """
@@ -35,7 +37,11 @@ OUT = TOP / "build" / "image"
 SUITE = "bookworm"
 LABEL = "logbox-root"
 MiB = 1024 * 1024
-PART_START = MiB  # the partition starts at 1 MiB: GRUB's core.img lives in the gap before it
+PART_START = MiB  # the root partition starts at 1 MiB: GRUB's core.img lives in the gap before it
+ESP_SIZE = 64 * MiB  # the EFI system partition, last on the disk (FAT32 needs about 33 MiB)
+# GRUB's modules built into its images; the rest are loaded from /boot/grub/<platform>/
+GRUB_MODULES = ["part_msdos", "ext2", "search", "search_label", "normal", "configfile", "linux",
+                "echo", "serial", "terminal", "gzio"]  # fmt: skip
 
 
 def log(msg: str) -> None:
@@ -184,76 +190,98 @@ def kernel_files(root: Path) -> tuple[str, str]:
     return f"/boot/vmlinuz-{ver}", f"/boot/initrd.img-{ver}"
 
 
-def install_grub(root: Path, work: Path) -> Path:
-    """Writes /boot/grub (modules, grub.cfg) in root; returns core.img for the MBR gap."""
-    mods = root / "usr/lib/grub/i386-pc"
-    grub = root / "boot/grub"
-    if grub.exists():
-        shutil.rmtree(grub)
-    shutil.copytree(mods, grub / "i386-pc")
-    kernel, initrd = kernel_files(root)
-    cfg = (HERE / "grub.cfg.in").read_text().replace("@KERNEL@", kernel)
-    # debugging only (root is locked): e.g. systemd.journald.forward_to_console=1
-    cfg = cfg.replace(" @EXTRA@", (" " + os.environ.get("LOGBOX_IMAGE_CMDLINE", "")).rstrip())
-    (grub / "grub.cfg").write_text(cfg.replace("@INITRD@", initrd))
-    core = work / "core.img"
+def grub_image(root: Path, platform: str, out: Path, extra: list[str]) -> Path:
+    """grub-mkimage for platform (i386-pc, x86_64-efi) from the root's own GRUB modules, with
+    image/grub-early.cfg (find the root by label, then /boot/grub/grub.cfg)."""
     run(
         "grub-mkimage",
         "-O",
-        "i386-pc",
+        platform,
         "-d",
-        mods,
+        root / "usr/lib/grub" / platform,
         "-c",
         HERE / "grub-early.cfg",
         "-p",
         "/boot/grub",
         "-o",
-        core,
-        "biosdisk",
-        "part_msdos",
-        "ext2",
-        "search",
-        "search_label",
-        "normal",
-        "configfile",
-        "linux",
-        "echo",
-        "serial",
-        "terminal",
-        "gzio",
+        out,
+        *GRUB_MODULES,
+        *extra,
     )
+    return out
+
+
+def install_grub(root: Path, work: Path) -> tuple[Path, Path]:
+    """Writes /boot/grub (both platforms' modules, grub.cfg) in root; returns core.img for the
+    MBR gap and BOOTX64.EFI for the EFI system partition."""
+    grub = root / "boot/grub"
+    if grub.exists():
+        shutil.rmtree(grub)
+    for platform in ("i386-pc", "x86_64-efi"):
+        mods = root / "usr/lib/grub" / platform
+        if not mods.is_dir():
+            sys.exit(f"image: no {mods.relative_to(root)} in the root (image/packages.txt)")
+        shutil.copytree(mods, grub / platform)
+    kernel, initrd = kernel_files(root)
+    cfg = (HERE / "grub.cfg.in").read_text().replace("@KERNEL@", kernel)
+    # debugging only (root is locked): e.g. systemd.journald.forward_to_console=1
+    cfg = cfg.replace(" @EXTRA@", (" " + os.environ.get("LOGBOX_IMAGE_CMDLINE", "")).rstrip())
+    (grub / "grub.cfg").write_text(cfg.replace("@INITRD@", initrd))
+    core = grub_image(root, "i386-pc", work / "core.img", ["biosdisk"])
     if core.stat().st_size > PART_START - 512:
         sys.exit(f"image: core.img is {core.stat().st_size} bytes: too big for the MBR gap")
-    return core
+    efi = grub_image(root, "x86_64-efi", work / "BOOTX64.EFI", ["part_gpt", "efi_gop"])
+    return core, efi
 
 
-def make_disk(root: Path, img: Path, size: int, core: Path, work: Path) -> None:
-    """The raw disk: MBR + GRUB, one bootable ext4 partition filled from root. Sparse."""
+def make_esp(efi: Path, out: Path) -> Path:
+    """The EFI system partition as a file: FAT32 (label LOGBOX-EFI) holding
+    /EFI/BOOT/BOOTX64.EFI. mkfs.vfat on a file and mtools: no mount."""
+    out.unlink(missing_ok=True)
+    run("mkfs.vfat", "-F", "32", "-n", "LOGBOX-EFI", "-C", out, str(ESP_SIZE // 1024),
+        stdout=subprocess.DEVNULL)  # fmt: skip
+    env = {**os.environ, "MTOOLS_SKIP_CHECK": "1"}
+    run("mmd", "-i", out, "::/EFI", "::/EFI/BOOT", env=env)
+    run("mcopy", "-i", out, efi, "::/EFI/BOOT/BOOTX64.EFI", env=env)
+    return out
+
+
+def make_disk(root: Path, img: Path, size: int, core: Path, esp: Path, work: Path) -> None:
+    """The raw disk: MBR + GRUB for BIOS, one bootable ext4 partition filled from root, the EFI
+    system partition last. Sparse."""
+    root_size = size - PART_START - ESP_SIZE
     part = work / "root.ext4"
     part.unlink(missing_ok=True)
     with open(part, "wb") as f:
-        f.truncate(size - PART_START)
+        f.truncate(root_size)
     run("mkfs.ext4", "-q", "-F", "-L", LABEL, "-d", root, "-E", "lazy_itable_init=1", part)
     img.unlink(missing_ok=True)
     with open(img, "wb") as f:
         f.truncate(size)
-    table = f"label: dos\nstart={PART_START // 512}, type=83, bootable\n"
+    esp_start = PART_START + root_size
+    table = (
+        "label: dos\n"
+        f"start={PART_START // 512}, size={root_size // 512}, type=83, bootable\n"
+        f"start={esp_start // 512}, size={ESP_SIZE // 512}, type=ef\n"
+    )
     run("sfdisk", "--quiet", "--no-reread", "--no-tell-kernel", img, input=table.encode())
     boot = root / "usr/lib/grub/i386-pc/boot.img"
     with open(img, "r+b") as f:
         f.write(boot.read_bytes()[:440])  # the boot code; the partition table stays
         f.seek(512)
         f.write(core.read_bytes())
-    run(
-        "dd",
-        f"if={part}",
-        f"of={img}",
-        "bs=1M",
-        f"seek={PART_START // MiB}",
-        "conv=notrunc,sparse",
-        "status=none",
-    )
+    for src, start in ((part, PART_START), (esp, esp_start)):
+        run(
+            "dd",
+            f"if={src}",
+            f"of={img}",
+            "bs=1M",
+            f"seek={start // MiB}",
+            "conv=notrunc,sparse",
+            "status=none",
+        )
     part.unlink()
+    esp.unlink()
 
 
 def main() -> None:
@@ -265,7 +293,7 @@ def main() -> None:
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("image: make image needs root (mmdebstrap --mode=root, chroot, file owners)")
-    for tool in ("mmdebstrap", "sfdisk", "mkfs.ext4", "grub-mkimage", "zstd"):
+    for tool in ("mmdebstrap", "sfdisk", "mkfs.ext4", "grub-mkimage", "mkfs.vfat", "mcopy", "zstd"):
         if shutil.which(tool) is None:
             sys.exit(f"image: {tool} is missing (make deps)")
     install = os.environ.get("LOGBOX_IMAGE_NO_INSTALL") != "1"
@@ -284,8 +312,8 @@ def main() -> None:
 
     t0 = time.monotonic()
     img = OUT / "logbox.img"
-    core = install_grub(root, work)
-    make_disk(root, img, a.size * MiB, core, work)
+    core, efi = install_grub(root, work)
+    make_disk(root, img, a.size * MiB, core, make_esp(efi, work / "esp.vfat"), work)
     times["disk_s"] = round(time.monotonic() - t0, 1)
     log(f"disk: {times['disk_s']} s")
     if not a.keep_root:
@@ -303,6 +331,7 @@ def main() -> None:
         "raw_allocated_bytes": used,
         "zstd_bytes": zst.stat().st_size,
         "zstd_level": a.zstd_level,
+        "firmware": ["bios", "uefi"],
         "logbox_installed": install,
         "build_times_s": times,
     }

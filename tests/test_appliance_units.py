@@ -775,11 +775,11 @@ def ready() -> types.ModuleType:
 
 def test_ready_line(ready: types.ModuleType) -> None:
     line = ready.ready_line(
-        "10.0.2.15", {"mode": "raid1", "device": "/dev/md127", "state": "clean"}
+        "10.0.2.15", {"mode": "raid1", "device": "/dev/md127", "state": "clean"}, "uefi"
     )
     assert line == (
         "logbox-ready: ready: syslog 514/tcp 514/udp 601/tcp 6514/tls, web https://10.0.2.15/, "
-        "api https://10.0.2.15:8444/api/v1, raid clean (/dev/md127)"
+        "api https://10.0.2.15:8444/api/v1, raid clean (/dev/md127), boot uefi"
     )
     assert ready.raid({"mode": "root"}) == "none (root file system)"
     assert ready.raid({"mode": "single", "device": "/dev/vdb"}) == "none (single disk /dev/vdb)"
@@ -789,6 +789,13 @@ def test_ready_line(ready: types.ModuleType) -> None:
         "        /32 host LOCAL\n     |-- 10.0.2.15\n        /32 host LOCAL\n"
     )
     assert ready.parse_fib_trie(fib) == ["10.0.2.15", "127.0.0.1"]
+
+
+def test_ready_firmware(ready: types.ModuleType, tmp_path: Path) -> None:
+    """uefi exactly when the kernel has /sys/firmware/efi."""
+    assert ready.firmware(str(tmp_path)) == "bios"
+    (tmp_path / "efi").mkdir()
+    assert ready.firmware(str(tmp_path)) == "uefi"
 
 
 def free_port() -> int:
@@ -1007,7 +1014,7 @@ def test_appliance_under_its_users(
     lines = done.stdout.splitlines()
     assert re.fullmatch(
         r"logbox-ready: ready: syslog 514/tcp 514/udp 601/tcp 6514/tls, web https://[0-9.]+/, "
-        r"api https://[0-9.]+:8444/api/v1, raid none \(root file system\)",
+        r"api https://[0-9.]+:8444/api/v1, raid none \(root file system\), boot (bios|uefi)",
         lines[0],
     ), lines[0]
     assert [line.split()[2] for line in lines[1:]] == list(ready.UNITS)

@@ -4,11 +4,12 @@
 # logbox unit active under its own user, syslog over TCP and TLS found through the forwarded
 # RPC API and the web UI, RAID1 clean, ACPI power-off. The same disks boot again with one data
 # disk replaced by a blank one: every message still found, RAID degraded then rebuilding, new
-# messages stored. A third copy boots without a first-boot file and one data disk: the
-# generated admin password is printed once on the console and signs in (the web UI makes it
-# change it), and the store is on the one disk without RAID. Build time, image sizes and time
+# messages stored. A third copy boots under UEFI (OVMF) without a first-boot file and one data
+# disk: the generated admin password is printed once on the console and signs in (the web UI
+# makes it change it), and the store is on the one disk without RAID. The first two boot
+# through BIOS (SeaBIOS): the one image has both boot paths. Build time, image sizes and time
 # to readiness go to build/image/report.json and are printed at the end.
-# Skips (saying why) only without qemu or mmdebstrap, without root, or with LOGBOX_SKIP_IMAGE=1.
+# Skips (saying why) only without qemu, OVMF or mmdebstrap, without root, or with LOGBOX_SKIP_IMAGE=1.
 from __future__ import annotations
 
 import datetime
@@ -27,7 +28,7 @@ from typing import Any
 
 import pytest
 import requests
-from lbtest.qemu import Vm, blank_disk, have_qemu, overlay
+from lbtest.qemu import Vm, blank_disk, have_ovmf, have_qemu, overlay
 
 TOP = Path(__file__).resolve().parent.parent
 OUT = TOP / "build" / "image"
@@ -55,7 +56,7 @@ def _why_skip() -> str | None:
     """Why this machine cannot run the image test, or None."""
     if os.environ.get("LOGBOX_SKIP_IMAGE") == "1":
         return "LOGBOX_SKIP_IMAGE=1"
-    missing = have_qemu()
+    missing = have_qemu() or have_ovmf()
     if missing:
         return f"{missing} is not installed (make deps)"
     if not os.environ.get("LOGBOX_IMAGE"):
@@ -330,6 +331,7 @@ def test_first_boot_with_two_blank_disks(image: Path, workdir: Path) -> None:
         ready = wait_ready(vm, "first")
         rec["ready_line"] = ready
         assert "raid" in ready
+        assert ready.endswith(", boot bios"), ready
         check_units(vm)
         assert "admin password (shown once)" not in vm.console(), "printed despite fw_cfg"
 
@@ -371,6 +373,7 @@ def test_second_boot_with_one_disk_replaced(workdir: Path) -> None:
     with Vm(workdir, first["boot"], disks, name="second", write_bps={1: 8 << 20}) as vm:
         ready = wait_ready(vm, "second")
         rec["ready_line"] = ready
+        assert ready.endswith(", boot bios"), ready
         check_units(vm)
         console = vm.console()
         assert "logbox-firstboot: admin password" not in console
@@ -402,14 +405,18 @@ def test_second_boot_with_one_disk_replaced(workdir: Path) -> None:
         rec["poweroff_s"] = round(vm.powerdown(), 1)
 
 
-def test_generated_password_and_one_disk(image: Path, workdir: Path) -> None:
-    """No first-boot file: the admin password is generated and printed once; it signs in to
-    the API and (after the forced change) to the web UI; one data disk: no RAID."""
+def test_uefi_generated_password_and_one_disk(image: Path, workdir: Path) -> None:
+    """UEFI boot; no first-boot file: the admin password is generated and printed once; it
+    signs in to the API and (after the forced change) to the web UI; one data disk: no RAID."""
     boot = overlay(image, workdir / "c-boot.qcow2")
     disks = [blank_disk(workdir / "c-data0.raw")]
     rec = REPORT["boots"].setdefault("generated", {})
-    with Vm(workdir, boot, disks, name="generated") as vm:
-        rec["ready_line"] = wait_ready(vm, "generated")
+    with Vm(workdir, boot, disks, name="generated", firmware="uefi") as vm:
+        ready = wait_ready(vm, "generated")
+        rec["ready_line"] = ready
+        # UEFI: OVMF started GRUB from the EFI system partition, and the kernel knows it
+        assert ready.endswith(", boot uefi"), ready
+        assert re.search(r"efi: EFI v\S+ by EDK II", vm.console()), vm.tail()
         check_units(vm)
         shown = re.findall(r"logbox-firstboot: admin password \(shown once\): (\S+)", vm.console())
         assert len(shown) == 1, f"admin password lines: {shown}"

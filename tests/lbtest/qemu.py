@@ -75,6 +75,7 @@ class Vm:
         memory_mb: int = 2048,
         cpus: int = 2,
         write_bps: dict[int, int] | None = None,
+        firmware: str = "bios",
     ) -> None:
         self.workdir = workdir
         self.name = name
@@ -84,6 +85,9 @@ class Vm:
         self.memory_mb = memory_mb
         self.cpus = cpus
         self.write_bps = write_bps or {}  # data disk index -> write throttle (bytes/s)
+        if firmware not in ("bios", "uefi"):
+            raise ValueError(f"firmware: bios or uefi, not {firmware!r}")
+        self.firmware = firmware  # bios: qemu's SeaBIOS; uefi: OVMF (Debian's ovmf package)
         self.serial = workdir / f"{name}.serial.log"
         self.qmp_path = workdir / f"{name}.qmp"
         self.ports = {gp: free_port() for gp in GUEST_PORTS}
@@ -111,6 +115,13 @@ class Vm:
         ]  # fmt: skip
         if self.accel == "kvm":
             cmd += ["-cpu", "host"]
+        if self.firmware == "uefi":
+            # the firmware's code read-only, its variable store a copy of its own
+            code, varstore = ovmf_files()
+            mine = self.workdir / f"{self.name}.ovmf-vars.fd"
+            shutil.copyfile(varstore, mine)
+            cmd += ["-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={code}",
+                    "-drive", f"if=pflash,format=raw,unit=1,file={mine}"]  # fmt: skip
         for i, d in enumerate(self.data_disks):
             fmt = "qcow2" if d.suffix == ".qcow2" else "raw"
             bps = self.write_bps.get(i)
@@ -210,6 +221,22 @@ class Vm:
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
+
+
+OVMF = Path("/usr/share/OVMF")
+
+
+def ovmf_files() -> tuple[Path, Path]:
+    """OVMF's code and variable-store templates (4 MiB build, no Secure Boot)."""
+    return OVMF / "OVMF_CODE_4M.fd", OVMF / "OVMF_VARS_4M.fd"
+
+
+def have_ovmf() -> str | None:
+    """None when OVMF (UEFI firmware for qemu) is installed, else what is missing."""
+    for f in ovmf_files():
+        if not f.is_file():
+            return str(f)
+    return None
 
 
 def have_qemu() -> str | None:
