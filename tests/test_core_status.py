@@ -416,6 +416,46 @@ def test_raid_for_path_not_md(tmp_path: Path) -> None:
         assert raid_for_path("/") is None
 
 
+def test_raid_members_from_sysfs(tmp_path: Path) -> None:
+    # /proc/mdstat shows a disk being rebuilt like one in sync (sdc1[2], no flag); the kernel's
+    # dev-*/state and slot tell them apart, and a waiting spare (no slot) from both.
+    sys_dev, devices = sys_tree(tmp_path, "md0")
+    md = devices / "md0" / "md"
+    for dev, state, slot in [
+        ("sdc1", "spare", "1"),
+        ("sda1", "in_sync", "0"),
+        ("sdd1", "spare", "none"),
+        ("sde1", "faulty,write_error", "none"),
+        ("sdf1", "in_sync,write_mostly", "2"),
+    ]:
+        (md / f"dev-{dev}").mkdir()
+        (md / f"dev-{dev}" / "state").write_text(state + "\n")
+        (md / f"dev-{dev}" / "slot").write_text(slot + "\n")
+    mdstat = tmp_path / "mdstat"
+    mdstat.write_text(RECOVERY)
+    got = raid_for_path(tmp_path, proc_mdstat=str(mdstat), sys_dev=str(sys_dev))
+    assert got is not None and got["state"] == "recovering" and got["active"] == 1
+    assert got["members"] == [member("sdc1", 2, "rebuilding"), member("sda1", 0)]
+    # a member sysfs does not know keeps /proc/mdstat's word
+    (md / "dev-sdc1" / "state").unlink()
+    got = raid_for_path(tmp_path, proc_mdstat=str(mdstat), sys_dev=str(sys_dev))
+    assert got is not None and got["members"] == [member("sdc1", 2), member("sda1", 0)]
+    # /proc/mdstat without the array: the members are sysfs's own, by name
+    for name, value in {"level": "raid1", "raid_disks": "3", "degraded": "1",
+                        "sync_action": "idle", "array_state": "clean"}.items():  # fmt: skip
+        (md / name).write_text(value + "\n")
+    mdstat.write_text(PERSONALITIES + "unused devices: <none>\n")
+    got = raid_for_path(tmp_path, proc_mdstat=str(mdstat), sys_dev=str(sys_dev))
+    assert got is not None and got["state"] == "degraded"
+    assert got["members"] == [
+        {"device": "sda1", "number": None, "state": "in_sync", "write_mostly": False},
+        {"device": "sdc1", "number": None, "state": "in_sync", "write_mostly": False},
+        {"device": "sdd1", "number": None, "state": "spare", "write_mostly": False},
+        {"device": "sde1", "number": None, "state": "faulty", "write_mostly": False},
+        {"device": "sdf1", "number": None, "state": "in_sync", "write_mostly": True},
+    ]
+
+
 def test_raid_from_sysfs(tmp_path: Path) -> None:
     # /proc/mdstat without the array: /sys/block/md0/md/ answers.
     sys_dev, devices = sys_tree(tmp_path, "md0")

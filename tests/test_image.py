@@ -300,20 +300,26 @@ class Web:
         return int(m.group(1))
 
 
-def wait_raid(api: Api, states: set[str], timeout: float) -> tuple[dict | None, list]:
-    """Polls the status's raid until its state is one of states; the last raid and the states
-    seen on the way: (state, first progress[, last progress])."""
+def wait_raid(api: Api, states: set[str], timeout: float) -> tuple[dict | None, list, dict | None]:
+    """Polls the status until its raid's state is one of states. Returns the last raid; the
+    states seen on the way, (state, first progress[, last progress]); and the first status
+    sample whose array had fewer active disks than members ({"raid", "health", "problems"}),
+    or None."""
     seen: list = []
+    short: dict | None = None
     deadline = time.monotonic() + timeout
     while True:
-        raid = api.raid()
+        st = api.get("/status")
+        raid = st["raid"]
+        if short is None and raid and raid.get("active", 0) < raid.get("disks", 0):
+            short = {"raid": raid, "health": st["health"], "problems": st["problems"]}
         step = (raid or {}).get("state"), (raid or {}).get("progress")
         if not seen or seen[-1][0] != step[0]:
             seen.append(step)  # each state once, with its first progress
         elif len(seen) > 1 and step[1] is not None:
             seen[-1] = (step[0], seen[-1][1], step[1])  # ... and its last
         if raid and raid.get("state") in states or time.monotonic() > deadline:
-            return raid, seen
+            return raid, seen, short
         time.sleep(2)
 
 
@@ -349,7 +355,7 @@ def test_first_boot_with_two_blank_disks(image: Path, workdir: Path) -> None:
         assert web.total(token) == 50
         assert Api(vm.ports[8444], password).total(token) == 50
 
-        raid, seen = wait_raid(api, {"clean"}, 600)
+        raid, seen, _ = wait_raid(api, {"clean"}, 600)
         rec["raid_states"] = seen
         assert raid is not None, "status says the store is not on RAID"
         assert raid["level"] == "raid1" and raid["state"] == "clean", raid
@@ -388,12 +394,24 @@ def test_second_boot_with_one_disk_replaced(workdir: Path) -> None:
         send_tcp(vm.ports[514], token, 10)
         send_tls(vm.ports[6514], token, 10)
 
-        raid, seen = wait_raid(api, {"clean"}, 300)
+        raid, seen, short = wait_raid(api, {"clean"}, 300)
         rec["raid_states"] = seen
         states = [s[0] for s in seen]
         assert raid is not None and raid["level"] == "raid1", raid
         rebuilding = {"resyncing", "recovering", "rebuilding"}
         assert states[0] in {"degraded"} | rebuilding, f"states seen: {seen}"
+        # degraded first: one of two mirrors active, and the status's health says so, why
+        assert short is not None, f"the status never showed a disk missing: {seen}"
+        rec["degraded_status"] = short
+        assert short["raid"]["active"] == 1 and short["raid"]["disks"] == 2, short
+        assert short["health"] == "degraded", short
+        members = {m["device"]: m["state"] for m in short["raid"]["members"]}
+        if short["raid"]["state"] in rebuilding:  # the blank disk (vdc) is the one rebuilt
+            assert members == {"vdb": "in_sync", "vdc": "rebuilding"}, short
+        else:
+            assert members.get("vdb") == "in_sync", short
+        assert any(p.startswith("raid: ") and "1 of 2 disks active" in p
+                   for p in short["problems"]), short  # fmt: skip
         progress = [p for s in seen if s[0] in rebuilding for p in s[1:]]
         assert progress and all(p is not None and 0.0 <= p <= 1.0 for p in progress), seen
         assert raid["state"] == "clean" and raid["active"] == 2, f"not clean again: {seen}"

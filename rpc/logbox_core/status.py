@@ -289,7 +289,52 @@ def raid_for_path(
         entry = None
     if entry is None:
         entry = _from_sysfs(os.path.join(md_sysdir, "md"))
+    entry["members"] = _members_from_sysfs(os.path.join(md_sysdir, "md"), entry["members"])
     return {"device": md, **entry}
+
+
+def _members_from_sysfs(mddir: str, members: list[dict]) -> list[dict]:
+    """The members with their state as the kernel keeps it in /sys/block/mdX/md/dev-*/: what
+    /proc/mdstat cannot say, a disk being rebuilt into a slot ("rebuilding": state "spare"
+    with a slot) apart from a spare that waits (no slot). /proc/mdstat's members are kept where
+    sysfs has nothing; when it listed none, the members are sysfs's own."""
+
+    def read(dev: str, name: str) -> str | None:
+        try:
+            with open(os.path.join(mddir, f"dev-{dev}", name)) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    if not members:
+        try:
+            names = sorted(e[4:] for e in os.listdir(mddir) if e.startswith("dev-"))
+        except OSError:
+            names = []
+        members = [
+            {"device": n, "number": None, "state": "in_sync", "write_mostly": False} for n in names
+        ]
+    out = []
+    for m in members:
+        flags = (read(m["device"], "state") or "").replace(",", " ").split()
+        slot = read(m["device"], "slot")
+        if not flags:
+            out.append(m)
+            continue
+        if "faulty" in flags:
+            state = "faulty"
+        elif "journal" in flags:
+            state = "journal"
+        elif "replacement" in flags:
+            state = "replacement"
+        elif "in_sync" in flags:
+            state = "in_sync"
+        elif slot not in (None, "", "none"):
+            state = "rebuilding"
+        else:
+            state = "spare"
+        out.append({**m, "state": state, "write_mostly": "write_mostly" in flags})
+    return out
 
 
 # ---------------------------------------------------------------- the services
