@@ -31,7 +31,7 @@ static const char *usage_text =
     "                      [--received now|header] [--flush-ms MS] [FILE|-]\n"
     "       logbox cat     --data DIR [--logspace L] [--from-id N] [--to-id N]\n"
     "       logbox lookup  --data DIR [--logspace L] [--prefix] [--field F] TERM\n"
-    "       logbox verify  --data DIR [--logspace L]\n"
+    "       logbox verify  --data DIR [--logspace L]   (default: every logspace)\n"
     "       logbox stats   --data DIR [--logspace L] [--json]\n"
     "       logbox reindex --data DIR [--logspace L]\n"
     "       logbox dump    FILE\n";
@@ -41,6 +41,7 @@ static const char *usage_tail =
 struct opts {
 	const char	*data;
 	const char	*ls;
+	int		 ls_given;	/* --logspace was on the command line */
 	const char	*framing;
 	const char	*sync;
 	const char	*field;
@@ -160,7 +161,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 	while ((c = getopt_long(argc, argv, "d:l:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': o->data = optarg; break;
-		case 'l': o->ls = optarg; break;
+		case 'l': o->ls = optarg; o->ls_given = 1; break;
 		case 'f': o->framing = optarg; break;
 		case 's': o->sync = optarg; break;
 		case 'b': o->batch = parse_u64(optarg, "--batch"); break;
@@ -513,31 +514,98 @@ verify_report(void *arg, const char *path, const char *what)
 	fprintf(stderr, "logbox: verify: %s: %s\n", path, what);
 }
 
+/*
+ * Verifies one logspace: its problems are reported on stderr and added to *problems. 0 when
+ * it is sound, 1 when a problem was found.
+ */
 static int
-cmd_verify(struct opts *o)
+verify_one(const struct opts *o, const char *ls, int *problems)
 {
 	struct lb_store		*st;
 	struct lb_storestats	 ss;
-	int			 rc, problems = 0;
+	int			 rc, before = *problems;
 
-	if (o->argc != 0)
-		usage();
-	st = open_store(o, LB_RDONLY);
-	rc = lb_store_verify(st, verify_report, &problems);
-	if (rc != 0 && rc != LB_ECORRUPT)
-		die("verify: %s", lb_strerror(rc));
-	if (rc == LB_ECORRUPT || problems > 0) {
-		fprintf(stderr, "logbox: verify: %d problem%s found\n", problems,
-		    problems == 1 ? "" : "s");
-		lb_store_close(st);
+	if ((rc = lb_store_open(o->data, ls, LB_RDONLY, &st)) != 0) {
+		(*problems)++;
+		fprintf(stderr, "logbox: verify: %s/%s: cannot open: %s\n", o->data, ls,
+		    lb_strerror(rc));
 		return (1);
 	}
-	if ((rc = lb_store_stats(st, &ss)) != 0)
-		die("stats: %s", lb_strerror(rc));
-	printf("ok: %s/%s: %llu messages in %llu days, %llu segments\n", o->data, o->ls,
-	    (unsigned long long)ss.messages, (unsigned long long)ss.days,
-	    (unsigned long long)ss.segments);
+	rc = lb_store_verify(st, verify_report, problems);
+	if (rc != 0 && rc != LB_ECORRUPT) {
+		(*problems)++;
+		fprintf(stderr, "logbox: verify: %s/%s: %s\n", o->data, ls, lb_strerror(rc));
+	} else if (rc == LB_ECORRUPT && *problems == before)
+		(*problems)++;
+	if (*problems == before) {
+		if ((rc = lb_store_stats(st, &ss)) != 0)
+			die("stats: %s", lb_strerror(rc));
+		printf("ok: %s/%s: %llu messages in %llu days, %llu segments\n", o->data, ls,
+		    (unsigned long long)ss.messages, (unsigned long long)ss.days,
+		    (unsigned long long)ss.segments);
+	}
 	lb_store_close(st);
+	return (*problems == before ? 0 : 1);
+}
+
+struct verify_names {
+	char	**v;
+	size_t	  n;
+};
+
+static int
+verify_name_add(void *arg, const char *name)
+{
+	struct verify_names	*ns = arg;
+	char			**v;
+
+	if ((v = reallocarray(ns->v, ns->n + 1, sizeof(*v))) == NULL)
+		return (errno);
+	ns->v = v;
+	if ((ns->v[ns->n] = strdup(name)) == NULL)
+		return (errno);
+	ns->n++;
+	return (0);
+}
+
+/*
+ * verify: --logspace L checks L; without it every logspace the catalog knows is checked, and
+ * the exit status is 1 when any of them has a problem.
+ */
+static int
+cmd_verify(struct opts *o)
+{
+	struct lb_catalog	*cat;
+	struct verify_names	 ns = { NULL, 0 };
+	size_t			 i;
+	int			 rc, problems = 0, bad = 0;
+
+	if (o->argc != 0 || o->data == NULL)
+		usage();
+	if (o->ls_given)
+		bad = verify_one(o, o->ls, &problems);
+	else {
+		if ((rc = lb_catalog_open(o->data, LB_RDONLY, &cat)) != 0)
+			die("%s: catalog: %s", o->data, lb_strerror(rc));
+		rc = lb_catalog_logspaces(cat, verify_name_add, &ns);
+		lb_catalog_close(cat);
+		if (rc != 0) {
+			problems++;
+			fprintf(stderr, "logbox: verify: %s/catalog: listing logspaces: %s\n",
+			    o->data, lb_strerror(rc));
+			bad = 1;
+		}
+		for (i = 0; i < ns.n; i++) {
+			bad |= verify_one(o, ns.v[i], &problems);
+			free(ns.v[i]);
+		}
+		free(ns.v);
+	}
+	if (bad) {
+		fprintf(stderr, "logbox: verify: %d problem%s found\n", problems,
+		    problems == 1 ? "" : "s");
+		return (1);
+	}
 	return (0);
 }
 
