@@ -7,7 +7,9 @@
 # device name, null for the figures summed over every logspace (eps, stored, malformed, the
 # store's bytes), and the problem cut to "syslog-ng: see the status as an admin"; nothing in the
 # answer or the page names secret, the data directory or the pid file. A searcher of "*" (who
-# may read every logspace) gets the sums back, still without pids or paths.
+# may read every logspace) gets the sums back, still without pids or paths. A hold's reason,
+# md RAID device names and texts in disk, which this appliance does not show, are hidden the
+# same way (for_user on such a status object).
 from __future__ import annotations
 
 import json
@@ -166,3 +168,48 @@ def test_web_ui_status_page(stack: Stack) -> None:
     for secret in ("secret", str(st.root), str(st.pidfile)):
         assert secret not in html, secret
     assert json.dumps(str(st.data))[1:-1] not in html
+
+
+def test_holds_raid_and_disk_texts_hidden() -> None:
+    """What the appliance above does not show (a hold, md RAID, a text in disk) is hidden the
+    same way: logbox_core.status.for_user on such a status object."""
+    from logbox_core.accounts import User
+    from logbox_core.status import for_user
+
+    doc = {
+        "time": "2026-11-22T18:00:00.000000Z",
+        "health": "degraded",
+        "services": {
+            "indexd": {"state": "running", "pid": 13, "uptime_s": 5.0, "holding": "logspace "
+                       "secret: /var/lib/logbox/secret/2026/11-22/messages: disk full"},
+            "searchd": {"state": "running"},
+        },
+        "eps": {"1s": 1.0, "60s": 2.0},
+        "stored": 10,
+        "malformed": 0,
+        "logspaces": [{"name": "main", "bytes": 1}, {"name": "secret", "bytes": 2}],
+        "disk": {"path": "/var/lib/logbox", "total_bytes": 9, "free_bytes": 1, "full": True,
+                 "store_bytes": 3, "note": "/var/lib/logbox is full"},
+        "raid": {"device": "md0", "level": "raid1", "state": "degraded", "disks": 2,
+                 "active": 1, "progress": None, "read_only": False,
+                 "members": [{"device": "sdb1", "number": 0, "state": "in_sync"}]},
+        "problems": ["indexd: holding: logspace secret: /var/lib/logbox/secret: disk full",
+                     "raid: md0 (raid1) is degraded, 1 of 2 disks active", "raid: again"],
+    }  # fmt: skip
+    solo = User("solo", "searcher", ("main",), False, 0)
+    admin = User("root", "admin", (), False, 0)
+    assert for_user(doc, admin) == doc
+    s = for_user(doc, solo)
+    assert s["services"]["indexd"] == {
+        "state": "running", "pid": None, "uptime_s": 5.0, "holding": "see the status as an admin"
+    }  # fmt: skip
+    assert s["disk"] == {"path": None, "total_bytes": 9, "free_bytes": 1, "full": True,
+                         "store_bytes": None, "note": None}  # fmt: skip
+    assert s["raid"]["device"] is None and s["raid"]["members"] == []
+    assert s["raid"]["state"] == "degraded" and s["raid"]["active"] == 1
+    assert s["problems"] == [
+        "indexd: see the status as an admin",
+        "raid: see the status as an admin",
+    ]
+    assert "secret" not in json.dumps(s) and "/var" not in json.dumps(s)
+    assert doc["services"]["indexd"]["pid"] == 13, "the caller's object is left as it was"

@@ -534,9 +534,20 @@ def gather(
 HIDDEN = "see the status as an admin"  # a non-admin's stand-in for a problem or a hold's reason
 
 
+def _service_value(key: str, value: object) -> object:
+    """A service entry's member as a non-admin sees it: the state as it is, no pid, and any
+    other text (a hold's reason, which may name a logspace or a path) replaced by HIDDEN."""
+    if key == "pid":
+        return None
+    if key != "state" and isinstance(value, str) and value:
+        return HIDDEN
+    return value
+
+
 def for_user(doc: dict, user: User) -> dict:
     """gather()'s object as user may see it (API.md §7). An admin sees all of it. Anyone
-    else sees only the logspaces they may read, and no pid, path, device name or hold reason.
+    else sees only the logspaces they may read, and no pid, path, device name or hold reason
+    (in a service entry every text but the state is hidden; in disk every text).
     The figures summed over every logspace (eps, stored, malformed, the store's bytes) are
     left null unless the user may read every logspace, disk numbers stay but the path goes,
     RAID keeps its state without member or device names, and each problem is cut to the part
@@ -548,11 +559,7 @@ def for_user(doc: dict, user: User) -> dict:
     out["logspaces"] = [ls for ls in spaces if user.can_read(ls["name"])]
     every = len(out["logspaces"]) == len(spaces)
     out["services"] = {
-        name: {
-            **svc,
-            **({"pid": None} if "pid" in svc else {}),
-            **({"holding": HIDDEN} if svc.get("holding") else {}),
-        }
+        name: {k: _service_value(k, v) for k, v in svc.items()}
         for name, svc in doc.get("services", {}).items()
     }
     if not every:
