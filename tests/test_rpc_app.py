@@ -406,8 +406,8 @@ def test_unavailable_when_searchd_is_gone(
 def test_export_cut_by_searchd_ends_with_an_error_line(
     app: Flask, data: Path, top: Path, sockdir: Path, admin: dict[str, str]
 ) -> None:
-    """searchd gone after the first page: NDJSON ends with {"error": ...}, CSV is cut, both
-    audited with the rows sent."""
+    """searchd gone after the first page: NDJSON ends with {"error": ...}, CSV with a
+    "# error: ..." row, both audited with the rows sent."""
     for fmt in ("ndjson", "csv"):
         d = Searchd(searchd_binary(top), data, sockdir / "cut.sock").start()
         app2 = create_app({**app.config, "SEARCHD_SOCKET": str(d.sock)})
@@ -432,7 +432,8 @@ def test_export_cut_by_searchd_ends_with_an_error_line(
             assert len(lines) == page + 1  # one page and the error line
             assert json.loads(lines[-1])["error"]["code"] == "unavailable"
         else:
-            assert len(lines) == page + 1  # header + one page
+            assert len(lines) == page + 2  # header + one page + the error row
+            assert lines[-1].startswith(b"# error: unavailable: "), lines[-1]
         e = last_audit(app, "export")
         assert (e.results, e.status) == (page, 503) and f"cut after {page} rows" in e.detail
 

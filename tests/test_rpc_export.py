@@ -115,14 +115,22 @@ def digest(obj: Any) -> bytes:
 
 
 def csv_row(m: dict[str, Any]) -> list[str]:
-    """The CSV row API.md §5 gives a message object (text: bytes outside UTF-8 as \\udcXX)."""
+    """The CSV row API.md §5 gives a message object (text: bytes outside UTF-8 as \\udcXX; a
+    "'" before a leading = + - @ tab or CR, control characters as JSON writes them)."""
 
     def s(v: Any) -> str:
         return "" if v is None else str(v)
 
+    def t(v: str) -> str:
+        v = "'" + v if v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
+        return "".join(
+            json.dumps(c)[1:-1] if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F else c for c in v
+        )
+
     return [
-        str(m["id"]), s(m["received"]), s(m["timestamp"]), m["host"], m["program"], m["pid"],
-        m["msgid"], s(m["facility"]), s(m["severity"]), "|".join(m["flags"]), m["sd"], m["message"],
+        str(m["id"]), t(s(m["received"])), t(s(m["timestamp"])), t(m["host"]), t(m["program"]),
+        t(m["pid"]), t(m["msgid"]), s(m["facility"]), s(m["severity"]), t("|".join(m["flags"])),
+        t(m["sd"]), t(m["message"]),
     ]  # fmt: skip
 
 

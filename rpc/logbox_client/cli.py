@@ -4,7 +4,7 @@
                   [--logspace NAME] COMMAND ...
 
 Commands: `search QUERY`, `count QUERY`, `export QUERY`, `status`, `logspaces`, `login`.
-Exit status: 0 ok, 1 an API error (or an export that ended early), 2 a usage error.
+Exit status: 0 ok, 1 an API error (or an export that ended early or warned), 2 a usage error.
 """
 
 from __future__ import annotations
@@ -265,6 +265,11 @@ def cmd_export(c: Client, args: argparse.Namespace, out: IO[bytes]) -> int:
         _say(f"{failure.code}: {failure.message}")
         _say(f"export ended early: {got} messages{where}")
         return 1
+    for w in exp.warnings:
+        _say(f"warning: {w}")
+    if exp.warnings:
+        _say(f"export incomplete (damaged store): {got} messages{where}")
+        return 1
     if not exp.complete:
         _say(f"export ended early: {got} messages{where}")
         return 1
@@ -317,7 +322,7 @@ def status_text(s: dict[str, Any]) -> str:
     d = s.get("disk")
     if isinstance(d, dict):
         lines.append(
-            f"disk {d.get('path')}: {_bytes_h(d.get('used_bytes'))} used of "
+            f"disk{' ' + d['path'] if d.get('path') else ''}: {_bytes_h(d.get('used_bytes'))} used of "
             f"{_bytes_h(d.get('total_bytes'))}, {_bytes_h(d.get('free_bytes'))} free; store "
             f"{_bytes_h(d.get('store_bytes'))}"
         )

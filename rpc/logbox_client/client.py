@@ -22,7 +22,7 @@ import requests
 
 API_PREFIX = "/api/v1"
 CHUNK = 64 * 1024  # bytes read at a time from an export stream
-_TAIL = 64 * 1024  # the end of an NDJSON export kept to find an error line
+_TAIL = 64 * 1024  # of an export's record, what is kept to tell a warning or error from a row
 _SEVERAL = re.compile(r"\s+")
 _TAG = re.compile(r"<[^>]*>")
 
@@ -481,54 +481,75 @@ class Client:
 
 
 class _Rows:
-    """Counts the complete rows of an export body as its chunks pass (NDJSON: lines; CSV:
-    records after the header, a line break inside quotes being no record end)."""
+    """Counts the message rows of an export body as its chunks pass, and reads what may follow
+    the last one (API.md §5): warnings (a damaged store) and the error that cut the export
+    short. NDJSON: a line is a row unless it is `{"warning": ...}` or `{"error": ...}`; CSV: a
+    record after the header (a line break inside quotes is no record end) is a row unless its
+    first cell starts with `#` (`# warning: ...`, `# error: code: message`)."""
 
     def __init__(self, fmt: str) -> None:
         self.csv = fmt == "csv"
         self.rows = 0
         self.header = self.csv  # the CSV header row is not a message
         self.quoted = False
-        self.tail = b""
+        self.head = bytearray()  # the start of the record being read (at most _TAIL bytes)
+        self.warnings: list[str] = []
+        self.failure: LogboxError | None = None
 
     def feed(self, chunk: bytes) -> int:
         """Takes the next chunk; returns how many rows it completed."""
-        if not self.csv:
-            n = chunk.count(b"\n")
-            self.tail = (self.tail + chunk)[-_TAIL:]
-        else:
-            n = 0
-            parts = chunk.split(b'"')
-            for i, part in enumerate(parts):
-                if (i % 2 == 1) == self.quoted:  # outside quotes
-                    n += part.count(b"\n")
-            if len(parts) % 2 == 0:
+        n = 0
+        pos, size = 0, len(chunk)
+        while pos < size:
+            nl = chunk.find(b"\n", pos)
+            end = size if nl < 0 else nl + 1
+            if self.csv and chunk.count(b'"', pos, end) % 2:
                 self.quoted = not self.quoted
-            if self.header and n:
-                self.header = False
-                n -= 1
+            if len(self.head) < _TAIL:
+                self.head += chunk[pos : min(end, pos + _TAIL - len(self.head))]
+            pos = end
+            if nl >= 0 and not self.quoted:
+                n += self.record(bytes(self.head))
+                self.head.clear()
         self.rows += n
         return n
 
-    def error(self) -> LogboxError | None:
-        """The NDJSON stream's last line when it is the API's {"error": {...}} (and uncounts
-        it)."""
+    def finish(self) -> None:
+        """At the body's end: a last record without its line end."""
+        if self.head:
+            self.rows += self.record(bytes(self.head))
+            self.head.clear()
+
+    def record(self, rec: bytes) -> int:
+        """1 when a whole record is a message row; 0 for the CSV header, a warning (kept in
+        warnings) or an error (kept in failure)."""
+        if self.header:
+            self.header = False
+            return 0
         if self.csv:
-            return None
-        ended = self.tail.endswith(b"\n")
-        last = self.tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
-        if not last.startswith(b'{"error"'):
-            return None
-        try:
-            err = json.loads(last)["error"]
-            failure = LogboxError(
-                0, str(err["code"]), str(err.get("message", "")), err.get("position")
-            )
-        except (ValueError, KeyError, TypeError):
-            return None
-        if ended:
-            self.rows -= 1
-        return failure
+            if not rec.startswith((b"#", b'"#')):
+                return 1
+            cell = next(csv.reader([rec.decode("utf-8", "surrogateescape")]), [""])[0]
+            kind, _, text = cell[2:].partition(": ")
+            code, _, message = text.partition(": ")
+        else:
+            if not rec.startswith((b'{"warning"', b'{"error"')):
+                return 1
+            try:
+                obj = json.loads(rec)
+                kind = next(iter(obj))
+                text = str(obj["warning"]) if kind == "warning" else ""
+                code = str(obj["error"]["code"]) if kind == "error" else ""
+                message = str(obj["error"].get("message", "")) if kind == "error" else ""
+            except (ValueError, KeyError, TypeError, AttributeError, StopIteration):
+                return 1
+        if kind == "warning":
+            self.warnings.append(text)
+        elif kind == "error":
+            self.failure = LogboxError(0, code, message)
+        else:
+            return 1
+        return 0
 
 
 class Export:
@@ -537,10 +558,12 @@ class Export:
     `total` is X-Logbox-Total (None when absent), `rows` the messages read so far. Read it with
     `write_to` (the body byte for byte), `lines()` (raw lines) or by iterating (parsed
     records: NDJSON objects; CSV rows as dicts of strings keyed by the header). The response
-    is closed when the body ends, on an error, and by `close()`. An NDJSON stream that the API
-    ended early with an `{"error": ...}` line raises that error (status 0) once the lines
-    before it are consumed; a stream that breaks raises `unavailable`. Compare `rows` with
-    `total` to see a stream that was cut without a word (CSV).
+    is closed when the body ends, on an error, and by `close()`. A stream that the API ended
+    early with an error line (NDJSON `{"error": ...}`, CSV `# error: ...`) raises that error
+    (status 0) once the rows before it are consumed; a stream that breaks raises
+    `unavailable`. `warnings` holds the stream's warnings (a damaged store: messages that could
+    not be read); `lines()` and iteration leave them out, `write_to` writes them as they came.
+    Compare `rows` with `total` to see a stream that was cut without a word.
     """
 
     def __init__(self, client: Client, response: requests.Response, fmt: str) -> None:
@@ -551,6 +574,7 @@ class Export:
         raw = response.headers.get("X-Logbox-Total")
         self.total: int | None = int(raw) if raw is not None and raw.strip().isdigit() else None
         self.rows = 0
+        self.warnings: list[str] = []
         self._started = False
 
     def __enter__(self) -> Export:
@@ -602,55 +626,51 @@ class Export:
                 if n and progress is not None:
                     progress(n)
         finally:
-            failure = counter.error()
-            self.rows = counter.rows
-        if failure is not None:
-            raise failure
+            counter.finish()
+            self.rows, self.warnings = counter.rows, counter.warnings
+        if counter.failure is not None:
+            raise counter.failure
         return self.rows
 
     def lines(self) -> Iterator[bytes]:
         """The body's lines without their line ends (CSV: the header first; a row whose
-        quoted message holds line breaks is one item).
+        quoted message holds line breaks is one item); warnings go to `warnings`.
 
         :raises LogboxError: the API's error line instead of yielding it.
         """
-        csv_ = self.format == "csv"
-        header = csv_
+        counter = _Rows(self.format)
         row: list[bytes] = []  # the physical lines of a CSV row whose quotes are still open
         quotes = 0
         pending = b""
+
+        def item(whole: bytes) -> bytes | None:
+            """The record whole as an item to yield, or None (a warning; an error raises)."""
+            if counter.header:
+                counter.record(whole)
+                return whole
+            if counter.record(whole):
+                self.rows += 1
+                return whole
+            self.warnings = counter.warnings
+            if counter.failure is not None:
+                raise counter.failure
+            return None
+
         for chunk in self.chunks():
             *done, pending = (pending + chunk).split(b"\n")
             for line in done:
-                if not csv_:
-                    if line.startswith(b'{"error"'):
-                        self._raise_error_line(line)
-                    self.rows += 1
-                    yield line
-                    continue
                 row.append(line)
                 quotes += line.count(b'"')
-                if quotes % 2:
+                if self.format == "csv" and quotes % 2:
                     continue  # a line break inside a quoted field
                 whole = b"\n".join(row)
                 row, quotes = [], 0
-                if header:
-                    header = False
-                else:
-                    self.rows += 1
-                yield whole[:-1] if whole.endswith(b"\r") else whole
-        if pending and not csv_:  # a last line without its line end
-            if pending.startswith(b'{"error"'):
-                self._raise_error_line(pending)
-            self.rows += 1
-            yield pending
-
-    def _raise_error_line(self, line: bytes) -> None:
-        try:
-            err = json.loads(line)["error"]
-        except (ValueError, KeyError, TypeError):
-            return
-        raise LogboxError(0, str(err.get("code")), str(err.get("message", "")))
+                if self.format == "csv" and whole.endswith(b"\r"):
+                    whole = whole[:-1]
+                if (out := item(whole)) is not None:
+                    yield out
+        if pending and (out := item(pending)) is not None:  # a last line without its line end
+            yield out
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """The records: NDJSON objects, or CSV rows as {column: str} (bytes outside UTF-8 as

@@ -5,6 +5,12 @@ An export is a snapshot: the first page (with the total) is asked for at start()
 later page searches the first page's exact time range; with order=oldest it also stops at the
 logspace's next_id as of the start (messages that arrive meanwhile are left out). Pages are
 searchd /v1/search pages of EXPORT_PAGE hits, written out one at a time.
+
+Text is escaped by one rule, owned here: NDJSON is the JSON encoder's output (_JSON), and a CSV
+cell gets that encoder's escape for each control character (csv_cell) after the spreadsheet
+formula guard (a leading `'`). A page's searchd warnings (a damaged message or segment) are
+kept and written after the last row: NDJSON `{"warning": "..."}` lines, CSV `# warning: ...`
+rows; the audit entry counts them (API.md §5).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import csv
 import datetime as dt
 import io
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +35,18 @@ CSV_COLUMNS = (
     "flags", "sd", "message",
 )  # fmt: skip
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8; header=present", "ndjson": "application/x-ndjson"}
+WARNINGS_KEPT = 100  # distinct warnings an export writes out; past that it counts them
+BENIGN_WARNING = "hits cut after "  # searchd cut a big page: the export follows next_cursor
+
+# The JSON encoder of NDJSON rows, and so the owner of every escape an export writes: ASCII
+# output, control characters as \n, \r, \t, \b, \f or \u00XX (PROTOCOL.md's \udcXX for bytes
+# that are not UTF-8 passes through as it came).
+_JSON = json.JSONEncoder(separators=(",", ":"))
+# Control characters (C0, DEL, C1): in CSV they are written as _JSON writes them.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL_ESCAPES = {chr(c): _JSON.encode(chr(c))[1:-1] for c in [*range(0x20), *range(0x7F, 0xA0)]}
+# OWASP's CSV injection rule: a cell starting with one of these gets a leading "'".
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 
 
 class UnknownLogspace(LookupError):
@@ -54,33 +73,66 @@ def csv_header() -> bytes:
     return (",".join(CSV_COLUMNS) + "\r\n").encode()
 
 
-def csv_rows(hits: list[dict[str, Any]]) -> bytes:
-    """hits as CSV rows (RFC 4180), bytes that are not UTF-8 as they were stored."""
+def escape_controls(s: str) -> str:
+    """s with each control character (U+0000..U+001F, U+007F..U+009F) written as the NDJSON
+    export writes it: ESC as the six characters \\u001b, a line feed as \\n."""
+    if _CONTROL.search(s) is None:
+        return s
+    return _CONTROL.sub(lambda m: _CONTROL_ESCAPES[m.group()], s)
+
+
+def csv_cell(s: str) -> str:
+    """A text cell as CSV exports write it: a leading "'" when s starts with =, +, -, @, tab
+    or CR (so no spreadsheet reads it as a formula), then its control characters escaped."""
+    if s.startswith(FORMULA_LEADS):
+        s = "'" + s
+    return escape_controls(s)
+
+
+def _csv_bytes(rows: list[list[Any]]) -> bytes:
+    """rows as CSV (RFC 4180), bytes that are not UTF-8 as they were stored."""
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\r\n")
-    for h in hits:
-        w.writerow(
+    csv.writer(buf, lineterminator="\r\n").writerows(rows)
+    return buf.getvalue().encode("utf-8", "surrogateescape")
+
+
+def csv_rows(hits: list[dict[str, Any]]) -> bytes:
+    """hits as CSV rows: text cells through csv_cell, numbers as they are."""
+    return _csv_bytes(
+        [
             [
                 h["id"],
-                h["received"],
-                h["timestamp"] or "",
-                h["host"],
-                h["program"],
-                h["pid"],
-                h["msgid"],
+                csv_cell(h["received"]),
+                csv_cell(h["timestamp"] or ""),
+                csv_cell(h["host"]),
+                csv_cell(h["program"]),
+                csv_cell(h["pid"]),
+                csv_cell(h["msgid"]),
                 "" if h["facility"] is None else h["facility"],
                 "" if h["severity"] is None else h["severity"],
-                "|".join(h["flags"]),
-                h["sd"],
-                h["message"],
+                csv_cell("|".join(h["flags"])),
+                csv_cell(h["sd"]),
+                csv_cell(h["message"]),
             ]
-        )
-    return buf.getvalue().encode("utf-8", "surrogateescape")
+            for h in hits
+        ]
+    )
+
+
+def csv_note(kind: str, text: str) -> bytes:
+    """A CSV row after the last message row: "# <kind>: <text>" in the first cell (where a
+    message row has its id), the other cells empty."""
+    return _csv_bytes([[csv_cell(f"# {kind}: {text}")] + [""] * (len(CSV_COLUMNS) - 1)])
 
 
 def ndjson_rows(hits: list[dict[str, Any]]) -> bytes:
     """hits as NDJSON lines (strings escaped as searchd does: \\udcXX for other bytes)."""
-    return "".join(json.dumps(h, separators=(",", ":")) + "\n" for h in hits).encode("ascii")
+    return "".join(_JSON.encode(h) + "\n" for h in hits).encode("ascii")
+
+
+def ndjson_line(obj: dict[str, Any]) -> bytes:
+    """One NDJSON line (a warning or an error object)."""
+    return (_JSON.encode(obj) + "\n").encode("ascii")
 
 
 class Export:
@@ -113,6 +165,8 @@ class Export:
         self.detail: str | None = None
         self.finished = False
         self.ended = False
+        self.warnings: dict[str, None] = {}  # the first WARNINGS_KEPT distinct ones, in order
+        self.more_warnings = 0  # distinct or not, past those
         self._first: dict[str, Any] = {}
         self._params: list[tuple[str, str]] = []
         self._stop_id: int | None = None
@@ -171,13 +225,52 @@ class Export:
             raise RuntimeError("Export.start() was not called")
         return next(self._gen)
 
+    @property
+    def warning_count(self) -> int:
+        """Warnings met so far (the distinct ones kept, then every one past them)."""
+        return len(self.warnings) + self.more_warnings
+
+    def warning_summary(self) -> str | None:
+        """For the audit entry: "N warnings, the first: ..." (None without any)."""
+        if not self.warnings:
+            return None
+        n = self.warning_count
+        first = next(iter(self.warnings))
+        return f"{n} warning{'s' if n != 1 else ''}, the first: {first}"
+
+    def _note_warnings(self, page: dict[str, Any]) -> None:
+        """Keeps a page's searchd warnings (but the benign page cut); repeated ones (a damaged
+        segment warns on every page) count once while they are among those kept."""
+        for w in page.get("warnings") or ():
+            if not isinstance(w, str) or w.startswith(BENIGN_WARNING) or w in self.warnings:
+                continue
+            if len(self.warnings) < WARNINGS_KEPT:
+                self.warnings[w] = None
+            else:
+                self.more_warnings += 1
+
+    def _trailer(self, error: SearchdError | None) -> Iterator[bytes]:
+        """What follows the last row: each warning kept, how many more, then the error that
+        cut the export short."""
+        notes = list(self.warnings)
+        if self.more_warnings:
+            notes.append(f"{self.more_warnings} more warnings not shown")
+        for w in notes:
+            yield csv_note("warning", w) if self.csv else ndjson_line({"warning": w})
+        if error is not None:
+            if self.csv:
+                yield csv_note("error", f"{error.code}: {error.message}")
+            else:
+                yield ndjson_line(error.to_json())
+
     def _body(self) -> Iterator[bytes]:
-        """The chunks: the CSV header, then each page."""
+        """The chunks: the CSV header, then each page, then the trailer."""
         if self.csv:
             yield csv_header()
         page = self._first
         self._first = {}
         while True:
+            self._note_warnings(page)
             hits = page["hits"]
             done = page.get("next_cursor") is None
             if self._stop_id is not None and hits and hits[-1]["id"] >= self._stop_id:
@@ -194,10 +287,10 @@ class Export:
             except SearchdError as e:
                 self.status = error_status(e)
                 self.detail = f"cut after {self.rows} rows: {e.code}: {e.message}"
-                if not self.csv:
-                    yield (json.dumps(e.to_json(), separators=(",", ":")) + "\n").encode("ascii")
+                yield from self._trailer(e)
                 return
         self.finished = True
+        yield from self._trailer(None)
 
     def close(self) -> None:
         """Ends the stream and calls on_end (once)."""
@@ -234,7 +327,7 @@ def audited_export(
             query=q,
             results=ex.rows,
             status=ex.status,
-            detail=ex.detail or f"format {ex.fmt}",
+            detail="; ".join(filter(None, [ex.detail or f"format {ex.fmt}", ex.warning_summary()])),
         )
 
     return Export(sd, logspace, q, on_end=audit_end, **kw)

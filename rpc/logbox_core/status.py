@@ -12,10 +12,13 @@ import os
 import re
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .accounts import rfc3339
 from .searchd import Searchd, SearchdError
+
+if TYPE_CHECKING:
+    from .accounts import User
 
 INDEXD_FRESH_S = 10.0  # an indexd status file older than this is stale (indexd is not running)
 BYTES_CACHE_S = 10.0  # how long a directory's size is reused
@@ -524,3 +527,52 @@ def gather(
         "raid": raid,
         "problems": problems,
     }
+
+
+# ---------------------------------------------------------------- what a user may see
+
+HIDDEN = "see the status as an admin"  # a non-admin's stand-in for a problem or a hold's reason
+
+
+def _service_value(key: str, value: object) -> object:
+    """A service entry's member as a non-admin sees it: the state as it is, no pid, and any
+    other text (a hold's reason, which may name a logspace or a path) replaced by HIDDEN."""
+    if key == "pid":
+        return None
+    if key != "state" and isinstance(value, str) and value:
+        return HIDDEN
+    return value
+
+
+def for_user(doc: dict, user: User) -> dict:
+    """gather()'s object as user may see it (API.md §7). An admin sees all of it. Anyone
+    else sees only the logspaces they may read, and no pid, path, device name or hold reason
+    (in a service entry every text but the state is hidden; in disk every text).
+    The figures summed over every logspace (eps, stored, malformed, the store's bytes) are
+    left null unless the user may read every logspace, disk numbers stay but the path goes,
+    RAID keeps its state without member or device names, and each problem is cut to the part
+    it concerns ("indexd: see the status as an admin")."""
+    if user.role == "admin":
+        return doc
+    out = dict(doc)
+    spaces = doc.get("logspaces") or []
+    out["logspaces"] = [ls for ls in spaces if user.can_read(ls["name"])]
+    every = len(out["logspaces"]) == len(spaces)
+    out["services"] = {
+        name: {k: _service_value(k, v) for k, v in svc.items()}
+        for name, svc in doc.get("services", {}).items()
+    }
+    if not every:
+        out["eps"] = {k: None for k in doc.get("eps") or {}}
+        out["stored"] = out["malformed"] = None
+    disk = doc.get("disk")
+    if isinstance(disk, dict):  # numbers and flags only: a string may be a path
+        out["disk"] = {k: v if isinstance(v, int | float | bool) else None for k, v in disk.items()}
+        if not every:
+            out["disk"]["store_bytes"] = None
+    raid = doc.get("raid")
+    if isinstance(raid, dict):
+        out["raid"] = {**raid, "device": None, "members": []}
+    problems = doc.get("problems") or []
+    out["problems"] = list(dict.fromkeys(f"{p.split(':', 1)[0]}: {HIDDEN}" for p in problems))
+    return out

@@ -197,6 +197,9 @@ SCHEMAS: dict[str, Any] = {
             "raid": {"type": "object", "nullable": True},
         },
         ["time", "health", "services", "logspaces", "disk", "raid"],
+        description="a caller who is not an admin gets only the logspaces they may read, null "
+        "pids, disk.path and raid.device, no RAID members, problems cut to their part, and "
+        "null eps, stored, malformed and disk.store_bytes unless they may read every logspace",
     ),
     "OpenAPI": {"type": "object", "description": "an OpenAPI 3.0.3 document"},
     "Health": _obj({"status": {"type": "string", "enum": ["ok"]}}),

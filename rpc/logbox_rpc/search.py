@@ -245,8 +245,14 @@ def message(logspace: str, id: int, args: dict[str, Any]) -> Response:
             ),
         ),
         media={
-            "application/x-ndjson": "one message object (Message) a line",
-            "text/csv": "header id,received,timestamp,host,program,pid,msgid,facility,severity,flags,sd,message",
+            "application/x-ndjson": "one message object (Message) a line; after the last one, a "
+            '{"warning": "..."} line per part of the store that could not be read, and '
+            '{"error": {...}} when searchd failed midway',
+            "text/csv": "header id,received,timestamp,host,program,pid,msgid,facility,severity,"
+            "flags,sd,message; a text cell starting with = + - @ tab or CR gets a leading ', "
+            "control characters are escaped as in NDJSON (\\u001b); after the last row, a "
+            "'# warning: ...' row per part of the store that could not be read, and "
+            "'# error: <code>: <message>' when searchd failed midway",
         },
         errors=QUERY_ERRORS,
         headers={"X-Logbox-Total": "how many messages the export holds"},

@@ -23,7 +23,7 @@ bp = Blueprint("status", __name__)
     )
 )
 def status(args: dict[str, Any]) -> Any:
-    """GET /status: logbox_core.status.gather, logspaces limited to those the caller may read."""
+    """GET /status: logbox_core.status.gather as the caller may see it (for_user)."""
     c = current_app.config
     doc = core_status.gather(
         data_dir=c["DATA_DIR"],
@@ -31,8 +31,7 @@ def status(args: dict[str, Any]) -> Any:
         syslogng_pidfile=c["SYSLOGNG_PIDFILE"],
         searchd=searchd(),
     )
-    doc["logspaces"] = [ls for ls in doc.get("logspaces", []) if g.user.can_read(ls["name"])]
-    return jsonify(doc)
+    return jsonify(core_status.for_user(doc, g.user))
 
 
 @bp.route("/health", methods=["GET"])

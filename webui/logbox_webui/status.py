@@ -288,8 +288,9 @@ def _int(v: object) -> int | None:
 @bp.route("/status", methods=["GET"])
 @login_required
 def dashboard() -> Any:
-    """GET /status: the dashboard."""
+    """GET /status: the dashboard (what the user may see: core_status.for_user)."""
     user = current_user()
+    assert user is not None
     c = current_app.config
     client = searchd()
     now = time.time()
@@ -300,6 +301,7 @@ def dashboard() -> Any:
         searchd=client,
         now=now,
     )
+    doc = core_status.for_user(doc, user)
     up = doc["services"]["searchd"]["state"] == "running"
     from_searchd, searchd_error = _searchd_spaces(client) if up else ({}, None)
     applied, _ = indexd_settings(c.get("INDEXD_STATUS"))
@@ -346,7 +348,7 @@ def dashboard() -> Any:
         if disk.get("total_bytes") and disk.get("used_bytes") is not None
         else None
     )
-    problems = list(doc["problems"]) if user.role == "admin" else []
+    problems = list(doc["problems"])
     if user.role == "admin" and searchd_error:
         problems.append(f"searchd: logspaces: {searchd_error}")
     if user.role == "admin" and settings_error:
