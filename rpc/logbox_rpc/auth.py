@@ -7,9 +7,9 @@ import math
 from typing import Any
 
 from flask import Blueprint, Flask, current_app, g, jsonify, request
-from logbox_core.accounts import TokenError
+from logbox_core.accounts import Lockout, StoreFull, TokenError
 
-from .errors import WWW_AUTHENTICATE, ApiError, bad_parameter
+from .errors import WWW_AUTHENTICATE, ApiError, bad_parameter, log
 from .params import Spec, declare, json_body, spec_of
 from .state import accounts
 
@@ -36,21 +36,43 @@ def audit(action: str, **kw: Any) -> None:
     accounts().audit(action, user=user, address=address(), **kw)
 
 
+def audit_refusal(action: str, **kw: Any) -> None:
+    """audit() of a refusal, best effort: a refusal is safe without its entry, so a store
+    without space to record it (logged) does not turn a 401/403 into a 507."""
+    try:
+        audit(action, **kw)
+    except StoreFull as e:
+        log.error("audit entry of a refusal not written: %s", e.message)
+
+
 def unauthorized(message: str) -> ApiError:
     """A 401 (audited as "denied")."""
-    audit("denied", status=401, detail=f"{request.method} {request.path}: {message}")
+    audit_refusal("denied", status=401, detail=f"{request.method} {request.path}: {message}")
     return ApiError(401, "unauthorized", message, {"WWW-Authenticate": WWW_AUTHENTICATE})
 
 
 def forbidden(message: str, logspace: str | None = None) -> ApiError:
     """A 403 (audited as "denied")."""
-    audit(
+    audit_refusal(
         "denied",
         logspace=logspace,
         status=403,
         detail=f"{request.method} {request.path}: {message}",
     )
     return ApiError(403, "forbidden", message)
+
+
+def locked_out(username: str, addr: str, lock: Lockout) -> ApiError:
+    """The 429 of a refused login attempt (audited as "login_locked")."""
+    secs = math.ceil(lock.seconds)
+    if lock.scope == "address":
+        why = f"too many failed logins from {addr}"
+    else:
+        why = f"too many failed logins for {username!r} from addresses it never signed in from"
+    accounts().audit(
+        "login_locked", user=username[:64], address=addr, status=429, detail=f"{lock.scope} blocked"
+    )
+    return ApiError(429, "locked_out", f"{why}: try again in {secs} s", {"Retry-After": str(secs)})
 
 
 def check_request() -> None:
@@ -112,23 +134,17 @@ def login(args: dict[str, Any]) -> Any:
         raise bad_parameter("password: expected a string")
     acc = accounts()
     addr = address()
-    blocked = acc.login_blocked(addr)
-    if blocked > 0:
-        acc.audit("login_locked", user=username, address=addr, status=429, detail="blocked")
-        raise ApiError(
-            429,
-            "locked_out",
-            f"too many failed logins from {addr}: try again in {math.ceil(blocked)} s",
-            {"Retry-After": str(math.ceil(blocked))},
-        )
+    lock = acc.login_attempt(addr, username)
+    if lock is not None:
+        raise locked_out(username, addr, lock)
     user = acc.check_password(username, password)
     if user is None:
-        block = acc.record_failure(addr)
-        acc.audit("login_failed", user=username, address=addr, status=401)
+        block = acc.login_failed(addr, username)
+        acc.audit("login_failed", user=username[:64], address=addr, status=401)
         if block > 0:
             acc.audit(
                 "login_locked",
-                user=username,
+                user=username[:64],
                 address=addr,
                 status=401,
                 detail=f"address blocked for {math.ceil(block)} s",
@@ -139,7 +155,7 @@ def login(args: dict[str, Any]) -> Any:
             "wrong user name or password",
             {"WWW-Authenticate": WWW_AUTHENTICATE},
         )
-    acc.clear_failures(addr)
+    acc.login_succeeded(addr, user.name)
     secret, token = acc.create_token(
         user.name, "session", kind="session", ttl=current_app.config["SESSION_TTL"]
     )

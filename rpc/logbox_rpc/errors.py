@@ -27,9 +27,16 @@ HTTP_CODES = {
     429: "locked_out",
     500: "internal",
     503: "unavailable",
+    507: "insufficient_storage",
 }
 # accounts error code -> status
-ACCOUNTS_STATUS = {"bad_parameter": 400, "not_found": 404, "conflict": 409, "unauthorized": 401}
+ACCOUNTS_STATUS = {
+    "bad_parameter": 400,
+    "not_found": 404,
+    "conflict": 409,
+    "unauthorized": 401,
+    "insufficient_storage": 507,
+}
 WWW_AUTHENTICATE = 'Bearer realm="logbox"'
 
 
@@ -94,6 +101,9 @@ def accounts_error_response(e: AccountsError) -> Response:
     if status is None:
         log.exception("accounts: %s", e)
         return error_response(500, "internal", "internal error (logged)")
+    if status == 507:
+        log.error("accounts: %s", e.message)
+        return error_response(507, code, f"{e.message}; try again when space is freed")
     return error_response(status, code, str(e.args[0]) if e.args else code)
 
 
