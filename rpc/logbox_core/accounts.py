@@ -66,6 +66,8 @@ AUDIT_CHECK_EVERY = 100  # how often (in audit writes per process) the fill is l
 
 log = logging.getLogger("logbox_core.accounts")
 _NO_SPACE = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))
+_IO_ERROR, _READ_ONLY = os.strerror(errno.EIO), os.strerror(errno.EROFS)
+STORE_LOW_BYTES = 1 << 20  # an EIO with less free space than this is taken for a full disk
 
 # Environments of a parent process seen in a forked child: kept referenced, never closed or
 # used (LMDB: an environment belongs to the process that opened it).
@@ -124,15 +126,29 @@ class TokenError(AccountsError):
         self.reason = reason
 
 
-class StoreFull(AccountsError):
+class StoreWriteError(AccountsError):
+    """A change the store cannot write (StoreFull, StoreUnavailable); nothing was changed."""
+
+    status = 503
+
+
+class StoreFull(StoreWriteError):
     """A change that cannot be written: the file system is full (ENOSPC, EDQUOT) or the LMDB map
     is (MDB_MAP_FULL, .map_full). The API answers 507 insufficient_storage."""
 
     code = "insufficient_storage"
+    status = 507
 
     def __init__(self, message: str, *, map_full: bool = False) -> None:
         super().__init__(message)
         self.map_full = map_full
+
+
+class StoreUnavailable(StoreWriteError):
+    """A change that cannot be written for another reason: an I/O error, a read-only file
+    system. The API answers 503 unavailable."""
+
+    code = "unavailable"
 
 
 @dataclass(frozen=True)
@@ -448,9 +464,25 @@ class Accounts:
                 f"the accounts store is full (its {self.map_size} byte map)", map_full=True
             ) from e
         except lmdb.Error as e:
-            if any(m in str(e) for m in _NO_SPACE):
+            if not write:
+                raise
+            if any(m in str(e) for m in _NO_SPACE) or (
+                _IO_ERROR in str(e) and self._free_bytes() < STORE_LOW_BYTES
+            ):  # LMDB turns a short write (a file system filling up) into EIO
                 raise StoreFull(f"no space left for the accounts store {self.path}") from e
+            if any(m in str(e) for m in (_IO_ERROR, _READ_ONLY)):
+                raise StoreUnavailable(
+                    f"the accounts store {self.path} cannot be written: {e}"
+                ) from e
             raise
+
+    def _free_bytes(self) -> int:
+        """Bytes available to us on the store's file system."""
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return 0
+        return st.f_bavail * st.f_frsize
 
     def _db(self, name: bytes) -> Any:
         return self._open()[1][name]
@@ -954,7 +986,7 @@ class Accounts:
                         cur["last_used_us"] = now
                         txn.put(tid.encode(), _dumps(cur))
                     rec = cur
-        except StoreFull as e:
+        except StoreWriteError as e:
             if not self._last_used_failed:
                 log.warning("token last_used not written (%s); tokens keep working", e.message)
             self._last_used_failed = True

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from flask import Blueprint, Flask, current_app, g, jsonify, request
-from logbox_core.accounts import Lockout, StoreFull, TokenError
+from logbox_core.accounts import Lockout, StoreWriteError, TokenError
 
 from .errors import WWW_AUTHENTICATE, ApiError, bad_parameter, log
 from .params import Spec, declare, json_body, spec_of
@@ -41,7 +41,7 @@ def audit_refusal(action: str, **kw: Any) -> None:
     without space to record it (logged) does not turn a 401/403 into a 507."""
     try:
         audit(action, **kw)
-    except StoreFull as e:
+    except StoreWriteError as e:
         log.error("audit entry of a refusal not written: %s", e.message)
 
 

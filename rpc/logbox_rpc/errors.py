@@ -36,6 +36,7 @@ ACCOUNTS_STATUS = {
     "conflict": 409,
     "unauthorized": 401,
     "insufficient_storage": 507,
+    "unavailable": 503,
 }
 WWW_AUTHENTICATE = 'Bearer realm="logbox"'
 
@@ -101,7 +102,7 @@ def accounts_error_response(e: AccountsError) -> Response:
     if status is None:
         log.exception("accounts: %s", e)
         return error_response(500, "internal", "internal error (logged)")
-    if status == 507:
+    if status in (503, 507):
         log.error("accounts: %s", e.message)
         return error_response(507, code, f"{e.message}; try again when space is freed")
     return error_response(status, code, str(e.args[0]) if e.args else code)

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Flask, Request, render_template
 from flask_wtf.csrf import CSRFError
-from logbox_core.accounts import StoreFull
+from logbox_core.accounts import StoreWriteError
 from logbox_core.searchd import SearchdError
 from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
@@ -44,7 +44,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(CSRFError, _csrf_error)
     app.register_error_handler(SearchdError, _searchd_error)
-    app.register_error_handler(StoreFull, _store_full)
+    app.register_error_handler(StoreWriteError, _store_error)
     app.register_error_handler(Exception, _internal_error)
     return app
 
@@ -94,14 +94,14 @@ def _searchd_error(e: SearchdError) -> Any:
     return error_page(e.status if e.status >= 400 else 502, "Search failed", e.message)
 
 
-def _store_full(e: StoreFull) -> Any:
-    """The accounts store has no space for a change (a sign-in, an audit entry): 507."""
+def _store_error(e: StoreWriteError) -> Any:
+    """The accounts store cannot write a change (a sign-in, an audit entry): 507 when it has no
+    space, else 503."""
     from flask import current_app
 
     current_app.logger.error("accounts: %s", e.message)
-    return error_page(
-        507, "Insufficient storage", f"{e.message.capitalize()}: try again when space is freed."
-    )
+    title = "Insufficient storage" if e.status == 507 else "Accounts store unavailable"
+    return error_page(e.status, title, f"{e.message.capitalize()}: try again later.")
 
 
 def _internal_error(e: Exception) -> Any:
