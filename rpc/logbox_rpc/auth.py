@@ -8,8 +8,9 @@ from typing import Any
 
 from flask import Blueprint, Flask, current_app, g, jsonify, request
 from logbox_core.accounts import Lockout, StoreWriteError, TokenError
+from logbox_core.origin import foreign_origin
 
-from .errors import WWW_AUTHENTICATE, ApiError, bad_parameter, log
+from .errors import STORE_ERRORS, WWW_AUTHENTICATE, ApiError, bad_parameter, log
 from .params import Spec, declare, json_body, spec_of
 from .state import accounts
 
@@ -75,13 +76,30 @@ def locked_out(username: str, addr: str, lock: Lockout) -> ApiError:
     return ApiError(429, "locked_out", f"{why}: try again in {secs} s", {"Retry-After": str(secs)})
 
 
+def password_change_required(name: str) -> ApiError:
+    """The 403 of a user whose password was generated (must_change): nothing is accepted from
+    them until it is changed (audited as "denied")."""
+    message = (
+        f"the password of {name!r} must be changed before the API accepts it: change it in the "
+        f"web UI (/password), or have an admin set a new one (PATCH /api/v1/users/{name})"
+    )
+    audit_refusal("denied", user=name, status=403, detail=f"{request.method} {request.path}: "
+                  "password change required")  # fmt: skip
+    return ApiError(403, "password_change_required", message)
+
+
 def check_request() -> None:
-    """before_request: the bearer token, the role and the logspace rights of the route.
+    """before_request: a foreign Origin on a POST/PUT/PATCH/DELETE, the bearer token, the role
+    and the logspace rights of the route.
 
     :raises ApiError: 401, 403.
     """
     g.user = None
     g.token = None
+    if foreign_origin(request.method, request.headers.get("Origin"), request.scheme, request.host):
+        raise forbidden(
+            f"cross-origin {request.method} refused (Origin: {request.headers['Origin']!r:.100})"
+        )
     if request.url_rule is None:  # 404/405: answered by the routing error
         return
     view = current_app.view_functions.get(request.endpoint or "")
@@ -101,6 +119,8 @@ def check_request() -> None:
     if g.token.kind == "web":  # a browser's sign-in works in the web UI only
         g.user = g.token = None
         raise unauthorized("a web UI session is not an API token (POST /api/v1/login)")
+    if g.user.must_change and request.endpoint != "auth.logout":
+        raise password_change_required(g.user.name)
     if spec is not None and spec.admin and g.user.role != "admin":
         raise forbidden(f"{g.user.name} is not an admin")
     logspace = (request.view_args or {}).get("logspace")
@@ -120,7 +140,7 @@ def install(app: Flask) -> None:
         "Log in: a session token for a user name and password",
         body="LoginRequest",
         answer="LoginResult",
-        errors=(400, 401, 413, 415, 429),
+        errors=(400, 401, 403, 413, 415, 429, *STORE_ERRORS),
         auth=False,
     )
 )
@@ -156,6 +176,8 @@ def login(args: dict[str, Any]) -> Any:
             {"WWW-Authenticate": WWW_AUTHENTICATE},
         )
     acc.login_succeeded(addr, user.name)
+    if user.must_change:
+        raise password_change_required(user.name)
     secret, token = acc.create_token(
         user.name, "session", kind="session", ttl=current_app.config["SESSION_TTL"]
     )
@@ -167,7 +189,9 @@ def login(args: dict[str, Any]) -> Any:
 
 
 @bp.route("/logout", methods=["POST"])
-@declare(Spec("Log out: revokes the token of this call", answer="Revoked", errors=(401,)))
+@declare(
+    Spec("Log out: revokes the token of this call", answer="Revoked", errors=(401, *STORE_ERRORS))
+)
 def logout(args: dict[str, Any]) -> Any:
     """POST /logout: revokes the caller's token."""
     accounts().revoke_token(g.token.id)

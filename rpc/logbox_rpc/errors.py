@@ -39,6 +39,9 @@ ACCOUNTS_STATUS = {
     "unavailable": 503,
 }
 WWW_AUTHENTICATE = 'Bearer realm="logbox"'
+# a route that writes the accounts store (a change, or the audit entry of a read) may answer
+# these: 503 unavailable (it cannot be written), 507 insufficient_storage (no space)
+STORE_ERRORS = (503, 507)
 
 
 class ApiError(Exception):
