@@ -177,7 +177,7 @@ class User:
     logspaces: tuple[str, ...]
     disabled: bool
     created_us: int
-    must_change: bool = False  # the web UI makes the user set a new password before anything
+    must_change: bool = False  # a new password is due before anything (web UI and API)
 
     def can_read(self, logspace: str) -> bool:
         """Whether this user may read logspace (admin: all; searcher: "*" or listed)."""
@@ -1218,7 +1218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a.add_argument(
         "--must-change",
         action="store_true",
-        help="the web UI makes the user set a new password at the first sign-in",
+        help="the web UI makes the user set a new password at the first sign-in (the API "
+        "refuses the user until then)",
     )
     sub.add_parser("list-users", help="one JSON User per line")
     args = p.parse_args(argv)

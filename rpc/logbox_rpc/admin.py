@@ -193,6 +193,7 @@ def update_user(name: str, args: dict[str, Any]) -> Any:
         role=role,
         logspaces=tuple(logspaces) if logspaces is not None else None,
         disabled=disabled,
+        keep_token=g.token.id if name == g.user.name else None,  # a new password ends sessions
     )
     audit("user_update", detail=f"user {name}: {', '.join(sorted(body)) or 'nothing'}")
     return jsonify(user.to_json())
