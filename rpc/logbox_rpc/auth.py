@@ -69,7 +69,7 @@ def locked_out(username: str, addr: str, lock: Lockout) -> ApiError:
     if lock.scope == "address":
         why = f"too many failed logins from {addr}"
     else:
-        why = f"too many failed logins for {username!r} from addresses it never signed in from"
+        why = f"too many failed logins for {username[:64]!r} from addresses it never signed in from"
     accounts().audit(
         "login_locked", user=username[:64], address=addr, status=429, detail=f"{lock.scope} blocked"
     )
