@@ -70,9 +70,7 @@ def locked_out(username: str, addr: str, lock: Lockout) -> ApiError:
         why = f"too many failed logins from {addr}"
     else:
         why = f"too many failed logins for {username[:64]!r} from addresses it never signed in from"
-    accounts().audit(
-        "login_locked", user=username[:64], address=addr, status=429, detail=f"{lock.scope} blocked"
-    )
+    audit_refusal("login_locked", user=username[:64], status=429, detail=f"{lock.scope} blocked")
     return ApiError(429, "locked_out", f"{why}: try again in {secs} s", {"Retry-After": str(secs)})
 
 
