@@ -207,10 +207,8 @@ def healthz() -> Response:
     return Response("ok\n", mimetype="text/plain")
 
 
-def _locked_page(lock: Lockout, username: str) -> tuple[str, int, dict[str, str]]:
-    """The 429 page of a refused sign-in (audited as "login_locked")."""
-    secs = math.ceil(lock.seconds)
-    minutes = math.ceil(secs / 60)
+def _refused(lock: Lockout, username: str) -> tuple[str, int, dict[str, str]]:
+    """The 429 page of a sign-in attempt the lockout refused (audited as "login_locked")."""
     accounts().audit(
         "login_locked",
         user=username[:64] or None,
@@ -218,6 +216,13 @@ def _locked_page(lock: Lockout, username: str) -> tuple[str, int, dict[str, str]
         status=429,
         detail=f"{lock.scope} blocked",
     )
+    return _locked_page(lock)
+
+
+def _locked_page(lock: Lockout) -> tuple[str, int, dict[str, str]]:
+    """The 429 page of a lockout."""
+    secs = math.ceil(lock.seconds)
+    minutes = math.ceil(secs / 60)
     if lock.scope == "address":
         why = f"Too many failed sign-ins from {address()}: sign-in from this address"
     else:
@@ -247,7 +252,7 @@ def login() -> Any:
     addr = address()
     lock = acc.login_attempt(addr, username)
     if lock is not None:
-        return _locked_page(lock, username)
+        return _refused(lock, username)
     user = acc.check_password(username, password) if username and password else None
     if user is None:
         block = acc.login_failed(addr, username)
@@ -260,7 +265,7 @@ def login() -> Any:
                 status=401,
                 detail=f"address blocked for {math.ceil(block)} s",
             )
-            return _locked_page(Lockout("address", block), username)
+            return _locked_page(Lockout("address", block))
         flash(f"{WRONG_LOGIN.capitalize()}.")
         return render_template("auth/login.html", next=nxt, username=username), 401
     acc.login_succeeded(addr, user.name)
@@ -311,7 +316,7 @@ def password() -> Any:
     addr = address()
     lock = acc.login_attempt(addr, user.name)
     if lock is not None:
-        return _locked_page(lock, user.name)
+        return _refused(lock, user.name)
     current = request.form.get("current", "")
     new = request.form.get("new", "")
     new2 = request.form.get("new2", "")
