@@ -27,6 +27,7 @@ from logbox_core.accounts import (
     AuditEntry,
     Conflict,
     Invalid,
+    Lockout,
     NotFound,
     StoreVersionError,
     Token,
@@ -269,28 +270,62 @@ def test_rehash_on_login(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- lockout
 
 
+def fail(acc: Accounts, address: str, user: str = "mallory") -> float:
+    """One failed login: counted, refused by the password, maybe starting a block; the block
+    it starts (0.0), or -1.0 when the lockout refused the attempt before its password."""
+    if acc.login_attempt(address, user) is not None:
+        return -1.0
+    return acc.login_failed(address, user)
+
+
+def blocked(acc: Accounts, address: str, user: str = "mallory") -> float:
+    lock = acc.login_blocked(address, user)
+    return 0.0 if lock is None else lock.seconds
+
+
 def test_lockout(acc: Accounts, clock: Clock) -> None:
     a = "192.0.2.1"
     for _ in range(9):
-        assert acc.record_failure(a) == 0.0
+        assert fail(acc, a) == 0.0
         clock.t += 1
-    assert acc.login_blocked(a) == 0.0
-    assert acc.record_failure(a) == 300.0  # the 10th within 60 s
-    assert acc.login_blocked(a) == 300.0
-    assert acc.login_blocked("192.0.2.2") == 0.0  # per address
+    assert blocked(acc, a) == 0.0
+    assert fail(acc, a) == 300.0  # the 10th within 60 s
+    assert acc.login_blocked(a, "alice") == Lockout("address", 300.0)  # every name
+    assert blocked(acc, "192.0.2.2") == 0.0  # per address
     clock.t += 100
-    assert acc.login_blocked(a) == 200.0
-    assert acc.record_failure(a) == 200.0  # inside the block: the block does not grow
-    assert acc.login_blocked(a) == 200.0
+    assert blocked(acc, a) == 200.0
+    assert fail(acc, a) == -1.0  # inside the block: refused, and the block does not grow
+    assert blocked(acc, a) == 200.0
     clock.t += 200
-    assert acc.login_blocked(a) == 0.0
-    # After the block, counting starts again.
+    assert blocked(acc, a) == 0.0
+    # After the block, counting starts again; a success takes back only its user's attempts.
     for _ in range(9):
-        assert acc.record_failure(a) == 0.0
-    acc.clear_failures(a)  # a success
-    for _ in range(9):
-        assert acc.record_failure(a) == 0.0
-    assert acc.record_failure(a) == 300.0
+        assert fail(acc, a) == 0.0
+    assert acc.login_attempt(a, "alice") is None
+    acc.login_succeeded(a, "alice")
+    assert fail(acc, a) == 300.0  # mallory's 10th: alice's success did not clear it
+
+
+def test_success_takes_back_only_its_own_attempts(acc: Accounts, clock: Clock) -> None:
+    a = "192.0.2.3"
+    for _ in range(5):
+        assert fail(acc, a, "alice") == 0.0
+    for _ in range(4):
+        assert fail(acc, a, "bob") == 0.0
+    assert acc.login_attempt(a, "alice") is None
+    acc.login_succeeded(a, "alice")  # alice's 5 failures (and this attempt) are taken back
+    for _ in range(5):
+        assert fail(acc, a, "bob") == 0.0  # bob: 9
+    assert fail(acc, a, "bob") == 300.0
+
+
+def test_attempts_in_flight_count(acc: Accounts, clock: Clock) -> None:
+    a = "192.0.2.4"
+    for _ in range(10):  # ten attempts whose passwords are still being checked
+        assert acc.login_attempt(a, "x") is None
+    lock = acc.login_attempt(a, "x")
+    assert lock is not None and lock.scope == "address" and 0 < lock.seconds <= 60
+    assert acc.login_failed(a, "x") == 300.0
 
 
 def test_lockout_window_slides(acc: Accounts, clock: Clock) -> None:
@@ -298,12 +333,35 @@ def test_lockout_window_slides(acc: Accounts, clock: Clock) -> None:
     start = clock.t
     for i in range(9):  # at 0, 7, 14, ..., 56 s
         clock.t = start + 7 * i
-        assert acc.record_failure(a) == 0.0
+        assert fail(acc, a) == 0.0
     clock.t = start + 60.5  # the first failure left the window: 9 within it
-    assert acc.record_failure(a) == 0.0
+    assert fail(acc, a) == 0.0
     clock.t = start + 61  # 7..61: 10 within 60 s
-    assert acc.record_failure(a) == 300.0
-    assert acc.login_blocked(a) == 300.0
+    assert fail(acc, a) == 300.0
+    assert blocked(acc, a) == 300.0
+
+
+def test_user_name_lockout_spares_known_addresses(acc: Accounts, clock: Clock) -> None:
+    acc.add_user("alice", PW, "searcher")
+    assert acc.login_attempt("198.51.100.1", "alice") is None
+    acc.login_succeeded("198.51.100.1", "alice")  # alice's usual address
+    for i in range(30):  # 30 failures from 10 addresses: none reaches its own limit
+        assert fail(acc, f"203.0.113.{i % 10}", "alice") == 0.0
+        clock.t += 1
+    lock = acc.login_attempt("203.0.113.99", "alice")
+    assert lock is not None and lock.scope == "user", lock
+    assert 260 < lock.seconds <= 300  # until the oldest failure leaves the 300 s window
+    assert acc.login_attempt("198.51.100.1", "alice") is None  # known: not refused
+    acc.login_succeeded("198.51.100.1", "alice")
+    assert acc.login_attempt("203.0.113.99", "bob") is None  # other names: not refused
+    assert acc.login_attempt("203.0.113.98", "nobody") is None
+    clock.t += 300
+    assert acc.login_attempt("203.0.113.99", "alice") is None  # the window passed
+    # a name no user can have is counted per address only
+    for _ in range(40):
+        acc.login_attempt(f"192.0.2.{clock.t % 200:.0f}", "Not A Name!")
+        clock.t += 7
+    assert acc.login_attempt("192.0.2.250", "Not A Name!") is None
 
 
 def test_lockout_settings_and_purge(tmp_path: Path, clock: Clock) -> None:
@@ -311,14 +369,16 @@ def test_lockout_settings_and_purge(tmp_path: Path, clock: Clock) -> None:
         tmp_path / "a", clock=clock, lockout_failures=3, lockout_window=10, lockout_seconds=30
     )
     try:
+        with acc._txn(b"failures", write=True) as txn:
+            txn.put(b"10.9.9.9", b'{"times": [], "blocked_until": null}')  # the old layout
         for i in range(50):
-            acc.record_failure(f"10.0.0.{i}")
-        assert acc.record_failure("x") == 0.0 and acc.record_failure("x") == 0.0
-        assert acc.record_failure("x") == 30.0
-        clock.t += 3600 + 31  # an hour on: the next failure purges dead addresses
-        acc.record_failure("y")
+            fail(acc, f"10.0.0.{i}", f"u{i}")
+        assert fail(acc, "x") == 0.0 and fail(acc, "x") == 0.0
+        assert fail(acc, "x") == 30.0
+        clock.t += 300 + 31  # the windows passed: the next attempt purges dead records
+        fail(acc, "y", "zed")
         with acc._txn(b"failures") as txn:
-            assert [k for k, _ in txn.cursor()] == [b"y"]
+            assert sorted(k for k, _ in txn.cursor()) == [b"a:y", b"u:zed"]
     finally:
         acc.close()
 

@@ -309,13 +309,19 @@ def test_forced_password_change(app: Flask) -> None:
 
 
 def test_password_change_ends_the_other_sessions(app: Flask) -> None:
+    acc = accounts_of(app)
     here, there = signed_in(app, "alice"), signed_in(app, "alice")
+    _, api_session = acc.create_token("alice", "session", kind="session", ttl=3600)
+    _, api_token = acc.create_token("alice", "ci", kind="api", ttl=3600)
     token = csrf_of(here.get("/password").get_data(as_text=True))
     form = {"current": PASSWORD, "new": NEW_PASSWORD, "new2": NEW_PASSWORD, "csrf_token": token}
     assert here.post("/password", data=form).status_code == 302
     assert here.get("/help/query").status_code == 200
     assert there.get("/help/query").status_code == 302
-    assert "1 other web sessions ended" in last_audit(app, "user_update").detail
+    # the API session (a password login) ends too; an admin's API token stays
+    assert acc.get_token(api_session.id).revoked_us is not None
+    assert acc.get_token(api_token.id).revoked_us is None
+    assert "2 other sessions ended (web and API)" in last_audit(app, "user_update").detail
 
 
 def test_password_change_refusals(app: Flask) -> None:

@@ -18,11 +18,14 @@ add-user reads the password from $LOGBOX_PASSWORD, else from the first line of s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import errno
 import getpass
 import hashlib
 import hmac
 import json
+import logging
 import os
 import re
 import secrets
@@ -50,11 +53,21 @@ PASSWORD_MIN, PASSWORD_MAX = 12, 1024
 
 LAST_USED_EVERY_US = 60_000_000  # last_used_us is written at most once a minute per token
 TOKEN_KEEP_US = 30 * 86400 * 1_000_000  # expired/revoked tokens are purged after 30 days
-PURGE_EVERY_S = 3600.0  # ... and the purges (tokens, stale failures) run at most hourly
+PURGE_EVERY_S = 3600.0  # ... and the purge of tokens runs at most hourly
+FAILURES_PURGE_EVERY_S = 60.0  # stale lockout records are purged at most once a minute
+USER_FAILURES = 30  # failed logins against one user name within USER_WINDOW (any addresses) ...
+USER_WINDOW = 300.0  # ... refuse it from addresses it has not signed in from (see README)
+KNOWN_KEEP_S = 30 * 86400.0  # an address a user signed in from is "known" for 30 days
+KNOWN_MAX = 16  # ... at most this many per user (the oldest is forgotten)
 AUDIT_SEQ_BITS = 10  # audit id = key_time_us << 10 | n (n: entries in that µs, 0..1023)
 AUDIT_PRUNE_BATCH = 20_000  # audit entries deleted per transaction when the store is full
 AUDIT_PRUNE_AT = 0.75  # ... which is when the DBs' pages fill 3/4 of the map
 AUDIT_CHECK_EVERY = 100  # how often (in audit writes per process) the fill is looked at
+
+log = logging.getLogger("logbox_core.accounts")
+_NO_SPACE = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))
+_IO_ERROR, _READ_ONLY = os.strerror(errno.EIO), os.strerror(errno.EROFS)
+STORE_LOW_BYTES = 1 << 20  # an EIO with less free space than this is taken for a full disk
 
 # Environments of a parent process seen in a forked child: kept referenced, never closed or
 # used (LMDB: an environment belongs to the process that opened it).
@@ -113,6 +126,41 @@ class TokenError(AccountsError):
         self.reason = reason
 
 
+class StoreWriteError(AccountsError):
+    """A change the store cannot write (StoreFull, StoreUnavailable); nothing was changed."""
+
+    status = 503
+
+
+class StoreFull(StoreWriteError):
+    """A change that cannot be written: the file system is full (ENOSPC, EDQUOT) or the LMDB map
+    is (MDB_MAP_FULL, .map_full). The API answers 507 insufficient_storage."""
+
+    code = "insufficient_storage"
+    status = 507
+
+    def __init__(self, message: str, *, map_full: bool = False) -> None:
+        super().__init__(message)
+        self.map_full = map_full
+
+
+class StoreUnavailable(StoreWriteError):
+    """A change that cannot be written for another reason: an I/O error, a read-only file
+    system. The API answers 503 unavailable."""
+
+    code = "unavailable"
+
+
+@dataclass(frozen=True)
+class Lockout:
+    """Why a login attempt is refused: scope "address" (too many failures from the address) or
+    "user" (too many against the user name from addresses it never signed in from), and the
+    seconds until it may be tried again."""
+
+    scope: str
+    seconds: float
+
+
 class StoreVersionError(AccountsError):
     """The store was written by a newer logbox (an unknown schema version)."""
 
@@ -129,7 +177,7 @@ class User:
     logspaces: tuple[str, ...]
     disabled: bool
     created_us: int
-    must_change: bool = False  # the web UI makes the user set a new password before anything
+    must_change: bool = False  # a new password is due before anything (web UI and API)
 
     def can_read(self, logspace: str) -> bool:
         """Whether this user may read logspace (admin: all; searcher: "*" or listed)."""
@@ -311,16 +359,22 @@ class Accounts:
         lockout_failures: int = 10,
         lockout_window: float = 60,
         lockout_seconds: float = 300,
+        user_failures: int = USER_FAILURES,
+        user_window: float = USER_WINDOW,
         clock: Callable[[], float] = time.time,
         hasher: argon2.PasswordHasher | None = None,
+        map_size: int = MAP_SIZE,
     ) -> None:
         self.path = os.fspath(path)
         self.lockout_failures = lockout_failures
         self.lockout_window = lockout_window
         self.lockout_seconds = lockout_seconds
+        self.user_failures = user_failures
+        self.user_window = user_window
         self.clock = clock
         self.hasher = hasher or argon2.PasswordHasher()
-        self.map_size = MAP_SIZE
+        self.map_size = map_size
+        self._last_used_failed = False
         self._audit_writes = 0
         self._lock = threading.Lock()
         self._env: lmdb.Environment | None = None
@@ -395,9 +449,40 @@ class Accounts:
                 f"knows versions up to {SCHEMA_VERSION} (written by a newer logbox?)"
             )
 
-    def _txn(self, db: bytes, write: bool = False) -> lmdb.Transaction:
+    @contextlib.contextmanager
+    def _txn(self, db: bytes, write: bool = False) -> Iterator[lmdb.Transaction]:
+        """A transaction on db, committed when the block ends without an exception.
+
+        :raises StoreFull: a write that cannot be committed for want of space.
+        """
         env, dbs = self._open()
-        return env.begin(db=dbs[db], write=write)
+        try:
+            with env.begin(db=dbs[db], write=write) as txn:
+                yield txn
+        except lmdb.MapFullError as e:
+            raise StoreFull(
+                f"the accounts store is full (its {self.map_size} byte map)", map_full=True
+            ) from e
+        except lmdb.Error as e:
+            if not write:
+                raise
+            if any(m in str(e) for m in _NO_SPACE) or (
+                _IO_ERROR in str(e) and self._free_bytes() < STORE_LOW_BYTES
+            ):  # LMDB turns a short write (a file system filling up) into EIO
+                raise StoreFull(f"no space left for the accounts store {self.path}") from e
+            if any(m in str(e) for m in (_IO_ERROR, _READ_ONLY)):
+                raise StoreUnavailable(
+                    f"the accounts store {self.path} cannot be written: {e}"
+                ) from e
+            raise
+
+    def _free_bytes(self) -> int:
+        """Bytes available to us on the store's file system."""
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return 0
+        return st.f_bavail * st.f_frsize
 
     def _db(self, name: bytes) -> Any:
         return self._open()[1][name]
@@ -490,15 +575,48 @@ class Accounts:
         logspaces: Sequence[str] | None = None,
         disabled: bool | None = None,
         must_change: bool | None = None,
+        keep_token: str | None = None,
     ) -> User:
         """Changes the given members of a user.
 
-        A new password clears must_change unless must_change=True is given with it.
+        A new password clears must_change unless must_change=True is given with it, and ends
+        the user's sign-ins: their "web" and "session" tokens are revoked ("api" tokens stay).
 
         :raises Invalid: a malformed member.
         :raises NotFound: no such user.
         :raises Conflict: it would leave no enabled admin.
         """
+        return self._update_user(
+            name,
+            password=password,
+            role=role,
+            logspaces=logspaces,
+            disabled=disabled,
+            must_change=must_change,
+            keep_token=keep_token,
+        )[0]
+
+    def change_password(
+        self, name: str, password: str, *, must_change: bool = False, keep_token: str | None = None
+    ) -> tuple[User, int]:
+        """Sets a new password, ends the user's sign-ins but keep_token's (update_user): (the
+        User, how many web and session tokens were revoked)."""
+        return self._update_user(
+            name, password=password, must_change=must_change, keep_token=keep_token
+        )
+
+    def _update_user(
+        self,
+        name: str,
+        *,
+        password: str | None = None,
+        role: str | None = None,
+        logspaces: Sequence[str] | None = None,
+        disabled: bool | None = None,
+        must_change: bool | None = None,
+        keep_token: str | None = None,
+    ) -> tuple[User, int]:
+        """update_user, and the number of tokens a new password revoked."""
         if password is not None:
             _check_password(password)
         if role is not None:
@@ -509,7 +627,8 @@ class Accounts:
         if must_change is not None and not isinstance(must_change, bool):
             raise Invalid("must_change: expected true or false")
         pw_hash = self.hasher.hash(password) if password is not None else None
-        users = self._db(b"users")
+        users, tokens = self._db(b"users"), self._db(b"tokens")
+        ended = 0
         with self._txn(b"users", write=True) as txn:
             rec = self._user_rec(txn, users, name) if NAME_RE.fullmatch(str(name)) else None
             if rec is None:
@@ -534,7 +653,27 @@ class Accounts:
             if was_admin and not is_admin and not self._other_enabled_admin(txn, users, name):
                 raise Conflict(f"'{name}' is the last enabled admin")
             txn.put(name.encode(), _dumps(rec))
-        return User._from(rec)
+            if pw_hash is not None:
+                ended = self._end_sign_ins(txn, tokens, name, keep_token)
+        return User._from(rec), ended
+
+    def _end_sign_ins(self, txn: lmdb.Transaction, tokens: Any, name: str, keep: str | None) -> int:
+        """Revokes name's live "web" and "session" tokens but keep; how many."""
+        now = self._now_us()
+        ended = []
+        for k, v in txn.cursor(db=tokens):
+            t = json.loads(v)
+            if (
+                t["user"] == name
+                and t["kind"] in ("web", "session")
+                and t["revoked_us"] is None
+                and t["id"] != keep
+            ):
+                t["revoked_us"] = now
+                ended.append((k, t))
+        for k, t in ended:
+            txn.put(k, _dumps(t), db=tokens)
+        return len(ended)
 
     def delete_user(self, name: str) -> None:
         """Deletes a user and revokes their tokens.
@@ -601,63 +740,149 @@ class Accounts:
         return User._from(rec)
 
     # ------------------------------------------------------------ lockout
+    #
+    # The "failures" DB holds one record per client address (key "a:" + address) and one per
+    # user name (key "u:" + name, for valid names, existing or not, so that a refusal tells
+    # nothing about which names exist). An attempt is counted before its password is checked
+    # (login_attempt), so that parallel attempts cannot slip past the limits and an attempt
+    # that cannot be counted (a full disk) is refused before argon2 runs; a success takes the
+    # attempts of that user from that address back (login_succeeded). The rule is in
+    # rpc/API.md §2 and rpc/logbox_core/README.md.
 
-    def _failures(self, txn: lmdb.Transaction, address: str) -> dict:
-        raw = txn.get(address.encode("utf-8", "surrogateescape"))
-        return json.loads(raw) if raw else {"times": [], "blocked_until": None}
+    @staticmethod
+    def _lock_keys(address: str, user: str) -> tuple[bytes, bytes | None]:
+        akey = b"a:" + address.encode("utf-8", "surrogateescape")[:400]
+        ukey = ("u:" + user).encode() if isinstance(user, str) and NAME_RE.fullmatch(user) else None
+        return akey, ukey
 
-    def login_blocked(self, address: str) -> float:
-        """Seconds left of address's login block; 0.0 when it is not blocked."""
-        with self._txn(b"failures") as txn:
-            rec = self._failures(txn, address)
-        until = rec["blocked_until"]
-        return max(0.0, until - self.clock()) if until is not None else 0.0
+    @staticmethod
+    def _lock_rec(txn: lmdb.Transaction, key: bytes | None) -> dict:
+        raw = txn.get(key) if key is not None else None
+        rec = json.loads(raw) if raw else {}
+        return {
+            "times": rec.get("times", []),  # [[t, user or address], ..]: attempts not taken back
+            "blocked_until": rec.get("blocked_until"),
+            "known": rec.get("known", {}),  # users only: address -> last sign-in (s)
+        }
 
-    def record_failure(self, address: str) -> float:
-        """Records a failed login from address.
+    def _lock_state(self, arec: dict, urec: dict, address: str, now: float) -> Lockout | None:
+        """The lockout an attempt from address meets, given the records (windows applied)."""
+        until = arec["blocked_until"]
+        if until is not None and until > now:
+            return Lockout("address", until - now)
+        times = arec["times"]
+        if len(times) >= self.lockout_failures:  # attempts in flight fill the window
+            return Lockout("address", max(1.0, times[0][0] + self.lockout_window - now))
+        known = urec["known"].get(address)
+        if known is not None and known > now - KNOWN_KEEP_S:
+            return None
+        utimes = urec["times"]
+        if len(utimes) >= self.user_failures:
+            return Lockout(
+                "user", max(1.0, utimes[-self.user_failures][0] + self.user_window - now)
+            )
+        return None
 
-        :returns: the block's seconds left when this failure starts a block or falls inside
-            one, else 0.0.
-        """
+    def _window(self, arec: dict, urec: dict, now: float) -> None:
+        arec["times"] = [x for x in arec["times"] if x[0] > now - self.lockout_window]
+        urec["times"] = [x for x in urec["times"] if x[0] > now - self.user_window]
+
+    def _lock_put(self, txn: lmdb.Transaction, key: bytes | None, rec: dict) -> None:
+        if key is None:
+            return
+        if not rec["known"]:
+            rec = {"times": rec["times"], "blocked_until": rec["blocked_until"]}
+        txn.put(key, _dumps(rec))
+
+    def login_blocked(self, address: str, user: str = "") -> Lockout | None:
+        """The lockout a login attempt from address as user would meet now, or None."""
+        akey, ukey = self._lock_keys(address, user)
         now = self.clock()
-        key = address.encode("utf-8", "surrogateescape")
-        with self._txn(b"failures", write=True) as txn:
-            rec = self._failures(txn, address)
-            until = rec["blocked_until"]
-            if until is not None and until > now:
-                return until - now
-            times = [t for t in rec["times"] if t > now - self.lockout_window] + [now]
-            if len(times) >= self.lockout_failures:
-                rec = {"times": [], "blocked_until": now + self.lockout_seconds}
-                left = float(self.lockout_seconds)
-            else:
-                rec = {"times": times, "blocked_until": None}
-                left = 0.0
-            txn.put(key, _dumps(rec))
-            if now - self._purged["failures"] >= PURGE_EVERY_S:
-                self._purged["failures"] = now
-                self._purge_failures(txn, now, keep=key)
-        return left
+        with self._txn(b"failures") as txn:
+            arec, urec = self._lock_rec(txn, akey), self._lock_rec(txn, ukey)
+        self._window(arec, urec, now)
+        return self._lock_state(arec, urec, address, now)
 
-    def _purge_failures(self, txn: lmdb.Transaction, now: float, keep: bytes) -> None:
-        """Deletes addresses with no failure in the window and no block (so the DB stays small)."""
+    def login_attempt(self, address: str, user: str) -> Lockout | None:
+        """Counts a login attempt from address as user, before its password is checked; or,
+        when the lockout refuses it, counts nothing and says why.
+
+        :raises StoreFull: the attempt cannot be counted (refuse it).
+        """
+        akey, ukey = self._lock_keys(address, user)
+        now = self.clock()
+        with self._txn(b"failures", write=True) as txn:
+            arec, urec = self._lock_rec(txn, akey), self._lock_rec(txn, ukey)
+            self._window(arec, urec, now)
+            lock = self._lock_state(arec, urec, address, now)
+            if lock is not None:
+                return lock
+            arec["times"].append([now, user if ukey is not None else None])
+            urec["times"].append([now, address])
+            self._lock_put(txn, akey, arec)
+            self._lock_put(txn, ukey, urec)
+            if now - self._purged["failures"] >= FAILURES_PURGE_EVERY_S:
+                self._purged["failures"] = now
+                self._purge_failures(txn, now, keep=(akey, ukey))
+        return None
+
+    def login_failed(self, address: str, user: str) -> float:
+        """After a wrong password (its attempt already counted): when the address has reached
+        lockout_failures within lockout_window, blocks it for lockout_seconds.
+
+        :returns: the seconds of the block this failure starts, else 0.0.
+        """
+        akey, _ = self._lock_keys(address, user)
+        now = self.clock()
+        with self._txn(b"failures", write=True) as txn:
+            arec = self._lock_rec(txn, akey)
+            arec["times"] = [x for x in arec["times"] if x[0] > now - self.lockout_window]
+            until = arec["blocked_until"]
+            if (until is None or until <= now) and len(arec["times"]) >= self.lockout_failures:
+                arec = {"times": [], "blocked_until": now + self.lockout_seconds, "known": {}}
+                self._lock_put(txn, akey, arec)
+                return float(self.lockout_seconds)
+        return 0.0
+
+    def login_succeeded(self, address: str, user: str) -> None:
+        """After a right password: takes back user's attempts from address (in both records;
+        the address's attempts for other names stay) and remembers address as known for user.
+        """
+        akey, ukey = self._lock_keys(address, user)
+        now = self.clock()
+        with self._txn(b"failures", write=True) as txn:
+            arec, urec = self._lock_rec(txn, akey), self._lock_rec(txn, ukey)
+            self._window(arec, urec, now)
+            arec["times"] = [x for x in arec["times"] if x[1] != user]
+            urec["times"] = [x for x in urec["times"] if x[1] != address]
+            known = {a: t for a, t in urec["known"].items() if t > now - KNOWN_KEEP_S}
+            known[address] = now
+            urec["known"] = dict(sorted(known.items(), key=lambda kv: kv[1])[-KNOWN_MAX:])
+            self._lock_put(txn, akey, arec)
+            self._lock_put(txn, ukey, urec)
+
+    def _purge_failures(
+        self, txn: lmdb.Transaction, now: float, keep: tuple[bytes | None, ...]
+    ) -> None:
+        """Deletes records with nothing in their window, no block and no known address (so the
+        DB stays small), and records of the old per-address layout."""
         stale = []
         for k, v in txn.cursor():
+            if k in keep:
+                continue
             rec = json.loads(v)
-            until = rec["blocked_until"]
-            if (
-                k != keep
-                and (until is None or until <= now)
-                and all(t <= now - self.lockout_window for t in rec["times"])
+            until = rec.get("blocked_until")
+            window = self.user_window if k.startswith(b"u:") else self.lockout_window
+            times = rec.get("times", [])
+            known = [t for t in rec.get("known", {}).values() if t > now - KNOWN_KEEP_S]
+            if not k.startswith((b"a:", b"u:")) or (
+                (until is None or until <= now)
+                and all(x[0] <= now - window for x in times)
+                and not known
             ):
                 stale.append(k)
         for k in stale:
             txn.delete(k)
-
-    def clear_failures(self, address: str) -> None:
-        """Forgets address's failures and block (after a successful login)."""
-        with self._txn(b"failures", write=True) as txn:
-            txn.delete(address.encode("utf-8", "surrogateescape"))
 
     # ------------------------------------------------------------ tokens
 
@@ -743,6 +968,13 @@ class Accounts:
             raise TokenError("user", "the token's user is deleted or disabled")
         last = rec["last_used_us"]
         if last is None or now - last >= LAST_USED_EVERY_US:
+            rec = self._touch_token(tid, now, rec)
+        return Token._from(rec), User._from(urec)
+
+    def _touch_token(self, tid: str, now: int, rec: dict) -> dict:
+        """Writes now as the token's last_used_us, best effort: when the store has no space the
+        token still authenticates (logged once per process until a write works again)."""
+        try:
             with self._txn(b"tokens", write=True) as txn:
                 raw = txn.get(tid.encode())
                 if raw is not None:
@@ -754,7 +986,15 @@ class Accounts:
                         cur["last_used_us"] = now
                         txn.put(tid.encode(), _dumps(cur))
                     rec = cur
-        return Token._from(rec), User._from(urec)
+        except StoreWriteError as e:
+            if not self._last_used_failed:
+                log.warning("token last_used not written (%s); tokens keep working", e.message)
+            self._last_used_failed = True
+            return rec
+        if self._last_used_failed:
+            log.warning("token last_used written again")
+        self._last_used_failed = False
+        return rec
 
     def get_token(self, id: str) -> Token | None:
         """The token with this id, or None."""
@@ -825,10 +1065,12 @@ class Accounts:
             self._prune_audit_when_full()
         try:
             return self._audit_put(rec)
-        except lmdb.MapFullError:
+        except StoreFull as e:
+            if not e.map_full:
+                raise  # the file system is full: pruning would not give it space
             try:
                 self._prune_audit()
-            except lmdb.MapFullError:
+            except StoreFull:
                 pass  # too full even to delete: the error below says so
             return self._audit_put(rec)
 
@@ -976,7 +1218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a.add_argument(
         "--must-change",
         action="store_true",
-        help="the web UI makes the user set a new password at the first sign-in",
+        help="the web UI makes the user set a new password at the first sign-in (the API "
+        "refuses the user until then)",
     )
     sub.add_parser("list-users", help="one JSON User per line")
     args = p.parse_args(argv)

@@ -18,6 +18,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "SYSLOGNG_PIDFILE": "/run/logbox/syslog-ng.pid",
     "SESSION_TTL": 43200,
     "SEARCHD_TIMEOUT": 60,
+    "ACCOUNTS_MAP_SIZE": 1 << 30,  # bytes: the LMDB map of the accounts store
 }
 
 # key -> (environment variable, type)
@@ -29,6 +30,7 @@ COMMON_ENVIRONMENT: dict[str, tuple[str, type]] = {
     "SYSLOGNG_PIDFILE": ("LOGBOX_SYSLOGNG_PIDFILE", str),
     "SESSION_TTL": ("LOGBOX_SESSION_TTL", int),
     "SEARCHD_TIMEOUT": ("LOGBOX_SEARCHD_TIMEOUT", float),
+    "ACCOUNTS_MAP_SIZE": ("LOGBOX_ACCOUNTS_MAP_SIZE", int),
 }
 
 

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from logbox_core.accounts import Accounts
+from logbox_core.accounts import MAP_SIZE, Accounts
 from logbox_core.searchd import Searchd
 
 _lock = threading.Lock()
@@ -50,7 +50,13 @@ class ProcState:
     @property
     def accounts(self) -> Accounts:
         """The accounts store of this process."""
-        return self._once("_accounts", lambda: Accounts(self.config["ACCOUNTS_PATH"]))
+        return self._once(
+            "_accounts",
+            lambda: Accounts(
+                self.config["ACCOUNTS_PATH"],
+                map_size=int(self.config.get("ACCOUNTS_MAP_SIZE", MAP_SIZE)),
+            ),
+        )
 
     @property
     def searchd(self) -> Searchd:

@@ -8,7 +8,7 @@ from flask import Blueprint, g, jsonify
 from logbox_core.accounts import ROLES, NotFound
 
 from .auth import audit
-from .errors import ApiError, bad_parameter
+from .errors import STORE_ERRORS, ApiError, bad_parameter
 from .params import Param, Spec, declare, json_body, member, parse_time
 from .state import accounts
 
@@ -22,7 +22,7 @@ ACTIONS = (
 DEFAULT_TOKEN_TTL = 90 * 86400
 MAX_TOKEN_TTL = 10 * 365 * 86400
 ADMIN_ERRORS = (400, 401, 403)
-BODY_ERRORS = (400, 401, 403, 413, 415)
+BODY_ERRORS = (400, 401, 403, 413, 415, *STORE_ERRORS)
 TOKEN_ID = Param("id", "string", "the token's id (12 hex digits)", where="path")
 USER_NAME = Param("name", "string", "the user name", where="path")
 
@@ -81,7 +81,13 @@ def create_token(args: dict[str, Any]) -> Any:
 
 @bp.route("/tokens/<id>", methods=["DELETE"])
 @declare(
-    Spec("Revokes a token", (TOKEN_ID,), answer="Token", errors=(*ADMIN_ERRORS, 404), admin=True)
+    Spec(
+        "Revokes a token",
+        (TOKEN_ID,),
+        answer="Token",
+        errors=(*ADMIN_ERRORS, 404, *STORE_ERRORS),
+        admin=True,
+    )
 )
 def revoke_token(id: str, args: dict[str, Any]) -> Any:
     """DELETE /tokens/{id}."""
@@ -187,6 +193,7 @@ def update_user(name: str, args: dict[str, Any]) -> Any:
         role=role,
         logspaces=tuple(logspaces) if logspaces is not None else None,
         disabled=disabled,
+        keep_token=g.token.id if name == g.user.name else None,  # a new password ends sessions
     )
     audit("user_update", detail=f"user {name}: {', '.join(sorted(body)) or 'nothing'}")
     return jsonify(user.to_json())
@@ -198,7 +205,7 @@ def update_user(name: str, args: dict[str, Any]) -> Any:
         "Deletes a user and revokes their tokens",
         (USER_NAME,),
         answer="Deleted",
-        errors=(*ADMIN_ERRORS, 404, 409),
+        errors=(*ADMIN_ERRORS, 404, 409, *STORE_ERRORS),
         admin=True,
     )
 )

@@ -31,5 +31,5 @@ def load(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
         CONFIG_FILE_VARIABLE,
         DEFAULT_CONFIG_FILE,
         config,
-        ("SESSION_TTL", "SEARCHD_TIMEOUT"),
+        ("SESSION_TTL", "SEARCHD_TIMEOUT", "ACCOUNTS_MAP_SIZE"),
     )

@@ -27,10 +27,21 @@ HTTP_CODES = {
     429: "locked_out",
     500: "internal",
     503: "unavailable",
+    507: "insufficient_storage",
 }
 # accounts error code -> status
-ACCOUNTS_STATUS = {"bad_parameter": 400, "not_found": 404, "conflict": 409, "unauthorized": 401}
+ACCOUNTS_STATUS = {
+    "bad_parameter": 400,
+    "not_found": 404,
+    "conflict": 409,
+    "unauthorized": 401,
+    "insufficient_storage": 507,
+    "unavailable": 503,
+}
 WWW_AUTHENTICATE = 'Bearer realm="logbox"'
+# a route that writes the accounts store (a change, or the audit entry of a read) may answer
+# these: 503 unavailable (it cannot be written), 507 insufficient_storage (no space)
+STORE_ERRORS = (503, 507)
 
 
 class ApiError(Exception):
@@ -94,6 +105,9 @@ def accounts_error_response(e: AccountsError) -> Response:
     if status is None:
         log.exception("accounts: %s", e)
         return error_response(500, "internal", "internal error (logged)")
+    if status in (503, 507):
+        log.error("accounts: %s", e.message)
+        return error_response(507, code, f"{e.message}; try again when space is freed")
     return error_response(status, code, str(e.args[0]) if e.args else code)
 
 

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from flask import Blueprint, Flask, current_app, jsonify
+from logbox_core.origin import UNSAFE_METHODS
 
 from .params import Spec, declare, spec_of
 
@@ -16,7 +17,9 @@ PREFIX = "/api/v1"
 ERROR_TEXT = {
     400: "bad_query or bad_parameter",
     401: "unauthorized (WWW-Authenticate: Bearer)",
-    403: "forbidden",
+    403: "forbidden; password_change_required (an authenticated route, or login, for a user "
+    "whose generated password must be changed first); a POST, PATCH or DELETE whose Origin is "
+    "another site",
     404: "not_found",
     405: "method_not_allowed",
     409: "conflict",
@@ -26,6 +29,8 @@ ERROR_TEXT = {
     429: "locked_out (Retry-After)",
     500: "internal",
     503: "unavailable",
+    507: "insufficient_storage (the accounts store has no space for the change or its audit "
+    "entry; nothing was changed)",
 }
 
 
@@ -268,8 +273,9 @@ def openapi_path(rule: str) -> str:
     return re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule)
 
 
-def operation(endpoint: str, spec: Spec) -> dict[str, Any]:
-    """The OpenAPI operation object of one view."""
+def operation(endpoint: str, spec: Spec, method: str = "GET") -> dict[str, Any]:
+    """The OpenAPI operation object of one view (method: a foreign Origin is a 403 on the
+    methods that change something)."""
     ok: dict[str, Any] = {"description": "success"}
     if spec.answer:
         ok["content"] = {"application/json": {"schema": _ref(spec.answer)}}
@@ -282,7 +288,10 @@ def operation(endpoint: str, spec: Spec) -> dict[str, Any]:
             h: {"description": d, "schema": {"type": "integer"}} for h, d in spec.headers.items()
         }
     responses: dict[str, Any] = {str(spec.ok): ok}
-    for status in sorted({*spec.errors, 500}):  # a bug can fail any route
+    errors = {*spec.errors, 500}  # a bug can fail any route
+    if spec.auth or method.upper() in UNSAFE_METHODS:
+        errors.add(403)  # password_change_required; a foreign Origin
+    for status in sorted(errors):
         r: dict[str, Any] = {
             "description": ERROR_TEXT[status],
             "content": {"application/json": {"schema": _ref("Error")}},
@@ -321,7 +330,7 @@ def document(app: Flask) -> dict[str, Any]:
         for method in sorted(rule.methods or ()):
             if method in ("HEAD", "OPTIONS"):
                 continue
-            item[method.lower()] = operation(rule.endpoint, spec)
+            item[method.lower()] = operation(rule.endpoint, spec, method)
     return {
         "openapi": "3.0.3",
         "info": {

@@ -66,7 +66,7 @@ SEARCH_PARAMS = (
         enum=("1", "0"),
     ),
 )
-QUERY_ERRORS = (400, 401, 403, 404, 422, 500, 503)
+QUERY_ERRORS = (400, 401, 403, 404, 422, 500, 503, 507)
 _TOTAL = re.compile(rb'"total":(null|[0-9]+)')
 
 
@@ -209,7 +209,7 @@ def top(logspace: str, args: dict[str, Any]) -> Response:
         "One message by id",
         (LOGSPACE, Param("id", "integer", "the message id (from 1)", where="path", minimum=1)),
         answer="Message",
-        errors=(400, 401, 403, 404, 500, 503),
+        errors=(400, 401, 403, 404, 500, 503, 507),
     )
 )
 def message(logspace: str, id: int, args: dict[str, Any]) -> Response:

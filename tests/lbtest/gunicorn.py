@@ -14,9 +14,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import requests
+from requests.adapters import HTTPAdapter
 
 if TYPE_CHECKING:
     from logbox_core.accounts import Accounts
@@ -50,6 +51,18 @@ def venv_python() -> str:
     """The project venv's python (the one with gunicorn and flask), else this one."""
     p = TOP / ".venv" / "bin" / "python"
     return str(p) if p.exists() else sys.executable
+
+
+class SourceAddressAdapter(HTTPAdapter):
+    """A requests adapter whose connections leave from one local address."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        super().__init__()
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["source_address"] = (self.source, 0)
+        super().init_poolmanager(*args, **kwargs)
 
 
 class _PortTaken(Exception):
@@ -236,13 +249,17 @@ class GunicornServer:
             self._accounts = Accounts(self.accounts_path)
         return self._accounts
 
-    def session(self) -> requests.Session:
-        """A requests session trusting the certificate (no proxies from the environment)."""
+    def session(self, source: str | None = None) -> requests.Session:
+        """A requests session trusting the certificate (no proxies from the environment);
+        source: the client's address (another 127.x.y.z: every 127/8 address is this host's)."""
         s = requests.Session()
         # requests < 2.32 lets REQUESTS_CA_BUNDLE override Session.verify; proxies from the
         # environment must not see 127.0.0.1 either.
         s.trust_env = False
         s.verify = str(self.cafile)
+        if source is not None:
+            s.mount("https://", SourceAddressAdapter(source))
+            s.mount("http://", SourceAddressAdapter(source))
         return s
 
     def log(self) -> str:

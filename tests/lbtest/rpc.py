@@ -40,9 +40,10 @@ class RpcServer(GunicornServer):
         """The API's base URL: https://127.0.0.1:<port>/api/v1."""
         return self.url + "/api/v1"
 
-    def session(self, token: str | None = None) -> requests.Session:
-        """A requests session trusting the certificate, with Authorization: Bearer token."""
-        s = super().session()
+    def session(self, token: str | None = None, source: str | None = None) -> requests.Session:
+        """A requests session trusting the certificate, with Authorization: Bearer token, from
+        the local address source (default: the system's choice, 127.0.0.1)."""
+        s = super().session(source)
         if token:
             s.headers["Authorization"] = f"Bearer {token}"
         return s

@@ -7,6 +7,7 @@ from typing import Any
 
 from flask import Flask, Request, render_template
 from flask_wtf.csrf import CSRFError
+from logbox_core.accounts import StoreWriteError
 from logbox_core.searchd import SearchdError
 from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
@@ -43,6 +44,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(CSRFError, _csrf_error)
     app.register_error_handler(SearchdError, _searchd_error)
+    app.register_error_handler(StoreWriteError, _store_error)
     app.register_error_handler(Exception, _internal_error)
     return app
 
@@ -90,6 +92,16 @@ def _searchd_error(e: SearchdError) -> Any:
             503, "Search unavailable", f"The search daemon is unavailable: {e.message}"
         )
     return error_page(e.status if e.status >= 400 else 502, "Search failed", e.message)
+
+
+def _store_error(e: StoreWriteError) -> Any:
+    """The accounts store cannot write a change (a sign-in, an audit entry): 507 when it has no
+    space, else 503."""
+    from flask import current_app
+
+    current_app.logger.error("accounts: %s", e.message)
+    title = "Insufficient storage" if e.status == 507 else "Accounts store unavailable"
+    return error_page(e.status, title, f"{e.message.capitalize()}: try again later.")
 
 
 def _internal_error(e: Exception) -> Any:

@@ -33,7 +33,7 @@ from logbox_core.accounts import (
 from logbox_core.searchd import SearchdError
 
 from . import settings as ls_settings
-from .auth import admin_required, audit, current_user
+from .auth import admin_required, audit, current_token, current_user
 from .state import accounts, searchd
 from .status import desired_settings, indexd_settings
 
@@ -195,8 +195,12 @@ def user(name: str) -> Any:
             if password != request.form.get("password2", password):
                 raise Invalid("password: the two passwords differ")
             must_change = request.form.get("must_change") == "1"
-            u = acc.update_user(name, password=password, must_change=must_change)
+            me = current_token()  # an admin resetting their own: this session goes on
+            u, ended = acc.change_password(
+                name, password, must_change=must_change, keep_token=me.id if me else None
+            )
             what = "password reset" + (" (must change at next sign-in)" if must_change else "")
+            what += f", {ended} sessions ended (web and API)"
         elif action == "update":
             role = request.form.get("role", u.role)
             rights = _rights_from_form()

@@ -25,7 +25,7 @@ from flask import (
     session,
     url_for,
 )
-from logbox_core.accounts import AccountsError, Token, TokenError, User
+from logbox_core.accounts import AccountsError, Lockout, Token, TokenError, User
 
 from .state import accounts
 
@@ -207,14 +207,30 @@ def healthz() -> Response:
     return Response("ok\n", mimetype="text/plain")
 
 
-def _locked_page(seconds: float) -> tuple[str, int, dict[str, str]]:
-    """The 429 page of a blocked address."""
-    secs = math.ceil(seconds)
-    minutes = math.ceil(secs / 60)
-    message = (
-        f"Too many failed sign-ins from {address()}: sign-in from this address is blocked for "
-        f"{secs} s (about {minutes} min)."
+def _refused(lock: Lockout, username: str) -> tuple[str, int, dict[str, str]]:
+    """The 429 page of a sign-in attempt the lockout refused (audited as "login_locked")."""
+    accounts().audit(
+        "login_locked",
+        user=username[:64] or None,
+        address=address(),
+        status=429,
+        detail=f"{lock.scope} blocked",
     )
+    return _locked_page(lock)
+
+
+def _locked_page(lock: Lockout) -> tuple[str, int, dict[str, str]]:
+    """The 429 page of a lockout."""
+    secs = math.ceil(lock.seconds)
+    minutes = math.ceil(secs / 60)
+    if lock.scope == "address":
+        why = f"Too many failed sign-ins from {address()}: sign-in from this address"
+    else:
+        why = (
+            f"Too many failed sign-ins for this user name from elsewhere: its sign-in from "
+            f"{address()}, where it never signed in before,"
+        )
+    message = f"{why} is blocked for {secs} s (about {minutes} min)."
     body = render_template(
         "errors/error.html", status=429, title="Too many sign-ins", message=message
     )
@@ -234,15 +250,12 @@ def login() -> Any:
     password = request.form.get("password", "")
     acc = accounts()
     addr = address()
-    blocked = acc.login_blocked(addr)
-    if blocked > 0:
-        acc.audit(
-            "login_locked", user=username[:64] or None, address=addr, status=429, detail="blocked"
-        )
-        return _locked_page(blocked)
+    lock = acc.login_attempt(addr, username)
+    if lock is not None:
+        return _refused(lock, username)
     user = acc.check_password(username, password) if username and password else None
     if user is None:
-        block = acc.record_failure(addr)
+        block = acc.login_failed(addr, username)
         acc.audit("login_failed", user=username[:64] or None, address=addr, status=401)
         if block > 0:
             acc.audit(
@@ -252,10 +265,10 @@ def login() -> Any:
                 status=401,
                 detail=f"address blocked for {math.ceil(block)} s",
             )
-            return _locked_page(block)
+            return _locked_page(Lockout("address", block))
         flash(f"{WRONG_LOGIN.capitalize()}.")
         return render_template("auth/login.html", next=nxt, username=username), 401
-    acc.clear_failures(addr)
+    acc.login_succeeded(addr, user.name)
     old = session.get("token")
     if old:  # a sign-in over a live session ends the old one
         try:
@@ -289,21 +302,6 @@ def logout() -> Response:
     return redirect(url_for("auth.login"))
 
 
-def _end_other_sessions(name: str) -> int:
-    """Revokes the user's web sessions but this one; how many."""
-    acc = accounts()
-    me = current_token()
-    n = 0
-    for t in acc.list_tokens(name):
-        if t.kind == "web" and t.revoked_us is None and (me is None or t.id != me.id):
-            try:
-                acc.revoke_token(t.id)
-                n += 1
-            except AccountsError:
-                pass
-    return n
-
-
 @bp.route("/password", methods=["GET", "POST"])
 @login_required
 def password() -> Any:
@@ -316,32 +314,38 @@ def password() -> Any:
         return render_template("auth/password.html", user=user, next=nxt)
     acc = accounts()
     addr = address()
-    blocked = acc.login_blocked(addr)
-    if blocked > 0:
-        return _locked_page(blocked)
+    lock = acc.login_attempt(addr, user.name)
+    if lock is not None:
+        return _refused(lock, user.name)
     current = request.form.get("current", "")
     new = request.form.get("new", "")
     new2 = request.form.get("new2", "")
     error = None
+    ended = 0
     if acc.check_password(user.name, current) is None:
-        acc.record_failure(addr)
+        acc.login_failed(addr, user.name)
         audit("denied", status=403, detail="password change: wrong current password")
         error = "The current password is wrong."
-    elif new != new2:
-        error = "The two new passwords differ."
-    elif new == current:
-        error = "The new password must differ from the current one."
     else:
+        acc.login_succeeded(addr, user.name)
+        if new != new2:
+            error = "The two new passwords differ."
+        elif new == current:
+            error = "The new password must differ from the current one."
+    if error is None:
+        me = current_token()
         try:
-            acc.update_user(user.name, password=new)
+            _, ended = acc.change_password(
+                user.name, new, keep_token=me.id if me is not None else None
+            )
         except AccountsError as e:
             error = f"{e}."
     if error is not None:
         flash(error)
         return render_template("auth/password.html", user=user, next=nxt), 400
-    ended = _end_other_sessions(user.name)
     audit(
-        "user_update", detail=f"{user.name}: own password changed, {ended} other web sessions ended"
+        "user_update",
+        detail=f"{user.name}: own password changed, {ended} other sessions ended (web and API)",
     )
     flash("Password changed.")
     return redirect(nxt or url_for("search.search"))

@@ -48,7 +48,7 @@ def load(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
         CONFIG_FILE_VARIABLE,
         DEFAULT_CONFIG_FILE,
         config,
-        ("SESSION_TTL", "SESSION_IDLE", "SEARCHD_TIMEOUT", "PAGE_SIZE"),
+        ("SESSION_TTL", "SESSION_IDLE", "SEARCHD_TIMEOUT", "PAGE_SIZE", "ACCOUNTS_MAP_SIZE"),
     )
     if not out.get("SECRET_KEY"):
         out["SECRET_KEY"] = _secret(out)

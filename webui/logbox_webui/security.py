@@ -1,10 +1,11 @@
-"""Security settings of every answer: the session cookie's flags, CSRF on every POST
-(Flask-WTF), and the headers (CSP, HSTS, nosniff, referrer policy, no caching of pages)."""
+"""Security settings of every answer: the session cookie's flags, a foreign Origin refused and
+CSRF checked on every POST (Flask-WTF), and the headers (CSP, HSTS, nosniff, referrer policy, no caching of pages)."""
 
 from __future__ import annotations
 
-from flask import Flask, Response, request
+from flask import Flask, Response, abort, request
 from flask_wtf.csrf import CSRFProtect
+from logbox_core.origin import foreign_origin
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -33,8 +34,19 @@ def install(app: Flask) -> None:
         WTF_CSRF_TIME_LIMIT=None,  # the token lives as long as the session
         WTF_CSRF_SSL_STRICT=True,  # HTTPS: the Referer must be this site
     )
+    app.before_request(_check_origin)  # before CSRFProtect's check: a foreign Origin is a 403
     csrf.init_app(app)
     app.after_request(_headers)
+
+
+def _check_origin() -> None:
+    """before_request: a POST (PUT, PATCH, DELETE) whose Origin is another site is refused.
+
+    :raises HTTPException: 403.
+    """
+    origin = request.headers.get("Origin")
+    if foreign_origin(request.method, origin, request.scheme, request.host):
+        abort(403, description=f"Cross-origin {request.method} refused (Origin: {origin:.100}).")
 
 
 def _headers(r: Response) -> Response:
