@@ -3,9 +3,10 @@
 # loghub-like messages, user alice fires 8 heavy counts at once (a phrase of two substring
 # wildcards: every candidate message is read), and while they run user bob asks for a cheap
 # count. bob's count must come back while alice's are still running (before her last one ends)
-# and take well under her total time, where a FIFO queue made it wait behind all 8. Also checks
-# that a caller whose queue is full gets a JSON 429 with Retry-After from the API, and that the
-# per-caller gauges of searchd's /metrics show alice's queries.
+# and take well under her total time, where a FIFO queue made it wait behind all 8 (8.8 s of
+# alice's 10 s before the fix). searchd's per-caller gauges show alice capped at 3 of the 4
+# workers. Then alice fires more heavy counts than her cap and queue hold: the surplus gets a JSON
+# 429 too_many_requests with Retry-After from the API, the rest 200.
 from __future__ import annotations
 
 import concurrent.futures
@@ -13,7 +14,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,8 @@ pytestmark = pytest.mark.slow
 
 MESSAGES = 500_000
 THREADS = 4  # searchd workers (fixed: the default follows the CPUs)
+CAP = THREADS - 1  # --max-per-caller's default
+QUEUE = 6  # --max-queued-per-caller: alice's 8 fit (3 running, 5 waiting)
 HEAVY = '"*1* *2*"'  # every message holding tokens with a 1 and a 2 is read and checked
 HEAVY_N = 8
 CHEAP = "blk_*"
@@ -55,7 +58,14 @@ def box(store_cli: Path, top: Path, tmp_path_factory: pytest.TempPathFactory) ->
         searchd_binary(top),
         lb.data,
         sockdir / "searchd.sock",
-        ["--threads", str(THREADS), "--deadline-ms", "120000"],
+        [
+            "--threads",
+            str(THREADS),
+            "--max-queued-per-caller",
+            str(QUEUE),
+            "--deadline-ms",
+            "120000",
+        ],
     ).start()
     rpc = RpcServer(root / "rpc", searchd_socket=sd.sock, data=lb.data)
     acc = rpc.accounts()
@@ -83,18 +93,28 @@ def count(box: Box, user: str, q: str) -> tuple[float, float, requests.Response]
 
 
 def metrics(box: Box) -> str:
+    """searchd's /metrics text (asked without a caller: served beside alice's queries)."""
     r = box.searchd.get("/metrics")
     assert r.status == 200
     return r.body.decode()
 
 
 def gauge(text: str, name: str) -> float:
+    """The value of a gauge (name with its labels) in /metrics text; 0 when absent."""
     m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
-    assert m, f"{name} not in /metrics"
-    return float(m.group(1))
+    return float(m.group(1)) if m else 0.0
 
 
-def wait_for(cond, what: str, timeout: float = 60) -> None:  # noqa: ANN001
+def alice(text: str) -> tuple[float, float]:
+    """alice's requests in searchd: (running, waiting)."""
+    return (
+        gauge(text, 'logbox_searchd_caller_running{caller="user:alice"}'),
+        gauge(text, 'logbox_searchd_caller_queued{caller="user:alice"}'),
+    )
+
+
+def wait_for(cond: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    """Polls cond until it holds (AssertionError after timeout s)."""
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -105,7 +125,7 @@ def test_fair_between_users(box: Box) -> None:
     # Warm up (caches, store handles): the heavy query alone, and bob's count alone.
     t0, t1, r = count(box, "alice", HEAVY)
     assert r.status_code == 200, r.text
-    print(f"heavy alone {t1 - t0:.2f} s")
+    heavy_alone = t1 - t0
     heavy_total = r.json()["total"]
     t0, t1, r = count(box, "bob", CHEAP)
     assert r.status_code == 200, r.text
@@ -114,8 +134,10 @@ def test_fair_between_users(box: Box) -> None:
 
     with concurrent.futures.ThreadPoolExecutor(HEAVY_N + 1) as pool:
         heavy = [pool.submit(count, box, "alice", HEAVY) for _ in range(HEAVY_N)]
-        time.sleep(1)
+        # bob asks once all of alice's requests have reached searchd (running or waiting).
+        wait_for(lambda: sum(alice(metrics(box))) == HEAVY_N, "alice's queries in searchd")
         b0, b1, rb = count(box, "bob", CHEAP)
+        during = metrics(box)
         done = [f.result() for f in heavy]
 
     assert rb.status_code == 200, rb.text
@@ -128,10 +150,32 @@ def test_fair_between_users(box: Box) -> None:
     a_total = a_last - a_start
     bob = b1 - b0
     print(
-        f"\nalice: {HEAVY_N} x {HEAVY} in {a_total:.2f} s; bob's count {bob:.3f} s "
+        f"\nalice: {HEAVY_N} x {HEAVY} in {a_total:.2f} s (alone {heavy_alone:.2f} s); "
+        f"bob's count {bob:.3f} s "
         f"(alone {alone:.3f} s), done {a_last - b1:.2f} s before alice's last"
     )
     assert (
         b1 < a_last
     ), f"bob's count ended {b1 - a_last:.2f} s after alice's last heavy query: it waited"
     assert bob < a_total / 4, f"bob's count took {bob:.2f} s of alice's {a_total:.2f} s"
+    # While bob's count ran, alice had at most CAP running and the rest waiting.
+    assert gauge(during, "logbox_searchd_max_per_caller") == CAP
+    running, waiting = alice(during)
+    assert 1 <= running <= CAP and running + waiting <= HEAVY_N, (running, waiting)
+
+
+def test_queue_full_is_429(box: Box) -> None:
+    n = 16  # gunicorn's 2 workers x 8 threads: all of them reach searchd at once
+    with concurrent.futures.ThreadPoolExecutor(n) as pool:
+        done = [f.result() for f in [pool.submit(count, box, "alice", HEAVY) for _ in range(n)]]
+    statuses = sorted(r.status_code for _, _, r in done)
+    assert set(statuses) == {200, 429}, statuses
+    # At most CAP running and QUEUE waiting were taken while the surplus arrived.
+    assert statuses.count(200) >= CAP + QUEUE, statuses
+    for _, _, r in done:
+        if r.status_code == 429:
+            assert r.headers["Content-Type"].startswith("application/json")
+            assert r.json()["error"]["code"] == "too_many_requests", r.text
+            assert int(r.headers["Retry-After"]) >= 1
+    assert alice(metrics(box)) == (0, 0)
+    assert gauge(metrics(box), 'logbox_searchd_errors_total{kind="caller_busy"}') >= 1

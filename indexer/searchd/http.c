@@ -11,12 +11,15 @@
  * callback counts down sd_open) or, since a client that went away never completes, at most
  * SD_DRAIN_S seconds after the last answer.
  */
+#include <sys/socket.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -177,6 +180,9 @@ http_job_done(struct searchd *env, struct job *j)
 {
 	if (j->j_conn != NULL)
 		evhttp_connection_set_closecb(j->j_conn, NULL, NULL);
+	if (j->j_watch != NULL)
+		event_free(j->j_watch);
+	j->j_watch = NULL;
 	http_reply(env, j->j_req, j->j_ep, j->j_start, j->j_status, j->j_ctype, j->j_body,
 	    j->j_bodylen);
 	j->j_body = NULL;
@@ -200,18 +206,72 @@ http_route(const char *path, size_t len)
 }
 
 /*
- * The connection of a job in flight closed: its client went away. The job is not run if it
- * still waits, and a search that runs gives up at its next look at the clock.
+ * The client of a job in flight went away. The job is not run if it still waits, and a search
+ * that runs gives up at its next look at the clock (lb_searchreq.cancel).
  */
 static void
-http_gone_cb(struct evhttp_connection *evcon, void *arg)
+http_gone(struct job *j, const char *why)
+{
+	atomic_store(&j->j_gone, 1);
+	if (j->j_watch != NULL)
+		event_free(j->j_watch);
+	j->j_watch = NULL;
+	log_debug("%s: the client of %s %s", __func__, ep_name(j->j_ep), why);
+}
+
+/* evhttp freed the connection of a job in flight (its socket is closed). */
+static void
+http_closed_cb(struct evhttp_connection *evcon, void *arg)
 {
 	struct job *j = arg;
 
 	(void)evcon;
-	atomic_store(&j->j_gone, 1);
 	j->j_conn = NULL;
-	log_debug("%s: the client of %s went away", __func__, ep_name(j->j_ep));
+	http_gone(j, "closed the connection");
+}
+
+/*
+ * The socket of a job in flight is readable: evhttp reads nothing more until it answers, so
+ * this is the end of the stream (the client closed or shut down its side), an error, or the
+ * start of a pipelined request (then the watch ends: nothing can be told from it).
+ */
+static void
+http_watch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct job	*j = arg;
+	char		 c;
+	ssize_t		 n;
+
+	(void)what;
+	n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0)
+		http_gone(j, "went away");
+	else if (n == -1 && errno != EAGAIN && errno != EINTR)
+		http_gone(j, "broke the connection");
+	else if (n > 0) {
+		event_free(j->j_watch);
+		j->j_watch = NULL;
+	}
+}
+
+/* Watches the client of j while it is in flight (best effort: without memory, it is not). */
+static void
+http_watch(struct searchd *env, struct job *j, struct evhttp_request *req)
+{
+	struct bufferevent	*bev;
+	evutil_socket_t		 fd;
+
+	if ((j->j_conn = evhttp_request_get_connection(req)) == NULL)
+		return;
+	evhttp_connection_set_closecb(j->j_conn, http_closed_cb, j);
+	if ((bev = evhttp_connection_get_bufferevent(j->j_conn)) == NULL ||
+	    (fd = bufferevent_getfd(bev)) == -1)
+		return;
+	if ((j->j_watch = event_new(env->sd_base, fd, EV_READ | EV_PERSIST, http_watch_cb,
+	    j)) != NULL && event_add(j->j_watch, NULL) == -1) {
+		event_free(j->j_watch);
+		j->j_watch = NULL;
+	}
 }
 
 /* Whether v is a valid X-Logbox-Caller value: 1..SCHED_NAME_MAX of [A-Za-z0-9_.:@-]. */
@@ -316,9 +376,8 @@ http_request_cb(struct evhttp_request *req, void *arg)
 		http_error(env, req, ep, start, 503, "unavailable", "out of memory");
 		return;
 	}
-	/* From here the job may run on a worker: the loop touches only j_conn and j_gone. */
-	if ((j->j_conn = evhttp_request_get_connection(req)) != NULL)
-		evhttp_connection_set_closecb(j->j_conn, http_gone_cb, j);
+	/* From here the job may run on a worker: the loop touches only j_conn, j_watch, j_gone. */
+	http_watch(env, j, req);
 	env->sd_inflight++;
 	metrics_inflight(env->sd_metrics, 1);
 }

@@ -53,6 +53,8 @@ job_free(struct job *j)
 {
 	if (j == NULL)
 		return;
+	if (j->j_watch != NULL)
+		event_free(j->j_watch);
 	free(j->j_path);
 	free(j->j_query);
 	free(j->j_body);

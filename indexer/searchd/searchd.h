@@ -84,6 +84,7 @@ struct job {
 	struct sched_item	 j_item;	/* waiting and running (sched.c) */
 	struct evhttp_request	*j_req;		/* loop thread only */
 	struct evhttp_connection *j_conn;	/* loop thread only: its close callback is ours */
+	struct event		*j_watch;	/* loop thread only: its socket read, for EOF */
 	atomic_int		 j_gone;	/* the client went away: the answer is not wanted */
 	int			 j_ep;		/* enum sd_ep */
 	char			*j_path;	/* the path, as received */
