@@ -74,11 +74,8 @@ sched_push(struct sched *s, const char *caller, struct sched_item *it)
 		return (SCHED_FULL);
 	if ((c = caller_get(s, caller)) == NULL)
 		return (ENOMEM);
-	if (c->sc_nqueued >= s->s_max_queued) {
-		if (c->sc_nqueued == 0 && c->sc_nrunning == 0)
-			caller_forget(s, c);
-		return (SCHED_CALLER_FULL);
-	}
+	if (c->sc_nqueued >= s->s_max_queued)
+		return (SCHED_CALLER_FULL);	/* (c has requests: it is not new) */
 	it->si_caller = c;
 	TAILQ_INSERT_TAIL(&c->sc_queue, it, si_entry);
 	c->sc_nqueued++;
