@@ -2,9 +2,10 @@
 # RPC API (gunicorn, TLS) over a real searchd with 4 workers on a store of a few hundred thousand
 # loghub-like messages, user alice fires 8 heavy counts at once (a phrase of two substring
 # wildcards: every candidate message is read), and while they run user bob asks for a cheap
-# count. bob's count must come back while alice's are still running (before her last one ends)
-# and take well under her total time, where a FIFO queue made it wait behind all 8 (8.8 s of
-# alice's 10 s before the fix). searchd's per-caller gauges show alice capped at 3 of the 4
+# count through the API and then loads a search page of the web UI (real gunicorn too). bob's
+# count must come back while alice's are still running (before her last one ends) and take well
+# under her total time, where a FIFO queue made it wait behind all 8 (8.8 s of alice's 10 s
+# before the fix); so must his search page, whose searchd requests name him (searchd's -v log). searchd's per-caller gauges show alice capped at 3 of the 4
 # workers. Then alice fires more heavy counts than her cap and queue hold: the surplus gets a JSON
 # 429 too_many_requests with Retry-After from the API, the rest 200.
 from __future__ import annotations
@@ -24,6 +25,7 @@ from lbtest.cli import Logbox
 from lbtest.corpus import big_corpus
 from lbtest.rpc import RpcServer
 from lbtest.searchd import Searchd, searchd_binary
+from lbtest.webui import WebuiServer
 
 pytestmark = pytest.mark.slow
 
@@ -42,6 +44,7 @@ class Box:
     data: Path
     searchd: Searchd
     rpc: RpcServer
+    web: WebuiServer
     tokens: dict[str, str]  # user -> API token
 
 
@@ -65,16 +68,18 @@ def box(store_cli: Path, top: Path, tmp_path_factory: pytest.TempPathFactory) ->
             str(QUEUE),
             "--deadline-ms",
             "120000",
+            "-v",  # a line per request, with its caller
         ],
     ).start()
     rpc = RpcServer(root / "rpc", searchd_socket=sd.sock, data=lb.data)
-    acc = rpc.accounts()
-    for user in ("alice", "bob"):
-        acc.add_user(user, PASSWORD, "searcher", ["main"])
+    web = WebuiServer(root / "web", searchd_socket=sd.sock, data=lb.data)
+    for app in (rpc, web):
+        for user in ("alice", "bob"):
+            app.accounts().add_user(user, PASSWORD, "searcher", ["main"])
     try:
-        with rpc:
+        with rpc, web:
             tokens = {u: rpc.login(u, PASSWORD) for u in ("alice", "bob")}
-            yield Box(lb.data, sd, rpc, tokens)
+            yield Box(lb.data, sd, rpc, web, tokens)
     finally:
         assert sd.stop() == 0, sd.log()
         shutil.rmtree(sockdir, ignore_errors=True)
@@ -131,6 +136,10 @@ def test_fair_between_users(box: Box) -> None:
     assert r.status_code == 200, r.text
     cheap_total = r.json()["total"]
     alone = t1 - t0
+    bob_web = box.web.login_session("bob", PASSWORD)
+    page = {"logspace": "main", "q": CHEAP, "from": "-1d", "to": "+1h"}
+    assert bob_web.get(box.web.url + "/search", params=page, timeout=60).status_code == 200
+    log_start = len(box.searchd.log())
 
     with concurrent.futures.ThreadPoolExecutor(HEAVY_N + 1) as pool:
         heavy = [pool.submit(count, box, "alice", HEAVY) for _ in range(HEAVY_N)]
@@ -138,6 +147,8 @@ def test_fair_between_users(box: Box) -> None:
         wait_for(lambda: sum(alice(metrics(box))) == HEAVY_N, "alice's queries in searchd")
         b0, b1, rb = count(box, "bob", CHEAP)
         during = metrics(box)
+        rw = bob_web.get(box.web.url + "/search", params=page, timeout=300)
+        w1 = time.monotonic()
         done = [f.result() for f in heavy]
 
     assert rb.status_code == 200, rb.text
@@ -162,6 +173,14 @@ def test_fair_between_users(box: Box) -> None:
     assert gauge(during, "logbox_searchd_max_per_caller") == CAP
     running, waiting = alice(during)
     assert 1 <= running <= CAP and running + waiting <= HEAVY_N, (running, waiting)
+    # bob's search page: whole, back before alice's last count, its requests named bob's.
+    assert rw.status_code == 200, rw.text[:500]
+    assert f'data-total="{cheap_total}"' in rw.text
+    assert w1 < a_last, f"bob's search page ended {w1 - a_last:.2f} s after alice's last"
+    log = box.searchd.log()[log_start:]
+    for ep in ("search", "histogram", "top"):
+        assert re.search(rf"^logbox-searchd: {ep} 200 \S+ ms user:bob /v1/{ep}\?", log, re.M), ep
+    assert re.search(r"^logbox-searchd: count 200 \S+ ms user:alice /v1/count\?", log, re.M)
 
 
 def test_queue_full_is_429(box: Box) -> None:

@@ -125,6 +125,16 @@ body_free_cb(const void *data, size_t len, void *arg)
 	free((void *)data);
 }
 
+/* Whether v is a valid X-Logbox-Caller value: 1..SCHED_NAME_MAX of [A-Za-z0-9_.:@-]. */
+static int
+caller_valid(const char *v)
+{
+	size_t n = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	    "_.:@-");
+
+	return (n > 0 && n <= SCHED_NAME_MAX && v[n] == '\0');
+}
+
 /*
  * Sends status with body (malloc'ed; taken over, also on failure) and counts it. A request
  * whose client went away is freed by evhttp_send_reply() without a completion callback.
@@ -135,10 +145,13 @@ http_reply(struct searchd *env, struct evhttp_request *req, int ep, int64_t star
 {
 	struct evkeyvalq	*h = evhttp_request_get_output_headers(req);
 	struct evbuffer		*buf;
+	const char		*caller;
 	int64_t			 us = now_mono_us() - start;
 
 	metrics_request(env->sd_metrics, ep, status, us);
-	log_debug("%s %d %.3f ms %.300s", ep_name(ep), status, us / 1000.0,
+	caller = evhttp_find_header(evhttp_request_get_input_headers(req), SD_CALLER_HEADER);
+	log_debug("%s %d %.3f ms %s %.300s", ep_name(ep), status, us / 1000.0,
+	    caller == NULL ? "-" : caller_valid(caller) ? caller : "(bad caller)",
 	    evhttp_request_get_uri(req));
 	evhttp_add_header(h, "Content-Type", ctype);
 	evhttp_add_header(h, "Cache-Control", "no-store");
@@ -272,16 +285,6 @@ http_watch(struct searchd *env, struct job *j, struct evhttp_request *req)
 		event_free(j->j_watch);
 		j->j_watch = NULL;
 	}
-}
-
-/* Whether v is a valid X-Logbox-Caller value: 1..SCHED_NAME_MAX of [A-Za-z0-9_.:@-]. */
-static int
-caller_valid(const char *v)
-{
-	size_t n = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	    "_.:@-");
-
-	return (n > 0 && n <= SCHED_NAME_MAX && v[n] == '\0');
 }
 
 static void
