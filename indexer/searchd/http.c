@@ -196,9 +196,20 @@ http_job_done(struct searchd *env, struct job *j)
 	if (j->j_watch != NULL)
 		event_free(j->j_watch);
 	j->j_watch = NULL;
-	http_reply(env, j->j_req, j->j_ep, j->j_start, j->j_status, j->j_ctype, j->j_body,
-	    j->j_bodylen);
-	j->j_body = NULL;
+	if (atomic_load(&j->j_gone) && j->j_conn != NULL) {
+		/*
+		 * Nobody reads the answer: close the connection (freeing the request) instead of
+		 * writing into it; no completion callback follows.
+		 */
+		metrics_request(env->sd_metrics, j->j_ep, j->j_status, now_mono_us() - j->j_start);
+		evhttp_connection_free(j->j_conn);
+		if (env->sd_open > 0)
+			env->sd_open--;
+	} else {
+		http_reply(env, j->j_req, j->j_ep, j->j_start, j->j_status, j->j_ctype,
+		    j->j_body, j->j_bodylen);
+		j->j_body = NULL;	/* http_reply took it */
+	}
 	job_free(j);
 	env->sd_inflight--;
 	metrics_inflight(env->sd_metrics, -1);

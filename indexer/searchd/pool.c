@@ -163,7 +163,7 @@ worker_main(void *arg)
 {
 	struct worker		*w = arg;
 	struct searchd		*env = w->w_env;
-	struct sched_item	*it;
+	struct sched_item	*it = NULL;
 	struct job		*j;
 
 	for (;;) {
