@@ -1,20 +1,24 @@
 # Scenario (issue 15 item 7): searchd shares its workers fairly between callers. Through the real
-# RPC API (gunicorn, TLS) over a real searchd with 4 workers on a store of a few hundred thousand
-# loghub-like messages, user alice fires 8 heavy counts at once (a phrase of two substring
-# wildcards: every candidate message is read), and while they run user bob asks for a cheap
-# count through the API and then loads a search page of the web UI (real gunicorn too). bob's
-# count must come back while alice's are still running (before her last one ends) and take well
-# under her total time, where a FIFO queue made it wait behind all 8 (8.8 s of alice's 10 s
-# before the fix); so must his search page, whose searchd requests name him (searchd's -v log). searchd's per-caller gauges show alice capped at 3 of the 4
-# workers. Then alice fires more heavy counts than her cap and queue hold: the surplus gets a JSON
-# 429 too_many_requests with Retry-After from the API, the rest 200.
+# RPC API (gunicorn, TLS) over a real searchd with 4 workers on a store of 500,000 loghub-like
+# messages, user alice fires 8 heavy counts at once (a phrase of two substring wildcards: every
+# candidate message is read), and while they run user bob asks for a cheap count through the API
+# and then loads a search page of the web UI (real gunicorn too). bob's count must come back
+# while alice's are still running (before her last one ends) and take well under her total time,
+# where a FIFO queue made it wait behind all 8 (8.8 s of alice's 10 s before the fix); so must
+# his search page, whose searchd requests name him (searchd's -v log). searchd's per-caller
+# gauges show alice capped at 3 of the 4 workers. Then alice fires more heavy counts than her cap
+# and queue hold: the surplus gets a JSON 429 too_many_requests with Retry-After from the API,
+# the rest 200. Last, a client that hangs up while its heavy count runs stops that search and
+# frees its worker.
 from __future__ import annotations
 
 import concurrent.futures
 import re
 import shutil
+import socket
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,3 +202,24 @@ def test_queue_full_is_429(box: Box) -> None:
             assert int(r.headers["Retry-After"]) >= 1
     assert alice(metrics(box)) == (0, 0)
     assert gauge(metrics(box), 'logbox_searchd_errors_total{kind="caller_busy"}') >= 1
+
+
+def test_client_gone_frees_its_worker(box: Box) -> None:
+    # carol's client sends a heavy count straight to searchd and hangs up while it runs: the
+    # search stops (searchd's -v log says so) and carol's worker is free again.
+    gone_before = gauge(metrics(box), 'logbox_searchd_errors_total{kind="client_gone"}')
+    log_start = len(box.searchd.log())
+    q = urllib.parse.urlencode({"q": HEAVY, "from": "-1d", "to": "+1h"})
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(str(box.searchd.sock))
+        s.sendall(
+            f"GET /v1/count?{q} HTTP/1.1\r\nHost: searchd\r\n"
+            "X-Logbox-Caller: user:carol\r\n\r\n".encode()
+        )
+        running = 'logbox_searchd_caller_running{caller="user:carol"}'
+        wait_for(lambda: gauge(metrics(box), running) == 1, "carol's count to run")
+    wait_for(lambda: gauge(metrics(box), running) == 0, "carol's count to end")
+    assert "the client went away: search stopped" in box.searchd.log()[log_start:]
+    gone = gauge(metrics(box), 'logbox_searchd_errors_total{kind="client_gone"}')
+    assert gone == gone_before + 1
+    assert not re.search(r"count 200 \S+ ms user:carol", box.searchd.log()[log_start:])
