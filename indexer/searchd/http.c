@@ -9,7 +9,10 @@
  * calls http_job_done(). On stop the listener is closed first, answers still owed are sent,
  * and the loop exits once every answer has been written out (each request's completion
  * callback counts down sd_open) or, since a client that went away never completes, at most
- * SD_DRAIN_S seconds after the last answer.
+ * SD_DRAIN_S seconds after the last answer. A job goes to the pool under its caller's name
+ * (X-Logbox-Caller, "-" without it) for the fair scheduler, and while it is in flight its
+ * socket is watched: a client that hangs up sets j_gone, which drops or stops the job, and the
+ * answer nobody reads is not written.
  */
 #include <sys/socket.h>
 

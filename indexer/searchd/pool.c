@@ -8,8 +8,8 @@
  * on a worker. A worker takes the job the fair scheduler (sched.c) picks under sd_mtx, runs
  * handle_job() without any lock, puts the job on the done queue and writes one byte to a pipe;
  * the loop reads the pipe and sends the answers. A job whose client went away while it waited
- * is not run. A store handle is used by one thread only, so each worker opens its own, lazily, one
- * per logspace, at most SD_STORES_PER_WORKER of them (least recently used closed first), all on
+ * is not run. A store handle is used by one thread only, so each worker opens its own, lazily,
+ * one per logspace, at most SD_STORES_PER_WORKER of them (least recently used closed first), all on
  * the one catalog (LMDB allows an environment to be opened once per process). SIGHUP bumps a
  * generation number; a worker that sees it changed closes its handles before its next job.
  */
@@ -39,6 +39,9 @@ struct worker {
 	uint64_t	 w_tick;
 	struct wstore	 w_stores[SD_STORES_PER_WORKER];
 };
+
+/* The job a scheduler item is embedded in. */
+#define JOB_OF(it)	((struct job *)((char *)(it) - offsetof(struct job, j_item)))
 
 #define CATALOG_RETRY_US	1000000	/* a missing catalog is looked for again after 1 s */
 
@@ -176,7 +179,7 @@ worker_main(void *arg)
 			break;
 		}
 		pthread_mutex_unlock(&env->sd_mtx);
-		j = (struct job *)((char *)it - offsetof(struct job, j_item));
+		j = JOB_OF(it);
 
 		/* Nobody waits for the answer of a client that went away while it was queued. */
 		if (atomic_load(&j->j_gone)) {
@@ -229,7 +232,7 @@ pool_done_cb(int fd, short what, void *arg)
 }
 
 /*
- * Queues j for caller (the X-Logbox-Caller value, "" without one). Returns 0, EAGAIN when
+ * Queues j for caller (the X-Logbox-Caller value, "-" without one). Returns 0, EAGAIN when
  * SD_QUEUE_MAX jobs wait already, EBUSY when the caller has --max-queued-per-caller waiting,
  * or ENOMEM.
  */
@@ -309,7 +312,7 @@ pool_stop(struct searchd *env)
 		job_free(j);
 	}
 	while ((it = sched_flush(&env->sd_sched)) != NULL)
-		job_free((struct job *)((char *)it - offsetof(struct job, j_item)));
+		job_free(JOB_OF(it));
 	sched_free(&env->sd_sched);
 	if (env->sd_ev_done != NULL)
 		event_free(env->sd_ev_done);

@@ -4,7 +4,8 @@
  * prototypes of each file's entry points. One concern per file:
  *   main.c      options, socket, privileges, signals, systemd, start and stop
  *   http.c      the event loop side: evhttp, routing, limits, replies, draining on stop
- *   pool.c      worker threads, the job queue, handing results back, per-worker store handles
+ *   pool.c      worker threads, handing jobs to the scheduler and results back, store handles
+ *   sched.c     the fair scheduler: per-caller queues taken in turn, the per-caller cap
  *   handlers.c  the work of each endpoint (runs on a worker): parameters, search, JSON bodies
  *   metrics.c   counters and the Prometheus text of /metrics
  *   log.c       one line per event on stderr
