@@ -94,7 +94,7 @@ mono_ns(void)
 	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 }
 
-/* Counts n units of work; LB_EDEADLINE once the deadline has passed. */
+/* Counts n units of work; LB_EDEADLINE past the deadline, ECANCELED once cancelled. */
 static inline int
 ev_tick(struct ev *e, uint64_t n)
 {
@@ -104,6 +104,8 @@ ev_tick(struct ev *e, uint64_t n)
 	e->work = 0;
 	if (e->deadline != 0 && mono_ns() > e->deadline)
 		return (LB_EDEADLINE);
+	if (e->rq->cancel != NULL && atomic_load_explicit(e->rq->cancel, memory_order_relaxed))
+		return (ECANCELED);
 	return (0);
 }
 
@@ -608,6 +610,7 @@ struct vpart {
 	uint64_t			*ids;
 	size_t				 n, kept;
 	int64_t				 deadline;	/* CLOCK_MONOTONIC ns; 0: none */
+	const atomic_int		*cancel;	/* lb_searchreq.cancel */
 	uint64_t			 skipped;	/* unreadable messages left out */
 	uint64_t			 first_bad;	/* the first of them */
 	int				 bad_rc;
@@ -625,6 +628,11 @@ vpart_run(void *arg)
 	for (size_t i = 0; i < v->n; i++) {
 		if ((i & 255) == 0 && v->deadline != 0 && mono_ns() > v->deadline) {
 			rc = LB_EDEADLINE;
+			break;
+		}
+		if ((i & 255) == 0 && v->cancel != NULL &&
+		    atomic_load_explicit(v->cancel, memory_order_relaxed)) {
+			rc = ECANCELED;
 			break;
 		}
 		if ((rc = lb_store_get(v->st, v->ids[i], &m)) != 0) {
@@ -673,6 +681,7 @@ verify(struct ev *e, const struct lb_qnode *q, struct lb_postings *p)
 	v[0].ids = p->ids;
 	v[0].n = p->n;
 	v[0].deadline = e->deadline;
+	v[0].cancel = e->rq->cancel;
 	if (p->n >= EV_PAR_MIN && lb_store_helper(e->st, &helper) == 0) {
 		v[1] = v[0];
 		v[1].st = helper;

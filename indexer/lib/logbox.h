@@ -11,6 +11,7 @@
 #ifndef LOGBOX_H
 #define LOGBOX_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -851,6 +852,8 @@ struct lb_searchreq {
 	uint32_t	 topk;		/* top: 1..LB_TOP_MAX values */
 	int64_t		 deadline_ms;	/* give up with LB_EDEADLINE after this long; 0 = none */
 	uint64_t	 max_terms;	/* wildcards may expand to this many terms; 0 = LB_MAX_TERMS */
+	const atomic_int *cancel;	/* or NULL: give up with ECANCELED once *cancel is non-zero
+					   (another thread sets it; looked at with the clock) */
 };
 
 #define LB_HIST_MAX	10000
@@ -888,8 +891,9 @@ void	lb_searchres_free(struct lb_searchres *res);
  * Runs rq on st (a reader or the writer). Fills *res (the caller frees it with
  * lb_searchres_free) with what rq->want asks for. A damaged segment is skipped and named in
  * res->warnings; the rest is still searched. LB_ETOOBROAD when wildcards expand past
- * max_terms, LB_EDEADLINE past the deadline, EINVAL for a bad request (from > to, limit 0
- * with LB_WANT_HITS, nbuckets or topk out of range, an unknown top_ns).
+ * max_terms, LB_EDEADLINE past the deadline, ECANCELED once *rq->cancel is set, EINVAL for a
+ * bad request (from > to, limit 0 with LB_WANT_HITS, nbuckets or topk out of range, an unknown
+ * top_ns).
  * A store handle must be used by one thread at a time; lb_search uses it (and caches open
  * segments in it) like lb_store_get does.
  */

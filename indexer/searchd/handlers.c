@@ -559,6 +559,7 @@ do_query(struct req *r, char **body, size_t *len)
 	rq.from = r->r_from;
 	rq.to = r->r_to;
 	rq.max_terms = env->sd_max_terms;
+	rq.cancel = &j->j_gone;
 	if (env->sd_deadline_ms > 0) {
 		waited = (now_mono_us() - j->j_start) / 1000;
 		if (waited >= env->sd_deadline_ms) {
@@ -603,6 +604,12 @@ do_query(struct req *r, char **body, size_t *len)
 	case LB_EDEADLINE:
 		req_fail(r, 422, "too_broad", "deadline: the query ran past %lld ms; narrow the "
 		    "query or the time range", (long long)rq.deadline_ms);
+		goto done;
+	case ECANCELED:
+		/* Nobody reads this answer: the client went away (http_gone_cb). */
+		metrics_error(env->sd_metrics, ERR_GONE, 1);
+		log_debug("%s: %s: the client went away: search stopped", __func__, r->r_ls);
+		req_fail(r, 503, "unavailable", "the client went away");
 		goto done;
 	case ENOMEM:
 		req_fail(r, 503, "unavailable", "out of memory");

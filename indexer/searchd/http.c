@@ -9,14 +9,20 @@
  * calls http_job_done(). On stop the listener is closed first, answers still owed are sent,
  * and the loop exits once every answer has been written out (each request's completion
  * callback counts down sd_open) or, since a client that went away never completes, at most
- * SD_DRAIN_S seconds after the last answer.
+ * SD_DRAIN_S seconds after the last answer. A job goes to the pool under its caller's name
+ * (X-Logbox-Caller, "-" without it) for the fair scheduler, and while it is in flight its
+ * socket is watched: a client that hangs up sets j_gone, which drops or stops the job, and the
+ * answer nobody reads is not written.
  */
+#include <sys/socket.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -59,6 +65,7 @@ http_reason(int status)
 	case 405: return ("Method Not Allowed");
 	case 414: return ("URI Too Long");
 	case 422: return ("Unprocessable Entity");
+	case 429: return ("Too Many Requests");
 	case 500: return ("Internal Server Error");
 	case 503: return ("Service Unavailable");
 	default: return ("Unknown");
@@ -121,6 +128,16 @@ body_free_cb(const void *data, size_t len, void *arg)
 	free((void *)data);
 }
 
+/* Whether v is a valid X-Logbox-Caller value: 1..SCHED_NAME_MAX of [A-Za-z0-9_.:@-]. */
+static int
+caller_valid(const char *v)
+{
+	size_t n = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	    "_.:@-");
+
+	return (n > 0 && n <= SCHED_NAME_MAX && v[n] == '\0');
+}
+
 /*
  * Sends status with body (malloc'ed; taken over, also on failure) and counts it. A request
  * whose client went away is freed by evhttp_send_reply() without a completion callback.
@@ -131,10 +148,13 @@ http_reply(struct searchd *env, struct evhttp_request *req, int ep, int64_t star
 {
 	struct evkeyvalq	*h = evhttp_request_get_output_headers(req);
 	struct evbuffer		*buf;
+	const char		*caller;
 	int64_t			 us = now_mono_us() - start;
 
 	metrics_request(env->sd_metrics, ep, status, us);
-	log_debug("%s %d %.3f ms %.300s", ep_name(ep), status, us / 1000.0,
+	caller = evhttp_find_header(evhttp_request_get_input_headers(req), SD_CALLER_HEADER);
+	log_debug("%s %d %.3f ms %s %.300s", ep_name(ep), status, us / 1000.0,
+	    caller == NULL ? "-" : caller_valid(caller) ? caller : "(bad caller)",
 	    evhttp_request_get_uri(req));
 	evhttp_add_header(h, "Content-Type", ctype);
 	evhttp_add_header(h, "Cache-Control", "no-store");
@@ -174,9 +194,25 @@ http_error(struct searchd *env, struct evhttp_request *req, int ep, int64_t star
 void
 http_job_done(struct searchd *env, struct job *j)
 {
-	http_reply(env, j->j_req, j->j_ep, j->j_start, j->j_status, j->j_ctype, j->j_body,
-	    j->j_bodylen);
-	j->j_body = NULL;
+	if (j->j_conn != NULL)
+		evhttp_connection_set_closecb(j->j_conn, NULL, NULL);
+	if (j->j_watch != NULL)
+		event_free(j->j_watch);
+	j->j_watch = NULL;
+	if (atomic_load(&j->j_gone) && j->j_conn != NULL) {
+		/*
+		 * Nobody reads the answer: close the connection (freeing the request) instead of
+		 * writing into it; no completion callback follows.
+		 */
+		metrics_request(env->sd_metrics, j->j_ep, j->j_status, now_mono_us() - j->j_start);
+		evhttp_connection_free(j->j_conn);
+		if (env->sd_open > 0)
+			env->sd_open--;
+	} else {
+		http_reply(env, j->j_req, j->j_ep, j->j_start, j->j_status, j->j_ctype,
+		    j->j_body, j->j_bodylen);
+		j->j_body = NULL;	/* http_reply took it */
+	}
 	job_free(j);
 	env->sd_inflight--;
 	metrics_inflight(env->sd_metrics, -1);
@@ -196,15 +232,84 @@ http_route(const char *path, size_t len)
 	return (-1);
 }
 
+/*
+ * The client of a job in flight went away. The job is not run if it still waits, and a search
+ * that runs gives up at its next look at the clock (lb_searchreq.cancel).
+ */
+static void
+http_gone(struct job *j, const char *why)
+{
+	atomic_store(&j->j_gone, 1);
+	if (j->j_watch != NULL)
+		event_free(j->j_watch);
+	j->j_watch = NULL;
+	log_debug("%s: the client of %s %s", __func__, ep_name(j->j_ep), why);
+}
+
+/* evhttp freed the connection of a job in flight (its socket is closed). */
+static void
+http_closed_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct job *j = arg;
+
+	(void)evcon;
+	j->j_conn = NULL;
+	http_gone(j, "closed the connection");
+}
+
+/*
+ * The socket of a job in flight is readable: evhttp reads nothing more until it answers, so
+ * this is the end of the stream (the client closed or shut down its side), an error, or the
+ * start of a pipelined request (then the watch ends: nothing can be told from it).
+ */
+static void
+http_watch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct job	*j = arg;
+	char		 c;
+	ssize_t		 n;
+
+	(void)what;
+	n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0)
+		http_gone(j, "went away");
+	else if (n == -1 && errno != EAGAIN && errno != EINTR)
+		http_gone(j, "broke the connection");
+	else if (n > 0) {
+		event_free(j->j_watch);
+		j->j_watch = NULL;
+	}
+}
+
+/* Watches the client of j while it is in flight (best effort: without memory, it is not). */
+static void
+http_watch(struct searchd *env, struct job *j, struct evhttp_request *req)
+{
+	struct bufferevent	*bev;
+	evutil_socket_t		 fd;
+
+	if ((j->j_conn = evhttp_request_get_connection(req)) == NULL)
+		return;
+	evhttp_connection_set_closecb(j->j_conn, http_closed_cb, j);
+	if ((bev = evhttp_connection_get_bufferevent(j->j_conn)) == NULL ||
+	    (fd = bufferevent_getfd(bev)) == -1)
+		return;
+	if ((j->j_watch = event_new(env->sd_base, fd, EV_READ | EV_PERSIST, http_watch_cb,
+	    j)) != NULL && event_add(j->j_watch, NULL) == -1) {
+		event_free(j->j_watch);
+		j->j_watch = NULL;
+	}
+}
+
 static void
 http_request_cb(struct evhttp_request *req, void *arg)
 {
 	struct searchd	*env = arg;
 	struct job	*j;
-	const char	*uri, *q;
+	const char	*uri, *q, *caller;
 	size_t		 urilen, plen;
 	int64_t		 start = now_mono_us();
-	int		 ep;
+	int		 ep, rc;
 	char		*body;
 
 	env->sd_open++;
@@ -243,6 +348,16 @@ http_request_cb(struct evhttp_request *req, void *arg)
 		return;
 	}
 
+	/* Who asks (the apps say; requests without the header are one caller, "-"). */
+	caller = evhttp_find_header(evhttp_request_get_input_headers(req), SD_CALLER_HEADER);
+	if (caller == NULL)
+		caller = "-";
+	else if (!caller_valid(caller)) {
+		http_error(env, req, ep, start, 400, "bad_parameter", SD_CALLER_HEADER
+		    ": expected 1..128 bytes of A-Z a-z 0-9 _ . : @ -");
+		return;
+	}
+
 	if ((j = calloc(1, sizeof(*j))) == NULL ||
 	    (j->j_path = strndup(uri, plen)) == NULL ||
 	    (q != NULL && (j->j_query = strdup(q + 1)) == NULL)) {
@@ -253,13 +368,33 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	j->j_req = req;
 	j->j_ep = ep;
 	j->j_start = start;
-	if (pool_submit(env, j) != 0) {
+	atomic_init(&j->j_gone, 0);
+	if ((rc = pool_submit(env, j, caller)) != 0) {
 		job_free(j);
-		metrics_error(env->sd_metrics, ERR_BUSY, 1);
-		log_warnx("%s: %d requests queued: refusing more", __func__, SD_QUEUE_MAX);
-		http_error(env, req, ep, start, 503, "unavailable", "too many requests queued");
+		if (rc == EBUSY) {
+			metrics_error(env->sd_metrics, ERR_CALLER_BUSY, 1);
+			log_debug("%s: caller %s has %d requests queued: 429", __func__, caller,
+			    env->sd_max_queued_per_caller);
+			evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
+			    SD_RETRY_AFTER);
+			http_error(env, req, ep, start, 429, "too_many_requests", "too many "
+			    "requests of this caller queued: wait for its answers, then retry");
+			return;
+		}
+		if (rc == EAGAIN) {
+			metrics_error(env->sd_metrics, ERR_BUSY, 1);
+			log_warnx("%s: %d requests queued: refusing more", __func__, SD_QUEUE_MAX);
+			evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
+			    SD_RETRY_AFTER);
+			http_error(env, req, ep, start, 503, "unavailable",
+			    "too many requests queued");
+			return;
+		}
+		http_error(env, req, ep, start, 503, "unavailable", "out of memory");
 		return;
 	}
+	/* From here the job may run on a worker: the loop touches only j_conn, j_watch, j_gone. */
+	http_watch(env, j, req);
 	env->sd_inflight++;
 	metrics_inflight(env->sd_metrics, 1);
 }

@@ -31,6 +31,7 @@
 
 static const char *usage_text =
     "usage: logbox-searchd --data DIR --socket PATH [--threads N] [--deadline-ms MS]\n"
+    "                      [--max-per-caller N] [--max-queued-per-caller N]\n"
     "                      [--max-terms N] [--cache-segments N] [--term-cache-mb N]\n"
     "                      [--user USER]\n"
     "                      [--allow-root] [-v]\n";
@@ -84,6 +85,8 @@ parse_options(struct searchd *env, int argc, char **argv)
 		{ "socket",		required_argument,	NULL, 's' },
 		{ "threads",		required_argument,	NULL, 't' },
 		{ "deadline-ms",	required_argument,	NULL, 'D' },
+		{ "max-per-caller",	required_argument,	NULL, 'P' },
+		{ "max-queued-per-caller", required_argument,	NULL, 'Q' },
 		{ "max-terms",		required_argument,	NULL, 'm' },
 		{ "cache-segments",	required_argument,	NULL, 'c' },
 		{ "term-cache-mb",	required_argument,	NULL, 'T' },
@@ -110,6 +113,12 @@ parse_options(struct searchd *env, int argc, char **argv)
 		case 'D': env->sd_deadline_ms = (int64_t)opt_num("deadline-ms", optarg, 0,
 			    86400000);
 			break;
+		case 'P': env->sd_max_per_caller = (int)opt_num("max-per-caller", optarg, 1,
+			    SD_THREADS_MAX);
+			break;
+		case 'Q': env->sd_max_queued_per_caller = (int)opt_num("max-queued-per-caller",
+			    optarg, 1, SD_QUEUE_MAX);
+			break;
 		case 'm': env->sd_max_terms = opt_num("max-terms", optarg, 1, UINT32_MAX); break;
 		case 'c': env->sd_cache_segments = opt_num("cache-segments", optarg, 1,
 			    1000000);
@@ -127,6 +136,11 @@ parse_options(struct searchd *env, int argc, char **argv)
 	}
 	if (optind != argc || env->sd_data == NULL || env->sd_sock == NULL)
 		usage();
+	/* One caller alone never takes every worker: another's request starts at once. */
+	if (env->sd_max_per_caller == 0)
+		env->sd_max_per_caller = env->sd_threads > 1 ? env->sd_threads - 1 : 1;
+	if (env->sd_max_queued_per_caller == 0)
+		env->sd_max_queued_per_caller = SD_CALLER_QUEUE;
 	if (!term_cache_set)
 		env->sd_term_cache_mb = (uint64_t)(LB_BLOB_BUDGET >> 20) * (uint64_t)env->sd_threads;
 }
@@ -218,8 +232,9 @@ main(int argc, char **argv)
 			fatalx("%s: cannot arm the watchdog timer", __func__);
 	}
 	env.sd_started = now_mono_us();
-	log_info("listening on %s: data %s, %d threads, deadline %lld ms", env.sd_sock,
-	    env.sd_data, env.sd_threads, (long long)env.sd_deadline_ms);
+	log_info("listening on %s: data %s, %d threads (%d per caller, %d waiting per caller), "
+	    "deadline %lld ms", env.sd_sock, env.sd_data, env.sd_threads, env.sd_max_per_caller,
+	    env.sd_max_queued_per_caller, (long long)env.sd_deadline_ms);
 	sd_notifyf(0, "READY=1\nSTATUS=listening on %s, %d threads", env.sd_sock,
 	    env.sd_threads);
 

@@ -10,7 +10,7 @@
 
 #include "searchd.h"
 
-static const int m_statuses[] = { 200, 400, 404, 405, 414, 422, 500, 503 };
+static const int m_statuses[] = { 200, 400, 404, 405, 414, 422, 429, 500, 503 };
 #define M_NSTATUS	(int)(sizeof(m_statuses) / sizeof(m_statuses[0]) + 1)	/* + other */
 
 /* Latency histogram bounds, seconds. */
@@ -20,7 +20,14 @@ static const double m_bounds[] = {
 #define M_NBOUNDS	(int)(sizeof(m_bounds) / sizeof(m_bounds[0]))
 
 static const char *m_errnames[ERR_N] = {
-	"internal", "store", "damaged_segment", "message_read", "busy"
+	"internal", "store", "damaged_segment", "message_read", "busy", "caller_busy",
+	"client_gone"
+};
+
+/* One caller's counts, copied under sd_mtx. */
+struct mcaller {
+	char	name[SCHED_NAME_MAX + 1];
+	size_t	running, queued;
 };
 
 struct metrics {
@@ -122,15 +129,26 @@ metrics_write(struct searchd *env, struct worker *w, FILE *f)
 	struct lb_catalog	*cat;
 	struct lb_store		*st;
 	struct names		 ns = { NULL, 0, 0 };
+	struct sched_caller	*sc;
+	struct mcaller		*mc = NULL;
 	uint64_t		 first, next, cum;
-	size_t			 queued;
+	size_t			 queued, running, nmc = 0;
 	int			 rc;
 
 	pthread_mutex_lock(&m->m_mtx);
 	memcpy(&c, m, sizeof(c));
 	pthread_mutex_unlock(&m->m_mtx);
 	pthread_mutex_lock(&env->sd_mtx);
-	queued = env->sd_nqueued;
+	queued = env->sd_sched.s_nqueued;
+	running = env->sd_sched.s_nrunning;
+	if (env->sd_sched.s_ncallers > 0 &&
+	    (mc = calloc(env->sd_sched.s_ncallers, sizeof(*mc))) != NULL)
+		TAILQ_FOREACH(sc, &env->sd_sched.s_all, sc_all) {
+			memcpy(mc[nmc].name, sc->sc_name, sizeof(mc[nmc].name));
+			mc[nmc].running = sc->sc_nrunning;
+			mc[nmc].queued = sc->sc_nqueued;
+			nmc++;
+		}
 	pthread_mutex_unlock(&env->sd_mtx);
 
 	fprintf(f, "# HELP logbox_searchd_requests_total HTTP requests answered.\n"
@@ -177,9 +195,28 @@ metrics_write(struct searchd *env, struct worker *w, FILE *f)
 	fprintf(f, "# HELP logbox_searchd_queue_length Requests waiting for a worker.\n"
 	    "# TYPE logbox_searchd_queue_length gauge\nlogbox_searchd_queue_length %zu\n",
 	    queued);
+	fprintf(f, "# HELP logbox_searchd_running Requests a worker is running.\n"
+	    "# TYPE logbox_searchd_running gauge\nlogbox_searchd_running %zu\n", running);
 	fprintf(f, "# HELP logbox_searchd_threads Worker threads.\n"
 	    "# TYPE logbox_searchd_threads gauge\nlogbox_searchd_threads %d\n",
 	    env->sd_threads);
+	fprintf(f, "# HELP logbox_searchd_max_per_caller Requests of one caller run at once "
+	    "at most.\n# TYPE logbox_searchd_max_per_caller gauge\n"
+	    "logbox_searchd_max_per_caller %d\n", env->sd_max_per_caller);
+	/* Caller names are X-Logbox-Caller values: [A-Za-z0-9_.:@-], nothing to escape. */
+	fprintf(f, "# HELP logbox_searchd_caller_running Requests of a caller a worker is "
+	    "running (callers with requests only).\n"
+	    "# TYPE logbox_searchd_caller_running gauge\n");
+	for (size_t i = 0; i < nmc; i++)
+		fprintf(f, "logbox_searchd_caller_running{caller=\"%s\"} %zu\n", mc[i].name,
+		    mc[i].running);
+	fprintf(f, "# HELP logbox_searchd_caller_queued Requests of a caller waiting for a "
+	    "worker (callers with requests only).\n"
+	    "# TYPE logbox_searchd_caller_queued gauge\n");
+	for (size_t i = 0; i < nmc; i++)
+		fprintf(f, "logbox_searchd_caller_queued{caller=\"%s\"} %zu\n", mc[i].name,
+		    mc[i].queued);
+	free(mc);
 	fprintf(f, "# HELP logbox_searchd_errors_total Errors by kind.\n"
 	    "# TYPE logbox_searchd_errors_total counter\n");
 	for (int k = 0; k < ERR_N; k++)

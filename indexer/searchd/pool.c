@@ -5,16 +5,18 @@
  * know HTTP: the loop hands it jobs and gets them back answered.
  *
  * The one idea: nothing that can take time runs on the event loop, and nothing of libevent runs
- * on a worker. A worker takes a job under sd_mtx, runs handle_job() without any lock, puts the
- * job on the done queue and writes one byte to a pipe; the loop reads the pipe and sends the
- * answers. A store handle is used by one thread only, so each worker opens its own, lazily, one
- * per logspace, at most SD_STORES_PER_WORKER of them (least recently used closed first), all on
+ * on a worker. A worker takes the job the fair scheduler (sched.c) picks under sd_mtx, runs
+ * handle_job() without any lock, puts the job on the done queue and writes one byte to a pipe;
+ * the loop reads the pipe and sends the answers. A job whose client went away while it waited
+ * is not run. A store handle is used by one thread only, so each worker opens its own, lazily,
+ * one per logspace, at most SD_STORES_PER_WORKER of them (least recently used closed first), all on
  * the one catalog (LMDB allows an environment to be opened once per process). SIGHUP bumps a
  * generation number; a worker that sees it changed closes its handles before its next job.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +40,9 @@ struct worker {
 	struct wstore	 w_stores[SD_STORES_PER_WORKER];
 };
 
+/* The job a scheduler item is embedded in. */
+#define JOB_OF(it)	((struct job *)((char *)(it) - offsetof(struct job, j_item)))
+
 #define CATALOG_RETRY_US	1000000	/* a missing catalog is looked for again after 1 s */
 
 struct searchd *
@@ -51,6 +56,8 @@ job_free(struct job *j)
 {
 	if (j == NULL)
 		return;
+	if (j->j_watch != NULL)
+		event_free(j->j_watch);
 	free(j->j_path);
 	free(j->j_query);
 	free(j->j_body);
@@ -157,27 +164,36 @@ worker_store(struct worker *w, const char *ls, struct lb_store **out)
 static void *
 worker_main(void *arg)
 {
-	struct worker	*w = arg;
-	struct searchd	*env = w->w_env;
-	struct job	*j;
+	struct worker		*w = arg;
+	struct searchd		*env = w->w_env;
+	struct sched_item	*it = NULL;
+	struct job		*j;
 
 	for (;;) {
 		pthread_mutex_lock(&env->sd_mtx);
-		while (TAILQ_EMPTY(&env->sd_queue) && !env->sd_quit)
+		while (!env->sd_quit && (it = sched_pop(&env->sd_sched)) == NULL)
 			pthread_cond_wait(&env->sd_cond, &env->sd_mtx);
 		/* The loop has stopped waiting for answers: leave what is queued. */
-		if (env->sd_quit || (j = TAILQ_FIRST(&env->sd_queue)) == NULL) {
+		if (env->sd_quit) {
 			pthread_mutex_unlock(&env->sd_mtx);
 			break;
 		}
-		TAILQ_REMOVE(&env->sd_queue, j, j_entry);
-		env->sd_nqueued--;
 		pthread_mutex_unlock(&env->sd_mtx);
+		j = JOB_OF(it);
 
-		handle_job(w, j);
+		/* Nobody waits for the answer of a client that went away while it was queued. */
+		if (atomic_load(&j->j_gone)) {
+			metrics_error(env->sd_metrics, ERR_GONE, 1);
+			j->j_status = 503;
+			j->j_ctype = "application/json";
+		} else
+			handle_job(w, j);
 
 		pthread_mutex_lock(&env->sd_mtx);
+		sched_done(&env->sd_sched, &j->j_item);
 		TAILQ_INSERT_TAIL(&env->sd_done, j, j_entry);
+		/* A caller at its cap may run again: another worker may be idle. */
+		pthread_cond_signal(&env->sd_cond);
 		pthread_mutex_unlock(&env->sd_mtx);
 		/* A full pipe already holds a wake-up: the loop drains the whole queue. */
 		if (write(env->sd_pipe[1], "", 1) == -1 && errno != EAGAIN)
@@ -215,19 +231,22 @@ pool_done_cb(int fd, short what, void *arg)
 	pool_drain(arg);
 }
 
+/*
+ * Queues j for caller (the X-Logbox-Caller value, "-" without one). Returns 0, EAGAIN when
+ * SD_QUEUE_MAX jobs wait already, EBUSY when the caller has --max-queued-per-caller waiting,
+ * or ENOMEM.
+ */
 int
-pool_submit(struct searchd *env, struct job *j)
+pool_submit(struct searchd *env, struct job *j, const char *caller)
 {
+	int rc;
+
 	pthread_mutex_lock(&env->sd_mtx);
-	if (env->sd_nqueued >= SD_QUEUE_MAX) {
-		pthread_mutex_unlock(&env->sd_mtx);
-		return (EAGAIN);
-	}
-	TAILQ_INSERT_TAIL(&env->sd_queue, j, j_entry);
-	env->sd_nqueued++;
-	pthread_cond_signal(&env->sd_cond);
+	rc = sched_push(&env->sd_sched, caller, &j->j_item);
+	if (rc == 0)
+		pthread_cond_signal(&env->sd_cond);
 	pthread_mutex_unlock(&env->sd_mtx);
-	return (0);
+	return (rc == SCHED_FULL ? EAGAIN : rc == SCHED_CALLER_FULL ? EBUSY : rc);
 }
 
 /*
@@ -240,7 +259,8 @@ pool_start(struct searchd *env)
 	sigset_t	 all, old;
 	int		 rc;
 
-	TAILQ_INIT(&env->sd_queue);
+	sched_init(&env->sd_sched, (size_t)env->sd_max_per_caller,
+	    (size_t)env->sd_max_queued_per_caller, SD_QUEUE_MAX);
 	TAILQ_INIT(&env->sd_done);
 	if (pipe2(env->sd_pipe, O_NONBLOCK | O_CLOEXEC) == -1)
 		return (errno);
@@ -275,7 +295,8 @@ pool_start(struct searchd *env)
 void
 pool_stop(struct searchd *env)
 {
-	struct job *j;
+	struct sched_item	*it;
+	struct job		*j;
 
 	pthread_mutex_lock(&env->sd_mtx);
 	env->sd_quit = 1;
@@ -290,10 +311,9 @@ pool_stop(struct searchd *env)
 		TAILQ_REMOVE(&env->sd_done, j, j_entry);
 		job_free(j);
 	}
-	while ((j = TAILQ_FIRST(&env->sd_queue)) != NULL) {
-		TAILQ_REMOVE(&env->sd_queue, j, j_entry);
-		job_free(j);
-	}
+	while ((it = sched_flush(&env->sd_sched)) != NULL)
+		job_free(JOB_OF(it));
+	sched_free(&env->sd_sched);
 	if (env->sd_ev_done != NULL)
 		event_free(env->sd_ev_done);
 	env->sd_ev_done = NULL;

@@ -4,7 +4,8 @@
  * prototypes of each file's entry points. One concern per file:
  *   main.c      options, socket, privileges, signals, systemd, start and stop
  *   http.c      the event loop side: evhttp, routing, limits, replies, draining on stop
- *   pool.c      worker threads, the job queue, handing results back, per-worker store handles
+ *   pool.c      worker threads, handing jobs to the scheduler and results back, store handles
+ *   sched.c     the fair scheduler: per-caller queues taken in turn, the per-caller cap
  *   handlers.c  the work of each endpoint (runs on a worker): parameters, search, JSON bodies
  *   metrics.c   counters and the Prometheus text of /metrics
  *   log.c       one line per event on stderr
@@ -23,6 +24,7 @@
 #include "logbox.h"
 #include "daemon.h"
 #include "log.h"
+#include "sched.h"
 
 struct event_base;
 struct event;
@@ -35,6 +37,9 @@ struct evhttp_request;
 #define SD_HEADERS_MAX		(1024 * 1024)	/* request line + headers; more is evhttp's 413 */
 #define SD_BODY_MAX		1024		/* a GET carries no body */
 #define SD_QUEUE_MAX		1024		/* jobs waiting for a worker; more is 503 */
+#define SD_CALLER_QUEUE		64		/* default --max-queued-per-caller; more is 429 */
+#define SD_RETRY_AFTER		"1"		/* Retry-After (s) of a 429 or a busy 503 */
+#define SD_CALLER_HEADER	"X-Logbox-Caller"
 #define SD_STORES_PER_WORKER	16		/* open store handles per worker (LRU) */
 #define SD_THREADS_MAX		256
 #define SD_IDLE_TIMEOUT_S	60		/* idle keep-alive connections are closed */
@@ -62,6 +67,8 @@ enum sd_err {
 	ERR_DAMAGED,		/* a damaged segment skipped by a search (one per warning) */
 	ERR_MESSAGE,		/* a hit whose message could not be read */
 	ERR_BUSY,		/* a request refused because the queue was full */
+	ERR_CALLER_BUSY,	/* a request refused because its caller's queue was full */
+	ERR_GONE,		/* a request dropped or stopped because its client went away */
 	ERR_N
 };
 
@@ -70,11 +77,16 @@ struct worker;
 
 /*
  * A request on its way from the loop to a worker and back. The loop thread owns j_req; a
- * worker only reads the copied path and query and fills the answer fields.
+ * worker only reads the copied path and query and fills the answer fields. j_gone is set by
+ * the loop when the client goes away, and read by the worker (and the search) to give up.
  */
 struct job {
-	TAILQ_ENTRY(job)	 j_entry;
+	TAILQ_ENTRY(job)	 j_entry;	/* the done queue */
+	struct sched_item	 j_item;	/* waiting and running (sched.c) */
 	struct evhttp_request	*j_req;		/* loop thread only */
+	struct evhttp_connection *j_conn;	/* loop thread only: its close callback is ours */
+	struct event		*j_watch;	/* loop thread only: its socket read, for EOF */
+	atomic_int		 j_gone;	/* the client went away: the answer is not wanted */
 	int			 j_ep;		/* enum sd_ep */
 	char			*j_path;	/* the path, as received */
 	char			*j_query;	/* the query string without '?', or NULL */
@@ -94,6 +106,8 @@ struct searchd {
 	const char		*sd_user;	/* --user, or NULL */
 	int			 sd_allow_root;	/* --allow-root */
 	int			 sd_threads;	/* --threads */
+	int			 sd_max_per_caller; /* --max-per-caller: running at once */
+	int			 sd_max_queued_per_caller; /* --max-queued-per-caller: waiting */
 	uint64_t		 sd_term_cache_mb; /* --term-cache-mb: wildcard term blobs, all workers */
 	int64_t			 sd_deadline_ms; /* --deadline-ms; 0 = none */
 	uint64_t		 sd_max_terms;	/* --max-terms; 0 = the library's default */
@@ -117,9 +131,8 @@ struct searchd {
 	/* pool (pool.c): the queues are under sd_mtx */
 	pthread_mutex_t		 sd_mtx;
 	pthread_cond_t		 sd_cond;
-	struct jobq		 sd_queue;	/* waiting for a worker */
+	struct sched		 sd_sched;	/* waiting for a worker, per caller, and running */
 	struct jobq		 sd_done;	/* answered, waiting for the loop */
-	size_t			 sd_nqueued;
 	int			 sd_quit;	/* workers exit when the queue is empty */
 	int			 sd_pipe[2];	/* worker -> loop wake-up */
 	struct worker		*sd_workers;
@@ -147,7 +160,7 @@ const char *ep_name(int ep);
 
 /* pool.c */
 int	pool_start(struct searchd *env);
-int	pool_submit(struct searchd *env, struct job *j);
+int	pool_submit(struct searchd *env, struct job *j, const char *caller);
 void	pool_stop(struct searchd *env);
 void	pool_drain(struct searchd *env);
 int	pool_catalog(struct searchd *env, struct lb_catalog **out);

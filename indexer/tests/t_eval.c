@@ -1009,6 +1009,19 @@ t_wide(void **state)
 	rq.deadline_ms = 1;
 	assert_int_equal(lb_search(st, &rq, &r), LB_EDEADLINE);
 	rq.deadline_ms = 0;
+	/* Cancelled (searchd: the client went away): given up at the first look at the clock. */
+	{
+		atomic_int cancel;
+
+		atomic_init(&cancel, 1);
+		rq.cancel = &cancel;
+		assert_int_equal(lb_search(st, &rq, &r), ECANCELED);
+		atomic_store(&cancel, 0);
+		assert_ok(lb_search(st, &rq, &r));
+		assert_int_equal(r.total, WIDE_N);
+		lb_searchres_free(&r);
+		rq.cancel = NULL;
+	}
 	assert_ok(lb_search(st, &rq, &r));
 	assert_int_equal(r.total, WIDE_N);
 	assert_int_equal(r.ntop, 10);

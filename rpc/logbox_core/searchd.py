@@ -5,6 +5,10 @@ for every request of that thread. A reused connection that searchd closed meanwh
 idle close, a restart) is noticed when the request is sent or its status line read, and the
 request is sent once more on a new connection (GETs are idempotent). Every failure is one
 exception type, SearchdError, carrying the HTTP status and error code the API answers with.
+
+searchd shares its workers fairly between callers (indexer/PROTOCOL.md §2.2): each request may
+say who asks in X-Logbox-Caller. The apps ask through as_caller("user:<name>"), a view of the
+same client (same connections) that sends that header; requests without it are one caller.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import socket
 import threading
 import urllib.parse
@@ -20,6 +25,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 Params = Sequence[tuple[str, str]] | Mapping[str, str]
+
+CALLER_HEADER = "X-Logbox-Caller"
+# searchd's rule for the header's value (PROTOCOL.md §2.2); a name outside it is cut to it.
+CALLER_MAX = 128
+_CALLER_BAD = re.compile(r"[^A-Za-z0-9_.:@-]")
 
 # Failures that mean "the peer closed this kept-alive connection before our request reached it".
 # RemoteDisconnected is a ConnectionResetError; BadStatusLine covers an empty status line.
@@ -33,6 +43,7 @@ class SearchdError(Exception):
     code: str
     message: str
     position: int | None
+    retry_after: int | None  # seconds, from searchd's Retry-After (429, a busy 503)
 
     def __init__(self, status: int, code: str, message: str, position: int | None = None) -> None:
         super().__init__(message)
@@ -40,6 +51,7 @@ class SearchdError(Exception):
         self.code = code
         self.message = message
         self.position = position
+        self.retry_after = None
 
     def to_json(self) -> dict:
         """The error shape of API.md §3: {"error": {"code", "message"[, "position"]}}."""
@@ -103,7 +115,13 @@ def _why(e: BaseException, path: str, timeout: float) -> str:
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
-def _error_from(status: int, body: bytes) -> SearchdError:
+def caller_name(kind: str, name: str) -> str:
+    """The X-Logbox-Caller value for a caller kind ("user", "token") and name: bytes searchd does
+    not accept become "_", and the whole is cut to CALLER_MAX bytes."""
+    return _CALLER_BAD.sub("_", f"{kind}:{name}")[:CALLER_MAX]
+
+
+def _error_from(status: int, body: bytes, retry_after: str | None = None) -> SearchdError:
     """The SearchdError for a non-200 answer: searchd's own {"error": ...} when it sent one."""
     if status == 413:
         return SearchdError(502, "internal", "searchd refused the request as too large (413)")
@@ -124,7 +142,10 @@ def _error_from(status: int, body: bytes) -> SearchdError:
             "internal",
             f"searchd answered {status} without an error object ({e}): {snippet!r}",
         )
-    return SearchdError(status, code, message, position)
+    err = SearchdError(status, code, message, position)
+    if retry_after is not None and retry_after.isdigit():
+        err.retry_after = int(retry_after)
+    return err
 
 
 class Searchd:
@@ -187,38 +208,50 @@ class Searchd:
         with self._lock:
             self._conns.discard(conn)
 
-    def _exchange(self, conn: _UnixConnection, target: str) -> tuple[int, bytes]:
-        """Sends GET target and reads the whole answer on conn (opening it when needed)."""
+    def _exchange(
+        self, conn: _UnixConnection, target: str, caller: str | None
+    ) -> tuple[int, bytes, str | None]:
+        """Sends GET target (as caller) and reads the whole answer on conn (opening it when
+        needed): status, body and Retry-After."""
         if conn.sock is None:
             conn.connect()
             with self._lock:
                 self.connects += 1
         conn.putrequest("GET", target, skip_accept_encoding=True)
+        if caller is not None:
+            conn.putheader(CALLER_HEADER, caller)
         conn.endheaders()
         r = conn.getresponse()
-        return r.status, r.read()
+        return r.status, r.read(), r.getheader("Retry-After")
 
     # ------------------------------------------------------------ requests
 
-    def get_raw(self, path: str, params: Params = ()) -> bytes:
+    def as_caller(self, caller: str) -> Searchd:
+        """This client as seen by one caller: its requests carry X-Logbox-Caller: caller
+        (make the value with caller_name()). Cheap; it shares this client's connections."""
+        return CallerSearchd(self, caller)
+
+    def get_raw(self, path: str, params: Params = (), caller: str | None = None) -> bytes:
         """GET path?params; the body of a 200 answer, unchanged.
 
-        :raises SearchdError: searchd's error for any other status; 503 unavailable when it
-            cannot be reached, refuses, times out or breaks the connection.
+        :param caller: the X-Logbox-Caller value, or None to send none.
+        :raises SearchdError: searchd's error for any other status (with retry_after from a
+            429's Retry-After); 503 unavailable when it cannot be reached, refuses, times out
+            or breaks the connection.
         """
         target = path + "?" + _encode(params) if params else path
         conn = self._conn()
         reused = conn.sock is not None
         try:
             try:
-                status, body = self._exchange(conn, target)
+                status, body, retry = self._exchange(conn, target, caller)
             except _STALE:
                 if not reused:
                     raise
                 # searchd closed the idle connection (or restarted): once more on a new one.
                 self._drop(conn)
                 conn = self._conn()
-                status, body = self._exchange(conn, target)
+                status, body, retry = self._exchange(conn, target, caller)
         except (OSError, http.client.HTTPException) as e:
             self._drop(conn)
             raise SearchdError(
@@ -231,14 +264,14 @@ class Searchd:
             raise
         if status == 200:
             return body
-        raise _error_from(status, body)
+        raise _error_from(status, body, retry)
 
-    def get(self, path: str, params: Params = ()) -> dict:
+    def get(self, path: str, params: Params = (), caller: str | None = None) -> dict:
         """GET path?params, the JSON object of a 200 answer.
 
         :raises SearchdError: as get_raw; 502 internal when the 200 body is not a JSON object.
         """
-        body = self.get_raw(path, params)
+        body = self.get_raw(path, params, caller)
         try:
             obj = json.loads(body)
         except ValueError as e:
@@ -275,3 +308,35 @@ class Searchd:
 
     def __repr__(self) -> str:
         return f"Searchd({self.socket_path!r}, timeout={self.timeout:g})"
+
+
+class CallerSearchd(Searchd):
+    """A Searchd as seen by one caller (Searchd.as_caller): every request says who asks; the
+    connections are the underlying client's."""
+
+    def __init__(self, client: Searchd, caller: str) -> None:
+        # Not Searchd.__init__: the state (connections, lock, fork hook) is the client's.
+        self.client = client
+        self.caller = caller
+        self.socket_path = client.socket_path
+        self.timeout = client.timeout
+
+    def get_raw(self, path: str, params: Params = (), caller: str | None = None) -> bytes:
+        """The client's get_raw as this caller (or as caller when given)."""
+        return self.client.get_raw(path, params, caller or self.caller)
+
+    @property
+    def connects(self) -> int:  # type: ignore[override]
+        """Connections the underlying client opened."""
+        return self.client.connects
+
+    def as_caller(self, caller: str) -> Searchd:
+        """The underlying client as another caller."""
+        return self.client.as_caller(caller)
+
+    def close(self) -> None:
+        """Closes the underlying client's connections."""
+        self.client.close()
+
+    def __repr__(self) -> str:
+        return f"{self.client!r}.as_caller({self.caller!r})"

@@ -85,7 +85,8 @@ def error_response(status: int, code: str, message: str, **extra: Any) -> Respon
 
 
 def searchd_error_response(e: SearchdError) -> Response:
-    """searchd's error, same status and shape (bad_query keeps its position; a 5xx is logged)."""
+    """searchd's error, same status and shape (bad_query keeps its position, a 429 or busy 503
+    its Retry-After; a 5xx is logged)."""
     status = e.status
     if status >= 500:
         log.error("searchd: %s %s: %s", status, e.code, e.message)
@@ -95,7 +96,11 @@ def searchd_error_response(e: SearchdError) -> Response:
         log.error("searchd: unexpected %s %s: %s", status, e.code, e.message)
         return error_response(500, "internal", "internal error (logged)")
     extra = {"position": e.position} if e.position is not None else {}
-    return error_response(status, e.code, e.message, **extra)
+    r = error_response(status, e.code, e.message, **extra)
+    # 429: this user has too many searches waiting in searchd (or a busy 503): when to retry.
+    if e.retry_after is not None and status in (429, 503):
+        r.headers["Retry-After"] = str(e.retry_after)
+    return r
 
 
 def accounts_error_response(e: AccountsError) -> Response:

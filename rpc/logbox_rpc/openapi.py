@@ -26,7 +26,7 @@ ERROR_TEXT = {
     413: "too_large",
     415: "unsupported_media_type",
     422: "too_broad",
-    429: "locked_out (Retry-After)",
+    429: "locked_out (login) or too_many_requests (searches waiting) (Retry-After)",
     500: "internal",
     503: "unavailable",
     507: "insufficient_storage (the accounts store has no space for the change or its audit "

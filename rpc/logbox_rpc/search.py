@@ -66,7 +66,7 @@ SEARCH_PARAMS = (
         enum=("1", "0"),
     ),
 )
-QUERY_ERRORS = (400, 401, 403, 404, 422, 500, 503, 507)
+QUERY_ERRORS = (400, 401, 403, 404, 422, 429, 500, 503, 507)
 _TOTAL = re.compile(rb'"total":(null|[0-9]+)')
 
 
@@ -109,7 +109,9 @@ def forward(
 
 
 @bp.route("/logspaces", methods=["GET"])
-@declare(Spec("The logspaces the caller may read", answer="Logspaces", errors=(400, 401, 500, 503)))
+@declare(
+    Spec("The logspaces the caller may read", answer="Logspaces", errors=(400, 401, 429, 500, 503))
+)
 def logspaces(args: dict[str, Any]) -> Response:
     """GET /logspaces: searchd's list, without those the caller may not read."""
     body = searchd().get_raw("/v1/logspaces")
@@ -209,7 +211,7 @@ def top(logspace: str, args: dict[str, Any]) -> Response:
         "One message by id",
         (LOGSPACE, Param("id", "integer", "the message id (from 1)", where="path", minimum=1)),
         answer="Message",
-        errors=(400, 401, 403, 404, 500, 503, 507),
+        errors=(400, 401, 403, 404, 429, 500, 503, 507),
     )
 )
 def message(logspace: str, id: int, args: dict[str, Any]) -> Response:

@@ -91,6 +91,10 @@ def _searchd_error(e: SearchdError) -> Any:
         return error_page(
             503, "Search unavailable", f"The search daemon is unavailable: {e.message}"
         )
+    if e.status == 429:
+        wait = e.retry_after or 1
+        page, status = error_page(429, "Too many searches", f"{e.message} (try again in {wait} s).")
+        return page, status, {"Retry-After": str(wait)}
     return error_page(e.status if e.status >= 400 else 502, "Search failed", e.message)
 
 

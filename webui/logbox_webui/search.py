@@ -480,6 +480,11 @@ def search() -> Any:
             ctx["query_error"] = _query_error(form.q, e)
         elif e.code in ("bad_parameter", "too_broad"):
             ctx["param_error"] = e.message
+        elif e.status == 429:  # this user's searches fill their queue in searchd
+            wait = e.retry_after or 1
+            ctx["param_error"] = f"{e.message} (try again in {wait} s)"
+            page = render_template("search/search.html", **ctx)
+            return page, status, {"Retry-After": str(wait)}
         else:
             raise
         return render_template("search/search.html", **ctx), status
