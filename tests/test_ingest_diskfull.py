@@ -42,7 +42,7 @@ def _send(
         with sock:
             for start in range(0, PER_SENDER, 500):
                 if start == PER_SENDER // 2:
-                    full.wait(300)
+                    full.wait(120)
                 batch = b"".join(
                     _line(sender, n) for n in range(start, min(start + 500, PER_SENDER))
                 )
@@ -102,7 +102,7 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
     with app:
         errors: list[BaseException] = []
         full = threading.Event()
-        socks = [app.connect("tcp", timeout=600) for _ in range(SENDERS)]
+        socks = [app.connect("tcp", timeout=120) for _ in range(SENDERS)]
         threads = [
             threading.Thread(target=_send, args=(s, i, full, errors), daemon=True)
             for i, s in enumerate(socks)
@@ -145,7 +145,7 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
             time.sleep(0.1)
 
         for t in threads:
-            t.join(timeout=300)
+            t.join(timeout=180)
         assert not errors, f"a sender failed: {errors!r}"
         total = SENDERS * PER_SENDER
         app.wait_count(total, exact=False, timeout=300)
