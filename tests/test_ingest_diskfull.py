@@ -115,24 +115,24 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
         assert filled > 0
         full.set()
         full_seen: dict[str, Any] | None = None
-        written: list[str] = []
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while full_seen is None and time.monotonic() < deadline:
             st = _status(app)
-            if st.get("written") and (not written or written[-1] != st["written"]):
-                written.append(st["written"])
             if (st.get("disk") or {}).get("full") and st.get("holding"):
                 full_seen = st
-                if len(written) >= 3:
-                    break
-            time.sleep(0.2)
+            time.sleep(0.1)
+        # Full for a while: the status file (on the full file system) is still rewritten, and
+        # with a reserve nothing is stored meanwhile (without one, a write may still fit in a
+        # page a file already has).
         stored_while_full = app.count()
-        # Full for a while: nothing stored meanwhile (senders are held back by flow control).
-        time.sleep(3)
-        assert app.count() == stored_while_full
-        st = _status(app)
-        if st.get("written") and st["written"] != written[-1]:
-            written.append(st["written"])
+        written: set[str] = set()
+        until = time.monotonic() + 4
+        while time.monotonic() < until:
+            written.add(_status(app).get("written") or "")
+            time.sleep(0.2)
+        written.discard("")
+        if reserve == "default":
+            assert app.count() == stored_while_full
 
         filler.unlink()
         freed = time.monotonic()
@@ -177,3 +177,4 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
             f"{app.stderr_of('indexd')[-2000:]}"
         )
         assert "holding ended" in app.stderr_of("indexd")
+        print(f"\n{reserve}: the hold ended {ended_after:.1f} s after the space returned")
