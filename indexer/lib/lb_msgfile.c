@@ -161,7 +161,7 @@ struct lb_msgfile {
 	int		 qfailed;	/* under mu: the thread's write error, until a requeue */
 	atomic_int	 tfail;		/* qfailed is set (a lock-free hint for append) */
 	/* thread only */
-	unsigned	 qwork;		/* next slot to compress */
+	unsigned	 qwork;		/* next slot to compress (under mu: requeue moves it back) */
 	uint64_t	 woff;		/* where the next block goes in messages */
 	int		 wcut;		/* a failed write could not be cut: cut before the next */
 	uint8_t		*lvlbuf;	/* ISA-L deflate's working memory */
