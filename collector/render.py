@@ -10,15 +10,19 @@ See collector/README.md for the settings, the frame and what each failure can lo
     load_settings(path)                       the settings (defaults: the dev ports)
     render(settings, data=..., run=..., fifo=...)  the syslog-ng.conf text
     syslogng_argv(conf, run)                  how to start syslog-ng on it in the foreground
+    prealloc_buffer(settings, data=...)       reserve the disk buffer's whole size on disk
 
 CLI: python3 collector/render.py [--settings FILE] --data DIR --run DIR --fifo PATH
-prints the configuration.
+prints the configuration; python3 collector/render.py [--settings FILE] --data DIR --prealloc
+preallocates the disk buffer files syslog-ng has made (after it started).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import ipaddress
+import os
 import re
 import sys
 import tomllib
@@ -453,16 +457,18 @@ def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
     if not sources:
         raise SettingsError("ports: every listener is off")
 
-    buffer_dir = data / "collector" / "buffer"
+    buffer_dir = data / BUFFER_DIR
+    # truncate-size-ratio(1): the buffer file never gives back its blocks, so that what
+    # prealloc_buffer() reserved stays reserved (collector/README.md "Full disk").
     if s.reliable:
         dbuf = (
             f"reliable(yes) dir({quote(str(buffer_dir))}) disk-buf-size({s.buffer_size}) "
-            f"mem-buf-size({s.buffer_mem_size})"
+            f"mem-buf-size({s.buffer_mem_size}) truncate-size-ratio(1)"
         )
     else:
         dbuf = (
             f"reliable(no) dir({quote(str(buffer_dir))}) disk-buf-size({s.buffer_size}) "
-            f"mem-buf-length({max(10000, s.buffer_mem_size // 1024)})"
+            f"mem-buf-length({max(10000, s.buffer_mem_size // 1024)}) truncate-size-ratio(1)"
         )
 
     lines = [
@@ -538,14 +544,72 @@ def syslogng_argv(conf: Path, run: Path, *, program: str = "syslog-ng") -> list[
     ]
 
 
+# ---------------------------------------------------------------------------- full disk
+
+# Where render() puts the disk buffer, under the data directory it is given.
+BUFFER_DIR = Path("collector") / "buffer"
+QDISK_HEADER = 4096  # QDISK_RESERVED_SPACE: the buffer file's header
+FALLOC_FL_KEEP_SIZE = 1  # <linux/falloc.h>
+
+
+def prealloc_size(settings: Settings) -> int:
+    """Bytes a disk buffer file may come to: its header, disk-buf-size, and the one record
+    syslog-ng may write past that size before it wraps (at most log-msg-size plus framing)."""
+    return QDISK_HEADER + settings.buffer_size + settings.log_msg_size + 64 * 1024
+
+
+def prealloc_buffer(settings: Settings, *, data: Path) -> list[Path]:
+    """Reserves on disk the whole size every disk buffer file under <data>/collector/buffer
+    may reach (fallocate with FALLOC_FL_KEEP_SIZE: the blocks are allocated, the file's size
+    and content stay as syslog-ng made them). syslog-ng 3.38 has no prealloc() option, and a
+    buffer file that must grow on a full file system fails its write ("Short write while
+    writing disk buffer"), drops the message and suspends the sender's connection for good.
+    Run after syslog-ng has started (it makes the file at start). Returns the files done.
+
+    :raises OSError: when the space cannot be reserved (ENOSPC: the disk is already full).
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    fallocate = libc.fallocate
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+    size = prealloc_size(settings)
+    done = []
+    directory = data / BUFFER_DIR
+    for path in sorted(directory.glob("syslog-ng-*.*qf")) if directory.is_dir() else []:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+        try:
+            if fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, size) != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, f"fallocate {size} bytes: {os.strerror(err)}", str(path))
+        finally:
+            os.close(fd)
+        done.append(path)
+    return done
+
+
 def main(argv: list[str] | None = None) -> int:
-    """CLI: print the configuration."""
+    """CLI: print the configuration, or (--prealloc) reserve the disk buffer's space."""
     ap = argparse.ArgumentParser(description="Print logbox's syslog-ng configuration.")
     ap.add_argument("--settings", type=Path, help="TOML settings (default: the dev defaults)")
     ap.add_argument("--data", type=Path, required=True, help="logbox data directory")
-    ap.add_argument("--run", type=Path, required=True, help="run directory")
-    ap.add_argument("--fifo", type=Path, required=True, help="the FIFO logbox-indexd reads")
+    ap.add_argument("--run", type=Path, help="run directory")
+    ap.add_argument("--fifo", type=Path, help="the FIFO logbox-indexd reads")
+    ap.add_argument(
+        "--prealloc",
+        action="store_true",
+        help="reserve the disk buffer files' whole size on disk (after syslog-ng started)",
+    )
     args = ap.parse_args(argv)
+    if args.prealloc:
+        try:
+            files = prealloc_buffer(load_settings(args.settings), data=args.data.resolve())
+        except (SettingsError, OSError) as e:
+            print(f"render: {e}", file=sys.stderr)
+            return 1
+        for path in files:
+            print(f"render: preallocated {path}", file=sys.stderr)
+        return 0
+    if args.run is None or args.fifo is None:
+        ap.error("--run and --fifo are needed to print the configuration")
     try:
         settings = load_settings(args.settings)
         text = render(

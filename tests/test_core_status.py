@@ -108,6 +108,9 @@ def test_everything_running(appliance: dict) -> None:
             "pid": indexd.proc.pid,
             "uptime_s": got["services"]["indexd"]["uptime_s"],
             "holding": None,
+            "disk_full": False,
+            "held_back_bytes": 0,
+            "reserve_bytes": got["services"]["indexd"]["reserve_bytes"],
         },
         "searchd": {"state": "running"},
     }
@@ -157,6 +160,9 @@ def test_indexd_stale_missing_garbage(appliance: dict, tmp_path: Path) -> None:
             "pid": None,
             "uptime_s": None,
             "holding": None,
+            "disk_full": None,
+            "held_back_bytes": None,
+            "reserve_bytes": None,
         }
         assert any("is not a status file" in p for p in got["problems"]), got["problems"]
 
@@ -176,6 +182,28 @@ def test_indexd_stale_missing_garbage(appliance: dict, tmp_path: Path) -> None:
     assert got["services"]["indexd"]["holding"] == "main: No space left on device"
     assert got["problems"] == ["indexd: holding: main: No space left on device"]
     assert got["health"] == "degraded"
+    # Disk full: said, with the reserve and what is held back.
+    disk = {**st["disk"], "full": True, "free_bytes": 0, "held_back_bytes": 4096}
+    f.write_text(json.dumps({**st, "holding": "disk full: ...", "disk": disk}))
+    got = gather_all(appliance, indexd_status=f)
+    ix = got["services"]["indexd"]
+    assert ix["disk_full"] is True and ix["held_back_bytes"] == 4096
+    assert ix["reserve_bytes"] == st["disk"]["reserve_bytes"] > 0
+    assert got["problems"][-1] == (
+        f"indexd: disk full: 0 bytes free, reserve {ix['reserve_bytes']} bytes; "
+        "4096 bytes held back"
+    )
+    # Stale is judged by indexd's own interval when that is longer than 10 s: a file 20 s old
+    # is fresh at a 10 s interval and stale at a 1 s one.
+    f.write_text(json.dumps({**st, "interval_ms": 10000}))
+    assert (
+        gather_all(appliance, indexd_status=f, now=time.time() + 20)["services"]["indexd"]["state"]
+        == "running"
+    )
+    f.write_text(json.dumps({**st, "interval_ms": 1000}))
+    got = gather_all(appliance, indexd_status=f, now=time.time() + 20)
+    assert got["services"]["indexd"]["state"] == "down"
+    assert any("is stale" in p for p in got["problems"])
 
 
 def test_syslogng_pidfile(appliance: dict, tmp_path: Path) -> None:
@@ -214,7 +242,15 @@ def test_not_configured_is_unknown(appliance: dict) -> None:
     )
     assert got["services"] == {
         "syslog-ng": {"state": "unknown", "pid": None},
-        "indexd": {"state": "unknown", "pid": None, "uptime_s": None, "holding": None},
+        "indexd": {
+            "state": "unknown",
+            "pid": None,
+            "uptime_s": None,
+            "holding": None,
+            "disk_full": None,
+            "held_back_bytes": None,
+            "reserve_bytes": None,
+        },
         "searchd": {"state": "unknown"},
     }
     assert got["problems"] == [] and got["health"] == "ok"

@@ -513,6 +513,9 @@ fifo_pump(struct indexd *env, int retry)
 			return (rc);
 		if (fi->big_pending && (rc = big_store(env)) != 0)
 			return (rc);
+		/* Nothing new is taken while the disk is below its reserve (disk.c). */
+		if ((rc = disk_check(env)) != 0)
+			return (rc);
 		if (fi->big.need != 0) {
 			if ((rc = big_pump(env)) == EAGAIN)
 				break;

@@ -9,6 +9,7 @@
  *   state.c   the intent record in <data>/indexd/state (FORMAT.md §11.3)
  *   settings.c the --logspaces settings file and retention
  *   status.c  counters, the --status JSON file, systemd STATUS=, malformed-frame logging
+ *   disk.c    the data directory's free space: the reserve, the hold that keeps it, status
  *   ../daemon/log.c  one line per event on stderr (shared with searchd)
  */
 #ifndef INDEXD_H
@@ -64,6 +65,20 @@ struct ix_conf {
 	uint64_t	 max_memory_mb;		/* --max-memory, max_memory_mb */
 	int		 log_level;		/* enum ix_level; log_level */
 	uint32_t	 status_interval_ms;	/* status_interval_ms */
+	uint32_t	 reserve_percent;	/* --reserve-percent, reserve_percent (0..50) */
+	uint64_t	 reserve_mb;		/* --reserve-mb, reserve_mb */
+};
+
+/* The data directory's free space (disk.c). */
+struct ix_disk {
+	uint64_t	 total, free;		/* bytes, from the last statvfs() */
+	uint64_t	 reserve;		/* bytes kept free: disk_reserve() */
+	int64_t		 checked;		/* monotonic µs of the last statvfs() */
+	int64_t		 since;			/* real µs the disk became full */
+	int		 low;			/* free fell below the reserve (and not back above
+						   reserve * 5/4 since) */
+	int		 enospc;		/* a store failed for want of space in this hold */
+	int64_t		 warned;		/* monotonic µs of the last statvfs failure logged */
 };
 
 /* The --logspaces file (settings.c). */
@@ -180,6 +195,7 @@ struct indexd {
 	struct ix_conf	 base;		/* from the command line */
 	struct ix_conf	 conf;		/* in force: base with --config on top */
 	struct ix_settings settings;	/* --logspaces */
+	struct ix_disk	 disk;		/* free space of --data */
 
 	/* runtime */
 	struct event_base *base_ev;
@@ -230,6 +246,16 @@ int	ls_close_all(struct indexd *env);
 int	ls_name_ok(const uint8_t *name, size_t len, const char **why);
 void	hold(struct indexd *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void	hold_retry_cb(int fd, short what, void *arg);
+
+/* disk.c */
+struct json_t;
+uint64_t disk_reserve(const struct ix_conf *c, uint64_t total);
+int	disk_check(struct indexd *env);
+void	disk_note(struct indexd *env, int rc);
+void	disk_hold_ended(struct indexd *env);
+int	disk_full(const struct indexd *env);
+uint64_t disk_held_back(struct indexd *env);
+struct json_t *disk_status(struct indexd *env);
 
 /* fifo.c */
 int	fifo_init(struct indexd *env, int fd, int kill_safe);

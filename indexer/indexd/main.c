@@ -39,7 +39,8 @@
 
 static const char *usage_text =
     "usage: logbox-indexd --data DIR [--fifo PATH] [--listen PATH]... [--status FILE]\n"
-    "                     [--config FILE] [--logspaces FILE] [--max-memory MB] [--user USER]\n"
+    "                     [--config FILE] [--logspaces FILE] [--max-memory MB]\n"
+    "                     [--reserve-percent P] [--reserve-mb MB] [--user USER]\n"
     "                     [--allow-root] [--foreground] [-v]\n";
 
 static void usage(void) __attribute__((noreturn));
@@ -152,6 +153,20 @@ config_read(const char *path, const struct ix_conf *base, struct ix_conf *out, c
 				goto bad;
 			}
 			c.status_interval_ms = (uint32_t)n;
+		} else if (strcmp(k, "reserve_percent") == 0) {
+			if (parse_num(v, 0, 50, &n) != 0) {
+				snprintf(err, errlen, "%s:%u: reserve_percent: expected 0..50",
+				    path, lineno);
+				goto bad;
+			}
+			c.reserve_percent = (uint32_t)n;
+		} else if (strcmp(k, "reserve_mb") == 0) {
+			if (parse_num(v, 0, 1048576, &n) != 0) {
+				snprintf(err, errlen, "%s:%u: reserve_mb: expected 0..1048576",
+				    path, lineno);
+				goto bad;
+			}
+			c.reserve_mb = n;
 		} else if (strcmp(k, "log_level") == 0) {
 			if (strcmp(v, "debug") == 0)
 				c.log_level = LOGL_DEBUG;
@@ -192,6 +207,8 @@ parse_options(struct indexd *env, int argc, char **argv)
 		{ "config",		required_argument,	NULL, 'c' },
 		{ "logspaces",		required_argument,	NULL, 'L' },
 		{ "max-memory",		required_argument,	NULL, 'm' },
+		{ "reserve-percent",	required_argument,	NULL, 'P' },
+		{ "reserve-mb",		required_argument,	NULL, 'M' },
 		{ "user",		required_argument,	NULL, 'u' },
 		{ "allow-root",		no_argument,		NULL, 'R' },
 		{ "foreground",		no_argument,		NULL, 'F' },
@@ -205,6 +222,8 @@ parse_options(struct indexd *env, int argc, char **argv)
 	env->base.max_memory_mb = 1024;
 	env->base.log_level = LOGL_INFO;
 	env->base.status_interval_ms = 1000;
+	env->base.reserve_percent = 2;
+	env->base.reserve_mb = 1024;
 	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'd': env->data = optarg; break;
@@ -219,6 +238,11 @@ parse_options(struct indexd *env, int argc, char **argv)
 		case 'c': env->config_path = optarg; break;
 		case 'L': env->settings.path = optarg; break;
 		case 'm': env->base.max_memory_mb = opt_num("max-memory", optarg, 1, 1048576);
+			break;
+		case 'P': env->base.reserve_percent = (uint32_t)opt_num("reserve-percent", optarg,
+		    0, 50);
+			break;
+		case 'M': env->base.reserve_mb = opt_num("reserve-mb", optarg, 0, 1048576);
 			break;
 		case 'u': env->user = optarg; break;
 		case 'R': env->allow_root = 1; break;
@@ -363,8 +387,9 @@ reload(struct indexd *env)
 	env->conf = c;
 	log_setlevel(c.log_level);
 	log_info("SIGHUP: reloaded %s: max_memory_mb = %llu, log_level = %s, "
-	    "status_interval_ms = %u", env->config_path, (unsigned long long)c.max_memory_mb,
-	    level_name(c.log_level), c.status_interval_ms);
+	    "status_interval_ms = %u, reserve_percent = %u, reserve_mb = %llu", env->config_path,
+	    (unsigned long long)c.max_memory_mb, level_name(c.log_level), c.status_interval_ms,
+	    c.reserve_percent, (unsigned long long)c.reserve_mb);
 	ls_memory(env);
 }
 
@@ -474,8 +499,9 @@ main(int argc, char **argv)
 		inputs_resume(&env);
 	env.last_status = now_mono_us();
 	status_tick(&env);
-	log_info("ready: data %s, max memory %llu MB", env.data,
-	    (unsigned long long)env.conf.max_memory_mb);
+	(void)disk_check(&env);		/* (numbers for the status; a full disk holds at once) */
+	log_info("ready: data %s, max memory %llu MB, free space reserve %llu bytes", env.data,
+	    (unsigned long long)env.conf.max_memory_mb, (unsigned long long)env.disk.reserve);
 	sd_notify(0, "READY=1\nSTATUS=ready");
 
 	if (event_base_dispatch(env.base_ev) == -1)

@@ -168,6 +168,9 @@ conn_process(struct indexd *env, struct input *in)
 	size_t		 pos = 0, need, take;
 	int		 stored, rc = 0;
 
+	/* Nothing is stored while the disk is below its reserve (disk.c); stopping stores all. */
+	if (!env->stopping && (rc = disk_check(env)) != 0)
+		return (rc);
 	while (pos < in->in_len || (in->in_big.need != 0 && in->in_big.got == in->in_big.need)) {
 		if (in->in_big.need != 0) {
 			take = bigframe_feed(&in->in_big, in->in_buf + pos, in->in_len - pos);

@@ -3,9 +3,13 @@
  * --status JSON file (written to FILE.tmp and renamed over FILE, so readers never see half of
  * one; the RPC and web status pages read it) and the malformed-frame log lines, which are
  * rate-limited (IX_LOG_PER_S a second, then one summary line for the rest of that second).
+ * The file is padded with spaces to whole 4 KiB pages: when its file system is full (FILE.tmp
+ * cannot be written) it is rewritten in place, in the pages it already has, so that it never
+ * goes stale while indexd runs (readers retry a file they catch half written).
  */
 #include <sys/stat.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "indexd.h"
+#include "lb_util.h"
 
 /* Escapes p[0..len) for a log line: printable ASCII as is, the rest as \xHH, \n, \0... */
 void
@@ -247,13 +252,34 @@ status_logspaces(struct indexd *env)
 	return (o);
 }
 
-/* Writes the --status file (FILE.tmp, then rename). */
+#define STATUS_PAGE	4096
+
+/*
+ * The file system of the status file is full: writes buf over FILE in place (the pages it
+ * has), then cuts what is left of the old text.
+ */
+static int
+status_in_place(const char *path, const char *buf, size_t len)
+{
+	int	fd, rc = 0;
+
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return (errno);
+	if ((rc = lb_write_all(fd, buf, len)) == 0 && ftruncate(fd, (off_t)len) == -1)
+		rc = errno;
+	close(fd);
+	return (rc);
+}
+
+/* Writes the --status file (FILE.tmp, then rename; in place when its disk is full). */
 int
 status_write(struct indexd *env)
 {
-	char	tmp[PATH_MAX], started[40];
+	char	tmp[PATH_MAX], started[40], written[40];
+	char	*text, *buf = NULL;
+	size_t	len, padded;
 	json_t	*o;
-	int	rc = 0;
+	int	fd, rc = 0;
 
 	if (env->status_path == NULL)
 		return (0);
@@ -274,20 +300,48 @@ status_write(struct indexd *env)
 	    "connections", (json_int_t)env->conns);
 	if (o == NULL)
 		return (ENOMEM);
+	lb_time_fmt(written, sizeof(written), now_real_us(), 0);
+	json_object_set_new(o, "written", json_string(written));
+	json_object_set_new(o, "interval_ms",
+	    json_integer((json_int_t)env->conf.status_interval_ms));
 	json_object_set_new(o, "holding", env->holding[0] != '\0' ?
 	    json_string(env->holding) : json_null());
+	json_object_set_new(o, "disk", disk_status(env));
 	json_object_set_new(o, "stopping", json_boolean(env->stopping));
 	json_object_set_new(o, "inputs", status_inputs(env));
 	json_object_set_new(o, "settings", status_settings(env));
 	json_object_set_new(o, "logspaces", status_logspaces(env));
-	if (json_dump_file(o, tmp, JSON_COMPACT) != 0)
-		rc = errno ? errno : EIO;
-	/* Readable by the status readers (the API, the web UI) whatever the umask: no secrets. */
-	else if (chmod(tmp, 0644) == -1)
-		rc = errno;
-	else if (rename(tmp, env->status_path) == -1)
-		rc = errno;
+	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
+	if (text == NULL)
+		return (ENOMEM);
+	len = strlen(text);
+	padded = (len + 1 + STATUS_PAGE - 1) / STATUS_PAGE * STATUS_PAGE;
+	if ((buf = malloc(padded)) == NULL) {
+		free(text);
+		return (ENOMEM);
+	}
+	memcpy(buf, text, len);
+	memset(buf + len, ' ', padded - len - 1);
+	buf[padded - 1] = '\n';
+	free(text);
+	/* Readable by the status readers (the API, the web UI) whatever the umask: no secrets. */
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644)) == -1)
+		rc = errno;
+	else {
+		rc = lb_write_all(fd, buf, padded);
+		if (close(fd) == -1 && rc == 0)
+			rc = errno;
+		if (rc == 0 && fchmodat(AT_FDCWD, tmp, 0644, 0) == -1)
+			rc = errno;
+		if (rc == 0 && rename(tmp, env->status_path) == -1)
+			rc = errno;
+		if (rc != 0)
+			unlink(tmp);
+	}
+	if (rc == ENOSPC || rc == EDQUOT)
+		rc = status_in_place(env->status_path, buf, padded);
+	free(buf);
 	return (rc);
 }
 
@@ -298,8 +352,9 @@ status_tick(struct indexd *env)
 	int	rc;
 
 	eps_update(env, now_mono_us());
-	sd_notifyf(0, "STATUS=stored %llu, %.0f msg/s, malformed %llu%s%s",
+	sd_notifyf(0, "STATUS=stored %llu, %.0f msg/s, malformed %llu%s%s%s",
 	    (unsigned long long)env->stored, env->eps_1s, (unsigned long long)env->malformed,
+	    disk_full(env) ? ", disk full" : "",
 	    env->holding[0] != '\0' ? ", holding: " : "", env->holding);
 	if ((rc = status_write(env)) != 0) {
 		int64_t now = now_mono_us();

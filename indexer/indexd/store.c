@@ -85,6 +85,7 @@ ls_get(struct indexd *env, const uint8_t *name, size_t len, struct lspace **out)
 	memcpy(l->name, name, len);
 	l->namelen = len;
 	if ((rc = lb_store_open_writer(env->cat, env->data, l->name, &l->st)) != 0) {
+		disk_note(env, rc);
 		free(l);
 		return (rc);
 	}
@@ -121,6 +122,7 @@ ls_append(struct indexd *env, struct lspace *l, struct lb_msg *m, int *stored)
 		next = l->next_id + 1;
 	else
 		lb_store_range(l->st, &first, &next);
+	disk_note(env, rc);
 	*stored = next > l->next_id;
 	if (*stored) {
 		l->next_id = next;
@@ -139,13 +141,14 @@ ls_commit(struct indexd *env, struct lspace *l, int64_t now, int force_sync)
 {
 	int	sync, rc;
 
-	(void)env;
 	sync = force_sync || l->fsync_ms == 0 ||
 	    now - l->last_sync >= (int64_t)l->fsync_ms * 1000;
 	if (!l->dirty && !(sync && l->unsynced))
 		return (0);
-	if ((rc = l->dirty ? lb_store_commit(l->st, sync) : lb_store_sync(l->st)) != 0)
+	if ((rc = l->dirty ? lb_store_commit(l->st, sync) : lb_store_sync(l->st)) != 0) {
+		disk_note(env, rc);
 		return (rc);
+	}
 	l->dirty = 0;
 	if (sync) {
 		l->unsynced = 0;
@@ -232,6 +235,7 @@ ls_memory(struct indexd *env)
 		log_debug("memory %zu bytes over --max-memory: flushing logspace %s (%zu bytes)",
 		    sum, l->name, big);
 		if ((rc = lb_store_flush(l->st)) != 0) {
+			disk_note(env, rc);
 			hold(env, "logspace %s: flush: %s", l->name, lb_strerror(rc));
 			return;
 		}
@@ -295,8 +299,10 @@ hold(struct indexd *env, const char *fmt, ...)
 }
 
 /*
- * Every second while holding: commit, finish what was taken, read again. The reason stays
- * set while retrying, so a failure in here does not log again.
+ * Every second while holding: free space above the reserve (disk.c), commit, finish what
+ * was taken, read again. The reason stays set while retrying, so a failure in here does not
+ * log again. Nothing in here needs a restart: the stores retry what failed (lb_msgfile.c,
+ * lb_store.c), and the FIFO's batch is finished by the exactly-once skip rule.
  */
 void
 hold_retry_cb(int fd, short what, void *arg)
@@ -309,7 +315,7 @@ hold_retry_cb(int fd, short what, void *arg)
 	(void)what;
 	if (env->holding[0] == '\0')
 		return;
-	if (ls_commit_dirty(env, 0) != 0 || fifo_resume(env) != 0)
+	if (disk_check(env) != 0 || ls_commit_dirty(env, 0) != 0 || fifo_resume(env) != 0)
 		goto still;
 	for (in = TAILQ_FIRST(&env->inputs); in != NULL; in = next) {
 		next = TAILQ_NEXT(in, in_entry);
@@ -318,6 +324,7 @@ hold_retry_cb(int fd, short what, void *arg)
 	}
 	log_info("holding ended (was: %s)", env->holding);
 	env->holding[0] = '\0';
+	disk_hold_ended(env);
 	if (!env->stopping)
 		inputs_resume(env);
 	return;

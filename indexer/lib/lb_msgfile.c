@@ -24,10 +24,14 @@
  * open block's, so a commit never waits for the thread and the rule above holds unchanged;
  * get serves queued ids from the queued records; seal and verify wait for the queue to drain;
  * close lets the thread write what is queued and joins it. A write the thread fails (ENOSPC,
- * EIO) is cut from messages and its error is returned by the next append, commit, seal or get
- * and by every call after it: the handle must be closed and reopened (recovery). The thread
- * touches only the queued slots' records, its own deflate state and buffer, and messages past
- * the last reaped block; the slot states are handed over under one mutex.
+ * EIO) is cut from messages (the blocks after it are not written either) and its error is
+ * returned by the next append, commit, seal or verify, which also puts the failed block and
+ * those after it back in the queue: the thread writes them again, in order, from the same
+ * offset, and the call after a retry that worked goes on as if nothing had failed (a full disk
+ * that gets space back needs no reopen). Their records stay in wal[] meanwhile, so commits
+ * keep them durable in the WAL. The thread touches only the queued slots' records, its own
+ * deflate state and buffer, and messages past the last reaped block; the slot states are
+ * handed over under one mutex.
  *
  * Readers never write. They index the block headers at open (pread of headers only) and
  * re-read the WAL by path whenever asked for an id past what they have seen; if the WAL's
@@ -147,17 +151,19 @@ struct lb_msgfile {
 	struct qslot	 q[QDEPTH];
 	unsigned	 qhead, nq;	/* appender: oldest slot not reaped, slots in use */
 	uint64_t	 qraw;		/* raw bytes of the queued blocks */
-	int		 terr;		/* sticky: the thread failed to write a block */
+	int		 terr;		/* sticky: a written block could not join the index */
 	int		 thr_on;
 	pthread_t	 thr;
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv_work;	/* a slot was queued, or qstop set */
 	pthread_cond_t	 cv_done;	/* a slot is done */
 	int		 qstop;		/* under mu */
-	atomic_int	 tfail;		/* the thread has failed a block (set under mu too) */
+	int		 qfailed;	/* under mu: the thread's write error, until a requeue */
+	atomic_int	 tfail;		/* qfailed is set (a lock-free hint for append) */
 	/* thread only */
-	unsigned	 qwork;		/* next slot to compress */
+	unsigned	 qwork;		/* next slot to compress (under mu: requeue moves it back) */
 	uint64_t	 woff;		/* where the next block goes in messages */
+	int		 wcut;		/* a failed write could not be cut: cut before the next */
 	uint8_t		*lvlbuf;	/* ISA-L deflate's working memory */
 	uint8_t		*tbuf;		/* a block as stored: header + payload */
 	size_t		 tcap;
@@ -1208,6 +1214,11 @@ block_write(struct lb_msgfile *mf, struct qslot *s)
 	struct isal_zstream	 zs;
 	int		 zr, rc;
 
+	if (mf->wcut) {
+		if (ftruncate(mf->mfd, (off_t)mf->woff) == -1)
+			return (errno);
+		mf->wcut = 0;
+	}
 	if ((rc = grow(&mf->tbuf, &mf->tcap, LB_BHDR_SIZE + b->len, 1)) != 0)
 		return (rc);
 	if (mf->lvlbuf == NULL && (mf->lvlbuf = malloc(ISAL_DEF_LVL1_DEFAULT)) == NULL)
@@ -1246,7 +1257,7 @@ block_write(struct lb_msgfile *mf, struct qslot *s)
 	lb_put32(h + LB_BHDR_CRC, lb_crc32(h, LB_BHDR_CRC));
 	if ((rc = pwrite_all(mf->mfd, h, LB_BHDR_SIZE + (size_t)comp, mf->woff)) != 0) {
 		if (ftruncate(mf->mfd, (off_t)mf->woff) == -1)
-			rc = rc ? rc : errno;	/* recovery cuts it */
+			mf->wcut = 1;	/* the retry cuts it first (and recovery would) */
 		return (rc);
 	}
 	s->off = mf->woff;
@@ -1258,28 +1269,31 @@ block_write(struct lb_msgfile *mf, struct qslot *s)
 
 /*
  * The compressor thread: takes the queued blocks in slot (= id) order, writes them, marks
- * them done. After a failure it writes nothing more and fails every later block too. Exits
- * once asked to and the queue is empty.
+ * them done. After a failure it writes nothing more and fails every later block too, until
+ * the appender puts them back in the queue (requeue). Exits once asked to and the queue is
+ * empty.
  */
 static void *
 compressor(void *arg)
 {
 	struct lb_msgfile	*mf = arg;
 	struct qslot		*s;
-	int			 failed = 0, rc;
+	int			 failed, rc;
 
 	pthread_mutex_lock(&mf->mu);
 	for (;;) {
-		s = &mf->q[mf->qwork];
-		while (s->state != Q_QUEUED && !mf->qstop)
+		/* (requeue may move qwork back while we wait) */
+		while (mf->q[mf->qwork].state != Q_QUEUED && !mf->qstop)
 			pthread_cond_wait(&mf->cv_work, &mf->mu);
+		s = &mf->q[mf->qwork];
 		if (s->state != Q_QUEUED)
 			break;
+		failed = mf->qfailed;
 		pthread_mutex_unlock(&mf->mu);
 		rc = failed ? failed : block_write(mf, s);
 		pthread_mutex_lock(&mf->mu);
-		if (rc != 0) {
-			failed = rc;
+		if (rc != 0 && mf->qfailed == 0) {
+			mf->qfailed = rc;
 			atomic_store_explicit(&mf->tfail, 1, memory_order_relaxed);
 		}
 		s->rc = rc;
@@ -1330,8 +1344,37 @@ block_done(struct lb_msgfile *mf, struct qslot *s)
 }
 
 /*
+ * After a failed write: waits until the thread has finished every queued slot (the failed one
+ * is the oldest; it fails those after it without writing), then queues them all again, oldest
+ * first, and clears the failure. Their records and WAL frames never left.
+ */
+static void
+requeue(struct lb_msgfile *mf)
+{
+	pthread_mutex_lock(&mf->mu);
+	for (unsigned i = 0; i < mf->nq; i++) {
+		struct qslot *s = &mf->q[(mf->qhead + i) % QDEPTH];
+
+		while (s->state != Q_DONE)
+			pthread_cond_wait(&mf->cv_done, &mf->mu);
+	}
+	for (unsigned i = 0; i < mf->nq; i++) {
+		struct qslot *s = &mf->q[(mf->qhead + i) % QDEPTH];
+
+		s->rc = 0;
+		s->state = Q_QUEUED;
+	}
+	mf->qwork = mf->qhead;
+	mf->qfailed = 0;
+	atomic_store_explicit(&mf->tfail, 0, memory_order_relaxed);
+	pthread_cond_signal(&mf->cv_work);
+	pthread_mutex_unlock(&mf->mu);
+}
+
+/*
  * Takes back the blocks the thread has finished, oldest first, waiting until at most maxq
- * remain queued. Returns the thread's first error (sticky: the handle is unusable after it).
+ * remain queued. Returns a failed write's error once (the blocks from it on are queued again:
+ * requeue) or the sticky terr.
  */
 static int
 reap(struct lb_msgfile *mf, unsigned maxq)
@@ -1348,8 +1391,10 @@ reap(struct lb_msgfile *mf, unsigned maxq)
 		pthread_mutex_unlock(&mf->mu);
 		if (!done)
 			break;
-		if (mf->terr == 0 && s->rc != 0)
-			mf->terr = s->rc;
+		if (mf->terr == 0 && (rc = s->rc) != 0) {
+			requeue(mf);
+			return (rc);
+		}
 		if (mf->terr == 0 && (rc = block_done(mf, s)) != 0)
 			mf->terr = rc;
 		mf->qraw -= s->b.len;
@@ -1411,9 +1456,13 @@ lb_msgfile_append(struct lb_msgfile *mf, const struct lb_msg *m)
 
 	if (mf->mode != LB_RDWR || m->id != mf->snext + b->n)
 		return (EINVAL);
-	/* (The failed block and those before it are done: reap reaches it without waiting.) */
-	if (atomic_load_explicit(&mf->tfail, memory_order_relaxed))
-		(void)reap(mf, QDEPTH);
+	/*
+	 * A failed write: returned (and the blocks queued again) before anything is taken. The
+	 * failed block and those before it are done: reap reaches it without waiting.
+	 */
+	if (atomic_load_explicit(&mf->tfail, memory_order_relaxed) &&
+	    (rc = reap(mf, QDEPTH)) != 0)
+		return (rc);
 	if (mf->terr != 0)
 		return (mf->terr);
 	if (m->id == UINT64_MAX)
@@ -1561,11 +1610,12 @@ lb_msgfile_get(struct lb_msgfile *mf, uint64_t id, struct lb_msg *m)
 		return (LB_ENOTFOUND);
 	if (id >= mf->snext)
 		return (mblk_msg(&mf->tail, id, m));
-	if (mf->nq > 0 && (rc = reap(mf, QDEPTH)) != 0)
+	/* (A failed write is not this read's business: its blocks are queued again, below.) */
+	if (mf->nq > 0 && (rc = reap(mf, QDEPTH)) != 0 && mf->terr != 0)
 		return (rc);
 	if (mf->terr != 0 && id >= (mf->nblk > 0 ? mf->blk[mf->nblk - 1].first +
 	    mf->blk[mf->nblk - 1].count : mf->first_id))
-		return (mf->terr);	/* its block was lost to a failed write */
+		return (mf->terr);	/* its block is written but not in the index */
 	/* Blocks still queued: read their records in memory (the thread only reads them). */
 	for (unsigned i = 0; i < mf->nq; i++) {
 		const struct mblk	*b = &mf->q[(mf->qhead + i) % QDEPTH].b;

@@ -94,6 +94,7 @@ struct lb_store {
 	struct lb_segw		*segw;		/* the open interval */
 	struct lb_segw		*spare;		/* the builder of the segment thread, or NULL */
 	int			 pending;	/* pend_ref is being written, not yet published */
+	int			 pend_step;	/* enum pend_step: where that is */
 	struct lb_segref	 pend_ref;	/* (size set when published) */
 	char			 pend_path[PATH_MAX];
 	struct ixq		*ix;		/* its indexer thread, once started */
@@ -113,6 +114,17 @@ struct lb_store {
 };
 
 #define US_PER_DAY	(86400LL * 1000000)
+
+/*
+ * A pending segment's progress. A failed write or publish (ENOSPC...) is retried by the next
+ * seg_finish: the builder (st->spare) keeps the interval until its file is written, and the
+ * written file stays until the catalog points at it.
+ */
+enum pend_step {
+	PEND_THREAD,		/* handed to the segment thread */
+	PEND_REWRITE,		/* its write failed: write it again here */
+	PEND_WRITTEN		/* the file is durable: publish it */
+};
 
 static int64_t
 mono_ms(void)
@@ -993,8 +1005,8 @@ publish_segw(struct lb_store *st, uint32_t day, struct lb_segref *ref)
 
 /*
  * Waits for the segment thread; publishes the segment it wrote (the rest of lb_store_flush's
- * steps). A failed write is sticky: the builder it had is not empty, so nothing more is
- * indexed until the store is opened again (and recovery indexes the messages again).
+ * steps). A failed write or publish is returned and retried by the next call (pend_step): a
+ * full disk that gets space back loses nothing and needs no reopen.
  */
 static int
 seg_finish(struct lb_store *st)
@@ -1005,25 +1017,30 @@ seg_finish(struct lb_store *st)
 
 	if (!st->pending)
 		return (0);
-	pthread_mutex_lock(&ix->mu);
-	while (ix->wseg != NULL)
-		pthread_cond_wait(&ix->cv_done, &ix->mu);
-	if ((rc = ix->wrc) != 0 && ix->err == 0)
-		ix->err = rc;
-	ix->awidle = 1;
-	pthread_mutex_unlock(&ix->mu);
-	st->pending = 0;
-	if (rc != 0) {
-		ix->aerr = rc;
-		return (rc);
+	if (st->pend_step == PEND_THREAD) {
+		pthread_mutex_lock(&ix->mu);
+		while (ix->wseg != NULL)
+			pthread_cond_wait(&ix->cv_done, &ix->mu);
+		rc = ix->wrc;
+		ix->wrc = 0;
+		ix->awidle = 1;
+		pthread_mutex_unlock(&ix->mu);
+		st->pend_step = rc == 0 ? PEND_WRITTEN : PEND_REWRITE;
+		if (rc != 0)
+			return (rc);
+	}
+	if (st->pend_step == PEND_REWRITE) {
+		/* (lb_segw_write leaves the builder as it was when it fails) */
+		if ((rc = lb_segw_write(st->spare, st->pend_path)) != 0)
+			return (rc);
+		st->pend_step = PEND_WRITTEN;
 	}
 	if (stat(st->pend_path, &sb) == -1)
 		return (errno);
 	st->pend_ref.size = (uint64_t)sb.st_size;
-	if ((rc = lb_catalog_publish(st->cat, st->ls, NULL, 0, &st->pend_ref, 1)) != 0) {
-		unlink(st->pend_path);
+	if ((rc = lb_catalog_publish(st->cat, st->ls, NULL, 0, &st->pend_ref, 1)) != 0)
 		return (rc);
-	}
+	st->pending = 0;
 	st->indexed_id = st->pend_ref.last_id + 1;
 	if ((rc = state_save(st)) != 0)
 		return (rc);
@@ -1081,6 +1098,7 @@ flush_async(struct lb_store *st)
 	st->segw = st->spare;
 	st->spare = w;
 	st->pending = 1;
+	st->pend_step = PEND_THREAD;
 	ix->amem = lb_segw_mem(st->segw);	/* (not the memory of the one written) */
 	pthread_mutex_lock(&ix->mu);
 	ix->wseg = w;

@@ -1038,36 +1038,94 @@ file_size(const char *dir, const char *name)
 }
 
 /*
+ * Appends refs[*i..n) until a call fails, committing every 50; *committed is how many were
+ * committed. Returns the failure (0: all went in).
+ */
+static int
+append_until_error(struct lb_msgfile *mf, uint64_t *s, struct ref *refs, size_t *i, size_t n,
+    uint64_t first_id, int64_t *t, size_t *committed)
+{
+	int	rc;
+
+	for (; *i < n; (*i)++) {
+		if (refs[*i].mem == NULL) {
+			*t += 1000;
+			gen(s, &refs[*i], first_id + *i, *t, 0, 0);
+		}
+		if ((rc = lb_msgfile_append(mf, &refs[*i].m)) != 0)
+			return (rc);
+		if (*i % 50 == 0) {
+			if ((rc = lb_msgfile_commit(mf, 0)) != 0) {
+				(*i)++;
+				return (rc);
+			}
+			*committed = *i + 1;
+		}
+	}
+	return (0);
+}
+
+/*
+ * After the writer recovered: the rest go in on the same handle, every message is read back
+ * byte for byte, before and after a reopen, and verify passes.
+ */
+static void
+finish_and_check(const char *dir, struct lb_msgfile *mf, uint64_t *s, struct ref *refs,
+    size_t i, size_t n, uint64_t first_id, int64_t *t)
+{
+	char		 why[256];
+	struct lb_msg	 m;
+	uint64_t	 first, next;
+	size_t		 committed = 0;
+
+	assert_ok(append_until_error(mf, s, refs, &i, n, first_id, t, &committed));
+	assert_ok(lb_msgfile_commit(mf, 1));
+	assert_ok(lb_msgfile_seal(mf));
+	for (size_t j = 0; j < n; j++) {
+		assert_ok(lb_msgfile_get(mf, first_id + j, &m));
+		assert_msg(&m, &refs[j].m);
+	}
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_close(mf);
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 0, &mf));
+	lb_msgfile_range(mf, &first, &next);
+	assert_true(first == first_id);
+	assert_true(next == first_id + n);
+	for (size_t j = 0; j < n; j++) {
+		assert_ok(lb_msgfile_get(mf, first_id + j, &m));
+		assert_msg(&m, &refs[j].m);
+	}
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_close(mf);
+}
+
+/*
  * A block the thread cannot write (a real EFBIG: RLIMIT_FSIZE set just past the end of
- * messages) is reported by the next call and every call after it; every message whose commit
- * succeeded is there after reopening, whether its block made it to messages or not.
+ * messages) is reported by the next call (append, commit), and not sticky: once the limit is
+ * lifted the same handle writes the failed blocks, takes the rest and everything reads back,
+ * on the handle and after a reopen. No message is lost or written twice.
  */
 static void
 t_thread_write_error(void **state)
 {
-	char			 dir[256], why[256];
 	struct lb_msgfile	*mf;
 	struct lb_msg		 m;
 	struct ref		*refs;
 	struct rlimit		 old, lim;
-	uint64_t		 s = 0x853c49e6748fea9bULL, first, next, msize, wsize;
+	char			 dir[256];
+	uint64_t		 s = 0x853c49e6748fea9bULL, msize, wsize;
 	const size_t		 n = 20000, first_id = 1;
-	size_t			 i, committed = 0, phase1 = 6000;
+	size_t			 i = 0, committed = 0, phase1 = 6000;
 	int64_t			 t = 1700000000000000LL;
-	int			 rc = 0, rc2, rc3;
+	int			 rc, rc2, rc3;
 
 	(void)state;
 	t_mkdtemp(dir, sizeof(dir));
 	assert_non_null(refs = calloc(n, sizeof(*refs)));
 	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
-	for (i = 0; i < phase1; i++) {
-		t += 1000;
-		gen(&s, &refs[i], first_id + i, t, 0, 0);
-		assert_ok(lb_msgfile_append(mf, &refs[i].m));
-	}
+	assert_ok(append_until_error(mf, &s, refs, &i, phase1, first_id, &t, &committed));
 	assert_ok(lb_msgfile_commit(mf, 1));
 	assert_ok(lb_msgfile_commit(mf, 1));	/* now the WAL holds only the unwritten */
-	committed = phase1;
 	msize = file_size(dir, LB_FILE_MESSAGES);
 	wsize = file_size(dir, LB_FILE_WAL);
 	/* Room in messages for less than one more block; the WAL stays far below. */
@@ -1077,48 +1135,102 @@ t_thread_write_error(void **state)
 	lim = old;
 	lim.rlim_cur = (rlim_t)(msize + 1000);
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
-	for (; i < n; i++) {
+	rc = append_until_error(mf, &s, refs, &i, n, first_id, &t, &committed);
+	/* Reported well before the end, again while the cause lasts, not by a read. */
+	assert_int_equal(rc, EFBIG);
+	assert_true(i < n);
+	rc2 = lb_msgfile_commit(mf, 1);
+	(void)lb_msgfile_commit(mf, 0);
+	rc2 = rc2 != 0 ? rc2 : lb_msgfile_commit(mf, 1);
+	rc3 = lb_msgfile_get(mf, first_id + i - 1, &m);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(rc2, EFBIG);
+	assert_int_equal(rc3, 0);	/* (queued and open blocks are served from memory) */
+	assert_msg(&m, &refs[i - 1].m);
+	/* The cause is gone: the same handle goes on (the failed append is simply retried). */
+	if (lb_msgfile_commit(mf, 0) != 0)
+		assert_ok(lb_msgfile_commit(mf, 0));
+	finish_and_check(dir, mf, &s, refs, i, n, first_id, &t);
+	free_refs(refs, n);
+	t_rmtree(dir);
+}
+
+/*
+ * A real ENOSPC: the message file on a 16 MiB tmpfs (root only: skipped otherwise) that a
+ * filler file fills to the last byte; messages are appended until a block the compressor thread
+ * could not write makes append fail. Every commit fails while it is full (ENOSPC, nothing
+ * half taken); the filler is removed and the same handle goes on, no reopen: every message is
+ * there once, byte for byte, before and after a reopen.
+ */
+static void
+t_enospc_recovers(void **state)
+{
+	struct lb_msgfile	*mf;
+	struct ref		*refs;
+	char			 dir[256], mnt[300], cmd[700], fill_path[320];
+	uint8_t			 chunk[4096];
+	uint64_t		 s = 0x2545f4914f6cdd1dULL, first, next;
+	const size_t		 n = 30000, first_id = 1;
+	size_t			 i = 0, committed = 0;
+	int64_t			 t = 1700000000000000LL;
+	int			 fd, rc;
+
+	(void)state;
+	if (geteuid() != 0) {
+		print_message("t_enospc_recovers: skipped: mounting a tmpfs needs root\n");
+		skip();
+	}
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(mnt, sizeof(mnt), "%s/fs", dir);
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=16m tmpfs '%s'", mnt);
+	if (system(cmd) != 0) {
+		t_rmtree(dir);
+		print_message("t_enospc_recovers: skipped: cannot mount a tmpfs here\n");
+		skip();
+	}
+	assert_non_null(refs = calloc(n, sizeof(*refs)));
+	assert_ok(lb_msgfile_open(mnt, LB_RDWR, first_id, &mf));
+	assert_ok(append_until_error(mf, &s, refs, &i, 500, first_id, &t, &committed));
+	assert_ok(lb_msgfile_commit(mf, 1));
+	/* The filler takes every free byte. */
+	snprintf(fill_path, sizeof(fill_path), "%s/filler", mnt);
+	assert_true((fd = open(fill_path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) != -1);
+	memset(chunk, 'F', sizeof(chunk));
+	for (size_t k = sizeof(chunk); k > 0; k /= 2)
+		while (write(fd, chunk, k) == (ssize_t)k)
+			;
+	close(fd);
+	/*
+	 * Appends go on into memory (commits fail: the WAL cannot grow) until a block the
+	 * thread could not write makes append fail too.
+	 */
+	for (;; i++) {
+		assert_true(i < n);
 		t += 1000;
 		gen(&s, &refs[i], first_id + i, t, 0, 0);
 		if ((rc = lb_msgfile_append(mf, &refs[i].m)) != 0)
 			break;
-		if (i % 50 == 0) {
-			if ((rc = lb_msgfile_commit(mf, 0)) != 0)
-				break;
-			committed = i + 1;
-		}
+		if (i % 50 == 0)
+			(void)lb_msgfile_commit(mf, 0);
 	}
-	if (rc == 0)
-		rc = lb_msgfile_seal(mf);
-	rc2 = lb_msgfile_commit(mf, 1);
-	rc3 = lb_msgfile_get(mf, first_id + i - 1, &m);
-	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
-	signal(SIGXFSZ, SIG_DFL);
-	/* Reported, by append (a hand-off or the flag) well before the end, and sticky. */
-	assert_int_equal(rc, EFBIG);
-	assert_true(i < n);
-	assert_int_equal(rc2, EFBIG);
-	assert_int_equal(rc3, 0);	/* (the open block is still served from memory) */
-	assert_msg(&m, &refs[i - 1].m);
-	if (i + 1 < n) {
-		gen(&s, &refs[i + 1], first_id + i, t, 0, 0);
-		assert_int_equal(lb_msgfile_append(mf, &refs[i + 1].m), EFBIG);
-		free(refs[i + 1].mem);
-		refs[i + 1].mem = NULL;
+	assert_int_equal(rc, ENOSPC);
+	/* While full: every try fails with ENOSPC and takes nothing. */
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(lb_msgfile_commit(mf, 1), ENOSPC);
+		lb_msgfile_range(mf, &first, &next);
+		assert_true(next == first_id + i);
 	}
-	lb_msgfile_close(mf);
-	/* Recovery: every committed message, byte for byte; the cut block is gone. */
-	assert_ok(lb_msgfile_open(dir, LB_RDWR, 0, &mf));
 	lb_msgfile_range(mf, &first, &next);
-	assert_true(first == first_id);
-	assert_true(next >= first_id + committed && next <= first_id + i);
-	for (size_t j = 0; j < next - first_id; j++) {
-		assert_ok(lb_msgfile_get(mf, first_id + j, &m));
-		assert_msg(&m, &refs[j].m);
-	}
-	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
-	lb_msgfile_close(mf);
-	free_refs(refs, i + 1 < n ? i + 1 : n);
+	i = (size_t)(next - first_id);	/* the one that failed is appended again */
+	assert_int_equal(unlink(fill_path), 0);
+	if (lb_msgfile_commit(mf, 0) != 0)
+		assert_ok(lb_msgfile_commit(mf, 0));
+	finish_and_check(mnt, mf, &s, refs, i, 8000 > i ? 8000 : i + 100, first_id, &t);
+	snprintf(cmd, sizeof(cmd), "umount '%s'", mnt);
+	assert_int_equal(system(cmd), 0);
+	free_refs(refs, n);
 	t_rmtree(dir);
 }
 
@@ -1146,6 +1258,7 @@ main(void)
 		cmocka_unit_test(t_flip_every_byte),
 		cmocka_unit_test(t_threaded),
 		cmocka_unit_test(t_thread_write_error),
+		cmocka_unit_test(t_enospc_recovers),
 	};
 
 	/* T_FILTER=t_roundtrip runs one test. */

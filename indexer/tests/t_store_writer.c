@@ -7,9 +7,14 @@
  * appends and drops after a flush, sync keeps every committed message and does nothing on a
  * store with nothing to sync, readers report no memory; messages keep the tokens they were
  * stored with, in the tail and in segments, before and after a reopen; a reader's range follows
- * a removed day once refreshed.
+ * a removed day once refreshed. And a segment the segment thread could not write is written
+ * again by a later flush on the same handle, with nothing lost or indexed twice.
  */
 #include <errno.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "t_helper.h"
 
@@ -234,6 +239,78 @@ test_refresh_after_day_delete(void **state)
 	t_rmtree(dir);
 }
 
+static void
+append_unique(struct lb_store *st, int from, int to, int64_t t0)
+{
+	char	buf[128];
+
+	for (int i = from; i < to; i++) {
+		snprintf(buf, sizeof(buf), "n%d k%d the same words every time", i, i + 1000000);
+		append_one(st, buf, t0 + i);
+	}
+}
+
+/*
+ * A segment the segment thread cannot write is written again by a later flush on the same
+ * handle: nothing is lost, nothing indexed twice, no reopen. The failure is real: the thread
+ * cannot open its file, RLIMIT_NOFILE being set to the lowest free descriptor (EMFILE), from
+ * just after the message file and the catalog took the interval (flush_begin opens nothing:
+ * the WAL is not stale) until after a second try.
+ */
+static void
+test_segment_write_error(void **state)
+{
+	char			 dir[256];
+	struct lb_catalog	*cat;
+	struct lb_store		*st;
+	struct lb_lsconf	 conf;
+	struct rlimit		 old, lim;
+	struct timespec		 ts = { 1, 300000000 };
+	int64_t			 t0 = 1795359974000000LL;
+	int			 fd, rc, rc2;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_ok(lb_catalog_open(dir, LB_RDWR, &cat));
+	lb_lsconf_default(&conf);
+	conf.flush_ms = 1000;
+	assert_ok(lb_catalog_logspace_create(cat, "main", &conf));
+	assert_ok(lb_store_open_writer(cat, dir, "main", &st));
+	append_unique(st, 0, 20000, t0);
+	assert_ok(lb_store_commit(st, 1));
+	assert_ok(lb_store_commit(st, 1));		/* the WAL is fresh: no rewrite to come */
+	nanosleep(&ts, NULL);				/* the interval is due */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_true((fd = dup(0)) != -1);
+	close(fd);
+	lim = old;
+	lim.rlim_cur = (rlim_t)fd;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	append_unique(st, 20000, 20001, t0);		/* hands the interval to the thread */
+	rc = lb_store_flush(st);			/* waits for it: failed */
+	rc2 = lb_store_flush(st);			/* tries again: fails again */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(rc, EMFILE);
+	assert_int_equal(rc2, EMFILE);
+	/* The cause is gone: the same handle goes on. */
+	assert_ok(lb_store_flush(st));
+	append_unique(st, 20001, 20010, t0);
+	assert_ok(lb_store_flush(st));
+	assert_int_equal(nsegs(cat), 2);
+	assert_string_equal(ids_of(st, "n17"), "18,");
+	assert_string_equal(ids_of(st, "n19999"), "20000,");
+	assert_string_equal(ids_of(st, "k1020005"), "20006,");
+	assert_ok(lb_store_verify(st, NULL, NULL));
+	assert_ok(lb_store_close(st));
+	assert_ok(lb_store_open_writer(cat, dir, "main", &st));
+	assert_string_equal(ids_of(st, "n20000"), "20001,");
+	assert_string_equal(ids_of(st, "k1020009"), "20010,");
+	assert_ok(lb_store_verify(st, NULL, NULL));
+	assert_ok(lb_store_close(st));
+	lb_catalog_close(cat);
+	t_rmtree(dir);
+}
+
 int
 main(void)
 {
@@ -241,6 +318,7 @@ main(void)
 		cmocka_unit_test(test_mem_and_sync),
 		cmocka_unit_test(test_set_delims),
 		cmocka_unit_test(test_refresh_after_day_delete),
+		cmocka_unit_test(test_segment_write_error),
 	};
 
 	return (cmocka_run_group_tests(tests, NULL, NULL));

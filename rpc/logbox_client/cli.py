@@ -303,6 +303,8 @@ def status_text(s: dict[str, Any]) -> str:
             extra.append(f"up {svc['uptime_s']:.0f} s")
         if svc.get("holding"):
             extra.append(f"holding {svc['holding']}")
+        if svc.get("disk_full"):
+            extra.append(f"disk full, {svc.get('held_back_bytes')} bytes held back")
         services.append(
             f"{name} {svc.get('state', '?')}" + (f" ({', '.join(extra)})" if extra else "")
         )

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .accounts import User
 
 INDEXD_FRESH_S = 10.0  # an indexd status file older than this is stale (indexd is not running)
+INDEXD_STALE_INTERVALS = 3  # ... or than this many of its status intervals, if that is longer
 BYTES_CACHE_S = 10.0  # how long a directory's size is reused
 DISK_LOW = 0.90  # a data file system fuller than this is a problem
 
@@ -360,33 +361,49 @@ def _indexd(
     status_path: str | os.PathLike[str] | None, now: float, problems: list[str]
 ) -> tuple[dict, dict | None]:
     """indexd's service entry and its status object (None when unreadable)."""
-    entry: dict[str, Any] = {"state": "unknown", "pid": None, "uptime_s": None, "holding": None}
+    entry: dict[str, Any] = {
+        "state": "unknown",
+        "pid": None,
+        "uptime_s": None,
+        "holding": None,
+        "disk_full": None,
+        "held_back_bytes": None,
+        "reserve_bytes": None,
+    }
     if status_path is None:
         return entry, None
     path = os.fspath(status_path)
     entry["state"] = "down"
-    try:
-        with open(path, "rb") as f:
-            mtime = os.fstat(f.fileno()).st_mtime
-            raw = f.read(16 << 20)
-    except FileNotFoundError:
-        problems.append(f"indexd: no status file {path}")
-        return entry, None
-    except OSError as e:
-        problems.append(f"indexd: cannot read {path}: {e.strerror}")
-        return entry, None
-    try:
-        st = json.loads(raw)
-        if not isinstance(st, dict):
-            raise ValueError("not a JSON object")
-    except ValueError as e:
-        problems.append(f"indexd: {path} is not a status file ({e})")
-        return entry, None
+    # indexd rewrites the file in place when its disk is full: a read may catch it half
+    # written, so a garbled file is read again a few times before it counts.
+    for attempt in range(3):
+        try:
+            with open(path, "rb") as f:
+                mtime = os.fstat(f.fileno()).st_mtime
+                raw = f.read(16 << 20)
+        except FileNotFoundError:
+            problems.append(f"indexd: no status file {path}")
+            return entry, None
+        except OSError as e:
+            problems.append(f"indexd: cannot read {path}: {e.strerror}")
+            return entry, None
+        try:
+            st = json.loads(raw)
+            if not isinstance(st, dict):
+                raise ValueError("not a JSON object")
+            break
+        except ValueError as e:
+            if attempt == 2:
+                problems.append(f"indexd: {path} is not a status file ({e})")
+                return entry, None
+            time.sleep(0.01)
     pid = st.get("pid")
     pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
     entry["pid"] = pid
     age = now - mtime
-    if age >= INDEXD_FRESH_S:
+    interval = _num(st.get("interval_ms"))
+    fresh = max(INDEXD_FRESH_S, INDEXD_STALE_INTERVALS * interval / 1000 if interval else 0.0)
+    if age >= fresh:
         problems.append(f"indexd: status file {path} is stale ({age:.0f} s old)")
         return entry, st
     if pid is None or not pid_alive(pid):
@@ -400,6 +417,16 @@ def _indexd(
     entry["holding"] = holding if isinstance(holding, str) else None
     if entry["holding"]:
         problems.append(f"indexd: holding: {entry['holding']}")
+    disk = st.get("disk") if isinstance(st.get("disk"), dict) else {}
+    if isinstance(disk.get("full"), bool):
+        entry["disk_full"] = disk["full"]
+    entry["held_back_bytes"] = _int(disk.get("held_back_bytes"))
+    entry["reserve_bytes"] = _int(disk.get("reserve_bytes"))
+    if entry["disk_full"]:
+        problems.append(
+            f"indexd: disk full: {_int(disk.get('free_bytes'))} bytes free, reserve "
+            f"{entry['reserve_bytes']} bytes; {entry['held_back_bytes']} bytes held back"
+        )
     if st.get("stopping") is True:
         problems.append("indexd: stopping")
     return entry, st

@@ -194,15 +194,11 @@ def settings_toml(
     reliable: bool,
     routes: Sequence[dict[str, Any]],
     extra: dict[str, Any] | None = None,
+    buffer: dict[str, Any] | None = None,
 ) -> str:
     """The collector settings file (collector/README.md) for a test appliance."""
-    lines = [
-        'bind = "127.0.0.1"',
-        "log_msg_size = 16777216",
-        "max_connections = 10000",
-    ]
-    for k, v in (extra or {}).items():
-        lines.append(f"{k} = {_toml_value(v)}")
+    top = {"bind": "127.0.0.1", "log_msg_size": 16777216, "max_connections": 10000}
+    lines = [f"{k} = {_toml_value(v)}" for k, v in {**top, **(extra or {})}.items()]
     lines.append("[ports]")
     lines += [f"{k} = {v}" for k, v in ports.items()]
     lines.append("[tls]")
@@ -212,7 +208,8 @@ def settings_toml(
         f"ca = {_toml_value(certs.ca)}",
         f"verify = {_toml_value(tls_verify)}",
     ]
-    lines += ["[buffer]", f"reliable = {_toml_value(reliable)}", "size = 268435456"]
+    buf = {"reliable": reliable, "size": 268435456, **(buffer or {})}
+    lines += ["[buffer]", *(f"{k} = {_toml_value(v)}" for k, v in buf.items())]
     for r in routes:
         lines.append("[[logspace]]")
         lines += [f"{k} = {_toml_value(v)}" for k, v in r.items()]
@@ -233,6 +230,9 @@ class Appliance:
         reliable: bool = True,
         udp: bool = True,
         indexd_args: Sequence[str] = (),
+        collector: dict[str, Any] | None = None,
+        buffer: dict[str, Any] | None = None,
+        prealloc: bool = False,
     ) -> None:
         self.root = Path(tmp_path) / "appliance"
         self.data = self.root / "data"
@@ -244,6 +244,11 @@ class Appliance:
         self.tls_verify = tls_verify
         self.reliable = reliable
         self.indexd_args = list(indexd_args)
+        # collector settings: top-level keys, [buffer] keys; prealloc: reserve the disk
+        # buffer's space after syslog-ng starts, as the appliance's unit does
+        self.collector = dict(collector or {})
+        self.buffer = dict(buffer or {})
+        self.prealloc = prealloc
         self.ports = {
             "tcp": free_port(),
             "octet": free_port(),
@@ -265,7 +270,15 @@ class Appliance:
         mod = render_module()
         toml = self.run / "collector.toml"
         toml.write_text(
-            settings_toml(self.ports, self.certs, self.tls_verify, self.reliable, self.routes)
+            settings_toml(
+                self.ports,
+                self.certs,
+                self.tls_verify,
+                self.reliable,
+                self.routes,
+                self.collector,
+                self.buffer,
+            )
         )
         settings = mod.load_settings(toml)
         text = mod.render(settings, data=self.data, run=self.run, fifo=self.fifo)
@@ -422,6 +435,21 @@ class Appliance:
                             f"{self.stderr_of('syslog-ng')}"
                         ) from None
                     time.sleep(0.02)
+        if self.prealloc:
+            self.prealloc_buffer(deadline)
+
+    def prealloc_buffer(self, deadline: float) -> None:
+        """collector/render.py --prealloc, once syslog-ng has made its disk buffer file."""
+        files: list[Path] = []
+        while not files:
+            mod = render_module()
+            files = mod.prealloc_buffer(
+                mod.load_settings(self.run / "collector.toml"), data=self.data
+            )
+            if not files:
+                if time.monotonic() > deadline:
+                    raise AssertionError("syslog-ng made no disk buffer file to preallocate")
+                time.sleep(0.05)
 
     def stop_syslogng(self, sig: int = signal.SIGTERM) -> int:
         """Stops syslog-ng (SIGTERM by default) and waits for it; returns its exit status."""
