@@ -239,6 +239,7 @@ struct ingest {
 	int		 header_time;	/* --received header */
 	uint64_t	 batch;
 	uint64_t	 n, bytes, bad, first, last, pending;
+	uint64_t	 unstored;	/* messages that can never be stored, skipped */
 	double		 t0, last_sync, last_progress;
 	int		 tty;
 };
@@ -270,13 +271,24 @@ static void
 ingest_one(struct ingest *in, const uint8_t *p, size_t len)
 {
 	struct lb_msg	m;
+	uint64_t	first, next;
 	int		rc;
 
 	lb_syslog_parse(p, len, now_us(), &m);
 	if (in->header_time && m.timestamp != LB_NOTIME)
 		m.received = m.timestamp;
-	if ((rc = lb_store_append(in->st, &m)) != 0)
-		die("storing message %llu: %s", (unsigned long long)in->n + 1, lb_strerror(rc));
+	if ((rc = lb_store_append(in->st, &m)) != 0) {
+		/* (Ids start at 1: m.id is 0 unless the store got as far as giving one.) */
+		lb_store_range(in->st, &first, &next);
+		if (lb_errclass(rc) != LB_ERRC_MESSAGE || (m.id != 0 && next > m.id))
+			die("storing message %llu: %s", (unsigned long long)in->n + 1,
+			    lb_strerror(rc));
+		/* This message can never be stored (fields are cut, so hardly ever): skip it. */
+		fprintf(stderr, "logbox: message %llu not stored: %s\n",
+		    (unsigned long long)in->n + in->unstored + 1, lb_strerror(rc));
+		in->unstored++;
+		return;
+	}
 	if (in->n++ == 0)
 		in->first = m.id;
 	in->last = m.id;
@@ -403,6 +415,9 @@ cmd_ingest(struct opts *o)
 	    in.bytes / 1e6 / (el > 0 ? el : 1));
 	if (in.bad > 0)
 		fprintf(stderr, "; %llu malformed frames skipped", (unsigned long long)in.bad);
+	if (in.unstored > 0)
+		fprintf(stderr, "; %llu messages not storable skipped",
+		    (unsigned long long)in.unstored);
 	fputc('\n', stderr);
 	free(buf);
 	if (fd > 0)
