@@ -14,7 +14,6 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,7 +122,7 @@ def test_oversized_field(appliance: Appliance, field: str, port: str) -> None:
     st = app.status()
     assert st["holding"] is None, st
     ms = find(app, mark, base)
-    (m,) = [m for m in ms if not m["message"].startswith("after ")]
+    (m,) = (m for m in ms if not m["message"].startswith("after "))
     assert m["message"].endswith(mark), m["message"][:200]
     got = message_bytes(m[key])
     assert len(got) <= limit, (key, len(got))
