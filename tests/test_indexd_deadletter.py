@@ -108,9 +108,11 @@ def oversized(tag: str, rtime: float) -> list[bytes]:
     ]
 
 
-def test_oversized_fields_cut_and_flagged(daemon: Indexd, tmp_path: Path, store_cli: Path) -> None:
+def test_oversized_fields_cut_and_flagged(
+    daemon: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
+) -> None:
     d = daemon
-    write_fifo(d.fifo, b"".join(oversized("fifo", T0)) + frame("fifo after", rtime=T0))  # type: ignore[arg-type]
+    write_fifo(fifo, b"".join(oversized("fifo", T0)) + frame("fifo after", rtime=T0))
     send_socket(tmp_path / "indexd.sock", b"".join(oversized("sock", T0 + 1)) + frame("sock after"))
     st = d.wait_stored(16)
     assert st["holding"] is None and st["quarantined"] == 0, st
@@ -131,12 +133,12 @@ def test_oversized_fields_cut_and_flagged(daemon: Indexd, tmp_path: Path, store_
 
 
 def test_unstorable_frame_is_quarantined(
-    indexd_bin: Path, daemon: Indexd, tmp_path: Path, store_cli: Path
+    daemon: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
 ) -> None:
     d = daemon
     bad_fifo = frame("bad from the fifo", ls="second", rtime=BAD_RTIME)
     bad_sock = frame("bad from the socket", rtime=BAD_RTIME)
-    write_fifo(d.fifo, frame("fifo 1", rtime=T0) + bad_fifo + frame("fifo 2", rtime=T0))  # type: ignore[arg-type]
+    write_fifo(fifo, frame("fifo 1", rtime=T0) + bad_fifo + frame("fifo 2", rtime=T0))
     send_socket(tmp_path / "indexd.sock", frame("sock 1") + bad_sock + frame("sock 2"))
     st = wait_status(d, lambda s: s["stored"] >= 4 and s["quarantined"] >= 2)
     assert st["stored"] == 4 and st["quarantined"] == 2 and st["holding"] is None, st

@@ -17,10 +17,10 @@
  * (after the store's own recovery) was stored and is skipped, the others are appended. The same
  * rule finishes a batch after a hold (an append or commit that failed). A frame whose message
  * can never be stored is quarantined (quarantine.c): it takes no id, and its dead-letter record
- * names the batch, so replay neither sets it aside twice nor miscounts the ids after it.
- * It also owns frames
- * too big to be seen whole through tee(): they are streamed (consumed while read), the first
- * LB_FRAME_MAX bytes kept and the message cut at LB_MSG_MAX — the one at-most-once case.
+ * names the batch, so replay neither sets it aside twice nor miscounts the ids after it. It
+ * also owns frames too big to be seen whole through tee(): they are streamed (consumed while
+ * read), the first LB_FRAME_MAX bytes kept and the message cut at LB_MSG_MAX — the one
+ * at-most-once case.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -478,7 +478,6 @@ big_store(struct indexd *env)
 	if ((rc = ls_get(env, f.ls.p, f.ls.len, &l)) != 0) {
 		if (lb_errclass(rc) == LB_ERRC_MESSAGE)
 			goto aside;
-		fi->big_pending = 1;
 		hold(env, "logspace %.*s: %s", (int)f.ls.len, (const char *)f.ls.p,
 		    lb_strerror(rc));
 		return (rc);

@@ -125,7 +125,7 @@ conn_big_done(struct indexd *env, struct input *in)
 	struct lb_frame	 f;
 	struct lspace	*l;
 	const char	*why = "malformed";
-	int		 stored, rc;
+	int		 stored, rc, qrc;
 
 	memset(&f, 0, sizeof(f));
 	rc = bigframe_msg(&in->in_big, &f, &why);
@@ -141,10 +141,10 @@ conn_big_done(struct indexd *env, struct input *in)
 	else
 		stored = 0;
 	if (!stored && lb_errclass(rc) == LB_ERRC_MESSAGE) {
-		if ((stored = quarantine(env, in, f.ls.p, f.ls.len, &f, in->in_big.buf,
+		if ((qrc = quarantine(env, in, f.ls.p, f.ls.len, &f, in->in_big.buf,
 		    in->in_big.keep, rc, 0, 0, 0)) != 0) {
-			hold(env, "%s/%s: %s", env->data, LB_DL_FILE, lb_strerror(stored));
-			return (stored);
+			hold(env, "%s/%s: %s", env->data, LB_DL_FILE, lb_strerror(qrc));
+			return (qrc);
 		}
 		in->in_received++;
 		env->received++;
