@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from lbtest.frames import frame
 from lbtest.indexd import HeldFifo, Indexd, messages, raw
+from logbox_core.status import gather
 
 T0 = 1795359974.984039
 BAD_RTIME = "253402300800"  # 10000-01-01T00:00:00Z: past LB_RECEIVED_MAX
@@ -161,6 +162,11 @@ def test_unstorable_frame_is_quarantined(
         assert r["code"] == -31010 and "out of range" in r["reason"], r
         assert r["received_us"] == 253402300800 * 1_000_000
     assert "quarantined a frame" in d.stderr()
+    # /api/v1/status passes it on (logbox_core.status, without the file's path).
+    api = gather(data_dir=d.data, indexd_status=d.status_path, syslogng_pidfile=None, searchd=None)
+    assert api["quarantined"] == 2, api
+    assert api["deadletter"]["records"] == 2 and "file" not in api["deadletter"]
+    assert "out of range" in api["deadletter"]["last_reason"]
     # A restart keeps the file and shows what it holds; nothing is set aside again.
     assert d.stop() == 0
     d.start()
