@@ -3,7 +3,6 @@
  * LB_E*) into text, and lb_errclass(): whether an error belongs to one message or to the
  * environment.
  */
-#include <errno.h>
 #include <lmdb.h>
 #include <string.h>
 
@@ -51,16 +50,16 @@ lb_errclass(int rc)
 	switch (rc) {
 	case 0:
 		return (LB_ERRC_NONE);
-	case LB_ETOOBIG:
 	case LB_EBADMSG:
 	case LB_EPARSE:
-	case EINVAL:
-	case ERANGE:
-	case EOVERFLOW:
-	case EILSEQ:
 		return (LB_ERRC_MESSAGE);
 	default:
-		/* ENOSPC, EDQUOT, EIO, ENOMEM, EMFILE, LB_ELOCKED, LMDB's, the unknown: retry. */
+		/*
+		 * ENOSPC, EDQUOT, EIO, ENOMEM, EMFILE, LB_ELOCKED, LMDB's, and the rest: retry.
+		 * Not LB_ETOOBIG or EINVAL: a store returns them for its own state too (a WAL too
+		 * long to recover, an id out of step), and setting every later message aside for
+		 * that would be worse than holding. A store says LB_EBADMSG for the message.
+		 */
 		return (LB_ERRC_ENV);
 	}
 }

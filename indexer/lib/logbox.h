@@ -42,12 +42,12 @@ const char	*lb_strerror(int rc);
 
 /*
  * What an error from storing one message means for the input it came from (lb_errclass):
- * - LB_ERRC_MESSAGE: this message can never be stored (LB_ETOOBIG, LB_EBADMSG, LB_EPARSE,
- *   EINVAL, ERANGE, EOVERFLOW, EILSEQ): set it aside (indexd quarantines it in its dead-letter
- *   file) and go on with the next one. Storing it again fails the same way.
- * - LB_ERRC_ENV: the environment failed (ENOSPC, EDQUOT, EIO, ENOMEM, LB_ELOCKED, an LMDB
- *   error, ... and every code not named above): the message is fine; hold the input and try
- *   again, it will work once the cause is gone.
+ * - LB_ERRC_MESSAGE: this message can never be stored (LB_EBADMSG, LB_EPARSE): set it aside
+ *   (indexd quarantines it in its dead-letter file) and go on with the next one. Storing it
+ *   again fails the same way. lb_store_append says LB_EBADMSG for what is the message's fault.
+ * - LB_ERRC_ENV: everything else: the environment failed (ENOSPC, EDQUOT, EIO, ENOMEM,
+ *   LB_ELOCKED, an LMDB error, ...), or the store's own state did (LB_ETOOBIG, EINVAL from a
+ *   store mean that): hold the input and try again, it works once the cause is gone.
  * 0 is LB_ERRC_NONE. The one place that draws this line: indexd and the CLI ask it.
  */
 #define LB_ERRC_NONE	0

@@ -372,7 +372,9 @@ t_fields_cut_and_flagged(void **state)
 	m.timestamp = LB_NOTIME;
 	assert_int_equal(lb_store_append(st, &m), LB_EBADMSG);
 	assert_int_equal(lb_errclass(LB_EBADMSG), LB_ERRC_MESSAGE);
-	assert_int_equal(lb_errclass(LB_ETOOBIG), LB_ERRC_MESSAGE);
+	assert_int_equal(lb_errclass(LB_EPARSE), LB_ERRC_MESSAGE);
+	assert_int_equal(lb_errclass(LB_ETOOBIG), LB_ERRC_ENV);
+	assert_int_equal(lb_errclass(EINVAL), LB_ERRC_ENV);
 	assert_int_equal(lb_errclass(ENOSPC), LB_ERRC_ENV);
 	assert_int_equal(lb_errclass(EDQUOT), LB_ERRC_ENV);
 	assert_int_equal(lb_errclass(EIO), LB_ERRC_ENV);
