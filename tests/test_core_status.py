@@ -116,6 +116,7 @@ def test_everything_running(appliance: dict) -> None:
     }
     assert 0 < got["services"]["indexd"]["uptime_s"] < 300
     assert got["stored"] == st["stored"] == 5 and got["malformed"] == 0
+    assert got["quarantined"] == 0 and got["deadletter"]["records"] == 0
     assert set(got["eps"]) == {"1s", "60s"} and got["eps"]["60s"] > 0
     assert abs(time.mktime(time.strptime(got["time"][:19], "%Y-%m-%dT%H:%M:%S")) - t0) < 86400
     assert got["time"].endswith("Z") and len(got["time"]) == 27

@@ -1,6 +1,6 @@
 /*
- * logbox.c — the logbox admin tool: ingest, cat, lookup, verify, stats, dump, reindex over a
- * data directory, and the dispatch to search (search.c). This file owns argument handling,
+ * logbox.c — the logbox admin tool: ingest, cat, lookup, verify, stats, dump, reindex and
+ * deadletter over a data directory, and the dispatch to search (search.c). This file owns argument handling,
  * progress and output formats (text and NDJSON); every storage decision is liblogbox's. Errors
  * go to stderr as "logbox: ..." with exit status 1; usage errors exit 2.
  */
@@ -34,7 +34,8 @@ static const char *usage_text =
     "       logbox verify  --data DIR [--logspace L]   (default: every logspace)\n"
     "       logbox stats   --data DIR [--logspace L] [--json]\n"
     "       logbox reindex --data DIR [--logspace L]\n"
-    "       logbox dump    FILE\n";
+    "       logbox dump    FILE\n"
+    "       logbox deadletter --data DIR\n";
 static const char *usage_tail =
     "       logbox --version\n";
 
@@ -239,6 +240,7 @@ struct ingest {
 	int		 header_time;	/* --received header */
 	uint64_t	 batch;
 	uint64_t	 n, bytes, bad, first, last, pending;
+	uint64_t	 unstored;	/* messages that can never be stored, skipped */
 	double		 t0, last_sync, last_progress;
 	int		 tty;
 };
@@ -270,13 +272,24 @@ static void
 ingest_one(struct ingest *in, const uint8_t *p, size_t len)
 {
 	struct lb_msg	m;
+	uint64_t	first, next;
 	int		rc;
 
 	lb_syslog_parse(p, len, now_us(), &m);
 	if (in->header_time && m.timestamp != LB_NOTIME)
 		m.received = m.timestamp;
-	if ((rc = lb_store_append(in->st, &m)) != 0)
-		die("storing message %llu: %s", (unsigned long long)in->n + 1, lb_strerror(rc));
+	if ((rc = lb_store_append(in->st, &m)) != 0) {
+		/* (Ids start at 1: m.id is 0 unless the store got as far as giving one.) */
+		lb_store_range(in->st, &first, &next);
+		if (lb_errclass(rc) != LB_ERRC_MESSAGE || (m.id != 0 && next > m.id))
+			die("storing message %llu: %s", (unsigned long long)in->n + 1,
+			    lb_strerror(rc));
+		/* This message can never be stored (fields are cut, so hardly ever): skip it. */
+		fprintf(stderr, "logbox: message %llu not stored: %s\n",
+		    (unsigned long long)in->n + in->unstored + 1, lb_strerror(rc));
+		in->unstored++;
+		return;
+	}
 	if (in->n++ == 0)
 		in->first = m.id;
 	in->last = m.id;
@@ -403,6 +416,9 @@ cmd_ingest(struct opts *o)
 	    in.bytes / 1e6 / (el > 0 ? el : 1));
 	if (in.bad > 0)
 		fprintf(stderr, "; %llu malformed frames skipped", (unsigned long long)in.bad);
+	if (in.unstored > 0)
+		fprintf(stderr, "; %llu messages not storable skipped",
+		    (unsigned long long)in.unstored);
 	fputc('\n', stderr);
 	free(buf);
 	if (fd > 0)
@@ -437,6 +453,61 @@ cmd_cat(struct opts *o)
 	if (fflush(stdout) != 0)
 		die("write: %s", strerror(errno));
 	lb_store_close(st);
+	return (0);
+}
+
+/* ---------------------------------------------------------------- deadletter (NDJSON) */
+
+/* The dead-letter file (FORMAT.md §12) as NDJSON, one object per record, oldest first. */
+static int
+cmd_deadletter(struct opts *o)
+{
+	struct lb_dl	*dl;
+	struct lb_dlrec	 r;
+	char		 path[PATH_MAX], t[64];
+	uint64_t	 n = 0;
+	int		 rc;
+
+	if (o->argc != 0 || o->data == NULL)
+		usage();
+	if ((rc = lb_path(path, sizeof(path), "%s/%s", o->data, LB_DL_FILE)) != 0)
+		die("%s: %s", o->data, lb_strerror(rc));
+	if ((rc = lb_dl_open(path, LB_RDONLY, &dl)) == LB_ENOTFOUND) {
+		fprintf(stderr, "logbox: %s: no dead-letter file: 0 records\n", path);
+		return (0);
+	}
+	if (rc != 0)
+		die("%s: %s", path, lb_strerror(rc));
+	while ((rc = lb_dl_next(dl, &r)) == 0) {
+		lb_time_fmt(t, sizeof(t), r.when, 0);
+		printf("{\"offset\":%llu,\"when\":\"%s\",\"when_us\":%lld,",
+		    (unsigned long long)r.offset, t, (long long)r.when);
+		if (r.received != LB_NOTIME) {
+			lb_time_fmt(t, sizeof(t), r.received, 0);
+			printf("\"received\":\"%s\",\"received_us\":%lld,", t,
+			    (long long)r.received);
+		} else
+			fputs("\"received\":null,\"received_us\":null,", stdout);
+		fputs("\"logspace\":\"", stdout);
+		lb_json_bytes(stdout, (const uint8_t *)r.ls, strlen(r.ls));
+		fputs("\",\"input\":\"", stdout);
+		lb_json_bytes(stdout, r.input.p, r.input.len);
+		fputs("\",\"reason\":\"", stdout);
+		lb_json_bytes(stdout, r.reason.p, r.reason.len);
+		printf("\",\"code\":%d,\"error\":\"%s\",\"batch\":%llu,\"index\":%u,"
+		    "\"frame_bytes\":%zu,\"frame\":\"", (int)r.code, lb_strerror(r.code),
+		    (unsigned long long)r.batch, (unsigned)r.index, r.frame.len);
+		lb_json_bytes(stdout, r.frame.p, r.frame.len);
+		fputs("\"}\n", stdout);
+		n++;
+	}
+	if (fflush(stdout) != 0)
+		die("write: %s", strerror(errno));
+	lb_dl_close(dl);
+	if (rc != LB_ENOTFOUND)
+		die("%s: after %llu records: %s (a record torn by a kill is cut off when indexd "
+		    "next writes the file)", path, (unsigned long long)n, lb_strerror(rc));
+	fprintf(stderr, "logbox: %s: %llu records\n", path, (unsigned long long)n);
 	return (0);
 }
 
@@ -798,7 +869,7 @@ main(int argc, char *argv[])
 	} cmds[] = {
 		{ "ingest", cmd_ingest }, { "cat", cmd_cat }, { "lookup", cmd_lookup },
 		{ "verify", cmd_verify }, { "stats", cmd_stats }, { "reindex", cmd_reindex },
-		{ "dump", cmd_dump },
+		{ "dump", cmd_dump }, { "deadletter", cmd_deadletter },
 	};
 	struct opts o;
 

@@ -15,9 +15,12 @@
  * same m bytes at the FIFO's head: it decodes them again and gives the frames of each logspace
  * ids from the recorded "next id before" on; a frame whose id is below the store's next id
  * (after the store's own recovery) was stored and is skipped, the others are appended. The same
- * rule finishes a batch after a hold (an append or commit that failed). It also owns frames
- * too big to be seen whole through tee(): they are streamed (consumed while read), the first
- * LB_FRAME_MAX bytes kept and the message cut at LB_MSG_MAX — the one at-most-once case.
+ * rule finishes a batch after a hold (an append or commit that failed). A frame whose message
+ * can never be stored is quarantined (quarantine.c): it takes no id, and its dead-letter record
+ * names the batch, so replay neither sets it aside twice nor miscounts the ids after it. It
+ * also owns frames too big to be seen whole through tee(): they are streamed (consumed while
+ * read), the first LB_FRAME_MAX bytes kept and the message cut at LB_MSG_MAX — the one
+ * at-most-once case.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -174,6 +177,10 @@ fifo_free(struct indexd *env)
 	free(fi->scratch);
 	free(fi->frames);
 	free(fi->fls);
+	free(fi->fdead);
+	free(fi->frc);
+	lb_dl_close(env->dl);
+	env->dl = NULL;
 	free(fi->big.buf);
 	memset(fi, 0, sizeof(*fi));
 }
@@ -255,7 +262,7 @@ batch_build(struct indexd *env, size_t limit, const struct ix_intent *replay, si
 	struct lspace	*l;
 	const char	*why;
 	size_t		 pos = 0, need, end = fi->vlen;
-	int		 rc;
+	int		 rc, lrc;
 
 	*bigneed = 0;
 	fi->nframes = 0;
@@ -294,14 +301,18 @@ batch_build(struct indexd *env, size_t limit, const struct ix_intent *replay, si
 			pos += skip;
 			continue;
 		}
-		if ((rc = ls_get(env, f.ls.p, f.ls.len, &l)) != 0) {
-			if (pos > 0)
+		if ((lrc = ls_get(env, f.ls.p, f.ls.len, &l)) != 0) {
+			if (lb_errclass(lrc) == LB_ERRC_MESSAGE)
+				l = NULL;	/* batch_store quarantines it */
+			else if (pos > 0)
 				break;	/* store what comes before it first */
-			hold(env, "logspace %.*s: %s", (int)f.ls.len, (const char *)f.ls.p,
-			    lb_strerror(rc));
-			return (rc);
+			else {
+				hold(env, "logspace %.*s: %s", (int)f.ls.len,
+				    (const char *)f.ls.p, lb_strerror(lrc));
+				return (lrc);
+			}
 		}
-		if (!l->bmark) {
+		if (l != NULL && !l->bmark) {
 			if (it->nls == IX_STATE_LS)
 				break;
 			if (replay != NULL) {
@@ -324,6 +335,8 @@ batch_build(struct indexd *env, size_t limit, const struct ix_intent *replay, si
 			size_t		 cap = fi->capframes ? fi->capframes * 2 : 4096;
 			struct lb_frame	*nf;
 			struct lspace	**nl;
+			uint8_t		*nd;
+			int		*nr;
 
 			if ((nf = reallocarray(fi->frames, cap, sizeof(*nf))) == NULL)
 				return (ENOMEM);
@@ -331,9 +344,17 @@ batch_build(struct indexd *env, size_t limit, const struct ix_intent *replay, si
 			if ((nl = reallocarray(fi->fls, cap, sizeof(*nl))) == NULL)
 				return (ENOMEM);
 			fi->fls = nl;
+			if ((nd = reallocarray(fi->fdead, cap, sizeof(*nd))) == NULL)
+				return (ENOMEM);
+			fi->fdead = nd;
+			if ((nr = reallocarray(fi->frc, cap, sizeof(*nr))) == NULL)
+				return (ENOMEM);
+			fi->frc = nr;
 			fi->capframes = cap;
 		}
 		fi->frames[fi->nframes] = f;
+		fi->fdead[fi->nframes] = 0;
+		fi->frc[fi->nframes] = l == NULL ? lrc : 0;
 		fi->fls[fi->nframes++] = l;
 		pos += f.size;
 	}
@@ -351,23 +372,42 @@ batch_store(struct indexd *env, uint64_t *skipped)
 	struct fifo	*fi = &env->fifo;
 	struct lspace	*l;
 	uint64_t	 id, skip = 0;
-	int		 stored, rc;
+	int		 stored, rc, qrc;
 
 	for (size_t i = 0; i < fi->nframes; i++)
-		fi->fls[i]->bidx = 0;
+		if (fi->fls[i] != NULL)
+			fi->fls[i]->bidx = 0;
 	for (size_t i = 0; i < fi->nframes; i++) {
 		struct lb_frame *f = &fi->frames[i];
 
-		l = fi->fls[i];
-		id = l->bbefore + l->bidx++;
+		if (fi->fdead[i])
+			continue;	/* quarantined: it has no id */
+		if ((l = fi->fls[i]) == NULL) {
+			rc = fi->frc[i];
+			goto aside;
+		}
+		id = l->bbefore + l->bidx;
 		if (id < l->next_id) {
+			l->bidx++;
 			skip++;
 			continue;
 		}
-		if ((rc = ls_append(env, l, &f->msg, &stored)) != 0) {
+		rc = ls_append(env, l, &f->msg, &stored);
+		if (stored)
+			l->bidx++;
+		if (rc == 0)
+			continue;
+		if (stored || lb_errclass(rc) != LB_ERRC_MESSAGE) {
 			hold(env, "logspace %s: %s", l->name, lb_strerror(rc));
 			return (rc);
 		}
+ aside:
+		if ((qrc = quarantine(env, fi->in, f->ls.p, f->ls.len, f, f->ls.p - f->hdr,
+		    f->size, rc, fi->intent.seq, fi->intent.crc, (uint32_t)i)) != 0) {
+			hold(env, "%s/%s: %s", env->data, LB_DL_FILE, lb_strerror(qrc));
+			return (qrc);
+		}
+		fi->fdead[i] = 1;
 	}
 	if ((rc = ls_commit_dirty(env, 0)) != 0)
 		return (rc);
@@ -425,7 +465,7 @@ big_store(struct indexd *env)
 	struct lb_frame	 f;
 	struct lspace	*l;
 	const char	*why = "malformed";
-	int		 stored, rc;
+	int		 stored, rc, qrc;
 
 	memset(&f, 0, sizeof(f));
 	rc = bigframe_msg(&fi->big, &f, &why);
@@ -436,11 +476,15 @@ big_store(struct indexd *env)
 		goto done;
 	}
 	if ((rc = ls_get(env, f.ls.p, f.ls.len, &l)) != 0) {
+		if (lb_errclass(rc) == LB_ERRC_MESSAGE)
+			goto aside;
 		hold(env, "logspace %.*s: %s", (int)f.ls.len, (const char *)f.ls.p,
 		    lb_strerror(rc));
 		return (rc);
 	}
 	if ((rc = ls_append(env, l, &f.msg, &stored)) != 0 && !stored) {
+		if (lb_errclass(rc) == LB_ERRC_MESSAGE)
+			goto aside;
 		fi->big_pending = 1;
 		hold(env, "logspace %s: %s", l->name, lb_strerror(rc));
 		return (rc);
@@ -461,6 +505,19 @@ big_store(struct indexd *env)
 		return (rc);
 	}
  done:
+	bigframe_reset(&fi->big);
+	return (0);
+ aside:
+	/* (Streamed frames are at-most-once anyway: no batch to name.) */
+	if ((qrc = quarantine(env, fi->in, f.ls.p, f.ls.len, &f, fi->big.buf, fi->big.keep,
+	    rc, 0, 0, 0)) != 0) {
+		fi->big_pending = 1;
+		hold(env, "%s/%s: %s", env->data, LB_DL_FILE, lb_strerror(qrc));
+		return (qrc);
+	}
+	fi->big_pending = 0;
+	fi->in->in_received++;
+	env->received++;
 	bigframe_reset(&fi->big);
 	return (0);
 }
@@ -623,6 +680,7 @@ fifo_recover(struct indexd *env)
 
 	if ((rc = state_open(env->data, &fi->statefd)) != 0)
 		fatalx("%s: %s/indexd/state: %s", __func__, env->data, strerror(rc));
+	quarantine_count(env);
 	if ((rc = state_read(fi->statefd, &rec)) != 0) {
 		log_warnx("%s: %s/indexd/state: %s: no batch to finish", __func__, env->data,
 		    lb_strerror(rc));
@@ -655,6 +713,8 @@ fifo_recover(struct indexd *env)
 	fi->intent.m = rec.m;
 	fi->intent.crc = rec.crc;
 	memcpy(fi->intent.head, rec.head, sizeof(rec.head));
+	if ((rc = quarantine_marks(env, rec.seq, rec.crc, fi->fdead, fi->nframes)) != 0)
+		fatalx("%s: %s/%s: %s", __func__, env->data, LB_DL_FILE, lb_strerror(rc));
 	fi->m = m;
 	fi->pending = 1;
 	n = fi->nframes;

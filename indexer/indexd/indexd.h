@@ -10,6 +10,7 @@
  *   settings.c the --logspaces settings file and retention
  *   status.c  counters, the --status JSON file, systemd STATUS=, malformed-frame logging
  *   disk.c    the data directory's free space: the reserve, the hold that keeps it, status
+ *   quarantine.c  frames that can never be stored: the dead-letter file
  *   ../daemon/log.c  one line per event on stderr (shared with searchd)
  */
 #ifndef INDEXD_H
@@ -146,6 +147,7 @@ struct input {
 	uint64_t	 in_received;	/* frames decoded */
 	uint64_t	 in_malformed;
 	uint64_t	 in_truncated;
+	uint64_t	 in_quarantined;	/* frames set aside in the dead-letter file */
 	uint64_t	 in_bytes;	/* bytes consumed */
 	uint64_t	 in_conns;	/* listener: connections open now */
 	uint64_t	 in_accepted;	/* listener: connections accepted */
@@ -167,7 +169,9 @@ struct fifo {
 	size_t		 vlen;
 	uint8_t		*scratch;	/* a streamed frame's bytes land here */
 	struct lb_frame	*frames;	/* the batch's frames (slices into view) */
-	struct lspace	**fls;		/* and their logspaces */
+	struct lspace	**fls;		/* and their logspaces (NULL: could not be opened, frc) */
+	uint8_t		*fdead;		/* and whether each is in the dead-letter file */
+	int		*frc;		/* and, fls NULL, why its logspace could not be opened */
 	size_t		 nframes, capframes;
 	size_t		 m;		/* bytes of the batch in progress (intent written) */
 	int		 pending;	/* a batch is recorded but not yet consumed */
@@ -218,6 +222,11 @@ struct indexd {
 	int64_t		 started;	/* real µs at start */
 	int64_t		 started_mono;
 	uint64_t	 received, stored, malformed, truncated;
+	uint64_t	 quarantined;	/* frames set aside by this process */
+	struct lb_dl	*dl;		/* the dead-letter file, opened at the first one */
+	uint64_t	 dl_records;	/* records it held at start */
+	int64_t		 dl_last_at;	/* real µs of the last record; 0: none */
+	char		 dl_last[200];	/* its reason */
 	uint64_t	 eps_n[61];	/* "stored" sampled once a second, the last 61 times */
 	int64_t		 eps_t[61];	/* and when (monotonic µs) */
 	unsigned	 eps_pos, eps_cnt;
@@ -274,6 +283,14 @@ void	input_free(struct input *in);
 void	listen_cb(int fd, short what, void *arg);
 int	conn_resume(struct indexd *env, struct input *in);
 void	conn_drain(struct indexd *env);
+
+/* quarantine.c */
+int	quarantine(struct indexd *env, struct input *in, const uint8_t *ls, size_t lslen,
+	    const struct lb_frame *f, const uint8_t *raw, size_t rawlen, int code,
+	    uint64_t batch, uint32_t bcrc, uint32_t index);
+int	quarantine_marks(struct indexd *env, uint64_t batch, uint32_t bcrc, uint8_t *dead,
+	    size_t n);
+void	quarantine_count(struct indexd *env);
 
 /* state.c */
 int	state_open(const char *data, int *fdp);

@@ -6,7 +6,8 @@
  * read's worth): at-most-once, documented in README.md. A connection's buffer starts small and
  * grows to the largest frame it must hold whole (LB_FRAME_MAX); larger frames are streamed:
  * the first LB_FRAME_MAX bytes kept, the message cut at LB_MSG_MAX and flagged truncated,
- * never split into two messages. A peer is named by SO_PEERCRED in logs.
+ * never split into two messages. A frame whose message can never be stored is quarantined
+ * (quarantine.c) and reading goes on. A peer is named by SO_PEERCRED in logs.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -59,6 +60,7 @@ input_free(struct input *in)
 		p->in_received += in->in_received;
 		p->in_malformed += in->in_malformed;
 		p->in_truncated += in->in_truncated;
+		p->in_quarantined += in->in_quarantined;
 		p->in_bytes += in->in_bytes;
 		p->in_conns--;
 		env->conns--;
@@ -123,7 +125,7 @@ conn_big_done(struct indexd *env, struct input *in)
 	struct lb_frame	 f;
 	struct lspace	*l;
 	const char	*why = "malformed";
-	int		 stored, rc;
+	int		 stored, rc, qrc;
 
 	memset(&f, 0, sizeof(f));
 	rc = bigframe_msg(&in->in_big, &f, &why);
@@ -134,14 +136,24 @@ conn_big_done(struct indexd *env, struct input *in)
 		bigframe_reset(&in->in_big);
 		return (0);
 	}
-	if ((rc = ls_get(env, f.ls.p, f.ls.len, &l)) != 0) {
+	if ((rc = ls_get(env, f.ls.p, f.ls.len, &l)) == 0)
+		rc = ls_append(env, l, &f.msg, &stored);
+	else
+		stored = 0;
+	if (!stored && lb_errclass(rc) == LB_ERRC_MESSAGE) {
+		if ((qrc = quarantine(env, in, f.ls.p, f.ls.len, &f, in->in_big.buf,
+		    in->in_big.keep, rc, 0, 0, 0)) != 0) {
+			hold(env, "%s/%s: %s", env->data, LB_DL_FILE, lb_strerror(qrc));
+			return (qrc);
+		}
+		in->in_received++;
+		env->received++;
+		bigframe_reset(&in->in_big);
+		return (0);
+	}
+	if (!stored) {
 		hold(env, "logspace %.*s: %s", (int)f.ls.len, (const char *)f.ls.p,
 		    lb_strerror(rc));
-		return (rc);
-	}
-	rc = ls_append(env, l, &f.msg, &stored);
-	if (!stored) {
-		hold(env, "logspace %s: %s", l->name, lb_strerror(rc));
 		return (rc);
 	}
 	in->in_received++;
@@ -227,12 +239,26 @@ conn_process(struct indexd *env, struct input *in)
 			rc = 0;
 			continue;
 		}
-		if ((rc = ls_get(env, f.ls.p, f.ls.len, &l)) != 0) {
+		if ((rc = ls_get(env, f.ls.p, f.ls.len, &l)) == 0)
+			rc = ls_append(env, l, &f.msg, &stored);
+		else
+			stored = 0;
+		if (!stored && lb_errclass(rc) == LB_ERRC_MESSAGE) {
+			if ((rc = quarantine(env, in, f.ls.p, f.ls.len, &f, in->in_buf + pos,
+			    f.size, rc, 0, 0, 0)) != 0) {
+				hold(env, "%s/%s: %s", env->data, LB_DL_FILE, lb_strerror(rc));
+				break;
+			}
+			pos += f.size;
+			in->in_received++;
+			env->received++;
+			continue;
+		}
+		if (!stored && rc != 0) {
 			hold(env, "logspace %.*s: %s", (int)f.ls.len, (const char *)f.ls.p,
 			    lb_strerror(rc));
 			break;
 		}
-		rc = ls_append(env, l, &f.msg, &stored);
 		if (stored) {
 			pos += f.size;
 			in->in_received++;

@@ -127,6 +127,7 @@ status_inputs(struct indexd *env)
 
 	TAILQ_FOREACH(in, &env->inputs, in_entry) {
 		uint64_t r = in->in_received, mf = in->in_malformed, t = in->in_truncated;
+		uint64_t q = in->in_quarantined;
 		uint64_t b = in->in_bytes;
 		struct input *c;
 
@@ -138,6 +139,7 @@ status_inputs(struct indexd *env)
 					r += c->in_received;
 					mf += c->in_malformed;
 					t += c->in_truncated;
+					q += c->in_quarantined;
 					b += c->in_bytes;
 				}
 		o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}",
@@ -147,6 +149,7 @@ status_inputs(struct indexd *env)
 		    "truncated", (json_int_t)t, "bytes", (json_int_t)b);
 		if (o == NULL)
 			continue;
+		json_object_set_new(o, "quarantined", json_integer((json_int_t)q));
 		if (in->in_kind == IN_FIFO)
 			json_object_set_new(o, "kill_safe", json_boolean(env->fifo.kill_safe));
 		else {
@@ -252,6 +255,27 @@ status_logspaces(struct indexd *env)
 	return (o);
 }
 
+/* The dead-letter file: its path, its records (all time), the last one's reason and time. */
+static json_t *
+status_deadletter(struct indexd *env)
+{
+	json_t	*o = json_object();
+	char	 p[PATH_MAX], t[40];
+
+	snprintf(p, sizeof(p), "%s/%s", env->data, LB_DL_FILE);
+	json_object_set_new(o, "file", json_string(p));
+	json_object_set_new(o, "records",
+	    json_integer((json_int_t)(env->dl_records + env->quarantined)));
+	json_object_set_new(o, "last_reason", env->dl_last[0] != '\0' ?
+	    json_string(env->dl_last) : json_null());
+	if (env->dl_last_at != 0) {
+		lb_time_fmt(t, sizeof(t), env->dl_last_at, 0);
+		json_object_set_new(o, "last_at", json_string(t));
+	} else
+		json_object_set_new(o, "last_at", json_null());
+	return (o);
+}
+
 #define STATUS_PAGE	4096
 
 /*
@@ -308,6 +332,8 @@ status_write(struct indexd *env)
 	    json_string(env->holding) : json_null());
 	json_object_set_new(o, "disk", disk_status(env));
 	json_object_set_new(o, "stopping", json_boolean(env->stopping));
+	json_object_set_new(o, "quarantined", json_integer((json_int_t)env->quarantined));
+	json_object_set_new(o, "deadletter", status_deadletter(env));
 	json_object_set_new(o, "inputs", status_inputs(env));
 	json_object_set_new(o, "settings", status_settings(env));
 	json_object_set_new(o, "logspaces", status_logspaces(env));

@@ -1,6 +1,7 @@
 /*
  * lb_error.c — lb_strerror(): one place that turns any code the library returns (errno, LMDB,
- * LB_E*) into text.
+ * LB_E*) into text, and lb_errclass(): whether an error belongs to one message or to the
+ * environment.
  */
 #include <lmdb.h>
 #include <string.h>
@@ -33,10 +34,32 @@ lb_strerror(int rc)
 		return ("query too broad");
 	case LB_EDEADLINE:
 		return ("query deadline exceeded");
+	case LB_EBADMSG:
+		return ("a message the store cannot hold (receive time out of range)");
 	}
 	if (rc >= MDB_KEYEXIST && rc <= MDB_LAST_ERRCODE)
 		return (mdb_strerror(rc));
 	if (rc > 0)
 		return (strerror(rc));
 	return ("unknown error");
+}
+
+int
+lb_errclass(int rc)
+{
+	switch (rc) {
+	case 0:
+		return (LB_ERRC_NONE);
+	case LB_EBADMSG:
+	case LB_EPARSE:
+		return (LB_ERRC_MESSAGE);
+	default:
+		/*
+		 * ENOSPC, EDQUOT, EIO, ENOMEM, EMFILE, LB_ELOCKED, LMDB's, and the rest: retry.
+		 * Not LB_ETOOBIG or EINVAL: a store returns them for its own state too (a WAL too
+		 * long to recover, an id out of step), and setting every later message aside for
+		 * that would be worse than holding. A store says LB_EBADMSG for the message.
+		 */
+		return (LB_ERRC_ENV);
+	}
 }

@@ -118,6 +118,28 @@
 #define LB_CAT_STATE_SIZE	29		/* bytes of a state value */
 #define LB_CAT_TIME_BIAS	0x8000000000000000ULL	/* added to signed µs in timemap keys */
 
+/* ---------------------------------------------------------------- dead-letter file (lb_deadletter.c) */
+/*
+ * <data>/indexd/deadletter (FORMAT.md §12): a 16-byte file header, then records back to back,
+ * each a 12-byte record header (magic, body length, CRC of the body) and the body.
+ */
+#define LB_DL_FILE		"indexd/deadletter"	/* under the data directory */
+#define LB_DL_MAGIC		0x4c44424cU	/* "LBDL" at offset 0 of the file */
+#define LB_DL_VERSION		1
+#define LB_DL_FHDR_SIZE		16	/* file header */
+#define LB_DL_FHDR_MAGIC	0	/* u32 */
+#define LB_DL_FHDR_VERSION	4	/* u32 */
+#define LB_DL_FHDR_RESERVED	8	/* u32: 0 */
+#define LB_DL_FHDR_CRC		12	/* u32: CRC of bytes 0..11 */
+#define LB_DL_REC_MAGIC		0x5244424cU	/* "LBDR" at offset 0 of every record */
+#define LB_DL_RHDR_SIZE		12	/* record header */
+#define LB_DL_RHDR_MAGIC	0	/* u32 */
+#define LB_DL_RHDR_LEN		4	/* u32: body bytes */
+#define LB_DL_RHDR_CRC		8	/* u32: CRC of the body */
+#define LB_DL_BODY_MIN		108	/* a body with empty input, reason and frame */
+#define LB_DL_FRAME_MAX		(1024 * 1024)	/* frame bytes a record may hold */
+#define LB_DL_BODY_MAX		(LB_DL_BODY_MIN + 2 * 65535 + LB_DL_FRAME_MAX)
+
 /* ---------------------------------------------------------------- time map */
 #define LB_TIMEMAP_STEP		(1000000LL)	/* µs of receive time per time→id entry */
 

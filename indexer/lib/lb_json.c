@@ -102,7 +102,7 @@ lb_msg_json(FILE *f, const struct lb_msg *m)
 	static const struct { uint16_t bit; const char *name; } flags[] = {
 		{ LB_MSG_TRUNCATED, "truncated" }, { LB_MSG_RFC5424, "rfc5424" },
 		{ LB_MSG_RFC3164, "rfc3164" }, { LB_MSG_NOHEADER, "noheader" },
-		{ LB_MSG_BADTIME, "badtime" },
+		{ LB_MSG_BADTIME, "badtime" }, { LB_MSG_FIELDCUT, "field_truncated" },
 	};
 	char	t[64];
 	int	first = 1;

@@ -1155,11 +1155,13 @@ lb_store_append(struct lb_store *st, struct lb_msg *m)
 {
 	uint32_t	day;
 	int64_t		step, now, dnum;
-	size_t		len;
 	int		rc;
 
 	if (st->mode != LB_RDWR)
 		return (EBADF);
+	lb_msg_fit(m);
+	if (m->received > LB_RECEIVED_MAX)
+		return (LB_EBADMSG);
 	if (m->received == 0)
 		m->received = now_us();
 	if (m->received < st->last_received)
@@ -1177,11 +1179,6 @@ lb_store_append(struct lb_store *st, struct lb_msg *m)
 			return (rc);
 		if ((rc = writer_open_day(st, day, st->next_id, m->received)) != 0)
 			return (rc);
-	}
-	len = m->message.len;
-	if (len > LB_MSG_MAX) {
-		m->message.len = LB_MSG_MAX;
-		m->flags |= LB_MSG_TRUNCATED;
 	}
 	m->id = st->next_id;
 	if ((rc = lb_msgfile_append(st->mf, m)) != 0)

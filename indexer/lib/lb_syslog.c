@@ -260,11 +260,11 @@ bsd_time(const struct btime *bt, int64_t received, int64_t *t)
 	return (1);
 }
 
-/* A field slice, cut at LB_FIELD_MAX bytes. */
+/* A field slice (lb_msg_fit cuts it at LB_FIELD_MAX bytes once the header is parsed). */
 static struct lb_slice
 field_cut(const uint8_t *p, size_t n)
 {
-	struct lb_slice	 s = { p, n > LB_FIELD_MAX ? LB_FIELD_MAX : n };
+	struct lb_slice	 s = { p, n };
 
 	return (s);
 }
@@ -407,7 +407,7 @@ parse_5424(struct lb_msg *m, const uint8_t *p, const uint8_t *end)
 		n = 0;		/* not SD: the rest is the message */
 	if (n > 0) {
 		m->sd.p = p;
-		m->sd.len = keep;
+		m->sd.len = keep == 0 ? 0 : n;	/* lb_msg_fit keeps what fits */
 		p += n;
 		if (p < end)
 			p++;
@@ -554,11 +554,14 @@ lb_syslog_parse(const uint8_t *buf, size_t len, int64_t received, struct lb_msg 
 		p += n;
 		if (end - p >= 2 && p[0] == '1' && p[1] == ' ') {
 			parse_5424(m, p + 2, end);
+			lb_msg_fit(m);
 			return;
 		}
 	}
-	if (parse_3164(m, p, end, received, pri >= 0))
+	if (parse_3164(m, p, end, received, pri >= 0)) {
+		lb_msg_fit(m);
 		return;
+	}
  noheader:
 	m->facility = 1;
 	m->severity = 5;

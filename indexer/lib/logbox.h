@@ -33,12 +33,28 @@
 #define LB_EQUERY	(-31007)	/* bad query text */
 #define LB_ETOOBROAD	(-31008)	/* a query would expand past its limits */
 #define LB_EDEADLINE	(-31009)	/* a query ran past its deadline */
+#define LB_EBADMSG	(-31010)	/* a message the store cannot hold (receive time out of range) */
 
 /*
  * Returns a static string describing rc (an errno, an LMDB code or an LB_E* code).
  * Never returns NULL.
  */
 const char	*lb_strerror(int rc);
+
+/*
+ * What an error from storing one message means for the input it came from (lb_errclass):
+ * - LB_ERRC_MESSAGE: this message can never be stored (LB_EBADMSG, LB_EPARSE): set it aside
+ *   (indexd quarantines it in its dead-letter file) and go on with the next one. Storing it
+ *   again fails the same way. lb_store_append says LB_EBADMSG for what is the message's fault.
+ * - LB_ERRC_ENV: everything else: the environment failed (ENOSPC, EDQUOT, EIO, ENOMEM,
+ *   LB_ELOCKED, an LMDB error, ...), or the store's own state did (LB_ETOOBIG, EINVAL from a
+ *   store mean that): hold the input and try again, it works once the cause is gone.
+ * 0 is LB_ERRC_NONE. The one place that draws this line: indexd and the CLI ask it.
+ */
+#define LB_ERRC_NONE	0
+#define LB_ERRC_MESSAGE	1
+#define LB_ERRC_ENV	2
+int		 lb_errclass(int rc);
 
 /* ---------------------------------------------------------------- common types */
 
@@ -57,6 +73,7 @@ struct lb_slice {
 #define LB_MSG_RFC3164		0x0004	/* the header was RFC 3164 (BSD) */
 #define LB_MSG_NOHEADER		0x0008	/* no header could be parsed: the whole line is the message */
 #define LB_MSG_BADTIME		0x0010	/* a time stamp was present but could not be parsed */
+#define LB_MSG_FIELDCUT		0x0020	/* a header field was cut at LB_FIELD_MAX / LB_SD_MAX */
 
 /*
  * One syslog message. Times are microseconds since 1970-01-01 UTC. Slices point into memory
@@ -128,6 +145,19 @@ int	lb_tokenize(const struct lb_tokconf *tc, const uint8_t *buf, size_t len,
  * LB_MSG_MAX is cut and flagged LB_MSG_TRUNCATED. A trailing "\n" (or "\r\n") is dropped.
  */
 void	lb_syslog_parse(const uint8_t *buf, size_t len, int64_t received, struct lb_msg *m);
+
+/*
+ * Cuts m to what the store keeps, in place: host, program, pid and msgid at LB_FIELD_MAX bytes,
+ * sd at LB_SD_MAX bytes (the SD-ELEMENTs that fit whole, or LB_SD_MAX bytes when the first one
+ * alone is longer), the message at LB_MSG_MAX bytes. A cut header field sets LB_MSG_FIELDCUT,
+ * a cut message LB_MSG_TRUNCATED. The limits live in lb_format.h (FORMAT.md §2); every writer
+ * goes through here (lb_store_append calls it), so every entry point cuts the same way.
+ */
+void	lb_msg_fit(struct lb_msg *m);
+
+/* The largest receive time the store takes: 9999-12-31T23:59:59.999999Z (day directories
+ * are named YYYY). */
+#define LB_RECEIVED_MAX	INT64_C(253402300799999999)
 
 /*
  * RFC 6587 framing. Splits the next frame off buf[0..len).
@@ -538,7 +568,11 @@ int	lb_store_close(struct lb_store *st);
 /*
  * Writer. Stores m: sets m->id to the next id and, when m->received is 0, m->received to the
  * current time; receive times never go backwards (an earlier time is raised to the latest one
- * stored). Flushes a segment when the interval's time or memory limit is reached, and merges.
+ * stored). Every field is first cut to the store's limits by lb_msg_fit() (m's slices and
+ * flags are changed in place), so no field's length makes an append fail. A receive time
+ * after 9999-12-31 (LB_RECEIVED_MAX) is LB_EBADMSG, and nothing is stored. Flushes a segment
+ * when the interval's time or memory limit is reached, and merges. lb_errclass() tells a
+ * caller whether an error is the message's (set it aside) or the environment's (retry).
  */
 int	lb_store_append(struct lb_store *st, struct lb_msg *m);
 
@@ -642,8 +676,9 @@ int	lb_store_refresh(struct lb_store *st);
  * the payload, a LF.
  *   "LB1" SP rtime SP stime SP tzoff SP pri SP fmt SP Lls SP Lhost SP Lprog SP Lpid SP Lmsgid
  *   SP Lsd SP Lmsg LF  <ls><host><prog><pid><msgid><sd><msg> LF
- * Fields that do not fit the store's limits are cut by the store (LB_FIELD_MAX, LB_SD_MAX);
- * a message longer than LB_MSG_MAX is cut by the decoder and flagged LB_MSG_TRUNCATED.
+ * Fields that do not fit the store's limits are cut by the store (lb_store_append ->
+ * lb_msg_fit: LB_FIELD_MAX, LB_SD_MAX) and flagged LB_MSG_FIELDCUT; a message longer than
+ * LB_MSG_MAX is cut by the decoder and flagged LB_MSG_TRUNCATED.
  */
 #define LB_FRAME_MAGIC		"LB1 "
 #define LB_FRAME_HDR_MAX	256		/* header line bytes, LF included */
@@ -688,6 +723,49 @@ size_t	lb_frame_resync(const uint8_t *buf, size_t len, size_t from);
  */
 int	lb_frame_encode(const struct lb_msg *m, const char *ls, uint8_t **buf, size_t *len,
 	    size_t *cap);
+
+/* ---------------------------------------------------------------- dead letters (lb_deadletter.c) */
+
+/*
+ * The dead-letter file (FORMAT.md §12): messages that can never be stored (lb_errclass() ==
+ * LB_ERRC_MESSAGE), set aside with why, so that an input goes on with the next one. indexd
+ * writes <data>/LB_DL_FILE; `logbox deadletter` reads it.
+ */
+struct lb_dl;
+
+struct lb_dlrec {
+	int64_t		 when;		/* when it was set aside, µs */
+	int64_t		 received;	/* the message's receive time, µs (LB_NOTIME: unknown) */
+	int32_t		 code;		/* the error: lb_strerror(code) */
+	uint64_t	 batch;		/* indexd's FIFO batch (intent sequence number); 0: none */
+	uint32_t	 batch_crc;	/* that batch's CRC (FORMAT.md §11.3) */
+	uint32_t	 index;		/* the frame's position in its batch */
+	char		 ls[LB_NAME_MAX + 1];	/* the logspace it was for ("" if unknown) */
+	struct lb_slice	 input;		/* the input's name, e.g. "fifo fd 3" (cut at 65535) */
+	struct lb_slice	 reason;	/* the reason in words (cut at 65535) */
+	struct lb_slice	 frame;		/* the raw frame bytes, at most LB_DL_FRAME_MAX */
+	uint64_t	 offset;	/* lb_dl_next: the record's offset in the file */
+};
+
+/*
+ * Opens the dead-letter file at path. LB_RDWR creates it (with its header) when missing and
+ * cuts a torn or damaged tail off; LB_RDONLY only reads (LB_ENOTFOUND when it does not exist).
+ * On success *out is the caller's: lb_dl_close() (NULL is fine).
+ */
+int	lb_dl_open(const char *path, int mode, struct lb_dl **out);
+void	lb_dl_close(struct lb_dl *dl);
+
+/*
+ * Writer. Appends r with one write and fdatasync()s it: once this returns 0 the record
+ * survives a kill -9 and a power cut. r->offset is ignored.
+ */
+int	lb_dl_append(struct lb_dl *dl, const struct lb_dlrec *r);
+
+/*
+ * Reads the next record into *r, whose slices point into dl: valid until the next call on dl.
+ * LB_ENOTFOUND at the end; LB_ECORRUPT at a damaged or torn record (nothing after it is read).
+ */
+int	lb_dl_next(struct lb_dl *dl, struct lb_dlrec *r);
 
 /* ---------------------------------------------------------------- JSON and time (lb_json.c, lb_time.c) */
 

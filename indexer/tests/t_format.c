@@ -47,6 +47,15 @@ static const struct konst konsts[] = {
 	NUM(LB_CAT_TIMEMAP_SIZE),
 	NUM(LB_CAT_STATE_SIZE),
 	NUM(LB_CAT_TIME_BIAS),
+	/* dead-letter file (lb_deadletter.c) */
+	STR(LB_DL_FILE),
+	NUM(LB_DL_MAGIC),
+	NUM(LB_DL_VERSION),
+	NUM(LB_DL_FHDR_SIZE),
+	NUM(LB_DL_REC_MAGIC),
+	NUM(LB_DL_RHDR_SIZE),
+	NUM(LB_DL_BODY_MIN),
+	NUM(LB_DL_FRAME_MAX),
 };
 
 /*

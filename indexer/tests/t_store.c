@@ -1,7 +1,8 @@
 /*
  * t_store.c — the store as a whole on real files: ids and receive times, lookups over flushed
  * segments and the unindexed tail, tiered merges, day rollover, reopen after close, recovery of
- * a writer that never closed, reindex, verify, and the writer lock.
+ * a writer that never closed, reindex, verify, the writer lock, and the field limits every
+ * append applies (lb_msg_fit: cut and flagged, never an error).
  */
 #include "t_helper.h"
 #include "lb_format.h"
@@ -291,6 +292,133 @@ t_writers_one_catalog(void **state)
 	t_rmtree(dir);
 }
 
+/*
+ * Every header field longer than its limit is cut there and flagged LB_MSG_FIELDCUT, the
+ * message at LB_MSG_MAX and flagged LB_MSG_TRUNCATED: the append succeeds, and the next one
+ * too. A receive time past LB_RECEIVED_MAX is LB_EBADMSG (the message's fault: lb_errclass)
+ * and takes no id.
+ */
+static void
+t_fields_cut_and_flagged(void **state)
+{
+	char		 dir[256];
+	struct lb_store	*st;
+	struct lb_msg	 m;
+	uint8_t		*big;
+	const size_t	 bigl = LB_MSG_MAX + 100;
+	struct lb_slice	*fld[4];
+	char		 sd2[64 + LB_SD_MAX];
+	size_t		 n;
+
+	(void)state;
+	assert_non_null(big = malloc(bigl));
+	memset(big, 'x', bigl);
+	t_mkdtemp(dir, sizeof(dir));
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	fld[0] = &m.host;
+	fld[1] = &m.program;
+	fld[2] = &m.pid;
+	fld[3] = &m.msgid;
+	/* One field at a time, at the limit (kept whole, no flag) and one byte over (cut). */
+	for (int f = 0; f < 4; f++) {
+		for (size_t over = 0; over <= 1; over++) {
+			memset(&m, 0, sizeof(m));
+			m.received = T0;
+			m.timestamp = LB_NOTIME;
+			m.message.p = (const uint8_t *)"x";
+			m.message.len = 1;
+			fld[f]->p = big;
+			fld[f]->len = LB_FIELD_MAX + over;
+			assert_ok(lb_store_append(st, &m));
+			assert_int_equal(fld[f]->len, LB_FIELD_MAX);
+			assert_int_equal(!!(m.flags & LB_MSG_FIELDCUT), over);
+		}
+	}
+	/* The whole 4 KiB a frame may carry, every field at once, and a message too long. */
+	memset(&m, 0, sizeof(m));
+	m.received = T0;
+	m.timestamp = LB_NOTIME;
+	m.host.p = m.program.p = m.pid.p = m.msgid.p = big;
+	m.host.len = m.program.len = m.pid.len = m.msgid.len = 4096;
+	m.sd.p = big;
+	m.sd.len = 65536;
+	m.message.p = big;
+	m.message.len = bigl;
+	assert_ok(lb_store_append(st, &m));
+	assert_int_equal(m.flags & (LB_MSG_FIELDCUT | LB_MSG_TRUNCATED),
+	    LB_MSG_FIELDCUT | LB_MSG_TRUNCATED);
+	/* SD: the elements that fit whole; a "]" inside a quoted value does not end one. */
+	memset(&m, 0, sizeof(m));
+	m.received = T0;
+	m.timestamp = LB_NOTIME;
+	n = (size_t)snprintf(sd2, sizeof(sd2), "[a@1 x=\"]\\\"]\"][b@1 v=\"");
+	memset(sd2 + n, 'v', sizeof(sd2) - n - 2);
+	memcpy(sd2 + sizeof(sd2) - 2, "\"]", 2);
+	m.sd.p = (const uint8_t *)sd2;
+	m.sd.len = sizeof(sd2);
+	assert_ok(lb_store_append(st, &m));
+	assert_int_equal(m.sd.len, strlen("[a@1 x=\"]\\\"]\"]"));
+	assert_true(m.flags & LB_MSG_FIELDCUT);
+	/* One element alone longer than LB_SD_MAX: cut at LB_SD_MAX. */
+	m.flags = 0;
+	m.sd.p = (const uint8_t *)sd2 + strlen("[a@1 x=\"]\\\"]\"]");
+	m.sd.len = sizeof(sd2) - strlen("[a@1 x=\"]\\\"]\"]");
+	assert_ok(lb_store_append(st, &m));
+	assert_int_equal(m.sd.len, LB_SD_MAX);
+	assert_true(m.flags & LB_MSG_FIELDCUT);
+	/* A receive time the store cannot name a day directory for: the message's error. */
+	memset(&m, 0, sizeof(m));
+	m.received = LB_RECEIVED_MAX + 1;
+	m.timestamp = LB_NOTIME;
+	assert_int_equal(lb_store_append(st, &m), LB_EBADMSG);
+	assert_int_equal(lb_errclass(LB_EBADMSG), LB_ERRC_MESSAGE);
+	assert_int_equal(lb_errclass(LB_EPARSE), LB_ERRC_MESSAGE);
+	assert_int_equal(lb_errclass(LB_ETOOBIG), LB_ERRC_ENV);
+	assert_int_equal(lb_errclass(EINVAL), LB_ERRC_ENV);
+	assert_int_equal(lb_errclass(ENOSPC), LB_ERRC_ENV);
+	assert_int_equal(lb_errclass(EDQUOT), LB_ERRC_ENV);
+	assert_int_equal(lb_errclass(EIO), LB_ERRC_ENV);
+	assert_int_equal(lb_errclass(LB_ELOCKED), LB_ERRC_ENV);
+	assert_int_equal(lb_errclass(0), LB_ERRC_NONE);
+	m.received = T0;
+	assert_ok(lb_store_append(st, &m));
+	assert_int_equal(m.id, 12);	/* 11 above: the refused one took no id */
+	assert_ok(lb_store_close(st));
+	/* Read back: cut bytes, flags on disk. */
+	assert_ok(lb_store_open(dir, "main", LB_RDONLY, &st));
+	assert_ok(lb_store_get(st, 2, &m));
+	assert_int_equal(m.host.len, LB_FIELD_MAX);
+	assert_true(m.flags & LB_MSG_FIELDCUT);
+	assert_ok(lb_store_get(st, 1, &m));
+	assert_false(m.flags & LB_MSG_FIELDCUT);
+	assert_ok(lb_store_get(st, 9, &m));
+	assert_int_equal(m.sd.len, LB_SD_MAX);
+	assert_int_equal(m.message.len, LB_MSG_MAX);
+	assert_int_equal(m.flags & (LB_MSG_FIELDCUT | LB_MSG_TRUNCATED),
+	    LB_MSG_FIELDCUT | LB_MSG_TRUNCATED);
+	assert_ok(lb_store_verify(st, NULL, NULL));
+	lb_store_close(st);
+	free(big);
+	t_rmtree(dir);
+}
+
+/* The parser flags what it cuts too (logbox ingest's path). */
+static void
+t_parse_flags_cut(void **state)
+{
+	char		 line[1024];
+	struct lb_msg	 m;
+
+	(void)state;
+	snprintf(line, sizeof(line), "<13>1 2026-11-25T16:00:00Z h %0300d 42 - - x", 7);
+	lb_syslog_parse((const uint8_t *)line, strlen(line), T0, &m);
+	assert_int_equal(m.program.len, LB_FIELD_MAX);
+	assert_true(m.flags & LB_MSG_FIELDCUT);
+	snprintf(line, sizeof(line), "<13>1 2026-11-25T16:00:00Z h app 42 - - x");
+	lb_syslog_parse((const uint8_t *)line, strlen(line), T0, &m);
+	assert_false(m.flags & LB_MSG_FIELDCUT);
+}
+
 int
 main(void)
 {
@@ -300,6 +428,8 @@ main(void)
 		cmocka_unit_test(t_recover_unclosed_writer),
 		cmocka_unit_test(t_reindex_and_lock),
 		cmocka_unit_test(t_writers_one_catalog),
+		cmocka_unit_test(t_fields_cut_and_flagged),
+		cmocka_unit_test(t_parse_flags_cut),
 	};
 	return (cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -310,12 +310,12 @@ t_limits(void **state)
 	assert_int_equal(m.flags, LB_MSG_NOHEADER | LB_MSG_TRUNCATED);
 	assert_int_equal(m.message.len, LB_MSG_MAX);
 
-	/* RFC 5424 fields are cut at LB_FIELD_MAX. */
+	/* RFC 5424 fields are cut at LB_FIELD_MAX and flagged. */
 	memset(h, 'h', 300);
 	h[300] = '\0';
 	len = (size_t)sprintf((char *)buf, "<13>1 - %s %s %s %s - m", h, h, h, h);
 	lb_syslog_parse(buf, len, RECV, &m);
-	assert_int_equal(m.flags, LB_MSG_RFC5424);
+	assert_int_equal(m.flags, LB_MSG_RFC5424 | LB_MSG_FIELDCUT);
 	assert_int_equal(m.host.len, LB_FIELD_MAX);
 	assert_int_equal(m.program.len, LB_FIELD_MAX);
 	assert_int_equal(m.pid.len, LB_FIELD_MAX);
@@ -326,7 +326,7 @@ t_limits(void **state)
 	/* RFC 3164: a long host is cut; a "tag" over LB_FIELD_MAX is message text. */
 	len = (size_t)sprintf((char *)buf, "<13>Jan  2 03:04:05 %s %s: m", h, h);
 	lb_syslog_parse(buf, len, RECV, &m);
-	assert_int_equal(m.flags, LB_MSG_RFC3164);
+	assert_int_equal(m.flags, LB_MSG_RFC3164 | LB_MSG_FIELDCUT);
 	assert_int_equal(m.host.len, LB_FIELD_MAX);
 	assert_int_equal(m.program.len, 0);
 	assert_int_equal(m.message.len, 303);
@@ -336,6 +336,7 @@ t_limits(void **state)
 	lb_syslog_parse(buf, len, RECV, &m);
 	assert_int_equal(m.program.len, LB_FIELD_MAX);
 	assert_int_equal(m.pid.len, LB_FIELD_MAX);
+	assert_int_equal(m.flags, LB_MSG_RFC3164);	/* at the limit: nothing cut */
 	assert_int_equal(m.message.len, 1);
 
 	/* SD over LB_SD_MAX: whole elements that fit, else LB_SD_MAX raw bytes. */
@@ -347,7 +348,7 @@ t_limits(void **state)
 	len += 10000;
 	len += (size_t)sprintf((char *)buf + len, "\"] msg");
 	lb_syslog_parse(buf, len, RECV, &m);
-	assert_int_equal(m.flags, LB_MSG_RFC5424);
+	assert_int_equal(m.flags, LB_MSG_RFC5424 | LB_MSG_FIELDCUT);
 	assert_int_equal(m.sd.len, 8 + 10000 + 2);
 	assert_int_equal(m.sd.p[m.sd.len - 1], ']');
 	assert_int_equal(m.message.len, 3);
@@ -358,6 +359,7 @@ t_limits(void **state)
 	len += (size_t)sprintf((char *)buf + len, "\"] msg");
 	lb_syslog_parse(buf, len, RECV, &m);
 	assert_int_equal(m.sd.len, LB_SD_MAX);
+	assert_true(m.flags & LB_MSG_FIELDCUT);
 	assert_int_equal(m.message.len, 3);
 	free(buf);
 }

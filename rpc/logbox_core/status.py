@@ -436,6 +436,20 @@ def _num(v: object) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
+def _deadletter(st: dict) -> dict[str, Any] | None:
+    """indexd's dead-letter summary without its path: records, last_reason, last_at."""
+    dl = st.get("deadletter")
+    if not isinstance(dl, dict):
+        return None
+    last = dl.get("last_reason")
+    at = dl.get("last_at")
+    return {
+        "records": _int(dl.get("records")),
+        "last_reason": last if isinstance(last, str) else None,
+        "last_at": at if isinstance(at, str) else None,
+    }
+
+
 def _int(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
@@ -549,6 +563,8 @@ def gather(
         },
         "stored": _int(st.get("stored")) if running and st else None,
         "malformed": _int(st.get("malformed")) if running and st else None,
+        "quarantined": _int(st.get("quarantined")) if running and st else None,
+        "deadletter": _deadletter(st) if running and st else None,
         "logspaces": _logspaces(data, st, spaces),
         "disk": disk,
         "raid": raid,

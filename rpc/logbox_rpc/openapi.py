@@ -188,6 +188,16 @@ SCHEMAS: dict[str, Any] = {
             "eps": {"type": "object", "additionalProperties": {"type": "number", "nullable": True}},
             "stored": NINT,
             "malformed": NINT,
+            "quarantined": NINT,
+            "deadletter": {
+                "type": "object",
+                "nullable": True,
+                "properties": {
+                    "records": NINT,
+                    "last_reason": NSTR,
+                    "last_at": NTIME,
+                },
+            },
             "logspaces": {
                 "type": "array",
                 "items": _obj(

@@ -47,7 +47,7 @@ check_msg(const uint8_t *p, size_t len, int64_t received)
 	kind = m.flags & (LB_MSG_RFC5424 | LB_MSG_RFC3164 | LB_MSG_NOHEADER);
 	assert(kind == LB_MSG_RFC5424 || kind == LB_MSG_RFC3164 || kind == LB_MSG_NOHEADER);
 	assert((m.flags & ~(LB_MSG_RFC5424 | LB_MSG_RFC3164 | LB_MSG_NOHEADER |
-	    LB_MSG_TRUNCATED | LB_MSG_BADTIME)) == 0);
+	    LB_MSG_TRUNCATED | LB_MSG_BADTIME | LB_MSG_FIELDCUT)) == 0);
 	assert(((m.flags & LB_MSG_TRUNCATED) != 0) == (m.message.len == LB_MSG_MAX &&
 	    m.message.p + m.message.len < p + e));
 	if (m.flags & LB_MSG_BADTIME)

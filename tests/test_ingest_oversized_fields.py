@@ -1,0 +1,140 @@
+# Scenario (issue 15, defect 1): one message whose header field is larger than the store keeps
+# (host, program, pid, msgid: LB_FIELD_MAX bytes; structured data: LB_SD_MAX bytes, through a long
+# SD value or a long SD name), sent on every listener (newline TCP, octet TCP, TLS, UDP), must not
+# stop ingestion: it is stored with the field at most at its limit, and the 10,000 normal messages
+# sent after it on the same listener are all stored. Where syslog-ng hands the long field on
+# (program, pid, an SD value: up to 4,096 / 65,536 bytes in the frame) the store cuts it and flags
+# the message "field_truncated". syslog-ng itself refuses a host over 255 bytes (the message then
+# falls to RFC 3164 with the sender's address as host), cuts MSGID at 32 and drops SD whose name is
+# over 32 bytes: those are stored as syslog-ng made them. test_indexd_deadletter.py hands indexd
+# frames with every field oversized, and t_store.c cuts each in the library.
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from lbtest.appliance import Appliance, octet
+from lbtest.cli import message_bytes
+
+pytestmark = pytest.mark.slow
+
+FIELD_MAX = 255  # LB_FIELD_MAX
+SD_MAX = 16384  # LB_SD_MAX
+AFTER = 10_000
+
+
+@pytest.fixture(scope="module")
+def appliance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Appliance]:
+    with Appliance(tmp_path_factory.mktemp("oversized")) as app:
+        yield app
+
+
+def report(mark: str) -> bytes:
+    # The datagram of the report, with a marker in the message (syslog-ng reads the long word
+    # as the program: the host is the sender's address).
+    return b"<13>Nov 25 16:00:00 h" + b"P" * 256 + b": x " + mark.encode()
+
+
+def host(mark: str) -> bytes:
+    return b"<13>1 2026-11-25T16:00:00Z h" + b"P" * 299 + b" app 42 - - x " + mark.encode()
+
+
+def program(mark: str) -> bytes:
+    return b"<13>Nov 25 16:00:00 web01 " + b"G" * 300 + b"[42]: x " + mark.encode()
+
+
+def pid(mark: str) -> bytes:
+    return b"<13>Nov 25 16:00:00 web01 sshd[" + b"7" * 300 + b"]: x " + mark.encode()
+
+
+def msgid(mark: str) -> bytes:
+    return b"<13>1 2026-11-25T16:00:00Z web01 app 42 " + b"M" * 300 + b" - x " + mark.encode()
+
+
+def sd_value(mark: str) -> bytes:
+    sd = b'[ex@32473 big="' + b"v" * 20000 + b'"]'
+    return b"<13>1 2026-11-25T16:00:00Z web01 app 42 ID1 " + sd + b" x " + mark.encode()
+
+
+def sd_name(mark: str) -> bytes:
+    sd = b"[" + b"n" * 20000 + b'@32473 a="1"]'
+    return b"<13>1 2026-11-25T16:00:00Z web01 app 42 ID1 " + sd + b" x " + mark.encode()
+
+
+# field -> (message, cat key, limit, whether syslog-ng passes it on longer than the limit)
+FIELDS: dict[str, tuple[Callable[[str], bytes], str, int, bool]] = {
+    "report": (report, "program", FIELD_MAX, True),
+    "host": (host, "host", FIELD_MAX, False),
+    "program": (program, "program", FIELD_MAX, True),
+    "pid": (pid, "pid", FIELD_MAX, True),
+    "msgid": (msgid, "msgid", FIELD_MAX, False),
+    "sd_value": (sd_value, "sd", SD_MAX, True),
+    "sd_name": (sd_name, "sd", SD_MAX, False),
+}
+
+
+def normal(mark: str, i: int) -> bytes:
+    return f"<134>1 2026-11-25T16:00:01Z goodhost goodprog 1 - - after {mark} {i}".encode()
+
+
+def send_all(app: Appliance, port: str, msgs: list[bytes], base: int) -> None:
+    """Sends msgs on one connection of port (UDP: one datagram each, paced by the count so
+    that no datagram is dropped by a full receive buffer: 100 at a time)."""
+    if port == "udp":
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for k in range(0, len(msgs), 100):
+                for m in msgs[k : k + 100]:
+                    s.sendto(m, ("127.0.0.1", app.ports["udp"]))
+                app.wait_count(base + min(k + 100, len(msgs)), timeout=60)
+        return
+    if port == "tcp":
+        data = b"".join(m + b"\n" for m in msgs)
+    else:
+        data = octet(*msgs)
+    if port == "tls":
+        with app.connect_tls() as t:
+            t.sendall(data)
+            t.unwrap()
+    else:
+        with app.connect(port) as s:
+            s.sendall(data)
+
+
+def find(app: Appliance, mark: str, from_id: int) -> list[dict[str, Any]]:
+    return [m for m in app.iter_messages(from_id=from_id) if mark in m["message"]]
+
+
+@pytest.mark.parametrize("port", ["tcp", "octet", "tls", "udp"])
+@pytest.mark.parametrize("field", list(FIELDS))
+def test_oversized_field(appliance: Appliance, field: str, port: str) -> None:
+    app = appliance
+    make, key, limit, passed_on = FIELDS[field]
+    mark = "m" + uuid.uuid4().hex[:16]
+    big = make(mark)
+    base = app.count()
+    t0 = time.monotonic()
+    send_all(app, port, [big] + [normal(mark, i) for i in range(AFTER)], base)
+    app.wait_count(base + 1 + AFTER, timeout=180)
+    st = app.status()
+    assert st["holding"] is None, st
+    ms = find(app, mark, base)
+    (m,) = (m for m in ms if not m["message"].startswith("after "))
+    assert m["message"].endswith(mark), m["message"][:200]
+    got = message_bytes(m[key])
+    assert len(got) <= limit, (key, len(got))
+    if passed_on:
+        assert len(got) > limit // 2, (key, len(got))
+        assert "field_truncated" in m["flags"], (m["flags"], key, len(got))
+    if key != "sd" and passed_on:
+        # Cut, not replaced: the stored bytes are the start of what was sent.
+        assert got in big, got[:80]
+    seq = sorted(int(x["message"].rsplit(" ", 1)[1]) for x in ms if x is not m)
+    assert seq == list(range(AFTER)), (len(seq), seq[:5])
+    for x in ms:
+        if x is not m:
+            assert "field_truncated" not in x["flags"], x
+    print(f"{field} over {port}: {time.monotonic() - t0:.1f} s")
