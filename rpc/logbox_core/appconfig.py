@@ -18,6 +18,8 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "SYSLOGNG_PIDFILE": "/run/logbox/syslog-ng.pid",
     "SESSION_TTL": 43200,
     "SEARCHD_TIMEOUT": 60,
+    # behind nginx on a unix socket: the client's address is X-Forwarded-For's (logbox_core.proxy)
+    "BEHIND_PROXY": 0,
 }
 
 # key -> (environment variable, type)
@@ -29,6 +31,7 @@ COMMON_ENVIRONMENT: dict[str, tuple[str, type]] = {
     "SYSLOGNG_PIDFILE": ("LOGBOX_SYSLOGNG_PIDFILE", str),
     "SESSION_TTL": ("LOGBOX_SESSION_TTL", int),
     "SEARCHD_TIMEOUT": ("LOGBOX_SEARCHD_TIMEOUT", float),
+    "BEHIND_PROXY": ("LOGBOX_BEHIND_PROXY", int),
 }
 
 
