@@ -56,11 +56,12 @@ MIME_TYPES = {
     "font/woff2": "woff2",
     "text/plain": "txt",
 }
-# The errors nginx answers itself (not the apps'): status -> (API code, message). 494 is
-# nginx's own status for a header line too long, sent as 400.
+# The errors nginx answers itself (not the apps'): status -> (API code, message). 494 (a header
+# line too long) and 497 (plain HTTP to the TLS port) are nginx's own statuses, sent as 400.
 NGINX_ERRORS = {
     400: ("bad_parameter", "the request could not be parsed"),
     494: ("bad_parameter", f"a header line is longer than {REQUEST_LINE} bytes"),
+    497: ("bad_parameter", "plain HTTP was sent to an HTTPS port: use https://"),
     413: ("too_large", "the request body is too large"),
     414: ("uri_too_long", f"the request line is longer than {REQUEST_LINE} bytes"),
     502: ("unavailable", "the service is not running; try again shortly"),
@@ -88,7 +89,7 @@ def _errors(site: Site) -> list[str]:
     """error_page lines and their named locations: JSON for the API, a short page otherwise."""
     out = []
     for status, (code, message) in NGINX_ERRORS.items():
-        sent = 400 if status == 494 else status
+        sent = 400 if status in (494, 497) else status
         if site.name == "rpc":
             body = json.dumps({"error": {"code": code, "message": message}})
             ctype = "application/json"
