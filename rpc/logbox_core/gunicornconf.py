@@ -5,8 +5,8 @@ by default), _LOGLEVEL (info) with LOGBOX_TLS_CERT and LOGBOX_TLS_KEY (both requ
 
 Behind nginx (appliance/nginxconf.py, the way `make run`, the tests and the appliance run the
 apps), LOGBOX_<APP>_BIND is `unix:PATH` and LOGBOX_BEHIND_PROXY=1: gunicorn serves plain HTTP on
-that socket (nginx terminates TLS; the socket's directory lets only nginx in), makes the socket
-0660 and trusts X-Forwarded-Proto from it, and the app takes the client's address from the
+that socket (nginx terminates TLS), leaves the socket open to all (0777: its directory is the
+gate, which only the app and nginx may enter) and trusts X-Forwarded-Proto from it, and the app takes the client's address from the
 X-Forwarded-For nginx sets (logbox_core.proxy). One goes with the other: a unix socket without
 LOGBOX_BEHIND_PROXY=1, or LOGBOX_BEHIND_PROXY=1 on a TCP address (where anyone could set the
 header), is refused."""
@@ -64,9 +64,10 @@ def settings(
     certfile = os.environ.get("LOGBOX_TLS_CERT") or None
     keyfile = os.environ.get("LOGBOX_TLS_KEY") or None
     if behind_proxy:
-        # nginx terminates TLS; only its user may reach the socket
+        # nginx terminates TLS. gunicorn gives the socket its own group, which nginx is not in:
+        # the socket is open to all, and its directory admits only the app and nginx.
         certfile = keyfile = None
-        out["umask"] = 0o007
+        out["umask"] = 0
         out["forwarded_allow_ips"] = "*"
     elif insecure_http and os.environ.get(f"{var}_INSECURE_HTTP") == "1":
         if any(not b.startswith("127.0.0.1:") for b in bind):
