@@ -317,10 +317,9 @@ def test_user_and_hardening(root: Path, unit: str) -> None:
     assert s["SystemCallFilter"][0] == "@system-service", unit
     caps = set((last(s, "CapabilityBoundingSet") or "").split())
     if unit not in ROOT_SERVICES:
-        # only nginx listens on a port below 1024 (443)
-        assert caps == (
-            {"CAP_NET_BIND_SERVICE"} if unit == "logbox-nginx.service" else set()
-        ), f"{unit}: {caps}"
+        # only syslog-ng (514, 601) and nginx (443) listen on a port below 1024
+        low = unit in ("logbox-syslog-ng.service", "logbox-nginx.service")
+        assert caps == ({"CAP_NET_BIND_SERVICE"} if low else set()), f"{unit}: {caps}"
         assert set((last(s, "AmbientCapabilities") or "").split()) == caps
     families = set((last(s, "RestrictAddressFamilies") or "").split())
     assert "AF_UNIX" in families and families <= {"AF_UNIX", "AF_INET", "AF_INET6"}, unit
