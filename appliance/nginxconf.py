@@ -263,6 +263,8 @@ def render(
             f"\tupstream logbox_{site.name} {{",
             f"\t\tserver unix:{site.socket} max_fails=0;",
             "\t\tkeepalive 16;",
+            # shorter than gunicorn's keepalive (60 s): nginx never reuses one gunicorn closes
+            "\t\tkeepalive_timeout 30s;",
             "\t}",
         ]
     for site in sites:
