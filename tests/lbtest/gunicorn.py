@@ -103,12 +103,13 @@ class GunicornServer:
         workers: int = 2,
         threads: int = 8,
         env: dict[str, str] | None = None,
-        proxy: bool = True,
+        proxy: bool | None = None,
     ) -> None:
         """Makes root/tls/https.crt + .key and root/accounts with the user "admin"; proxy:
-        nginx in front (the default), else gunicorn's own TLS on the port."""
+        nginx in front (the default, unless LOGBOX_TEST_PROXY=0), else gunicorn's own TLS on
+        the port."""
         self.root = Path(root)
-        self.proxy = proxy
+        self.proxy = proxy if proxy is not None else os.environ.get("LOGBOX_TEST_PROXY") != "0"
         self.root.mkdir(parents=True, exist_ok=True)
         self.searchd_socket = Path(searchd_socket)
         self.data = Path(data)
