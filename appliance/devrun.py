@@ -26,6 +26,13 @@ and accounts store, its session signing key in ``<data>/etc/webui-secret`` (32 r
 hex, made once, mode 0600) and the logspace settings it writes in ``<data>/etc/logspaces.json``
 (given to logbox-indexd with ``--logspaces`` when indexd has that option).
 
+As on the appliance, both apps' gunicorns listen on unix sockets (``<data>/run/nginx/rpc.sock``,
+``webui.sock``, in a directory only this user may enter, with ``LOGBOX_BEHIND_PROXY=1``) behind
+nginx (``logbox-nginx``, started last), which terminates TLS on both ports with the
+configuration appliance/nginxconf.py renders into ``<data>/run/nginx/nginx.conf`` (its pid and
+temporary files in that directory too, its log on this terminal) and serves the web UI's static
+files itself.
+
 Services are added to ``services()`` as they come to exist; a service whose program is not
 built yet is listed as "not built yet" rather than pretended.
 """
@@ -63,6 +70,9 @@ DEFAULT_WEBUI_PORT = 8443
 
 sys.path.insert(0, str(TOP / "collector"))
 collector = importlib.import_module("render")
+sys.path.insert(0, str(TOP / "appliance"))
+nginxconf = importlib.import_module("nginxconf")
+NGINX = os.environ.get("LOGBOX_NGINX", "/usr/sbin/nginx")
 
 
 @dataclass
@@ -145,11 +155,55 @@ def indexd_has_option(indexd: Path, option: str) -> bool:
     return option in p.stdout + p.stderr
 
 
+def nginx_dir(data: Path) -> Path:
+    """nginx's configuration, pid and temporary files: <data>/run/nginx."""
+    return run_dir(data) / "nginx"
+
+
+def app_socket(data: Path, app: str) -> Path:
+    """Where an app's gunicorn listens for nginx: <data>/run/nginx/<app>.sock (a directory
+    only this user may enter: nothing but nginx reaches the apps)."""
+    return nginx_dir(data) / f"{app}.sock"
+
+
+def prepare_nginx(data: Path, api: Api | None, webui: Webui | None) -> Path | None:
+    """nginx.conf for the apps there are (appliance/nginxconf.py), in <data>/run/nginx; None when
+    there is no app to put behind it."""
+    sites = []
+    if webui is not None:
+        sites.append(
+            nginxconf.Site(
+                "webui",
+                f"127.0.0.1:{webui.port}",
+                app_socket(data, "webui"),
+                static=WEBUI / "logbox_webui" / "static",
+            )
+        )
+    if api is not None:
+        sites.append(nginxconf.Site("rpc", f"127.0.0.1:{api.port}", app_socket(data, "rpc")))
+    if not sites:
+        return None
+    tls = api if api is not None else webui.api  # type: ignore[union-attr]
+    cert, key = tls.cert, tls.key
+    d = nginx_dir(data)
+    d.mkdir(parents=True, exist_ok=True)
+    os.chmod(d, 0o700)
+    conf = d / "nginx.conf"
+    text = nginxconf.render(
+        sites, cert=cert, key=key, run=d, user="root" if os.geteuid() == 0 else None
+    )
+    tmp = conf.with_suffix(".conf.tmp")
+    tmp.write_text(text)
+    tmp.replace(conf)
+    return conf
+
+
 def services(
     data: Path,
     col: Collector | None = None,
     api: Api | None = None,
     webui: Webui | None = None,
+    nginx: Path | None = None,
 ) -> list[Service]:
     """The appliance's daemons, in start order, for a data directory."""
     root = ["--allow-root"] if os.geteuid() == 0 else []
@@ -217,11 +271,15 @@ def services(
             Service(
                 name="logbox-rpc",
                 argv=[sys.executable, "-m", "gunicorn", "-c", str(conf), "logbox_rpc:create_app()"],
-                serves=f"the RPC API on {api.url} (certificate {api.cert})",
+                serves=(
+                    f"the RPC API on {app_socket(data, 'rpc')}, at {api.url} through "
+                    f"logbox-nginx (certificate {api.cert})"
+                ),
                 needs=conf,
                 env={
                     "PYTHONPATH": pythonpath,
-                    "LOGBOX_RPC_BIND": f"127.0.0.1:{api.port}",
+                    "LOGBOX_RPC_BIND": f"unix:{app_socket(data, 'rpc')}",
+                    "LOGBOX_BEHIND_PROXY": "1",
                     "LOGBOX_TLS_CERT": str(api.cert),
                     "LOGBOX_TLS_KEY": str(api.key),
                     "LOGBOX_SEARCHD_SOCKET": str(searchd_sock),
@@ -248,11 +306,15 @@ def services(
                     str(conf),
                     "logbox_webui:create_app()",
                 ],  # fmt: skip
-                serves=f"the web UI on {webui.url} (certificate {webui.api.cert})",
+                serves=(
+                    f"the web UI on {app_socket(data, 'webui')}, at {webui.url} through "
+                    f"logbox-nginx (certificate {webui.api.cert})"
+                ),
                 needs=conf,
                 env={
                     "PYTHONPATH": pythonpath,
-                    "LOGBOX_WEBUI_BIND": f"127.0.0.1:{webui.port}",
+                    "LOGBOX_WEBUI_BIND": f"unix:{app_socket(data, 'webui')}",
+                    "LOGBOX_BEHIND_PROXY": "1",
                     "LOGBOX_TLS_CERT": str(webui.api.cert),
                     "LOGBOX_TLS_KEY": str(webui.api.key),
                     "LOGBOX_WEBUI_SECRET_FILE": str(webui.secret),
@@ -263,6 +325,17 @@ def services(
                     "LOGBOX_SYSLOGNG_PIDFILE": str(run / "syslog-ng.pid"),
                     "LOGBOX_LOGSPACE_SETTINGS": str(webui.logspaces),
                 },
+            )
+        )
+    if nginx is not None:
+        ports = [f"{w.url} (web UI)" for w in (webui,) if w is not None]
+        ports += [f"{a.url} (API)" for a in (api,) if a is not None]
+        out.append(
+            Service(
+                name="logbox-nginx",
+                argv=[NGINX, "-p", str(nginx.parent), "-e", "stderr", "-c", str(nginx)],
+                serves=f"TLS on {' and '.join(ports)} in front of gunicorn's sockets",
+                needs=Path(NGINX),
             )
         )
     return out
@@ -600,6 +673,9 @@ def main() -> int:
     except OSError as e:
         log(f"logbox-webui: {e}")
         return 1
+    nginx = prepare_nginx(data, api, webui)
+    if nginx is not None and not Path(NGINX).exists():
+        log(f"logbox-nginx: not installed ({NGINX}; make deps installs nginx-light)")
 
     if col is not None:
         got = raise_nofile(col.nofile)
@@ -620,7 +696,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
 
     running: list[Service] = []
-    for svc in services(data, col, api, webui):
+    for svc in services(data, col, api, webui, nginx):
         if not svc.needs.exists():
             log(f"{svc.name}: not built yet ({svc.needs})")
             if svc.name == "logbox-indexd" and col is not None:

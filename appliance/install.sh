@@ -51,6 +51,12 @@ install -D -m 0644 "$TOP/collector/render.py" "$LIB/collector/render.py"
 install -D -m 0644 "$TOP/collector/appliance.toml" "$LIB/collector/appliance.toml"
 install -D -m 0644 "$TOP/rpc/gunicorn.conf.py" "$LIB/gunicorn/rpc.conf.py"
 install -D -m 0644 "$TOP/webui/gunicorn.conf.py" "$LIB/gunicorn/webui.conf.py"
+# nginx in front of both (logbox-nginx.service): its configuration, rendered for the appliance
+mkdir -p "$LIB/nginx"
+python3 "$TOP/appliance/nginxconf.py" --appliance >"$LIB/nginx/nginx.conf.tmp" ||
+	die "appliance/nginxconf.py --appliance failed"
+chmod 0644 "$LIB/nginx/nginx.conf.tmp"
+mv "$LIB/nginx/nginx.conf.tmp" "$LIB/nginx/nginx.conf"
 
 # boot-time programs
 for p in logbox-firstboot logbox-storage logbox-ready; do

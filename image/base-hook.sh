@@ -40,6 +40,8 @@ chroot "$root" systemctl enable systemd-networkd.service systemd-resolved.servic
 	nftables.service serial-getty@ttyS0.service
 chroot "$root" systemctl disable ssh.service
 chroot "$root" systemctl mask ssh.socket
+# Debian's own nginx service (port 80, as root) never runs: logbox-nginx.service is logbox's
+chroot "$root" systemctl mask nginx.service
 
 # No password anywhere: root is locked (the console shows a login prompt nobody can pass).
 chroot "$root" passwd -l root

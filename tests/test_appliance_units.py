@@ -50,6 +50,7 @@ SERVICES = (
     "logbox-searchd.service",
     "logbox-rpc.service",
     "logbox-webui.service",
+    "logbox-nginx.service",
     "logbox-ready.service",
 )
 UNITS = (*SERVICES, "logbox-indexd.socket", "logbox.target")
@@ -73,15 +74,22 @@ USERS = {
         # an LMDB reader's slot in the catalog's lock.mdb; nothing else of the store
         {"/var/lib/logbox/catalog", "/run/logbox"},
     ),
+    # the apps: their gunicorn socket's directory too
     "logbox-rpc": (
         "logbox-rpc.service",
         {"logbox-search", "logbox-accounts", "logbox-status", "logbox-tls"},
-        {"/var/lib/logbox-accounts"},
+        {"/var/lib/logbox-accounts", "/run/logbox-rpc"},
     ),
     "logbox-webui": (
         "logbox-webui.service",
         {"logbox-search", "logbox-accounts", "logbox-status", "logbox-settings", "logbox-tls"},
-        {"/var/lib/logbox-accounts", "/etc/logbox/settings"},
+        {"/var/lib/logbox-accounts", "/etc/logbox/settings", "/run/logbox-webui"},
+    ),
+    # nginx in front of both: the server key; its pid and temporary files
+    "logbox-nginx": (
+        "logbox-nginx.service",
+        {"logbox-tls"},
+        {"/run/logbox-nginx"},
     ),
 }
 WRITABLE = {unit: paths for unit, _, paths in USERS.values()} | {
@@ -119,7 +127,7 @@ EXCEPTIONS = {
     # is 0750 and the control socket owner-only (connecting needs write permission)
     "logbox-syslog-ng.service": {"UMask": "0022"},
 }
-HOST_TOOLS = ("/usr/bin/python3", "/usr/sbin/syslog-ng", "/bin/sh", "/bin/chgrp")
+HOST_TOOLS = ("/usr/bin/python3", "/usr/sbin/syslog-ng", "/usr/sbin/nginx", "/bin/sh", "/bin/chgrp")
 
 
 def need(tool: str) -> str:
@@ -309,7 +317,9 @@ def test_user_and_hardening(root: Path, unit: str) -> None:
     assert s["SystemCallFilter"][0] == "@system-service", unit
     caps = set((last(s, "CapabilityBoundingSet") or "").split())
     if unit not in ROOT_SERVICES:
-        assert caps <= {"CAP_NET_BIND_SERVICE"}, f"{unit}: {caps}"
+        # only syslog-ng (514, 601) and nginx (443) listen on a port below 1024
+        low = unit in ("logbox-syslog-ng.service", "logbox-nginx.service")
+        assert caps == ({"CAP_NET_BIND_SERVICE"} if low else set()), f"{unit}: {caps}"
         assert set((last(s, "AmbientCapabilities") or "").split()) == caps
     families = set((last(s, "RestrictAddressFamilies") or "").split())
     assert "AF_UNIX" in families and families <= {"AF_UNIX", "AF_INET", "AF_INET6"}, unit
@@ -348,10 +358,22 @@ def test_daemons_types(root: Path) -> None:
         env = dict(v.split("=", 1) for v in unit_file(root, unit)["Environment"])
         assert env["PYTHONPATH"] == "/usr/lib/logbox/python"
         assert env["LOGBOX_TLS_CERT"].startswith("/etc/logbox/tls/")
+    # the apps on unix sockets behind nginx, which listens on 443 and 8444
     web = dict(v.split("=", 1) for v in unit_file(root, "logbox-webui.service")["Environment"])
-    assert web["LOGBOX_WEBUI_BIND"] == "0.0.0.0:443"
+    assert web["LOGBOX_WEBUI_BIND"] == "unix:/run/logbox-webui/webui.sock"
     api = dict(v.split("=", 1) for v in unit_file(root, "logbox-rpc.service")["Environment"])
-    assert api["LOGBOX_RPC_BIND"] == "0.0.0.0:8444"
+    assert api["LOGBOX_RPC_BIND"] == "unix:/run/logbox-rpc/rpc.sock"
+    assert web["LOGBOX_BEHIND_PROXY"] == api["LOGBOX_BEHIND_PROXY"] == "1"
+    for unit in ("logbox-rpc.service", "logbox-webui.service"):
+        assert last(unit_file(root, unit), "RestrictAddressFamilies") == "AF_UNIX", unit
+    conf = (root / "usr/lib/logbox/nginx/nginx.conf").read_text()
+    assert re.search(r"^\s*listen 443 ssl;", conf, re.M) and re.search(
+        r"^\s*listen 8444 ssl;", conf, re.M
+    )
+    assert "server unix:/run/logbox-webui/webui.sock" in conf
+    assert "server unix:/run/logbox-rpc/rpc.sock" in conf
+    nginx = unit_file(root, "logbox-nginx.service")
+    assert "-c /usr/lib/logbox/nginx/nginx.conf" in (last(nginx, "ExecStart") or "")
 
 
 def test_tmpfiles_made_the_directories(root: Path) -> None:
@@ -370,6 +392,10 @@ def test_tmpfiles_made_the_directories(root: Path) -> None:
     assert owner("/var/lib/logbox-collector/collector/buffer")[0] == "logbox-collector"
     assert owner("/var/lib/logbox-accounts") == ("logbox-rpc", "logbox-accounts", 0o770)
     assert owner("/etc/logbox/settings") == ("root", "logbox-settings", 0o775)
+    # the apps' sockets: only the app and nginx's group may enter
+    assert owner("/run/logbox-rpc") == ("logbox-rpc", "logbox-nginx", 0o750)
+    assert owner("/run/logbox-webui") == ("logbox-webui", "logbox-nginx", 0o750)
+    assert owner("/run/logbox-nginx") == ("logbox-nginx", "logbox-nginx", 0o750)
 
 
 def test_firewall_ports() -> None:
@@ -880,7 +906,7 @@ def appliance_run(root: Path) -> Iterator[Appliance]:
     UI and the API from their units' command lines and environment, each under the user,
     groups and capabilities of its unit: what they read and write is reached through the rights
     of APPLIANCE.md's users table only. syslog-ng listens on free ports instead of 514/601/6514
-    and the web servers on free ports instead of 443/8444."""
+    and nginx on free ports instead of 443/8444, in front of the apps' unix sockets."""
     base = Path(tempfile.mkdtemp(prefix="lbapp", dir="/tmp"))  # short (sun_path), traversable
     base.chmod(0o755)
     shutil.copytree(root / "usr/lib/logbox", base / "usr/lib/logbox", symlinks=True)
@@ -954,16 +980,26 @@ def appliance_run(root: Path) -> Iterator[Appliance]:
         post = unit_argv(root, "logbox-searchd.service", "ExecStartPost", base)
         post[post.index("logbox-search")] = groups["logbox-search"][2]
         subprocess.run(post, check=True)
-        for app, port in (("webui", ports["web"]), ("rpc", ports["api"])):
+        for app in ("webui", "rpc"):
             unit = f"logbox-{app}.service"
             env = unit_env(root, unit, base)
-            env[f"LOGBOX_{app.upper()}_BIND"] = f"127.0.0.1:{port}"
             env[f"LOGBOX_{app.upper()}_WORKERS"] = "1"
             env[f"LOGBOX_{app.upper()}_CONFIG"] = str(base / "none.py")
             start(app, unit_argv(root, unit, "ExecStart", base), env=env)
+            wait_for(app, Path(env[f"LOGBOX_{app.upper()}_BIND"].removeprefix("unix:")))
+        # nginx, on the installed configuration with its paths under base and free ports
+        conf = base / "usr/lib/logbox/nginx/nginx.conf"
+        text = remap(conf.read_text(), base)
+        text = re.sub(r"listen 443 ssl;", f"listen 127.0.0.1:{ports['web']} ssl;", text)
+        text = re.sub(r"listen 8444 ssl;", f"listen 127.0.0.1:{ports['api']} ssl;", text)
+        conf.write_text(text)
+        argv = unit_argv(root, "logbox-nginx.service", "ExecStart", base)
+        argv[argv.index("/usr/sbin/nginx")] = need("nginx")
+        start("nginx", argv)
+        wait_for("nginx", base / "run/logbox-nginx/nginx.pid")
         yield Appliance(base, run, ports["web"], ports["api"], ports["tcp"])
     finally:
-        for name in ("rpc", "webui", "searchd", "syslog-ng", "indexd"):
+        for name in ("nginx", "rpc", "webui", "searchd", "syslog-ng", "indexd"):
             if name in procs:
                 procs[name].terminate()
                 procs[name].wait(timeout=30)

@@ -42,6 +42,7 @@ DAEMON_USERS = {
     "logbox-searchd.service": "logbox-searchd",
     "logbox-rpc.service": "logbox-rpc",
     "logbox-webui.service": "logbox-webui",
+    "logbox-nginx.service": "logbox-nginx",
 }
 # boot-time oneshots that have exited by readiness (run as root by design: mdadm, /etc/logbox)
 ONESHOTS = {"logbox-storage.service", "logbox-firstboot.service"}
@@ -210,7 +211,7 @@ class Api:
     def __init__(self, port: int, password: str) -> None:
         self.base = f"https://127.0.0.1:{port}/api/v1"
         self.s = requests.Session()
-        self.s.verify = False  # the appliance's own CA; TLS 1.2+ is still what gunicorn speaks
+        self.s.verify = False  # the appliance's own CA; TLS 1.2+ is still what nginx speaks
         self.s.trust_env = False  # no proxy, no REQUESTS_CA_BUNDLE overriding verify
         r = self.s.post(
             self.base + "/login", json={"username": "admin", "password": password}, timeout=60
@@ -273,7 +274,7 @@ class Web:
     def __init__(self, port: int, password: str, new_password: str | None = None) -> None:
         self.base = f"https://127.0.0.1:{port}"
         self.s = requests.Session()
-        self.s.verify = False  # the appliance's own CA; TLS 1.2+ is still what gunicorn speaks
+        self.s.verify = False  # the appliance's own CA; TLS 1.2+ is still what nginx speaks
         self.s.trust_env = False  # no proxy, no REQUESTS_CA_BUNDLE overriding verify
         page = self.s.get(self.base + "/login", timeout=60)
         assert page.status_code == 200, f"GET /login: {page.status_code}"

@@ -670,7 +670,11 @@ def test_cli_export_that_ends_early_fails(
         stderr=subprocess.PIPE,
     )
     assert p.stdout is not None
-    head = p.stdout.read(65536)  # the export runs, then waits for this pipe to be read
+    # the export runs, then waits for this pipe to be read. os.read, not p.stdout.read: the
+    # buffered reader may read ahead, and communicate() below reads the fd past its buffer.
+    head = b""
+    while len(head) < 65536 and (got := os.read(p.stdout.fileno(), 65536 - len(head))):
+        head += got
     assert sd.stop() == 0, sd.log()
     try:
         rest, err = p.communicate(timeout=120)

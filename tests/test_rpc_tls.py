@@ -1,6 +1,7 @@
 # The RPC API under real gunicorn (tests/lbtest/rpc.py: rpc/gunicorn.conf.py, gthread workers)
-# over real TLS, in front of a real searchd: HTTPS answers; TLS 1.2 and 1.3 are accepted and
-# TLS 1.1 is refused by the server (a control server shows that the client could speak 1.1);
+# serving TLS itself, without nginx in front (proxy=False: gunicorn's own TLS, which still guards
+# an app bound to a TCP address; behind nginx, test_proxy_tls.py), in front of a real searchd:
+# HTTPS answers; TLS 1.2 and 1.3 are accepted and TLS 1.1 is refused by the server (a control server shows that the client could speak 1.1);
 # plain HTTP to the port gets no answer; gunicorn refuses to start without a certificate; the
 # workers use the context of gunicorn.conf.py; an export streams over several pages and a
 # client that goes away mid-export still leaves its audit entry.
@@ -45,7 +46,7 @@ def searchd(
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, searchd: Searchd) -> Iterator[RpcServer]:
     root = tmp_path_factory.mktemp("rpc")
-    with RpcServer(root, searchd_socket=searchd.sock, data=searchd.data) as srv:
+    with RpcServer(root, searchd_socket=searchd.sock, data=searchd.data, proxy=False) as srv:
         yield srv
     assert "Traceback" not in srv.log(), srv.log()
 
@@ -131,6 +132,7 @@ def test_refuses_to_start_without_certificate(tmp_path: Path, searchd: Searchd) 
         searchd_socket=searchd.sock,
         data=searchd.data,
         env={"LOGBOX_TLS_CERT": "", "LOGBOX_TLS_KEY": ""},
+        proxy=False,
     )
     with pytest.raises(AssertionError, match="exited"):
         srv.start(timeout=20)

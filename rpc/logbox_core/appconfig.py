@@ -19,6 +19,8 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "SESSION_TTL": 43200,
     "SEARCHD_TIMEOUT": 60,
     "ACCOUNTS_MAP_SIZE": 1 << 30,  # bytes: the LMDB map of the accounts store
+    # behind nginx on a unix socket: the client's address is X-Forwarded-For's (logbox_core.proxy)
+    "BEHIND_PROXY": 0,
 }
 
 # key -> (environment variable, type)
@@ -31,6 +33,7 @@ COMMON_ENVIRONMENT: dict[str, tuple[str, type]] = {
     "SESSION_TTL": ("LOGBOX_SESSION_TTL", int),
     "SEARCHD_TIMEOUT": ("LOGBOX_SEARCHD_TIMEOUT", float),
     "ACCOUNTS_MAP_SIZE": ("LOGBOX_ACCOUNTS_MAP_SIZE", int),
+    "BEHIND_PROXY": ("LOGBOX_BEHIND_PROXY", int),
 }
 
 

@@ -1,7 +1,15 @@
 """The gunicorn settings both apps' configurations share (rpc/gunicorn.conf.py,
 webui/gunicorn.conf.py): gthread workers, HTTPS only with TLS 1.2 or 1.3 (logbox_core.tls), long
 request lines, and LOGBOX_<APP>_BIND, _WORKERS (2), _THREADS (8), _ACCESSLOG (a path or "-"; off
-by default), _LOGLEVEL (info) with LOGBOX_TLS_CERT and LOGBOX_TLS_KEY (both required)."""
+by default), _LOGLEVEL (info) with LOGBOX_TLS_CERT and LOGBOX_TLS_KEY (both required).
+
+Behind nginx (appliance/nginxconf.py, the way `make run`, the tests and the appliance run the
+apps), LOGBOX_<APP>_BIND is `unix:PATH` and LOGBOX_BEHIND_PROXY=1: gunicorn serves plain HTTP on
+that socket (nginx terminates TLS), leaves the socket open to all (0777: its directory is the
+gate, which only the app and nginx may enter) and trusts X-Forwarded-Proto from it, and the app takes the client's address from the
+X-Forwarded-For nginx sets (logbox_core.proxy). One goes with the other: a unix socket without
+LOGBOX_BEHIND_PROXY=1, or LOGBOX_BEHIND_PROXY=1 on a TCP address (where anyone could set the
+header), is refused."""
 
 from __future__ import annotations
 
@@ -29,6 +37,12 @@ def settings(
     """
     var = f"LOGBOX_{app}"
     bind = [os.environ.get(f"{var}_BIND", default_bind)]
+    behind_proxy = os.environ.get("LOGBOX_BEHIND_PROXY") == "1"
+    if behind_proxy != bind[0].startswith("unix:"):
+        sys.exit(
+            f"{proc_name}: LOGBOX_BEHIND_PROXY=1 goes with a unix socket {var}_BIND (unix:PATH) "
+            f"and only with one, not {bind[0]}"
+        )
     out: dict[str, Any] = {
         "bind": bind,
         "worker_class": "gthread",
@@ -49,7 +63,13 @@ def settings(
 
     certfile = os.environ.get("LOGBOX_TLS_CERT") or None
     keyfile = os.environ.get("LOGBOX_TLS_KEY") or None
-    if insecure_http and os.environ.get(f"{var}_INSECURE_HTTP") == "1":
+    if behind_proxy:
+        # nginx terminates TLS. gunicorn gives the socket its own group, which nginx is not in:
+        # the socket is open to all, and its directory admits only the app and nginx.
+        certfile = keyfile = None
+        out["umask"] = 0
+        out["forwarded_allow_ips"] = "*"
+    elif insecure_http and os.environ.get(f"{var}_INSECURE_HTTP") == "1":
         if any(not b.startswith("127.0.0.1:") for b in bind):
             sys.exit(f"{proc_name}: {var}_INSECURE_HTTP=1 binds 127.0.0.1 only, not {bind[0]}")
         certfile = keyfile = None

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, Response
+from logbox_core import proxy
 
 from . import admin, auth, errors, openapi, search, status
 from .config import load
@@ -22,6 +23,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.extensions["logbox"] = State(app.config)
+    proxy.install(app)
     app.logger.setLevel("INFO")  # installs Flask's stderr handler on the "logbox_rpc" logger
     errors.register(app)
     auth.install(app)

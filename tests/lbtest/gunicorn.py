@@ -1,18 +1,26 @@
-"""A logbox Flask app in tests under real gunicorn (the venv's `python -m gunicorn`) over TLS on
-a free 127.0.0.1 port, with a self-signed certificate made by the openssl CLI and an accounts
-store (LMDB) holding an admin user "admin" with a random password. The base of RpcServer
-(lbtest/rpc.py) and WebuiServer (lbtest/webui.py), which say which app, conf and health route."""
+"""A logbox Flask app in tests under real gunicorn (the venv's `python -m gunicorn`) behind real
+nginx, as `make run` and the appliance run it: nginx (Debian's, with the configuration of
+appliance/nginxconf.py) terminates TLS on a free 127.0.0.1 port and passes the requests to
+gunicorn on a unix socket (LOGBOX_BEHIND_PROXY=1). With proxy=False gunicorn serves TLS on the
+port itself, as it did before nginx (tests of gunicorn's own TLS). A self-signed certificate
+made by the openssl CLI and an accounts store (LMDB) holding an admin user "admin" with a random
+password. The base of RpcServer (lbtest/rpc.py) and WebuiServer (lbtest/webui.py), which say
+which app, conf and health route."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -25,6 +33,9 @@ if TYPE_CHECKING:
 TOP = Path(__file__).resolve().parents[2]
 RPC_DIR = TOP / "rpc"
 WEBUI_DIR = TOP / "webui"
+NGINX = os.environ.get("LOGBOX_NGINX", "/usr/sbin/nginx")
+sys.path.insert(0, str(TOP / "appliance"))
+import nginxconf  # noqa: E402
 
 
 def free_port() -> int:
@@ -66,12 +77,22 @@ class SourceAddressAdapter(HTTPAdapter):
 
 
 class _PortTaken(Exception):
-    """gunicorn exited because its port was taken."""
+    """gunicorn or nginx exited because its port was taken."""
+
+
+def _raise_nofile() -> None:
+    """preexec_fn of nginx: as many open files as the hard limit allows, up to 16384 (every
+    connection of a slowloris test is one)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 16384 if hard == resource.RLIM_INFINITY else min(hard, 16384)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
 
 
 class GunicornServer:
-    """Real gunicorn serving one logbox app over TLS on a free 127.0.0.1 port. Subclasses set
-    the class attributes below and add their own environment (app_environment())."""
+    """Real gunicorn serving one logbox app behind real nginx (TLS) on a free 127.0.0.1 port
+    (see the module docstring). Subclasses set the class attributes below and add their own
+    environment (app_environment())."""
 
     PREFIX: ClassVar[str]  # LOGBOX_<PREFIX>_CONFIG/_BIND/_WORKERS/_THREADS
     CONF: ClassVar[Path]  # the gunicorn.conf.py
@@ -79,6 +100,8 @@ class GunicornServer:
     PYTHONPATH: ClassVar[tuple[Path, ...]]  # where the app's packages are
     CONFIG_NAME: ClassVar[str]  # root/<this> is the app's config file (absent unless written)
     LOG_NAME: ClassVar[str]  # root/<this> takes gunicorn's stdout and stderr
+    SITE: ClassVar[str]  # the site's name in nginxconf ("rpc", "webui")
+    STATIC: ClassVar[Path | None] = None  # the static directory nginx serves at /static/
     HEALTH: ClassVar[str]  # the path start() polls
     HEALTH_OK: ClassVar[tuple[int, ...]]  # the statuses that count as up
 
@@ -93,9 +116,13 @@ class GunicornServer:
         workers: int = 2,
         threads: int = 8,
         env: dict[str, str] | None = None,
+        proxy: bool | None = None,
     ) -> None:
-        """Makes root/tls/https.crt + .key and root/accounts with the user "admin"."""
+        """Makes root/tls/https.crt + .key and root/accounts with the user "admin"; proxy:
+        nginx in front (the default, unless LOGBOX_TEST_PROXY=0), else gunicorn's own TLS on
+        the port."""
         self.root = Path(root)
+        self.proxy = proxy if proxy is not None else os.environ.get("LOGBOX_TEST_PROXY") != "0"
         self.root.mkdir(parents=True, exist_ok=True)
         self.searchd_socket = Path(searchd_socket)
         self.data = Path(data)
@@ -119,6 +146,14 @@ class GunicornServer:
         self.port = free_port()
         self.log_path = self.root / self.LOG_NAME
         self.proc: subprocess.Popen[bytes] | None = None
+        # nginx: its process, directory (configuration, pid, temporary files) and log; the
+        # gunicorn socket in a short directory of its own (a unix socket path has 107 bytes)
+        self.nginx: subprocess.Popen[bytes] | None = None
+        self.nginx_dir = self.root / f"nginx-{self.SITE}"
+        self.nginx_log_path = self.root / f"nginx-{self.SITE}.log"
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="lb-gu-"))
+        self.socket = self.socket_dir / f"{self.SITE}.sock"
+        weakref.finalize(self, shutil.rmtree, self.socket_dir, ignore_errors=True)
 
     @property
     def url(self) -> str:
@@ -147,7 +182,12 @@ class GunicornServer:
             LOGBOX_TLS_KEY=str(self.keyfile),
         )
         env[f"{p}_CONFIG"] = str(self.root / self.CONFIG_NAME)
-        env[f"{p}_BIND"] = f"127.0.0.1:{self.port}"
+        if self.proxy:
+            env[f"{p}_BIND"] = f"unix:{self.socket}"
+            env["LOGBOX_BEHIND_PROXY"] = "1"
+        else:
+            env[f"{p}_BIND"] = f"127.0.0.1:{self.port}"
+            env.pop("LOGBOX_BEHIND_PROXY", None)
         env[f"{p}_WORKERS"] = str(self.workers)
         env[f"{p}_THREADS"] = str(self.threads)
         env.update(self.app_environment())
@@ -187,6 +227,9 @@ class GunicornServer:
                 start_new_session=True,
             )
         deadline = time.monotonic() + timeout
+        nginx_start = self._nginx_log_size()
+        if self.proxy and (self.nginx is None or self.nginx.poll() is not None):
+            self._start_nginx()
         with self.session() as s:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
@@ -195,6 +238,16 @@ class GunicornServer:
                     raise AssertionError(
                         f"gunicorn exited with {self.proc.returncode} at start:\n{self.log()}"
                     )
+                if self.nginx is not None and self.nginx.poll() is not None:
+                    text = self.nginx_log()[nginx_start:]
+                    self.nginx = None
+                    self.kill()
+                    if "Address already in use" in text:
+                        raise _PortTaken()
+                    raise AssertionError(f"nginx exited at start:\n{text}")
+                if self.proxy and not self.socket.exists():
+                    time.sleep(0.05)
+                    continue
                 try:
                     if s.get(self.url + self.HEALTH, timeout=2).status_code in self.HEALTH_OK:
                         return self
@@ -206,9 +259,60 @@ class GunicornServer:
             f"gunicorn did not answer {self.HEALTH} within {timeout} s:\n{self.log()}"
         )
 
+    def _nginx_log_size(self) -> int:
+        return self.nginx_log_path.stat().st_size if self.nginx_log_path.exists() else 0
+
+    def nginx_conf(self) -> str:
+        """nginx.conf for this server (appliance/nginxconf.py's, on 127.0.0.1:port)."""
+        return nginxconf.render(
+            [nginxconf.Site(self.SITE, f"127.0.0.1:{self.port}", self.socket, self.STATIC)],
+            cert=self.cafile,
+            key=self.keyfile,
+            run=self.nginx_dir,
+            user="root" if os.geteuid() == 0 else None,
+        )
+
+    def _start_nginx(self) -> None:
+        """Starts nginx on the port (gunicorn's socket need not exist yet: until it does, nginx
+        answers 502)."""
+        self.nginx_dir.mkdir(exist_ok=True)
+        conf = self.nginx_dir / "nginx.conf"
+        conf.write_text(self.nginx_conf())
+        with open(self.nginx_log_path, "ab") as log:
+            self.nginx = subprocess.Popen(
+                [NGINX, "-p", str(self.nginx_dir), "-e", "stderr", "-c", str(conf)],
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                preexec_fn=_raise_nofile,
+            )
+
+    def stop_nginx(self, timeout: float = 20) -> None:
+        """SIGQUIT (graceful) to nginx and wait for it (SIGKILL if it hangs)."""
+        if self.nginx is None:
+            return
+        if self.nginx.poll() is None:
+            self.nginx.send_signal(signal.SIGQUIT)
+            try:
+                self.nginx.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.nginx.pid, signal.SIGKILL)
+                self.nginx.wait()
+        self.nginx = None
+
+    def nginx_log(self) -> str:
+        """What nginx wrote to stderr so far."""
+        if not self.nginx_log_path.exists():
+            return ""
+        return self.nginx_log_path.read_text("utf-8", "replace")
+
     def stop(self, timeout: float = 20) -> int:
         """SIGTERM to the master, then its exit status (SIGKILL to the group if it hangs, which
-        fails the caller)."""
+        fails the caller); nginx stops too."""
+        self.stop_nginx(timeout)
         if self.proc is None:
             return 0
         if self.proc.poll() is None:
@@ -221,7 +325,12 @@ class GunicornServer:
         return self.proc.returncode
 
     def kill(self) -> None:
-        """SIGKILL to gunicorn's process group (the master and its workers)."""
+        """SIGKILL to gunicorn's process group (the master and its workers) and to nginx's."""
+        if self.nginx is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.nginx.pid, signal.SIGKILL)
+            self.nginx.wait()
+            self.nginx = None
         if self.proc is None:
             return
         with contextlib.suppress(ProcessLookupError):
@@ -236,9 +345,10 @@ class GunicornServer:
             if exc and exc[0] is None:
                 self.stop()
         finally:
-            if self.proc is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)  # workers left behind, if any
+            for p in (self.proc, self.nginx):
+                if p is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(p.pid, signal.SIGKILL)  # workers left behind, if any
 
     def accounts(self) -> Accounts:
         """The accounts store, for test setup and checks (one object per server for the whole

@@ -32,6 +32,7 @@ class RpcServer(GunicornServer):
     PYTHONPATH = (RPC_DIR,)
     CONFIG_NAME = "rpc.py"
     LOG_NAME = "gunicorn.log"
+    SITE = "rpc"
     HEALTH = "/api/v1/health"
     HEALTH_OK = (200, 503)
 

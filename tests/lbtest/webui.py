@@ -35,6 +35,8 @@ class WebuiServer(GunicornServer):
     PYTHONPATH = (RPC_DIR, WEBUI_DIR)
     CONFIG_NAME = "webui.py"
     LOG_NAME = "webui-gunicorn.log"
+    SITE = "webui"
+    STATIC = WEBUI_DIR / "logbox_webui" / "static"
     HEALTH = "/healthz"
     HEALTH_OK = (200,)
 

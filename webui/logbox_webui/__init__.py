@@ -7,6 +7,7 @@ from typing import Any
 
 from flask import Flask, Request, render_template
 from flask_wtf.csrf import CSRFError
+from logbox_core import proxy
 from logbox_core.accounts import StoreWriteError
 from logbox_core.searchd import SearchdError
 from markupsafe import Markup
@@ -33,6 +34,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.update(load(config))
     app.config.setdefault("MAX_CONTENT_LENGTH", 1 << 20)  # forms are small
     app.extensions["logbox"] = State(app.config)
+    proxy.install(app)
     app.logger.setLevel("INFO")
     security.install(app)
     auth.install(app)
