@@ -164,6 +164,8 @@ def test_web_ui_status_page(stack: Stack) -> None:
         "main"
     ]
     assert solo.by_id("stored").text == "–" and solo.by_id("eps-60s").text == "–"
+    assert solo.by_id("quarantined").text == "–"
+    assert admin.by_id("quarantined").text.startswith("0 (")  # "0 (N in the dead-letter file)"
     assert solo.by_id("problems").text == "syslog-ng: see the status as an admin"
     for secret in ("secret", str(st.root), str(st.pidfile)):
         assert secret not in html, secret
@@ -187,6 +189,9 @@ def test_holds_raid_and_disk_texts_hidden() -> None:
         "eps": {"1s": 1.0, "60s": 2.0},
         "stored": 10,
         "malformed": 0,
+        "quarantined": 2,
+        "deadletter": {"records": 5, "last_reason": "logspace secret: a message the store "
+                       "cannot hold", "last_at": "2026-11-22T17:00:00.000000Z"},
         "logspaces": [{"name": "main", "bytes": 1}, {"name": "secret", "bytes": 2}],
         "disk": {"path": "/var/lib/logbox", "total_bytes": 9, "free_bytes": 1, "full": True,
                  "store_bytes": 3, "note": "/var/lib/logbox is full"},
@@ -211,5 +216,12 @@ def test_holds_raid_and_disk_texts_hidden() -> None:
         "indexd: see the status as an admin",
         "raid: see the status as an admin",
     ]
+    assert s["quarantined"] is None
+    assert s["deadletter"] == {"records": None, "last_reason": "see the status as an admin",
+                               "last_at": "2026-11-22T17:00:00.000000Z"}  # fmt: skip
+    every = User("every", "searcher", ("*",), False, 0)
+    e = for_user(doc, every)
+    assert e["quarantined"] == 2 and e["deadletter"]["records"] == 5
+    assert e["deadletter"]["last_reason"] == "see the status as an admin"
     assert "secret" not in json.dumps(s) and "/var" not in json.dumps(s)
     assert doc["services"]["indexd"]["pid"] == 13, "the caller's object is left as it was"

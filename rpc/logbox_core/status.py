@@ -591,9 +591,11 @@ def for_user(doc: dict, user: User) -> dict:
     """gather()'s object as user may see it (API.md §7). An admin sees all of it. Anyone
     else sees only the logspaces they may read, and no pid, path, device name or hold reason
     (in a service entry every text but the state is hidden; in disk every text).
-    The figures summed over every logspace (eps, stored, malformed, the store's bytes) are
+    The figures summed over every logspace (eps, stored, malformed, quarantined, the
+    dead-letter records, the store's bytes) are
     left null unless the user may read every logspace, disk numbers stay but the path goes,
-    RAID keeps its state without member or device names, and each problem is cut to the part
+    RAID keeps its state without member or device names, the dead-letter file's last reason is
+    hidden, and each problem is cut to the part
     it concerns ("indexd: see the status as an admin")."""
     if user.role == "admin":
         return doc
@@ -608,6 +610,15 @@ def for_user(doc: dict, user: User) -> dict:
     if not every:
         out["eps"] = {k: None for k in doc.get("eps") or {}}
         out["stored"] = out["malformed"] = None
+        if "quarantined" in doc:
+            out["quarantined"] = None
+    dl = doc.get("deadletter")
+    if isinstance(dl, dict):  # its reason names a logspace and what went wrong
+        out["deadletter"] = {
+            "records": dl.get("records") if every else None,
+            "last_reason": HIDDEN if dl.get("last_reason") is not None else None,
+            "last_at": dl.get("last_at"),
+        }
     disk = doc.get("disk")
     if isinstance(disk, dict):  # numbers and flags only: a string may be a path
         out["disk"] = {k: v if isinstance(v, int | float | bool) else None for k, v in disk.items()}
