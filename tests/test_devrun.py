@@ -152,6 +152,20 @@ def send_when_listening(port: int, data: bytes, timeout: float = 10) -> None:
             time.sleep(0.05)
 
 
+def udp_bound(port: int, timeout: float = 10) -> None:
+    """Waits until something has bound 127.0.0.1:port for UDP (/proc/net/udp): syslog-ng binds
+    its sources one after the other, so its TCP port answering does not mean the UDP one is
+    there yet, and a datagram sent before that is lost (ICMP port unreachable)."""
+    want = f"0100007F:{port:04X}"
+    deadline = time.monotonic() + timeout
+    while True:
+        with open("/proc/net/udp") as f:
+            if any(line.split()[1] == want for line in f.readlines()[1:]):
+                return
+        assert time.monotonic() < deadline, f"nothing bound UDP 127.0.0.1:{port}"
+        time.sleep(0.05)
+
+
 class Received:
     """The messages make run stored (through `logbox cat` once logbox-indexd exists), else the
     frames in the FIFO the supervisor holds (read here, as indexd would)."""
@@ -209,6 +223,7 @@ def test_devrun_delivers_messages_and_restarts_dead_daemons(
     try:
         send_when_listening(int(ports["tcp"]), b"<13>Nov 22 10:00:00 h p: via tcp\n")
         send_tcp(int(ports["octet"]), octet(b"<13>1 - h p - - - via octet"))
+        udp_bound(int(ports["udp"]))
         send_udp(int(ports["udp"]), b"<13>1 - h p - - - via udp")
         got.wait({b"via octet", b"via tcp", b"via udp"})
 
