@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import errno
 import ipaddress
 import os
 import re
@@ -550,6 +551,7 @@ def syslogng_argv(conf: Path, run: Path, *, program: str = "syslog-ng") -> list[
 BUFFER_DIR = Path("collector") / "buffer"
 QDISK_HEADER = 4096  # QDISK_RESERVED_SPACE: the buffer file's header
 FALLOC_FL_KEEP_SIZE = 1  # <linux/falloc.h>
+PREALLOC_KEEP = 0.10  # share of the buffer's file system that preallocation leaves free
 
 
 def prealloc_size(settings: Settings) -> int:
@@ -566,6 +568,10 @@ def prealloc_buffer(settings: Settings, *, data: Path) -> list[Path]:
     writing disk buffer"), drops the message and suspends the sender's connection for good.
     Run after syslog-ng has started (it makes the file at start). Returns the files done.
 
+    A file is left as it is when reserving its space would leave less than PREALLOC_KEEP of
+    the file system free (a disk buffer bigger than its disk would otherwise fill it: ext4's
+    fallocate keeps what it got before an ENOSPC); that is an OSError(ENOSPC) too.
+
     :raises OSError: when the space cannot be reserved (ENOSPC: the disk is already full).
     """
     libc = ctypes.CDLL(None, use_errno=True)
@@ -577,6 +583,17 @@ def prealloc_buffer(settings: Settings, *, data: Path) -> list[Path]:
     for path in sorted(directory.glob("syslog-ng-*.*qf")) if directory.is_dir() else []:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
         try:
+            vfs = os.fstatvfs(fd)
+            free = vfs.f_bavail * vfs.f_frsize
+            keep = int(vfs.f_blocks * vfs.f_frsize * PREALLOC_KEEP)
+            need = max(0, size - os.fstat(fd).st_blocks * 512)
+            if need > free - keep:
+                raise OSError(
+                    errno.ENOSPC,
+                    f"not preallocated: {need} more bytes needed, {free} free, and "
+                    f"{keep} ({PREALLOC_KEEP:.0%} of the file system) must stay free",
+                    str(path),
+                )
             if fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, size) != 0:
                 err = ctypes.get_errno()
                 raise OSError(err, f"fallocate {size} bytes: {os.strerror(err)}", str(path))
