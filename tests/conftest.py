@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from lbtest.cli import has_verb
+from lbtest.indexd import HeldFifo
 
 TOP = Path(__file__).resolve().parent.parent
 # The Python packages of rpc/ (logbox_core, logbox_rpc, logbox_client) and webui/ are imported
@@ -82,3 +84,20 @@ def store(tmp_path: Path) -> Path:
     data = tmp_path / "data"
     data.mkdir()
     return data
+
+
+@pytest.fixture(scope="session")
+def indexd_bin(top: Path) -> Path:
+    """$LOGBOX_INDEXD_BIN (e.g. a sanitizer build), else build/bin/logbox-indexd."""
+    p = Path(os.environ.get("LOGBOX_INDEXD_BIN", top / "build" / "bin" / "logbox-indexd"))
+    if not p.is_file():
+        pytest.fail(f"{p} is not built (make build)")
+    return p
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Iterator[HeldFifo]:
+    """A FIFO held open the way the supervisor holds it (lbtest/indexd.py), closed at the end."""
+    f = HeldFifo(tmp_path / "indexd.fifo")
+    yield f
+    f.close()

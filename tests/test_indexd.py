@@ -20,25 +20,9 @@ from pathlib import Path
 
 import pytest
 from lbtest.frames import FRAME_MAX, MSG_MAX, frame
-from lbtest.indexd import HeldFifo, Indexd, messages, raw
+from lbtest.indexd import HeldFifo, Indexd, messages, raw, send_socket, write_fifo
 
 T0 = 1795359974.984039
-
-
-@pytest.fixture(scope="session")
-def indexd_bin(top: Path) -> Path:
-    """$LOGBOX_INDEXD_BIN (e.g. a sanitizer build), else build/bin/logbox-indexd."""
-    p = Path(os.environ.get("LOGBOX_INDEXD_BIN", top / "build" / "bin" / "logbox-indexd"))
-    if not p.is_file():
-        pytest.fail(f"{p} is not built (make build)")
-    return p
-
-
-@pytest.fixture
-def fifo(tmp_path: Path) -> Iterator[HeldFifo]:
-    f = HeldFifo(tmp_path / "indexd.fifo")
-    yield f
-    f.close()
 
 
 @pytest.fixture
@@ -55,23 +39,6 @@ def daemon(indexd_bin: Path, tmp_path: Path, fifo: HeldFifo) -> Iterator[Indexd]
     yield d
     if d.proc is not None and d.proc.poll() is None:
         d.kill()
-
-
-def write_fifo(fifo: HeldFifo, data: bytes) -> None:
-    w = fifo.writer()
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(w, view[: 1 << 20]) :]
-    finally:
-        os.close(w)
-
-
-def send_socket(path: Path, data: bytes) -> None:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(str(path))
-    s.sendall(data)
-    s.close()
 
 
 def stop_ok(d: Indexd) -> None:

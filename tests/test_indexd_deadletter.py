@@ -9,9 +9,7 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-import socket
 import subprocess
 import threading
 import time
@@ -20,29 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lbtest.frames import frame
-from lbtest.indexd import HeldFifo, Indexd, messages, raw
+from lbtest.frames import FIELD_MAX, SD_MAX, frame
+from lbtest.indexd import HeldFifo, Indexd, messages, raw, send_socket, write_fifo
 from logbox_core.status import gather
 
 T0 = 1795359974.984039
 BAD_RTIME = "253402300800"  # 10000-01-01T00:00:00Z: past LB_RECEIVED_MAX
-FIELD_MAX = 255  # LB_FIELD_MAX
-SD_MAX = 16384  # LB_SD_MAX
-
-
-@pytest.fixture(scope="module")
-def indexd_bin(top: Path) -> Path:
-    p = Path(os.environ.get("LOGBOX_INDEXD_BIN", top / "build" / "bin" / "logbox-indexd"))
-    if not p.is_file():
-        pytest.fail(f"{p} is not built (make build)")
-    return p
-
-
-@pytest.fixture
-def fifo(tmp_path: Path) -> Iterator[HeldFifo]:
-    f = HeldFifo(tmp_path / "indexd.fifo")
-    yield f
-    f.close()
 
 
 @pytest.fixture
@@ -58,22 +39,6 @@ def daemon(indexd_bin: Path, tmp_path: Path, fifo: HeldFifo) -> Iterator[Indexd]
     yield d
     if d.proc is not None and d.proc.poll() is None:
         d.kill()
-
-
-def write_fifo(fifo: HeldFifo, data: bytes) -> None:
-    w = fifo.writer()
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(w, view[: 1 << 20]) :]
-    finally:
-        os.close(w)
-
-
-def send_socket(path: Path, data: bytes) -> None:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.connect(str(path))
-        s.sendall(data)
 
 
 def deadletter(cli: Path, data: Path) -> list[dict[str, Any]]:

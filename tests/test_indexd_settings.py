@@ -26,21 +26,6 @@ DAY = 86400
 DEFAULT = "&:~?![]=,;()'\"/\\|<>{}*"
 
 
-@pytest.fixture(scope="session")
-def indexd_bin(top: Path) -> Path:
-    p = Path(os.environ.get("LOGBOX_INDEXD_BIN", top / "build" / "bin" / "logbox-indexd"))
-    if not p.is_file():
-        pytest.fail(f"{p} is not built (make build)")
-    return p
-
-
-@pytest.fixture
-def fifo(tmp_path: Path) -> Iterator[HeldFifo]:
-    f = HeldFifo(tmp_path / "indexd.fifo")
-    yield f
-    f.close()
-
-
 @pytest.fixture
 def settings(tmp_path: Path) -> Path:
     return tmp_path / "logspaces.json"

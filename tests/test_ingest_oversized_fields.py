@@ -19,11 +19,10 @@ from typing import Any
 import pytest
 from lbtest.appliance import Appliance, octet
 from lbtest.cli import message_bytes
+from lbtest.frames import FIELD_MAX, SD_MAX
 
 pytestmark = pytest.mark.slow
 
-FIELD_MAX = 255  # LB_FIELD_MAX
-SD_MAX = 16384  # LB_SD_MAX
 AFTER = 10_000
 
 

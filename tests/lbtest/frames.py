@@ -16,6 +16,8 @@ MAGIC = b"LB1 "
 HDR_MAX = 256  # header line bytes, LF included (LB_FRAME_HDR_MAX)
 FRAME_MAX = 512 * 1024  # what indexd decodes in one piece (LB_FRAME_MAX)
 MSG_MAX = 256 * 1024  # message bytes the store keeps (LB_MSG_MAX)
+FIELD_MAX = 255  # host, program, pid, msgid bytes the store keeps (LB_FIELD_MAX)
+SD_MAX = 16 * 1024  # structured-data bytes the store keeps (LB_SD_MAX)
 
 Bytes = bytes | str
 

@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import termios
 import time
@@ -182,3 +183,21 @@ def messages(logbox: Path, data: Path, logspace: str = "main") -> list[dict[str,
 def raw(s: str) -> bytes:
     """The bytes of a JSON string from `logbox cat` (non-UTF-8 bytes come as \\udcXX)."""
     return s.encode("utf-8", "surrogateescape")
+
+
+def write_fifo(fifo: HeldFifo, data: bytes) -> None:
+    """Writes data into the held FIFO through a writer of its own, 1 MiB at a time."""
+    w = fifo.writer()
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(w, view[: 1 << 20]) :]
+    finally:
+        os.close(w)
+
+
+def send_socket(path: Path, data: bytes) -> None:
+    """Sends data to indexd's --listen socket at path on one connection, then closes it."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(str(path))
+        s.sendall(data)
