@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from lbtest.frames import FRAME_MAX, MSG_MAX, frame
-from lbtest.indexd import HeldFifo, Indexd, messages, raw, send_socket, write_fifo
+from lbtest.indexd import HeldFifo, Indexd, kill_while, messages, raw, send_socket, write_fifo
 
 T0 = 1795359974.984039
 
@@ -411,14 +411,7 @@ def test_fifo_exactly_once_across_sigkill(
 
     t = threading.Thread(target=writer, daemon=True)
     t.start()
-    rnd = random.Random()
-    kills = 0
-    while kills < 6 or (t.is_alive() and kills < 400):
-        time.sleep(rnd.uniform(0.02, 0.4))
-        d.kill()
-        kills += 1
-        time.sleep(rnd.uniform(0, 0.1))
-        d.start()
+    kills = kill_while(d, t.is_alive, most=400, pause=0.4, restart_pause=0.1)
     t.join(timeout=300)
     assert not t.is_alive()
     # Everything is stored once the FIFO is empty (indexd consumes bytes only after storing).

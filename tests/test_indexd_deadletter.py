@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import threading
 import time
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 from lbtest.frames import FIELD_MAX, SD_MAX, frame
-from lbtest.indexd import HeldFifo, Indexd, messages, raw, send_socket, write_fifo
+from lbtest.indexd import HeldFifo, Indexd, kill_while, messages, raw, send_socket, write_fifo
 from logbox_core.status import gather
 
 T0 = 1795359974.984039
@@ -163,14 +162,7 @@ def test_quarantine_exactly_once_across_sigkill(
     d.start()
     t = threading.Thread(target=write_fifo, args=(fifo, blob), daemon=True)
     t.start()
-    rnd = random.Random()
-    kills = 0
-    while kills < 6 or (t.is_alive() and kills < 200):
-        time.sleep(rnd.uniform(0.02, 0.3))
-        d.kill()
-        kills += 1
-        time.sleep(rnd.uniform(0, 0.05))
-        d.start()
+    kills = kill_while(d, t.is_alive, most=200, pause=0.3, restart_pause=0.05)
     t.join(timeout=300)
     assert not t.is_alive()
     deadline = time.monotonic() + 120

@@ -9,8 +9,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from logbox_core.accounts import MAP_SIZE, Accounts
-from logbox_core.searchd import Searchd
+from logbox_core.accounts import MAP_SIZE, Accounts, User
+from logbox_core.searchd import Searchd, caller_name
 
 _lock = threading.Lock()
 
@@ -67,3 +67,9 @@ class ProcState:
                 self.config["SEARCHD_SOCKET"], timeout=float(self.config["SEARCHD_TIMEOUT"])
             ),
         )
+
+    def searchd_for(self, user: User | None) -> Searchd:
+        """The searchd client asking as user (X-Logbox-Caller: user:<name>, so that searchd
+        shares its workers fairly between users); as no caller when user is None."""
+        client = self.searchd
+        return client if user is None else client.as_caller(caller_name("user", user.name))

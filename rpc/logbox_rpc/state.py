@@ -7,7 +7,7 @@ from __future__ import annotations
 from flask import current_app, g, has_app_context
 from logbox_core.accounts import Accounts
 from logbox_core.procstate import ProcState
-from logbox_core.searchd import Searchd, caller_name
+from logbox_core.searchd import Searchd
 
 
 class State(ProcState):
@@ -28,8 +28,4 @@ def searchd() -> Searchd:
     """The current app's searchd client, asking as the signed-in user (X-Logbox-Caller:
     user:<name>, so that searchd shares its workers fairly between users); before sign-in,
     as no caller."""
-    client = state().searchd
-    user = getattr(g, "user", None) if has_app_context() else None
-    if user is None:
-        return client
-    return client.as_caller(caller_name("user", user.name))
+    return state().searchd_for(getattr(g, "user", None) if has_app_context() else None)

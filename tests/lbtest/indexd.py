@@ -8,12 +8,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
 import termios
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +202,19 @@ def send_socket(path: Path, data: bytes) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.connect(str(path))
         s.sendall(data)
+
+
+def kill_while(
+    d: Indexd, busy: Callable[[], bool], *, most: int, pause: float, restart_pause: float
+) -> int:
+    """SIGKILLs d and starts it again at random moments (up to pause s apart, restarted after up
+    to restart_pause s): at least 6 times, then while busy() and fewer than most. The kills."""
+    rnd = random.Random()
+    kills = 0
+    while kills < 6 or (busy() and kills < most):
+        time.sleep(rnd.uniform(0.02, pause))
+        d.kill()
+        kills += 1
+        time.sleep(rnd.uniform(0, restart_pause))
+        d.start()
+    return kills

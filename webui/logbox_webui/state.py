@@ -10,7 +10,7 @@ from typing import Any
 from flask import current_app, g, has_app_context
 from logbox_core.accounts import Accounts
 from logbox_core.procstate import ProcState
-from logbox_core.searchd import Searchd, caller_name
+from logbox_core.searchd import Searchd
 
 POOL_THREADS = 8  # searchd calls of one search page run side by side (results, histogram, tops)
 
@@ -49,8 +49,4 @@ def searchd() -> Searchd:
     """The current app's searchd client, asking as the signed-in user (X-Logbox-Caller:
     user:<name>, so that searchd shares its workers fairly between users); before sign-in,
     as no caller."""
-    client = state().searchd
-    user = getattr(g, "user", None) if has_app_context() else None
-    if user is None:
-        return client
-    return client.as_caller(caller_name("user", user.name))
+    return state().searchd_for(getattr(g, "user", None) if has_app_context() else None)
