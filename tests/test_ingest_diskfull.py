@@ -1,13 +1,14 @@
-# Scenario (issue 15, defect 5): a full data file system is survived without a restart. The data
-# directory (store, catalog, the collector's disk buffer, indexd's status file) is a 64 MiB tmpfs.
-# Two senders write sequence-numbered messages over TCP; a filler file fills the file system to
-# the last byte in the middle; later the filler is removed. Nothing is restarted. Checked: every
-# sequence number the senders wrote is stored exactly once; while full, indexd's status said
-# "disk full" (with the reserve and what is held back) and the status file kept being rewritten
-# though its file system was full; within seconds of the space returning the hold ended by
-# itself. Run twice: with the default free-space reserve (indexd holds before the disk is full)
-# and with no reserve (indexd's writes meet ENOSPC itself: the message file and segment writers
-# must retry, not fail for good). Root only (mount); skipped otherwise.
+# Scenario (issues 15, 16): a full data file system is survived without a restart. The data
+# directory (store, catalog, the spool, indexd's status file) is a 64 MiB tmpfs. Two senders write
+# sequence-numbered messages over TCP; a filler file fills the file system to the last byte in the
+# middle; later the filler is removed. Nothing is restarted. Checked: while the file system is
+# full, syslog-ng cannot write the spool and its flow control holds the TCP senders (their
+# connections stay open, their writes block; nothing they sent is dropped); indexd's status says
+# the disk is full and its status file keeps being rewritten though its file system is full; once
+# the space returns, ingest resumes by itself, and every sequence number the senders wrote is
+# stored exactly once. Run twice: with indexd's default reserve and with none (its writes then meet
+# ENOSPC itself: the message file and segment writers must retry, not fail for good). Root only
+# (mount); skipped otherwise.
 from __future__ import annotations
 
 import os
@@ -25,7 +26,8 @@ from lbtest.appliance import Appliance
 PER_SENDER = 40_000
 SENDERS = 2
 TMPFS = "64m"
-PAD = "x" * 120  # ~200-byte lines: 16 MB in all, the filler takes the rest
+PAD = "x" * 400  # ~450-byte lines: 36 MB in all (they compress well in the store)
+HELD_FROM = PER_SENDER // 4  # sent once the disk is full: more than the socket buffers hold
 RECOVER_S = 30  # "within seconds", generous for a loaded 2-core box
 
 
@@ -34,19 +36,22 @@ def _line(sender: int, seq: int) -> bytes:
 
 
 def _send(
-    sock: socket.socket, sender: int, full: threading.Event, errors: list[BaseException]
+    sock: socket.socket,
+    sender: int,
+    full: threading.Event,
+    sent: list[int],
+    errors: list[BaseException],
 ) -> None:
-    """The first half, then (once the disk is full) the second half: it is written while the
-    disk is full, into syslog-ng's buffers and the connection's."""
+    """The first quarter, then (once the disk is full) the rest: it is written while the disk
+    is full, into syslog-ng's buffers and the connection's, until flow control holds it."""
     try:
         with sock:
             for start in range(0, PER_SENDER, 500):
-                if start == PER_SENDER // 2:
+                if start == HELD_FROM:
                     full.wait(120)
-                batch = b"".join(
-                    _line(sender, n) for n in range(start, min(start + 500, PER_SENDER))
-                )
-                sock.sendall(batch)
+                end = min(start + 500, PER_SENDER)
+                sock.sendall(b"".join(_line(sender, n) for n in range(start, end)))
+                sent[sender] = end
     except BaseException as e:  # (reported by the test)
         errors.append(e)
 
@@ -92,8 +97,6 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
         udp=False,
         indexd_args=args,
         collector={"log_msg_size": 65536},
-        buffer={"size": 8 << 20, "mem_size": 1 << 20},
-        prealloc=True,
     )
     # The status file on the file system that fills up, as under `make run` (<data>/run).
     (app.data / "run").mkdir()
@@ -102,47 +105,50 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
     with app:
         errors: list[BaseException] = []
         full = threading.Event()
+        sent = [0] * SENDERS
         socks = [app.connect("tcp", timeout=120) for _ in range(SENDERS)]
         threads = [
-            threading.Thread(target=_send, args=(s, i, full, errors), daemon=True)
+            threading.Thread(target=_send, args=(s, i, full, sent, errors), daemon=True)
             for i, s in enumerate(socks)
         ]
         for t in threads:
             t.start()
-        app.wait_count(5000, exact=False, timeout=120)
+        app.wait_count(SENDERS * HELD_FROM, exact=False, timeout=120)
 
         filled = _fill(filler)
         assert filled > 0
         full.set()
+        # Full: the store stops growing (what the spool held before is stored; a spool file
+        # indexd deletes frees room that syslog-ng fills again, until nothing fits), and the
+        # senders are held (their writes block: not all of them got through).
         full_seen: dict[str, Any] | None = None
-        deadline = time.monotonic() + 60
-        while full_seen is None and time.monotonic() < deadline:
-            st = _status(app)
-            if (st.get("disk") or {}).get("full") and st.get("holding"):
-                full_seen = st
-            time.sleep(0.1)
-        # Full for a while: the status file (on the full file system) is still rewritten, and
-        # with a reserve nothing is stored meanwhile (without one, a write may still fit in a
-        # page a file already has).
-        stored_while_full = app.count()
         written: set[str] = set()
-        held_back = 0
-        until = time.monotonic() + 4
-        while time.monotonic() < until:
+        last, since = app.count(), time.monotonic()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
             st = _status(app)
             written.add(st.get("written") or "")
-            held_back = max(held_back, (st.get("disk") or {}).get("held_back_bytes") or 0)
+            if (st.get("disk") or {}).get("full"):
+                full_seen = full_seen or st
+            now = app.count()
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= 5:
+                break
             time.sleep(0.2)
         written.discard("")
-        if reserve == "default":
-            assert app.count() == stored_while_full
+        stalled_at = app.count()
+        held = [s for s in range(SENDERS) if sent[s] < PER_SENDER]
+        assert held, f"the senders were never held: {sent} (stored {stalled_at})"
+        assert app.count() == stalled_at
+        app.assert_alive()
 
+        sent_when_full = list(sent)
         filler.unlink()
         freed = time.monotonic()
-        ended_after = None
+        ended_after = None  # until the store grows again, by itself
         while time.monotonic() - freed < RECOVER_S:
-            st = _status(app)
-            if not st.get("holding") and not (st.get("disk") or {}).get("full"):
+            if app.count() > stalled_at:
                 ended_after = time.monotonic() - freed
                 break
             time.sleep(0.1)
@@ -167,17 +173,19 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
             assert not twice, f"sender {s}: {len(twice)} stored twice, first {twice[:5]}"
         assert app.count() == total
 
-        # What the status said while the disk was full, and that it said so in time.
+        # What the status said while the disk was full.
         assert full_seen is not None, f"the status never said disk full: {st}"
         disk = full_seen["disk"]
         assert disk["full"] is True and disk["since"]
         assert disk["reserve_bytes"] == (0 if reserve == "none" else (64 << 20) * 2 // 100)
-        assert disk["free_bytes"] <= disk["reserve_bytes"] or "No space" in full_seen["holding"]
-        assert held_back > 0, "the status never said what waits in the FIFO"
         assert len(written) >= 3, f"the status file was not rewritten while full: {written}"
         assert ended_after is not None, (
-            f"still holding {RECOVER_S} s after the space returned: {_status(app)}\n"
-            f"{app.stderr_of('indexd')[-2000:]}"
+            f"nothing stored {RECOVER_S} s after the space returned: {_status(app)}\n"
+            f"{app.stderr_of('indexd')[-2000:]}\n{app.stderr_of('syslog-ng')[-2000:]}"
         )
-        assert "holding ended" in app.stderr_of("indexd")
-        print(f"\n{reserve}: the hold ended {ended_after:.1f} s after the space returned")
+        st = _status(app)
+        assert not (st.get("disk") or {}).get("full") and not st.get("holding"), st
+        print(
+            f"\n{reserve}: {stalled_at} stored when full, senders held at {sent_when_full}; the "
+            f"store grew again {ended_after:.1f} s after the space returned"
+        )

@@ -1,11 +1,11 @@
-"""The ingest path under test (INGEST.md "Test harness"): real syslog-ng, real logbox-indexd, the
-FIFO between them held by this harness as the supervisor holds it on the appliance.
+"""The ingest path under test: real syslog-ng writing the spool (indexer/FORMAT.md §13), real
+logbox-indexd reading it, parsing and routing.
 
-Appliance(tmp_path, routes=[...], tls_verify="optional", reliable=True) picks free ports, makes a
-test CA with a server certificate and a client certificate (plus a client certificate from a
-second CA the server does not trust) with the openssl CLI, renders the syslog-ng configuration
-with collector/render.py, creates the FIFO and holds it open O_RDWR (pipe size 1 MiB), starts
-logbox-indexd with the FIFO as fd 3 (sd_listen_fds: LISTEN_FDS=1, LISTEN_PID) and then
+Appliance(tmp_path, routes=[...], tls_verify="optional") picks free ports, makes a test CA with a
+server certificate and a client certificate (plus a client certificate from a second CA the
+server does not trust) with the openssl CLI, writes the collector settings (whose [[logspace]]
+tables are indexd's routes) and renders the syslog-ng configuration with collector/render.py,
+starts logbox-indexd (--spool <data>/spool --routes <run>/collector.toml) and then
 `syslog-ng -F`. Use it as a context manager: every process it started is killed on the way out,
 whatever the test did. Stored messages are read through the `logbox` CLI only.
 
@@ -16,7 +16,6 @@ $LOGBOX_RENDER).
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
 import json
 import os
@@ -36,8 +35,6 @@ from types import ModuleType
 from typing import Any
 
 TOP = Path(__file__).resolve().parents[2]
-F_SETPIPE_SZ = 1031
-PIPE_SIZE = 1 << 20
 NOFILE = 20000  # RLIMIT_NOFILE for syslog-ng (5,000 idle connections and more)
 MSG_MAX = 262144  # LB_MSG_MAX
 # How the CLI says that a logspace (or the whole store) does not exist yet: nothing stored.
@@ -191,10 +188,8 @@ def settings_toml(
     ports: dict[str, int],
     certs: Certs,
     tls_verify: str,
-    reliable: bool,
     routes: Sequence[dict[str, Any]],
     extra: dict[str, Any] | None = None,
-    buffer: dict[str, Any] | None = None,
 ) -> str:
     """The collector settings file (collector/README.md) for a test appliance."""
     top = {"bind": "127.0.0.1", "log_msg_size": 16777216, "max_connections": 10000}
@@ -208,8 +203,6 @@ def settings_toml(
         f"ca = {_toml_value(certs.ca)}",
         f"verify = {_toml_value(tls_verify)}",
     ]
-    buf = {"reliable": reliable, "size": 268435456, **(buffer or {})}
-    lines += ["[buffer]", *(f"{k} = {_toml_value(v)}" for k, v in buf.items())]
     for r in routes:
         lines.append("[[logspace]]")
         lines += [f"{k} = {_toml_value(v)}" for k, v in r.items()]
@@ -220,19 +213,16 @@ def settings_toml(
 
 
 class Appliance:
-    """syslog-ng -> FIFO -> logbox-indexd -> store, in tmp_path. See the module docstring."""
+    """syslog-ng -> spool -> logbox-indexd -> store, in tmp_path. See the module docstring."""
 
     def __init__(
         self,
         tmp_path: Path,
         routes: Sequence[dict[str, Any]] = (),
         tls_verify: str = "optional",
-        reliable: bool = True,
         udp: bool = True,
         indexd_args: Sequence[str] = (),
         collector: dict[str, Any] | None = None,
-        buffer: dict[str, Any] | None = None,
-        prealloc: bool = False,
     ) -> None:
         self.root = Path(tmp_path) / "appliance"
         self.data = self.root / "data"
@@ -242,13 +232,8 @@ class Appliance:
             d.mkdir(parents=True, exist_ok=True)
         self.routes = list(routes)
         self.tls_verify = tls_verify
-        self.reliable = reliable
         self.indexd_args = list(indexd_args)
-        # collector settings: top-level keys, [buffer] keys; prealloc: reserve the disk
-        # buffer's space after syslog-ng starts, as the appliance's unit does
-        self.collector = dict(collector or {})
-        self.buffer = dict(buffer or {})
-        self.prealloc = prealloc
+        self.collector = dict(collector or {})  # collector settings: top-level keys
         self.ports = {
             "tcp": free_port(),
             "octet": free_port(),
@@ -256,32 +241,24 @@ class Appliance:
             "udp": free_port(socket.SOCK_DGRAM) if udp else 0,
         }
         self.certs = make_certs(self.root / "tls")
-        self.fifo = self.run / "indexd.fifo"
+        self.spool = self.data / "spool"
+        self.routes_file = self.run / "collector.toml"
         self.status_file = self.run / "indexd.status.json"
         self.conf = self.run / "syslog-ng.conf"
-        self.fifo_fd: int | None = None
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.starts = {"indexd": 0, "syslog-ng": 0}
         self._render()
 
     # -- setup
 
+    def _settings(self, routes: Sequence[dict[str, Any]]) -> str:
+        return settings_toml(self.ports, self.certs, self.tls_verify, routes, self.collector)
+
     def _render(self) -> None:
         mod = render_module()
-        toml = self.run / "collector.toml"
-        toml.write_text(
-            settings_toml(
-                self.ports,
-                self.certs,
-                self.tls_verify,
-                self.reliable,
-                self.routes,
-                self.collector,
-                self.buffer,
-            )
-        )
-        settings = mod.load_settings(toml)
-        text = mod.render(settings, data=self.data, run=self.run, fifo=self.fifo)
+        self.routes_file.write_text(self._settings(self.routes))
+        settings = mod.load_settings(self.routes_file)
+        text = mod.render(settings, data=self.data, run=self.run, spool=self.spool)
         self.conf.write_text(text)
         p = subprocess.run(
             [SYSLOG_NG, "--syntax-only", "-f", str(self.conf)], capture_output=True, timeout=60
@@ -291,13 +268,13 @@ class Appliance:
                 f"syslog-ng rejects the rendered config {self.conf}:\n{p.stderr.decode()}"
             )
 
-    def _hold_fifo(self) -> None:
-        if self.fifo_fd is not None:
-            return
-        if not self.fifo.exists():
-            os.mkfifo(self.fifo, 0o600)
-        self.fifo_fd = os.open(self.fifo, os.O_RDWR | os.O_CLOEXEC)
-        fcntl.fcntl(self.fifo_fd, F_SETPIPE_SZ, PIPE_SIZE)
+    def write_routes(self, routes: Sequence[dict[str, Any]]) -> Path:
+        """Replaces the settings file indexd routes by (atomically: write, rename) with one
+        holding these [[logspace]] tables; indexd reads it on hup_indexd(). Returns its path."""
+        tmp = self.routes_file.with_suffix(".tmp")
+        tmp.write_text(self._settings(routes))
+        tmp.replace(self.routes_file)
+        return self.routes_file
 
     def __enter__(self) -> Appliance:
         try:
@@ -311,9 +288,8 @@ class Appliance:
         self.close()
 
     def start(self, timeout: float = 30) -> None:
-        """Holds the FIFO, starts indexd, waits for its status file, starts syslog-ng, waits
-        until its TCP ports accept."""
-        self._hold_fifo()
+        """Starts indexd, waits for its status file, starts syslog-ng, waits until its TCP ports
+        accept."""
         self.start_indexd(timeout)
         self.start_syslogng(timeout)
 
@@ -344,27 +320,17 @@ class Appliance:
     def indexd_argv(self) -> list[str]:
         """indexd's command line (without the sh wrapper)."""
         argv = [INDEXD, "--data", str(self.data), "--status", str(self.status_file)]
+        argv += ["--spool", str(self.spool), "--routes", str(self.routes_file)]
         if os.geteuid() == 0:
             argv.append("--allow-root")
         return argv + self.indexd_args
 
     def start_indexd(self, timeout: float = 30) -> None:
-        """Starts indexd with the held FIFO as fd 3 and waits for a fresh status file."""
-        assert self.fifo_fd is not None
+        """Starts indexd and waits for a fresh status file."""
         if not Path(INDEXD).is_file():
             raise AssertionError(f"{INDEXD} is not built (make build)")
         self.status_file.unlink(missing_ok=True)
-        fd = self.fifo_fd
-        # The shell puts the FIFO on fd 3 and sets LISTEN_PID to its own pid, which exec keeps
-        # (bash: dash's redirections take one-digit fds only).
-        move = "" if fd == 3 else f" 3>&{fd} {fd}>&-"
-        script = f'LISTEN_PID=$$ exec "$@"{move}'
-        p = self._spawn(
-            "indexd",
-            ["bash", "-c", script, "sh", *self.indexd_argv()],
-            pass_fds=(fd,),
-            env=dict(os.environ, LISTEN_FDS="1"),
-        )
+        p = self._spawn("indexd", self.indexd_argv())
         deadline = time.monotonic() + timeout
         while not self.status_file.exists():
             if p.poll() is not None:
@@ -376,6 +342,12 @@ class Appliance:
                     f"indexd wrote no status file in {timeout} s:\n{self.stderr_of('indexd')}"
                 )
             time.sleep(0.01)
+
+    def hup_indexd(self) -> None:
+        """SIGHUP to indexd: it reads --config and --routes again."""
+        p = self.procs["indexd"]
+        assert p.poll() is None, "indexd is not running"
+        p.send_signal(signal.SIGHUP)
 
     def kill_indexd(self, sig: int = signal.SIGKILL) -> int:
         """Sends sig to indexd and waits for it to exit; returns its exit status."""
@@ -401,9 +373,8 @@ class Appliance:
     # -- syslog-ng
 
     def syslogng_argv(self) -> list[str]:
-        """syslog-ng's command line, as the collector gives it to make run (its own messages go
-        to the logspace system, which is what makes it open the FIFO, and so replay its disk
-        buffer, right after a start), plus --no-caps for containers."""
+        """syslog-ng's command line, as the collector gives it to make run, plus --no-caps for
+        containers."""
         argv = render_module().syslogng_argv(self.conf, self.run, program=SYSLOG_NG)
         return [*argv[:2], "--no-caps", *argv[2:]]
 
@@ -435,21 +406,6 @@ class Appliance:
                             f"{self.stderr_of('syslog-ng')}"
                         ) from None
                     time.sleep(0.02)
-        if self.prealloc:
-            self.prealloc_buffer(deadline)
-
-    def prealloc_buffer(self, deadline: float) -> None:
-        """collector/render.py --prealloc, once syslog-ng has made its disk buffer file."""
-        files: list[Path] = []
-        while not files:
-            mod = render_module()
-            files = mod.prealloc_buffer(
-                mod.load_settings(self.run / "collector.toml"), data=self.data
-            )
-            if not files:
-                if time.monotonic() > deadline:
-                    raise AssertionError("syslog-ng made no disk buffer file to preallocate")
-                time.sleep(0.05)
 
     def stop_syslogng(self, sig: int = signal.SIGTERM) -> int:
         """Stops syslog-ng (SIGTERM by default) and waits for it; returns its exit status."""
@@ -463,12 +419,12 @@ class Appliance:
     # -- teardown
 
     def stop(self) -> dict[str, int]:
-        """Stops syslog-ng, then indexd (SIGTERM, so that indexd closes its stores); returns
-        their exit statuses. The FIFO stays held."""
+        """Stops syslog-ng (it writes what it took into the spool), then indexd (SIGTERM, so
+        that it closes its stores); returns their exit statuses."""
         return {"syslog-ng": self.stop_syslogng(), "indexd": self.kill_indexd(signal.SIGTERM)}
 
     def close(self) -> None:
-        """Kills every process still running (process group, SIGKILL) and drops the FIFO."""
+        """Kills every process still running (process group, SIGKILL)."""
         for p in self.procs.values():
             if p.poll() is None:
                 try:
@@ -476,9 +432,6 @@ class Appliance:
                 except ProcessLookupError:
                     pass
                 p.wait()
-        if self.fifo_fd is not None:
-            os.close(self.fifo_fd)
-            self.fifo_fd = None
 
     def alive(self, name: str) -> bool:
         """Whether the named daemon runs."""
