@@ -773,6 +773,11 @@ routes_parse(const char *path, const uint8_t *buf, size_t len, int flags, struct
 	struct rd	 d;
 	int		 rc;
 
+	if (len > RT_FILE_MAX) {
+		snprintf(err, errlen, "%s: %zu bytes, more than a rule file may have (%d)", path,
+		    len, RT_FILE_MAX);
+		return (EFBIG);
+	}
 	memset(&d, 0, sizeof(d));
 	d.path = path;
 	d.p = buf;
@@ -781,11 +786,6 @@ routes_parse(const char *path, const uint8_t *buf, size_t len, int flags, struct
 	d.errlen = errlen;
 	d.flags = flags;
 	d.line = 1;
-	if (len > RT_FILE_MAX) {
-		snprintf(err, errlen, "%s: %zu bytes, more than a rule file may have (%d)", path,
-		    len, RT_FILE_MAX);
-		return (EFBIG);
-	}
 	if ((r = calloc(1, sizeof(*r))) == NULL ||
 	    (r->rules = calloc(RT_RULES_MAX, sizeof(*r->rules))) == NULL ||
 	    (r->errors = calloc(1, sizeof(*r->errors))) == NULL ||
