@@ -105,6 +105,7 @@ struct rd {
 	char		*tables[RT_TABLES_MAX];
 	size_t		 ntables;
 	int		 in_logspace;	/* the current table is a [[logspace]] */
+	char		 sh[300];	/* shown(): a value quoted in an error */
 };
 
 static int
@@ -121,6 +122,25 @@ rd_err(struct rd *d, const char *fmt, ...)
 	va_end(ap);
 	snprintf(d->err, d->errlen, "%s:%d: %s", d->path, d->line, why);
 	return (EINVAL);
+}
+
+/* s[0..n) for an error message: at most 64 bytes, other than printable ASCII as \xHH. */
+static const char *
+shown(char *buf, size_t len, const char *s, size_t n)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && i < 64 && o + 5 < len; i++) {
+		uint8_t c = (uint8_t)s[i];
+
+		if (c < 0x20 || c >= 0x7f || c == '\'' || c == '\\')
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
+		else
+			buf[o++] = (char)c;
+		buf[o] = '\0';
+	}
+	return (buf);
 }
 
 static void
@@ -212,7 +232,8 @@ end_of_line(struct rd *d)
 	if (d->p == d->end)
 		return (0);
 	if (*d->p != '\n')
-		return (rd_err(d, "expected the end of the line, found '%c'", *d->p));
+		return (rd_err(d, "expected the end of the line, found '%s'",
+		    shown(d->sh, sizeof(d->sh), (const char *)d->p, 1)));
 	d->p++;
 	d->line++;
 	return (0);
@@ -262,7 +283,8 @@ read_key(struct rd *d, char *buf, size_t len, const char *what)
 	if (n == 0) {
 		if (d->p == d->end || *d->p == '\n' || *d->p == '\r')
 			return (rd_err(d, "expected a %s", what));
-		return (rd_err(d, "expected a %s, found '%c'", what, *d->p));
+		return (rd_err(d, "expected a %s, found '%s'", what,
+		    shown(d->sh, sizeof(d->sh), (const char *)d->p, 1)));
 	}
 	skip_ws(d);
 	if (d->p < d->end && *d->p == '.')
@@ -491,7 +513,8 @@ read_value(struct rd *d, struct tval *v, int depth)
 		}
 		if (d->p == d->end)
 			return (rd_err(d, "unterminated array"));
-		return (rd_err(d, "expected ',' or ']' in an array, found '%c'", *d->p));
+		return (rd_err(d, "expected ',' or ']' in an array, found '%s'",
+		    shown(d->sh, sizeof(d->sh), (const char *)d->p, 1)));
 	}
 }
 
@@ -537,8 +560,8 @@ name_mask(struct rd *d, const char *key, const struct tval *v, const char *const
 			for (size_t k = 0; k < n && off < sizeof(all); k++)
 				off += (size_t)snprintf(all + off, sizeof(all) - off, "%s%s",
 				    k ? ", " : "", names[k]);
-			return (rd_err(d, "[[logspace]] %s: '%.64s' is not one of %s", key,
-			    items[i].s, all));
+			return (rd_err(d, "[[logspace]] %s: '%s' is not one of %s", key,
+			    shown(d->sh, sizeof(d->sh), items[i].s, items[i].slen), all));
 		}
 		*mask |= UINT32_C(1) << j;
 	}
@@ -588,7 +611,8 @@ rule_key(struct rd *d, const char *key, const struct tval *v)
 		if (v->type != TV_STRING)
 			return (rd_err(d, "[[logspace]] name: expected a string"));
 		if (!ls_name_ok((const uint8_t *)v->s, v->slen, &why))
-			return (rd_err(d, "[[logspace]] name '%.80s': %s", v->s, why));
+			return (rd_err(d, "[[logspace]] name '%s': %s",
+		    shown(d->sh, sizeof(d->sh), v->s, v->slen), why));
 		memcpy(ru->name, v->s, v->slen + 1);
 		return (0);
 	}

@@ -244,6 +244,8 @@ t_errors(void **state)
 		{ "[[logspace]]\nname = 5\n", 2, "name: expected a string" },
 		{ "[[logspace]]\nname = \"Main\"\n", 2, "not [a-z0-9_-]" },
 		{ "[[logspace]]\nname = \"../x\"\n", 2, "not [a-z0-9_-]" },
+		{ "[[logspace]]\nname = \"a\\nb\\u00e9\"\n", 2,
+		    "name 'a\\x0ab\\xc3\\xa9': logspace name not [a-z0-9_-]" },
 		{ "[[logspace]]\nname = \"\"\n", 2, "length not 1..64" },
 		{ "[[logspace]]\nname = \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 		    "xxxx\"\n", 2, "length not 1..64" },
@@ -298,6 +300,7 @@ t_errors(void **state)
 		{ "x = [1 2]\n", 1, "expected ',' or ']' in an array" },
 		{ "x = [[[[[[[[[1]]]]]]]]]\n", 1, "arrays nested deeper than 8" },
 		{ "=1\n", 1, "expected a key, found '='" },
+		{ "\xc3\xa9 = 1\n", 1, "expected a key, found '\\xc3'" },
 		/* not text */
 		{ "a = 1\nb = 2\x01\n", 2, "control character 0x01" },
 		{ "a = 1\r\rb = 2\n", 1, "a CR not followed by LF" },
