@@ -252,7 +252,9 @@ class Bench:
         self.vl: Path | None = None
         if "victoria" in args.systems:
             self.vl = victoria_binary(args.peers)
-            self.systems.append(Victoria(self.work, self.ports, self.tls, self.vl))
+            self.systems.append(
+                Victoria(self.work, self.ports, self.tls, self.vl, args.vl_header_time)
+            )
         self.replay: tuple[Path, dict[str, Any]] | None = None
         self.tls_framed = True
 
@@ -379,20 +381,20 @@ class Bench:
 # ---------------------------------------------------------------- indexd alone
 
 
-def indexd_alone(args: argparse.Namespace, mode: str) -> dict[str, Any]:
+def indexd_alone(args: argparse.Namespace) -> dict[str, Any]:
     """indexd alone on spool files: tests/bench/spool_feed.py (the spool's feeder) when it is
-    there. Its contract: `spool_feed.py --json [--quick]` writes spool files, runs indexd on
-    them and prints, as its last stdout line, a JSON object with at least "msg_per_s" (median)
-    and "messages". Without it (before the spool branch is merged): indexd_feed.py, indexd
-    alone on pre-encoded FIFO frames (issue 5), labelled so."""
+    there. Its contract: `spool_feed.py --json --n N --runs R` writes N records into spool
+    files, runs indexd on them R times and prints, as its last stdout line, a JSON object with
+    "msg_s" (the median msg/s) and "cpu_us" (indexd's CPU µs per message). Without it (before
+    the spool branch is merged): indexd_feed.py, indexd alone on pre-encoded FIFO frames
+    (issue 5), labelled so."""
     feed = Path(__file__).resolve().parent / "spool_feed.py"
+    n = ["--n", str(500_000 if args.quick else 2_000_000), "--runs", str(args.runs)]
     if feed.is_file():
-        argv = [sys.executable, str(feed), "--json"] + (["--quick"] if args.quick else [])
+        argv = [sys.executable, str(feed), "--json", *n]
         what = "indexd alone on spool files (spool_feed.py)"
     else:
-        n = 500_000 if args.quick else 2_000_000
-        argv = [sys.executable, str(Path(__file__).resolve().parent / "indexd_feed.py")]
-        argv += ["--n", str(n), "--runs", "1" if args.quick else str(args.runs)]
+        argv = [sys.executable, str(Path(__file__).resolve().parent / "indexd_feed.py"), *n]
         what = "indexd alone on FIFO frames (indexd_feed.py; spool_feed.py not there yet)"
     say(f"{what}: {' '.join(argv[1:])}")
     p = subprocess.run(argv, capture_output=True, text=True)
@@ -403,9 +405,13 @@ def indexd_alone(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     lines = p.stdout.strip().splitlines()
     if feed.is_file():
         try:
-            res.update(json.loads(lines[-1]))
+            got = json.loads(lines[-1])
         except (IndexError, ValueError):
             res["error"] = "no JSON on the last line: " + p.stdout[-500:]
+            return res
+        res.update(got)
+        res["msg_per_s"] = got.get("msg_per_s", got.get("msg_s"))
+        res["output"] = lines[-5:]
     else:
         m = re.search(r"median ([\d,]+) frames/s", p.stdout)
         if m:
@@ -440,6 +446,8 @@ def summary(ld: Load, name: str) -> dict[str, Any] | None:
         "us_per_msg_with_sender": med(
             [sum(r["us_per_msg"][p] for p in (*servers, r["sender"])) for r in runs]
         ),
+        "load_min": min(r["load_before"] for r in runs),
+        "load_max": max(r["load_before"] for r in runs),
         "runs": len(runs),
         "failed": len(ld.runs.get(name, [])) - len(runs),
     }
@@ -450,9 +458,9 @@ def report(ls: list[Load], systems: list[System]) -> tuple[str, list[dict[str, A
     head = (
         "| load | system | stored msg/s (median) | min–max | lost (max) | "
         "CPU µs/msg: syslog-ng / indexd / victoria-logs / sender | servers' µs/msg | "
-        "logbox / VL | logbox / ceiling | target |"
+        "logbox / VL | logbox / ceiling | load avg before | target |"
     )
-    lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     rows = []
     for ld in ls:
         sm = {n: summary(ld, n) for n in names}
@@ -470,7 +478,7 @@ def report(ls: list[Load], systems: list[System]) -> tuple[str, list[dict[str, A
             s = sm[n]
             if s is None:
                 fails = len(ld.runs.get(n, []))
-                lines.append(f"| {ld.label} | {label} | failed ({fails} runs) | | | | | | | |")
+                lines.append(f"| {ld.label} | {label} | failed ({fails} runs) | | | | | | | | |")
                 continue
             u = s["us_per_msg"]
             sender = next((k for k in ("loggen", "sendfile") if k in u), "")
@@ -503,7 +511,8 @@ def report(ls: list[Load], systems: list[System]) -> tuple[str, list[dict[str, A
                 f"| {ld.label} | {label} | {s['eps']:,.0f} | {s['eps_min']:,}–{s['eps_max']:,} | "
                 f"{s['lost_max']:,} | {f('syslog-ng')} / {f('indexd')} / {f('victoria-logs')} / "
                 f"{f(sender)} | {s['us_per_msg_servers']:.2f} | "
-                f"{r('eps_logbox_over_victoria')} | {r('eps_logbox_over_ceiling')} | {target} |"
+                f"{r('eps_logbox_over_victoria')} | {r('eps_logbox_over_ceiling')} | "
+                f"{s['load_min']:.1f}–{s['load_max']:.1f} | {target} |"
             )
         rows.append(
             {
@@ -532,6 +541,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--replay-sender", choices=("sendfile", "loggen"), default="sendfile")
     ap.add_argument("--only", default="", help="comma-separated substrings of load keys")
     ap.add_argument("--systems", default="logbox,file,victoria", help="which systems")
+    ap.add_argument(
+        "--vl-header-time",
+        action="store_true",
+        help="VictoriaLogs stamps by the header's time (default: on arrival, like logbox)",
+    )
     ap.add_argument("--no-alone", action="store_true", help="skip indexd alone")
     ap.add_argument("--no-latency", action="store_true", help="skip the searchable latency")
     ap.add_argument("--latency-rate", type=int, default=100_000)
@@ -614,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
     alone: dict[str, Any] | None = None
     if not args.no_alone:
-        alone = indexd_alone(args, b.mode)
+        alone = indexd_alone(args)
         say(f"  indexd alone: {alone.get('msg_per_s', 'failed')} msg/s")
     latency: dict[str, Any] | None = None
     logbox = next((s for s in b.systems if isinstance(s, Logbox)), None)
@@ -645,6 +659,7 @@ def main(argv: list[str] | None = None) -> int:
         extra.append(
             f"- {alone['what']}: "
             + (f"{eps:,.0f} msg/s ({ok} >= 600k)" if isinstance(eps, int | float) else "failed")
+            + (f", {alone['cpu_us']:.2f} CPU µs/msg" if "cpu_us" in alone else "")
         )
     if latency is not None:
         if "p99_ms" in latency:
@@ -674,7 +689,9 @@ def main(argv: list[str] | None = None) -> int:
         "status, the file's lines, VictoriaLogs' vl_rows_ingested_total); lost = sent - stored; "
         "CPU µs/msg = a process's CPU time (utime + stime) / messages stored; servers' = "
         "syslog-ng + indexd, syslog-ng alone (ceiling), or victoria-logs; ceiling = the same "
-        "load into syslog-ng file() with the default template; TLS: loggen held to TLS 1.2",
+        "load into syslog-ng file() with the default template; TLS: loggen held to TLS 1.2; "
+        "VictoriaLogs stamps messages "
+        + ("by their header's time" if args.vl_header_time else "on arrival (as logbox)"),
         "",
         text,
         "",

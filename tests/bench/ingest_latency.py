@@ -88,6 +88,8 @@ class Prober(threading.Thread):
                 if r.status == 200 and json.loads(body).get("total", 0) >= 1:
                     with self.lock:
                         self.found[token] = now - t
+                elif r.status == 404 and b"no logspace" in body:
+                    pass  # nothing stored yet
                 elif r.status != 200 and len(self.errors) < 20:
                     self.errors.append(f"{r.status}: {body[:200]!r}")
         c.close()
