@@ -205,7 +205,10 @@ def replay_corpus(work: Path, lines: int) -> tuple[Path, dict[str, Any]]:
 
     root = find_shared("LOGBOX_LOGHUB", "data/loghub")
     corpus.LOGHUB_TOOL = find_shared("LOGBOX_LOGHUB_TOOL", "tools/loghub_to_syslog.py")
-    tool = corpus.loghub_tool()
+    try:
+        tool = corpus.loghub_tool()
+    except FileNotFoundError as e:
+        sys.exit(f"bench-ingest: {e}")
     systems = corpus.loghub_systems(root)
     if not systems:
         sys.exit(f"bench-ingest: no loghub samples under {root} (set LOGBOX_LOGHUB)")
