@@ -325,13 +325,14 @@ class Bench:
                 argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
             )
             ru = None
+            sender_s = 0.0
             got, last, t_last = 0, -1, t0
             while True:
                 if ru is None:
                     pid, st, r = os.wait4(sender.pid, os.WNOHANG)
                     if pid:
                         sender.returncode = os.waitstatus_to_exitcode(st)
-                        ru = r
+                        ru, sender_s = r, time.monotonic() - t0
                 got = s.count()
                 now = time.monotonic()
                 if got >= want:
@@ -354,6 +355,7 @@ class Bench:
             if ru is None:
                 _, st, ru = os.wait4(sender.pid, 0)
                 sender.returncode = os.waitstatus_to_exitcode(st)
+                sender_s = time.monotonic() - t0
             out = sender.stdout.read().decode(errors="replace") if sender.stdout else ""
             bad = [ln for ln in out.splitlines() if ln.startswith("error ")]
             bad = [ln for ln in bad if "end of input file" not in ln]  # loggen -R's normal end
@@ -373,6 +375,7 @@ class Bench:
             cpu["others"] = max(0.0, busy * secs - sum(cpu.values()))
             res.update(
                 elapsed_s=round(elapsed, 3),
+                sender_s=round(sender_s, 3),  # when the sender exited (all sent)
                 eps=round(stored / elapsed) if elapsed > 0 else 0,
                 lost=ld.messages - stored,
                 cpu_s={k: round(v, 3) for k, v in cpu.items()},
