@@ -641,7 +641,8 @@ def main(argv: list[str] | None = None) -> int:
     alone: dict[str, Any] | None = None
     if not args.no_alone:
         alone = indexd_alone(args)
-        say(f"  indexd alone: {alone.get('msg_per_s', 'failed')} msg/s")
+        eps = alone.get("msg_per_s")
+        say(f"  indexd alone: {eps:,.0f} msg/s" if eps else f"  indexd alone failed: {alone}")
     latency: dict[str, Any] | None = None
     logbox = next((s for s in b.systems if isinstance(s, Logbox)), None)
     if not args.no_latency and logbox is not None:
