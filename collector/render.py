@@ -100,7 +100,10 @@ class Settings:
     tls_key: Path | None = None
     tls_ca: Path | None = None
     tls_verify: str = "optional"
-    log_msg_size: int = 16 * MIB
+    # Bytes of one message, and of each connection's input buffer: what syslog-ng may have read
+    # and not yet written is bounded by it (collector/README.md "What each failure can lose").
+    # 320 KiB: the most the store keeps of a message (LB_MSG_MAX, 256 KiB) and its header.
+    log_msg_size: int = 320 * 1024
     max_connections: int = 10000
     udp_rcvbuf: int = 0  # SO_RCVBUF for UDP in bytes; 0 = the kernel's default
     spool_fsync: bool = False  # fsync(yes) on the spool files: see "Power cut"
@@ -460,6 +463,7 @@ def render(
         "        dir-perm(0770)",
         "        perm(0640)",
         f"        time-reap({TIME_REAP})",
+        "        time-reopen(1)",
         f"        flush-lines({FLUSH_LINES})",
         f"        fsync({'yes' if s.spool_fsync else 'no'}));",
         "};",

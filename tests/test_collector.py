@@ -114,7 +114,7 @@ def test_default_and_appliance_settings_pass_syntax_check(
         6514,
         5514,
     )
-    assert dev.log_msg_size == 16 * 1024 * 1024 and not dev.spool_fsync
+    assert dev.log_msg_size == 320 * 1024 and not dev.spool_fsync
     app = render.load_settings(top / "collector" / "appliance.toml")
     assert (app.bind, app.tcp_port, app.octet_port, app.tls_port, app.udp_port) == (
         "0.0.0.0",
@@ -341,15 +341,19 @@ def test_octet_counting_is_byte_exact_with_lf_nul_and_non_utf8(col: Collector) -
     assert whole[at : at + len(head) + len(body) + 1] == head + body + b"\n"
 
 
-def test_long_messages_arrive_whole(col: Collector) -> None:
-    msg = bytes(range(256)) * 4000  # 1,024,000 bytes, every byte value
+def test_long_messages_arrive_whole_up_to_log_msg_size(col: Collector) -> None:
+    limit = col.settings.log_msg_size  # 320 KiB by default
+    msg = (bytes(range(256)) * (limit // 256))[: limit - 40]  # every byte value
     m = b"<13>1 2026-11-22T10:00:00Z h app - - - " + msg
-    send_tcp(col.ports["octet"], octet(m))
-    line = b"<13>Nov 22 10:00:00 h " + b"p" * 10000 + b": " + b"x" * 300000
+    assert len(m) <= limit
+    over = b"o" * (limit + 1000)
+    send_tcp(col.ports["octet"], octet(m) + octet(over) + octet(b"next"))
+    line = b"<13>Nov 22 10:00:00 h " + b"p" * 10000 + b": " + b"x" * (limit - 11000)
     send_tcp(col.ports["tcp"], line + b"\n")
-    got = col.spool.take(2, timeout=30)
-    assert sorted(len(r.raw) for r in got) == sorted([len(m), len(line)])
-    assert {r.raw for r in got} == {m, line}
+    got = col.spool.take(4, timeout=30)
+    octets = [r.raw for r in got if r.listener == "octet"]
+    assert octets == [m, over[:limit], b"next"]  # longer: cut to log_msg_size, next intact
+    assert [r.raw for r in got if r.listener == "tcp"] == [line]
 
 
 def test_udp_datagrams(col: Collector) -> None:
