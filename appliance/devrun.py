@@ -117,6 +117,7 @@ class Service:
     env: dict[str, str] = field(default_factory=dict)
     fds: dict[int, int] = field(default_factory=dict)  # fd in the child -> fd here
     prestart: Callable[[], None] | None = None  # run before every start (syslog-ng: render)
+    missing: str = ""  # why it cannot run although its program exists ("" = it can)
 
 
 @dataclass
@@ -255,10 +256,9 @@ def services(
                     f"the spool {col.spool}"
                     + (f", routes from {routes}" if "--routes" in spool else "")
                     + f", status in {status}"
-                    if spool
-                    else f"no spool reader yet (no --spool): messages wait in {col.spool}"
                 ),
                 needs=indexd,
+                missing="" if spool else f"{indexd} has no --spool option yet",
             )
         )
         sng = shutil.which("syslog-ng") or "/usr/sbin/syslog-ng"
@@ -725,8 +725,8 @@ def main() -> int:
 
     running: list[Service] = []
     for svc in services(data, col, api, webui, nginx):
-        if not svc.needs.exists():
-            log(f"{svc.name}: not built yet ({svc.needs})")
+        if not svc.needs.exists() or svc.missing:
+            log(f"{svc.name}: {svc.missing or f'not built yet ({svc.needs})'}")
             if svc.name == "logbox-indexd" and col is not None:
                 log(f"messages wait in the spool {col.spool} until it runs")
             continue
