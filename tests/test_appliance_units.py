@@ -366,7 +366,7 @@ def test_daemons_types(root: Path) -> None:
     start = (last(idx, "ExecStart") or "").split()
     assert start[start.index("--spool") + 1] == "/var/lib/logbox/spool"
     assert start[start.index("--routes") + 1] == "/etc/logbox/collector.toml"
-    assert not list((root / SYSTEMD_DIR).glob("*.socket"))
+    assert not list((root / SYSTEMD_DIR).glob("logbox*.socket"))
     assert last(unit_file(root, "logbox-ready.service"), "Type") == "simple"
     for unit in ("logbox-rpc.service", "logbox-webui.service"):
         env = dict(v.split("=", 1) for v in unit_file(root, unit)["Environment"])
@@ -959,7 +959,10 @@ def appliance_run(root: Path) -> Iterator[Appliance]:
     [tmpfiles] = privileged_lines(root, "logbox-syslog-ng.service", "ExecStartPre")
     argv = tmpfiles.split()
     assert argv[:3] == ["/usr/bin/systemd-tmpfiles", "--create", "--prefix=/var/lib/logbox"]
-    done = subprocess.run([*argv[:2], f"--root={base}", *argv[2:]], capture_output=True, text=True)
+    conf = str(base) + argv[3]  # a file named on the command line is not looked up in --root
+    done = subprocess.run(
+        [*argv[:2], f"--root={base}", argv[2], conf], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     st = (store / "spool").stat()
     assert stat.S_IMODE(st.st_mode) == 0o2770 and stat.S_IMODE(store.stat().st_mode) == 0o751
