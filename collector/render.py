@@ -76,7 +76,8 @@ class SettingsError(ValueError):
 class Route:
     """One `[[logspace]]` table: messages matching ALL given conditions go to logspace `name`.
     host, program and message are PCRE regular expressions (unanchored; host ignores case);
-    facility is a list of facility names."""
+    facility is a list of facility names, listener a list of listener names. logbox-indexd
+    applies them (--routes); they are checked here and never rendered."""
 
     name: str
     host: str | None = None

@@ -2,7 +2,7 @@
 """syslog-ng alone into the spool (collector/README.md): what it costs and what a stop loses.
 
     .venv/bin/python tests/bench/collector_spool.py cpu  [--messages 2000000] [--conns 4]
-        [--size 150] [--runs 3] [--log-msg-size N]
+        [--size 150] [--runs 3] [--log-msg-size N] [--fsync]
     .venv/bin/python tests/bench/collector_spool.py stop [--runs 3] [--conns 4]
         [--log-msg-size N ...]
 
@@ -60,6 +60,8 @@ def cpu_run(args: argparse.Namespace) -> dict[str, float]:
         doc: dict = {"ports": {"tls": 0}}
         if args.log_msg_size:
             doc["log_msg_size"] = args.log_msg_size[0]
+        if args.fsync:
+            doc["spool_fsync"] = True
         c = Collector(Path(tmp), doc=doc)
         c.start()
         try:
@@ -95,6 +97,7 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=150)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--log-msg-size", type=int, nargs="*", default=[])
+    ap.add_argument("--fsync", action="store_true", help="cpu: spool_fsync = true")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, {os.uname().release}")
     if args.what == "cpu":
@@ -103,7 +106,8 @@ def main() -> int:
             print(f"  run: {r}")
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         print(
-            f"cpu: loggen {args.size} B, {args.conns} connections, {args.messages} messages: "
+            f"cpu: loggen {args.size} B, {args.conns} connections, {args.messages} messages"
+            f"{', spool_fsync' if args.fsync else ''}: "
             f"median {med['cpu_us_per_msg']:.2f} CPU us/msg of syslog-ng, "
             f"{med['msg_per_s']:.0f} msg/s into the spool"
         )
