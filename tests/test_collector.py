@@ -287,6 +287,27 @@ def test_every_listener_writes_records_with_its_name_and_peer(col: Collector, pk
     assert_record(r, "octet", "127.0.0.2")
 
 
+def test_ipv6_bind_gives_ipv6_and_v4_mapped_peers(tmp_path: Path) -> None:
+    c = Collector(tmp_path, doc={"bind": "::", "ports": {"tls": 0}})
+    c.start()
+    try:
+        for fam, addr in ((socket.AF_INET6, "::1"), (socket.AF_INET, "127.0.0.1")):
+            with socket.socket(fam) as s:
+                s.connect((addr, c.ports["octet"]))
+                s.sendall(octet(b"from " + addr.encode()))
+            with socket.socket(fam, socket.SOCK_DGRAM) as u:
+                u.sendto(b"udp from " + addr.encode(), (addr, c.ports["udp"]))
+        got = {(r.listener, r.raw): r.peer for r in c.spool.take(4)}
+    finally:
+        c.close()
+    assert got == {
+        ("octet", b"from ::1"): "::1",
+        ("udp", b"udp from ::1"): "::1",
+        ("octet", b"from 127.0.0.1"): "::ffff:127.0.0.1",
+        ("udp", b"udp from 127.0.0.1"): "::ffff:127.0.0.1",
+    }
+
+
 def test_newline_tcp_passes_lines_unparsed(col: Collector) -> None:
     l3164 = b"<34>Oct 11 22:14:15 mymachine su: 'su root' failed for lonvick on /dev/pts/8"
     l5424 = (
@@ -478,6 +499,7 @@ def test_sigterm_under_load_loses_nothing_read(tmp_path: Path) -> None:
         got = stop_under_load(c, signal.SIGTERM, conns=2, n=100_000)
     finally:
         c.close()
+    print(f"SIGTERM under load: {got}")
     assert got.in_flight > 0, got  # the stop came with messages read but not yet written
     assert got.gap_free, got  # per connection in order, no gap, no duplicate
     assert got.lost == 0, got  # every line syslog-ng had read is in the spool
