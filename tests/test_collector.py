@@ -554,3 +554,18 @@ def test_spool_records_rtime_is_utc_unix_time(col: Collector) -> None:
     (r,) = col.spool.take(1)
     assert t0 - 1 <= float(r.rtime) <= time.time() + 1
     assert calendar.timegm(time.strptime(r.file[:15], "%Y%m%dT%H%M%S")) == int(float(r.rtime))
+
+
+def test_the_tests_spool_reader_agrees_with_render() -> None:
+    """lbtest/spool.py is the tests' copy of FORMAT.md §13: its file name and listener rules
+    are the ones render.py writes by."""
+    from lbtest import spool
+
+    token = render.run_token()
+    assert render.RUN_TOKEN_RE.fullmatch(token)
+    assert spool.FILE_RE.fullmatch(f"20261125T101010.{token}.lbs")
+    assert spool.FILE_RE.pattern.split(r"\.")[1] == "(" + render.RUN_TOKEN_RE.pattern + ")"
+    assert render.LISTENER_RE.pattern in spool.HEADER_RE.pattern.decode()
+    for name in (*render.LISTENERS, render.INTERNAL):
+        assert render.LISTENER_RE.fullmatch(name)
+    assert render.RECORD_TEMPLATE.startswith(spool.MAGIC.decode())
