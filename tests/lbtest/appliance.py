@@ -255,8 +255,12 @@ class Appliance:
         return settings_toml(self.ports, self.certs, self.tls_verify, routes, self.collector)
 
     def _render(self) -> None:
+        """syslog-ng's configuration from the settings file, as make run and the appliance's
+        unit render it before every start (each start gets a run token of its own: the spool
+        files it writes are its own, FORMAT.md §13.2)."""
         mod = render_module()
-        self.routes_file.write_text(self._settings(self.routes))
+        if not self.routes_file.exists():
+            self.routes_file.write_text(self._settings(self.routes))
         settings = mod.load_settings(self.routes_file)
         text = mod.render(settings, data=self.data, run=self.run, spool=self.spool)
         self.conf.write_text(text)
@@ -384,6 +388,7 @@ class Appliance:
         def limits() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
 
+        self._render()
         p = self._spawn("syslog-ng", self.syslogng_argv(), preexec_fn=limits)
         deadline = time.monotonic() + timeout
         for name in ("tcp", "octet", "tls"):
