@@ -38,7 +38,8 @@
 #define TICK_MS		100	/* group commits are checked this often */
 
 static const char *usage_text =
-    "usage: logbox-indexd --data DIR [--fifo PATH] [--listen PATH]... [--status FILE]\n"
+    "usage: logbox-indexd --data DIR [--spool DIR] [--routes FILE] [--fifo PATH]\n"
+    "                     [--listen PATH]... [--status FILE]\n"
     "                     [--config FILE] [--logspaces FILE] [--max-memory MB]\n"
     "                     [--reserve-percent P] [--reserve-mb MB] [--user USER]\n"
     "                     [--allow-root] [--foreground] [-v]\n";
@@ -209,6 +210,8 @@ parse_options(struct indexd *env, int argc, char **argv)
 		{ "max-memory",		required_argument,	NULL, 'm' },
 		{ "reserve-percent",	required_argument,	NULL, 'P' },
 		{ "reserve-mb",		required_argument,	NULL, 'M' },
+		{ "spool",		required_argument,	NULL, 'S' },
+		{ "routes",		required_argument,	NULL, 'r' },
 		{ "user",		required_argument,	NULL, 'u' },
 		{ "allow-root",		no_argument,		NULL, 'R' },
 		{ "foreground",		no_argument,		NULL, 'F' },
@@ -244,6 +247,8 @@ parse_options(struct indexd *env, int argc, char **argv)
 			break;
 		case 'M': env->base.reserve_mb = opt_num("reserve-mb", optarg, 0, 1048576);
 			break;
+		case 'S': env->spool_dir = optarg; break;
+		case 'r': env->routes_path = optarg; break;
 		case 'u': env->user = optarg; break;
 		case 'R': env->allow_root = 1; break;
 		case 'F': break;	/* the only mode */
@@ -255,6 +260,13 @@ parse_options(struct indexd *env, int argc, char **argv)
 	}
 	if (optind != argc || env->data == NULL)
 		usage();
+	if (env->spool_dir == NULL) {
+		static char dflt[PATH_MAX];
+
+		if (lb_path(dflt, sizeof(dflt), "%s/spool", env->data) != 0)
+			fatalx("--data: path too long");
+		env->spool_dir = dflt;
+	}
 	env->conf = env->base;
 	if (env->config_path != NULL) {
 		char err[512];
@@ -314,9 +326,6 @@ inputs_open(struct indexd *env)
 		snprintf(in->in_path, sizeof(in->in_path), "%s", env->listen[i]);
 		log_info("input: listening on %s", env->listen[i]);
 	}
-	if (TAILQ_EMPTY(&env->inputs))
-		fatalx("no input: give --fifo or --listen, or start under systemd with a FIFO or "
-		    "socket");
 }
 
 /* <data>/indexd/lock: one indexd per data directory. */
@@ -357,6 +366,7 @@ inputs_pause(struct indexd *env)
 	if (env->fifo.ev_retry != NULL)
 		event_del(env->fifo.ev_retry);
 	env->fifo.waiting = 0;
+	spool_pause(env);
 }
 
 void
@@ -366,6 +376,7 @@ inputs_resume(struct indexd *env)
 
 	TAILQ_FOREACH(in, &env->inputs, in_entry)
 		event_add(in->in_ev, NULL);
+	spool_kick(env);
 }
 
 static void
@@ -477,6 +488,10 @@ main(int argc, char **argv)
 	if (env.settings.applied == 0)
 		retention_run(&env);	/* (a load that applied ran it) */
 	fifo_recover(&env);
+	if ((rc = spool_init(&env)) != 0)
+		fatalx("%s: spool %s: %s", __func__, env.spool_dir, strerror(rc));
+	spool_recover(&env);
+	log_info("input: the spool %s", env.spool_dir);
 
 	for (int i = 0; i < 3; i++)
 		if ((env.ev_sig[i] = evsignal_new(env.base_ev, sigs[i], sig_cb, &env)) == NULL ||
@@ -512,7 +527,7 @@ main(int argc, char **argv)
 	inputs_pause(&env);
 	if (env.holding[0] == '\0')
 		conn_drain(&env);
-	if (env.fifo.pending || env.fifo.big_pending)
+	if (env.fifo.pending || env.fifo.big_pending || spool_pending(&env))
 		log_warnx("stopping while holding: the batch in progress is finished by the next "
 		    "start");
 	if ((rc = ls_close_all(&env)) != 0) {
@@ -527,6 +542,7 @@ main(int argc, char **argv)
 		input_free(in);
 	}
 	fifo_free(&env);
+	spool_free(&env);
 	settings_free(&env);
 	for (int i = 0; i < 3; i++)
 		if (env.ev_sig[i] != NULL)

@@ -143,7 +143,8 @@ status_inputs(struct indexd *env)
 					b += c->in_bytes;
 				}
 		o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}",
-		    "kind", in->in_kind == IN_FIFO ? "fifo" : "listen",
+		    "kind", in->in_kind == IN_FIFO ? "fifo" : in->in_kind == IN_SPOOL ? "spool" :
+		    "listen",
 		    "name", in->in_name,
 		    "received", (json_int_t)r, "malformed", (json_int_t)mf,
 		    "truncated", (json_int_t)t, "bytes", (json_int_t)b);
@@ -152,6 +153,8 @@ status_inputs(struct indexd *env)
 		json_object_set_new(o, "quarantined", json_integer((json_int_t)q));
 		if (in->in_kind == IN_FIFO)
 			json_object_set_new(o, "kill_safe", json_boolean(env->fifo.kill_safe));
+		else if (in->in_kind == IN_SPOOL)
+			json_object_set_new(o, "kill_safe", json_true());
 		else {
 			json_object_set_new(o, "connections", json_integer((json_int_t)in->in_conns));
 			json_object_set_new(o, "accepted", json_integer((json_int_t)in->in_accepted));
@@ -335,6 +338,7 @@ status_write(struct indexd *env)
 	json_object_set_new(o, "quarantined", json_integer((json_int_t)env->quarantined));
 	json_object_set_new(o, "deadletter", status_deadletter(env));
 	json_object_set_new(o, "inputs", status_inputs(env));
+	json_object_set_new(o, "spool", spool_status(env));
 	json_object_set_new(o, "settings", status_settings(env));
 	json_object_set_new(o, "logspaces", status_logspaces(env));
 	text = json_dumps(o, JSON_COMPACT);

@@ -41,7 +41,8 @@ ls_name_ok(const uint8_t *name, size_t len, const char **why)
 	    (len == 9 && memcmp(name, "collector", 9) == 0) ||
 	    (len == 8 && memcmp(name, "accounts", 8) == 0) ||
 	    (len == 3 && memcmp(name, "run", 3) == 0) ||
-	    (len == 3 && memcmp(name, "tls", 3) == 0)) {
+	    (len == 3 && memcmp(name, "tls", 3) == 0) ||
+	    (len == 5 && memcmp(name, "spool", 5) == 0)) {
 		*why = "reserved logspace name";
 		return (0);
 	}
@@ -315,7 +316,8 @@ hold_retry_cb(int fd, short what, void *arg)
 	(void)what;
 	if (env->holding[0] == '\0')
 		return;
-	if (disk_check(env) != 0 || ls_commit_dirty(env, 0) != 0 || fifo_resume(env) != 0)
+	if (disk_check(env) != 0 || ls_commit_dirty(env, 0) != 0 || fifo_resume(env) != 0 ||
+	    spool_resume(env) != 0)
 		goto still;
 	for (in = TAILQ_FIRST(&env->inputs); in != NULL; in = next) {
 		next = TAILQ_NEXT(in, in_entry);
