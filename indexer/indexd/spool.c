@@ -226,9 +226,9 @@ spool_rec_parse(const uint8_t *p, size_t len, struct spool_rec *r, const char **
 }
 
 /*
- * Bytes to skip from p[0..len) (p is not a valid record) to the next "LS1 " at a line start
- * whose header parses and whose terminator is LF (or lies beyond len). len when there is none;
- * a possible beginning of one at the very end is kept.
+ * Bytes to skip from p[0..len) (p is not a valid record) to the next "LS1 " whose header
+ * parses and whose terminator is LF (or lies beyond len). len when there is none; a possible
+ * beginning of one at the very end is kept.
  */
 size_t
 spool_resync(const uint8_t *p, size_t len)
@@ -239,19 +239,18 @@ spool_resync(const uint8_t *p, size_t len)
 	size_t		 pos = 1;
 
 	while (pos < len) {
-		if ((q = memchr(p + pos, '\n', len - pos)) == NULL)
+		/* A record may follow a torn one directly: "LS1 " anywhere, not only after LF. */
+		if ((q = memchr(p + pos, 'L', len - pos)) == NULL)
 			return (len);
-		pos = (size_t)(q - p) + 1;
-		if (pos >= len)
-			return (len);
+		pos = (size_t)(q - p);
 		switch (spool_rec_parse(p + pos, len - pos, &r, &why)) {
 		case 0:
-			return (pos);
 		case EAGAIN:
-			return (pos);	/* a beginning: decided when more is there */
+			return (pos);	/* (EAGAIN: a beginning, decided when more is there) */
 		default:
 			break;
 		}
+		pos++;
 	}
 	return (len);
 }
@@ -640,8 +639,11 @@ name_file(struct indexd *env, struct spfile *f, uint64_t off)
 		snprintf(s->in->in_name, sizeof(s->in->in_name), "%s", s->saved_name);
 		return;
 	}
-	snprintf(s->in->in_name, sizeof(s->in->in_name), "spool %.60s/%.80s at byte %llu",
-	    env->spool_dir, f->name, (unsigned long long)off);
+	if (off == UINT64_MAX)
+		snprintf(s->in->in_name, sizeof(s->in->in_name), "spool file %s", f->name);
+	else
+		snprintf(s->in->in_name, sizeof(s->in->in_name), "spool file %s at byte %llu",
+		    f->name, (unsigned long long)off);
 }
 
 /*
@@ -801,7 +803,7 @@ batch_build(struct indexd *env, struct spfile *f, size_t limit, const struct sp_
 		skip = spool_resync(s->buf + pos, n - pos);
  bad:
 		if (log) {
-			name_file(env, f, f->off + pos);
+			name_file(env, f, UINT64_MAX);
 			s->malformed++;
 			s->malformed_bytes += skip;
 			malformed(env, s->in, f->off + pos, why, s->buf + pos, n - pos);
@@ -883,7 +885,7 @@ batch_big(struct indexd *env, struct spfile *f, const struct sp_saved *replay)
 	if (last != '\n') {
 		/* Not a record: skip its first byte and let batch_build resync from there. */
 		if (replay == NULL) {
-			name_file(env, f, f->off);
+			name_file(env, f, UINT64_MAX);
 			s->malformed++;
 			s->malformed_bytes++;
 			malformed(env, s->in, f->off, "no LF after the message", (const uint8_t *)"LS1 ",
