@@ -14,7 +14,9 @@ T0 = 1795359974.0
 
 
 def recs(a: int, b: int) -> bytes:
-    return b"".join(record(b"<13>Nov 22 10:00:00 h app: n %06d" % i, T0 + i / 1e4) for i in range(a, b))
+    return b"".join(
+        record(b"<13>Nov 22 10:00:00 h app: n %06d" % i, T0 + i / 1e4) for i in range(a, b)
+    )
 
 
 def test_spool_grows_while_indexd_is_down(

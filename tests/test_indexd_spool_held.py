@@ -5,6 +5,7 @@ at its end is waited for, not counted as torn, while the writer may still finish
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from lbtest.indexd import Indexd, messages
@@ -13,7 +14,7 @@ from lbtest.spool import file_name, record, spool_files
 T0 = 1795359974.25
 
 
-def wait(cond, what: str, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+def wait(cond: Callable[[], bool], what: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():

@@ -96,7 +96,13 @@ struct ix_disk {
 						   reserve * 5/4 since) */
 	int		 enospc;		/* a store failed for want of space in this hold */
 	int64_t		 warned;		/* monotonic µs of the last statvfs failure logged */
+	int		 ropen;			/* rfd is open */
+	int		 rfd;			/* <data>/indexd/reserve */
+	uint64_t	 rheld;			/* bytes it holds (allocated) */
+	int64_t		 given_up;		/* real µs it was given up; 0: not given up */
 };
+
+#define IX_DISK_FLOOR		(8ULL << 20)	/* free space below this: the reserve is given up */
 
 /* The --logspaces file (settings.c). */
 struct ix_settings {
@@ -304,6 +310,7 @@ void	hold_retry_cb(int fd, short what, void *arg);
 struct json_t;
 uint64_t disk_reserve(const struct ix_conf *c, uint64_t total);
 int	disk_check(struct indexd *env);
+void	disk_reserve_open(struct indexd *env);
 void	disk_note(struct indexd *env, int rc);
 void	disk_hold_ended(struct indexd *env);
 int	disk_full(const struct indexd *env);

@@ -479,6 +479,7 @@ main(int argc, char **argv)
 	if ((rc = lb_mkdirs(env.data)) != 0)
 		fatalx("%s: %s: %s", __func__, env.data, strerror(rc));
 	lock_take(&env);
+	disk_reserve_open(&env);	/* (before the catalog: a full disk gives it up) */
 	if ((rc = lb_catalog_open(env.data, LB_RDWR, &env.cat)) != 0)
 		fatalx("%s: lb_catalog_open %s: %s", __func__, env.data, lb_strerror(rc));
 	if ((env.ev_hold = evtimer_new(env.base_ev, hold_retry_cb, &env)) == NULL)
@@ -514,7 +515,7 @@ main(int argc, char **argv)
 		inputs_resume(&env);
 	env.last_status = now_mono_us();
 	status_tick(&env);
-	(void)disk_check(&env);		/* (numbers for the status; a full disk holds at once) */
+	(void)disk_check(&env);		/* (numbers for the status) */
 	log_info("ready: data %s, max memory %llu MB, free space reserve %llu bytes", env.data,
 	    (unsigned long long)env.conf.max_memory_mb, (unsigned long long)env.disk.reserve);
 	sd_notify(0, "READY=1\nSTATUS=ready");
@@ -557,6 +558,8 @@ main(int argc, char **argv)
 	lb_catalog_close(env.cat);
 	if (env.lockfd != -1)
 		close(env.lockfd);
+	if (env.disk.ropen)
+		close(env.disk.rfd);
 	log_info("stopped: %llu stored, %llu malformed", (unsigned long long)env.stored,
 	    (unsigned long long)env.malformed);
 	return (status);

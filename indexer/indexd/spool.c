@@ -1104,6 +1104,7 @@ spool_round(struct indexd *env)
 
 	if (s->rescan)
 		spool_scan(env);
+	(void)disk_check(env);	/* (the reserve: given up when the disk is full, disk.c) */
 	for (int k = 0; k < IX_BATCHES_PER_CB; k++) {
 		struct spfile *f = NULL;
 

@@ -52,7 +52,9 @@ def corpus(n: int, size: int = 150, distinct: int = 4096) -> list[bytes]:
                 i % 50,
                 1000 + i % 300,
             )
-            out += record(raw + msgs[i % distinct], T0 + i / 1e5, "tcp", "10.0.%d.%d" % (i % 7, i % 50))
+            out += record(
+                raw + msgs[i % distinct], T0 + i / 1e5, "tcp", "10.0.%d.%d" % (i % 7, i % 50)
+            )
         files.append(bytes(out))
     return files
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 def record(raw: bytes, rtime: float, listener: str = "tcp", peer: str = "-") -> bytes:
     """One spool record: "LS1 rtime listener peer length" LF raw LF."""
-    return b"LS1 %.6f %s %s %d\n" % (rtime, listener.encode(), peer.encode(), len(raw)) + raw + b"\n"
+    return (
+        b"LS1 %.6f %s %s %d\n" % (rtime, listener.encode(), peer.encode(), len(raw)) + raw + b"\n"
+    )
 
 
 def file_name(t: float, run: str = "t1") -> str:
