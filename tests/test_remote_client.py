@@ -48,8 +48,8 @@ HOSTS = ["h0", "h1", "H2", "web-3"]
 PROGRAMS = ["sshd", "cron", "app"]
 READER = ("reader", "reader-password-1")  # a searcher of logspace main only
 CSV_COLUMNS = [
-    "id", "received", "timestamp", "host", "program", "pid", "msgid", "facility", "severity",
-    "flags", "sd", "message",
+    "id", "received", "timestamp", "host", "peer", "program", "pid", "msgid", "facility",
+    "severity", "flags", "sd", "message",
 ]  # fmt: skip
 # Messages whose CSV rows need quoting: quotes, commas, line breaks, bytes that are not UTF-8.
 SPECIALS = [

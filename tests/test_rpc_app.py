@@ -663,17 +663,15 @@ def test_export_csv_equals_paging(
     text = r.get_data().decode("utf-8", "surrogateescape")
     r.close()
     rows = list(csv.reader(io.StringIO(text, newline="")))
-    assert rows[
-        0
-    ] == "id,received,timestamp,host,program,pid,msgid,facility,severity,flags,sd,message".split(
-        ","
-    )
+    assert rows[0] == (
+        "id,received,timestamp,host,peer,program,pid,msgid,facility,severity,flags,sd,message"
+    ).split(",")
     assert len(rows) - 1 == len(want)
 
     def as_row(h: dict[str, Any]) -> list[str]:
         return [
-            str(h["id"]), h["received"], h["timestamp"] or "", h["host"], h["program"], h["pid"],
-            h["msgid"], "" if h["facility"] is None else str(h["facility"]),
+            str(h["id"]), h["received"], h["timestamp"] or "", h["host"], h["peer"], h["program"],
+            h["pid"], h["msgid"], "" if h["facility"] is None else str(h["facility"]),
             "" if h["severity"] is None else str(h["severity"]), "|".join(h["flags"]), h["sd"],
             h["message"],
         ]  # fmt: skip

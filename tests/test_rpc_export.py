@@ -38,7 +38,9 @@ SPAN = 3600
 QUERY = "exporttok"
 RSS_BOUND = 64 << 20
 CSV_COLUMNS = (
-    "id,received,timestamp,host,program,pid,msgid,facility,severity,flags,sd,message".split(",")
+    "id,received,timestamp,host,peer,program,pid,msgid,facility,severity,flags,sd,message".split(
+        ","
+    )
 )
 FILLER = (
     b"the quick brown fox jumps over the lazy dog while the scheduler rebalances partitions "
@@ -128,9 +130,9 @@ def csv_row(m: dict[str, Any]) -> list[str]:
         )
 
     return [
-        str(m["id"]), t(s(m["received"])), t(s(m["timestamp"])), t(m["host"]), t(m["program"]),
-        t(m["pid"]), t(m["msgid"]), s(m["facility"]), s(m["severity"]), t("|".join(m["flags"])),
-        t(m["sd"]), t(m["message"]),
+        str(m["id"]), t(s(m["received"])), t(s(m["timestamp"])), t(m["host"]), t(m["peer"]),
+        t(m["program"]), t(m["pid"]), t(m["msgid"]), s(m["facility"]), s(m["severity"]),
+        t("|".join(m["flags"])), t(m["sd"]), t(m["message"]),
     ]  # fmt: skip
 
 

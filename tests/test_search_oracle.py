@@ -232,6 +232,7 @@ TOP_FIELDS = {
     "program": query.NS_PROGRAM,
     "pid": query.NS_PID,
     "msgid": query.NS_MSGID,
+    "peer": query.NS_PEER,
     "facility": query.NS_FACILITY,
     "severity": query.NS_SEVERITY,
     "message": query.NS_TEXT,

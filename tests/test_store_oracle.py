@@ -146,6 +146,8 @@ def _diff(rec: dict[str, Any], e: Expected) -> list[str]:
     ]:
         if _nil(rec.get(key)) != want:
             out.append(f"{key}: got {rec.get(key)!r}, want {want!r}")
+    if rec.get("peer") != "":  # logbox ingest reads a file: no sender (FORMAT.md §10.4)
+        out.append(f"peer: got {rec.get('peer')!r}, want ''")
     sd = message_bytes(rec.get("sd"), "sd")
     if sd != e.sd:
         out.append(f"sd: got {sd[:100]!r}, want {e.sd[:100]!r}")

@@ -406,6 +406,10 @@ def test_hostile_message_is_inert(admin: FlaskClient, searchd: Searchd, app: Fla
     assert bytes.fromhex("".join(hexes).replace(" ", "")) == HOSTILE
     assert 'id="message"' in body and "<dl" in body
     assert "evilhost" in body and "(3)" in body  # severity err (3)
+    # the sender's address, or "unknown" when the message came without one
+    assert re.search(
+        r'<dd class="f-peer">(<span class="muted">unknown</span>|[0-9a-f.:]+)</dd>', body
+    )
     e = last_audit(app, "message")
     assert (e.user, e.logspace, e.results, e.detail) == ("admin", "main", 1, f"id {mid}")
     around = page_of(admin, href(body, "context-host") or "")

@@ -519,7 +519,7 @@ cmd_lookup(struct opts *o)
 	static const struct { const char *name; uint8_t ns; } fields[] = {
 		{ "text", LB_NS_TEXT }, { "host", LB_NS_HOST }, { "program", LB_NS_PROGRAM },
 		{ "pid", LB_NS_PID }, { "msgid", LB_NS_MSGID }, { "facility", LB_NS_FACILITY },
-		{ "severity", LB_NS_SEVERITY }, { "sd", LB_NS_SD },
+		{ "severity", LB_NS_SEVERITY }, { "sd", LB_NS_SD }, { "peer", LB_NS_PEER },
 	};
 	struct lb_store		*st;
 	struct lb_postings	 p;

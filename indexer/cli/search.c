@@ -307,7 +307,7 @@ top_field(struct sopts *o, const char *f)
 	static const struct { const char *name; uint8_t ns; } fields[] = {
 		{ "host", LB_NS_HOST }, { "program", LB_NS_PROGRAM }, { "pid", LB_NS_PID },
 		{ "msgid", LB_NS_MSGID }, { "facility", LB_NS_FACILITY },
-		{ "severity", LB_NS_SEVERITY }, { "message", LB_NS_TEXT },
+		{ "severity", LB_NS_SEVERITY }, { "message", LB_NS_TEXT }, { "peer", LB_NS_PEER },
 	};
 	const char *dot;
 
@@ -461,8 +461,8 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 		return (search_usage_exit());
 	}
 	if (o->what == W_TOP && top_field(o, o->top) != 0) {
-		errmsg("--top: unknown field '%s' (host, program, pid, msgid, facility, severity, "
-		    "message or an SD name like exampleSDID@32473.iut)", o->top);
+		errmsg("--top: unknown field '%s' (host, peer, program, pid, msgid, facility, "
+		    "severity, message or an SD name like exampleSDID@32473.iut)", o->top);
 		return (1);
 	}
 	if (limit != NULL) {

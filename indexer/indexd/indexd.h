@@ -6,8 +6,10 @@
  *   fifo.c    the FIFO input: tee(), the intent record's protocol, replay, streamed big frames
  *   sock.c    unix socket inputs: accept, read, decode, store
  *   store.c   logspace routing (one writer store each), appends, commits, memory, holding
+ *   lsname.c  the logspace name rule (with the reserved names)
  *   state.c   the intent record in <data>/indexd/state (FORMAT.md §11.3)
  *   settings.c the --logspaces settings file and retention
+ *   routes.c  the --routes rule file ([[logspace]] tables) and routing a message by it
  *   status.c  counters, the --status JSON file, systemd STATUS=, malformed-frame logging
  *   disk.c    the data directory's free space: the reserve, the hold that keeps it, status
  *   quarantine.c  frames that can never be stored: the dead-letter file
@@ -302,9 +304,11 @@ int	ls_sync_due(struct indexd *env);
 void	ls_memory(struct indexd *env);
 size_t	ls_mem_total(struct indexd *env);
 int	ls_close_all(struct indexd *env);
-int	ls_name_ok(const uint8_t *name, size_t len, const char **why);
 void	hold(struct indexd *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void	hold_retry_cb(int fd, short what, void *arg);
+
+/* lsname.c: 1 when name[0..len) may name a logspace; else 0 and *why (a static string). */
+int	ls_name_ok(const uint8_t *name, size_t len, const char **why);
 
 /* disk.c */
 struct json_t;
@@ -366,6 +370,41 @@ void	settings_init(struct indexd *env);
 void	settings_load(struct indexd *env, const char *why);
 void	settings_free(struct indexd *env);
 void	retention_run(struct indexd *env);
+
+/*
+ * routes.c — the --routes rule file: the [[logspace]] tables of collector.toml (README.md
+ * "Routing"). Rules are immutable once loaded: a reload loads a new set and frees the old one.
+ */
+struct routes;
+
+#define ROUTES_NOJIT	0x1	/* routes_parse: interpret every pattern (tests, benchmarks) */
+
+/*
+ * Reads the [[logspace]] tables of the TOML file at path. On error returns non-zero (an errno)
+ * and writes "PATH:LINE: why" into err ("PATH: why" for the file as a whole: missing, not a
+ * regular file, larger than 1 MiB). Other tables ([ports], [tls], [buffer], top-level keys) are
+ * parsed for syntax and otherwise ignored. A missing file is an error here (the caller decides).
+ * On success *out is the caller's, to routes_free().
+ */
+int	routes_load(const char *path, struct routes **out, char *err, size_t errlen);
+/* routes_load on the file's bytes buf[0..len) (path only names it in errors); flags ROUTES_*. */
+int	routes_parse(const char *path, const uint8_t *buf, size_t len, int flags,
+	    struct routes **out, char *err, size_t errlen);
+/* Accepts NULL. */
+void	routes_free(struct routes *r);
+/* The number of rules (0 for NULL). */
+size_t	routes_count(const struct routes *r);
+/*
+ * The logspace for a parsed message that came in on listener (NUL-terminated). Never NULL:
+ * "main" when no rule matches or r is NULL; otherwise a rule's name, owned by r (valid until
+ * routes_free(r)). Thread: called from indexd's one reading thread (the rules' match data is
+ * shared, so not from two threads at once). Allocates nothing.
+ */
+const char *routes_pick(const struct routes *r, const struct lb_msg *m, const char *listener);
+/* Regex matches that gave up (PCRE2's match limit, 10^6 steps) and counted as no match. */
+uint64_t routes_errors(const struct routes *r);
+/* One line for the log: "3 rules: secure (facility auth,authpriv), network (host '...'), ...". */
+void	routes_describe(const struct routes *r, char *buf, size_t len);
 
 /* status.c */
 void	escape_bytes(char *out, size_t outlen, const uint8_t *p, size_t len);

@@ -1544,7 +1544,7 @@ check_req(const struct lb_searchreq *rq)
 			return (EINVAL);
 		switch (rq->top_ns) {
 		case LB_NS_TEXT: case LB_NS_HOST: case LB_NS_PROGRAM: case LB_NS_PID:
-		case LB_NS_MSGID: case LB_NS_FACILITY: case LB_NS_SEVERITY:
+		case LB_NS_MSGID: case LB_NS_FACILITY: case LB_NS_SEVERITY: case LB_NS_PEER:
 			break;
 		case LB_NS_SD:
 			if (rq->top_sdname == NULL || rq->top_sdname[0] == '\0')

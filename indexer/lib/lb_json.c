@@ -118,6 +118,7 @@ lb_msg_json(FILE *f, const struct lb_msg *m)
 		    (long long)m->timestamp);
 	}
 	json_str(f, "host", m->host);
+	json_str(f, "peer", m->peer);
 	json_str(f, "program", m->program);
 	json_str(f, "pid", m->pid);
 	json_str(f, "msgid", m->msgid);

@@ -63,7 +63,7 @@
 #define BLOCK_TARGET	LB_BLOCK_RAW_TARGET	/* overridable only to measure */
 #endif
 #define WAL_READ_MAX	(256u << 20)	/* a WAL longer than this is not read (LB_ETOOBIG) */
-#define REC_FIXED_MAX	64		/* record bytes beside the six byte strings, at most */
+#define REC_FIXED_MAX	64		/* record bytes beside the seven byte strings, at most */
 #define RESYNC_CHUNK	(64 * 1024)
 #define QDEPTH		4		/* full blocks waiting for or in the compressor thread */
 
@@ -308,7 +308,7 @@ static size_t
 rec_bound(const struct lb_msg *m)
 {
 	return (REC_FIXED_MAX + m->host.len + m->program.len + m->pid.len + m->msgid.len +
-	    m->sd.len + m->message.len);
+	    m->sd.len + m->message.len + m->peer.len);
 }
 
 static size_t
@@ -321,23 +321,32 @@ put_bytes(uint8_t *p, struct lb_slice s)
 	return (n + s.len);
 }
 
-/* Writes the fields of m that follow the receive time (FORMAT.md §3 "Record"). */
+/*
+ * Writes the fields of m that follow the receive time (FORMAT.md §3 "Record"). The record's
+ * LB_MSG_PEER flag says whether the peer follows the message: set exactly when it is not
+ * empty, whatever m->flags says.
+ */
 static size_t
 rec_put(uint8_t *p, const struct lb_msg *m)
 {
-	size_t	 n = 0;
+	size_t		 n = 0;
+	uint16_t	 flags = m->flags & ~LB_MSG_PEER;
 
+	if (m->peer.len > 0)
+		flags |= LB_MSG_PEER;
 	n += lb_varint_put(p + n, zz(tdiff(m->timestamp, m->received)));
 	n += lb_varint_put(p + n, zz(m->tzoff));
 	p[n++] = m->facility;
 	p[n++] = m->severity;
-	n += lb_varint_put(p + n, m->flags);
+	n += lb_varint_put(p + n, flags);
 	n += put_bytes(p + n, m->host);
 	n += put_bytes(p + n, m->program);
 	n += put_bytes(p + n, m->pid);
 	n += put_bytes(p + n, m->msgid);
 	n += put_bytes(p + n, m->sd);
 	n += put_bytes(p + n, m->message);
+	if (m->peer.len > 0)
+		n += put_bytes(p + n, m->peer);
 	return (n);
 }
 
@@ -357,7 +366,9 @@ get_bytes(const uint8_t *p, size_t len, size_t *i, size_t max, struct lb_slice *
 
 /*
  * Decodes the fields after the receive time from p[0..len) into m (slices into p) and sets
- * *used. LB_ECORRUPT if they run past len or break a limit.
+ * *used. LB_ECORRUPT if they run past len or break a limit. A record without LB_MSG_PEER
+ * (every record written before the flag existed) has an empty peer; the flag describes the
+ * record, not the message, and is cleared from m->flags.
  */
 static int
 rec_get(const uint8_t *p, size_t len, int64_t recv, struct lb_msg *m, size_t *used)
@@ -392,6 +403,11 @@ rec_get(const uint8_t *p, size_t len, int64_t recv, struct lb_msg *m, size_t *us
 	    get_bytes(p, len, &i, LB_SD_MAX, &t.sd) != 0 ||
 	    get_bytes(p, len, &i, LB_MSG_MAX, &t.message) != 0)
 		return (LB_ECORRUPT);
+	if (t.flags & LB_MSG_PEER) {
+		if (get_bytes(p, len, &i, LB_FIELD_MAX, &t.peer) != 0 || t.peer.len == 0)
+			return (LB_ECORRUPT);
+		t.flags &= (uint16_t)~LB_MSG_PEER;
+	}
 	*m = t;
 	*used = i;
 	return (0);
@@ -1469,7 +1485,7 @@ lb_msgfile_append(struct lb_msgfile *mf, const struct lb_msg *m)
 		return (LB_ETOOBIG);	/* the id space is used up: next must stay representable */
 	if (m->host.len > LB_FIELD_MAX || m->program.len > LB_FIELD_MAX ||
 	    m->pid.len > LB_FIELD_MAX || m->msgid.len > LB_FIELD_MAX ||
-	    m->sd.len > LB_SD_MAX || m->message.len > LB_MSG_MAX)
+	    m->sd.len > LB_SD_MAX || m->message.len > LB_MSG_MAX || m->peer.len > LB_FIELD_MAX)
 		return (LB_ETOOBIG);
 	if (b->len >= BLOCK_TARGET && (rc = seal_block(mf)) != 0)
 		return (rc);

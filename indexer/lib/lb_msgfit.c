@@ -1,6 +1,6 @@
 /*
  * lb_msgfit.c — the store's field limits applied to one message: lb_msg_fit() cuts host,
- * program, pid and msgid at LB_FIELD_MAX bytes, structured data at LB_SD_MAX bytes and the
+ * program, pid, msgid and peer at LB_FIELD_MAX bytes, structured data at LB_SD_MAX bytes and the
  * message at LB_MSG_MAX bytes, and flags what it cut. It owns the cutting rule, not the limits
  * (lb_format.h, FORMAT.md §2) nor the parsing (lb_syslog.c): the parser, the store's append and
  * so every entry point (logbox ingest, indexd's FIFO and sockets) cut through here, so a field
@@ -54,6 +54,7 @@ lb_msg_fit(struct lb_msg *m)
 	c |= cut(&m->program, LB_FIELD_MAX);
 	c |= cut(&m->pid, LB_FIELD_MAX);
 	c |= cut(&m->msgid, LB_FIELD_MAX);
+	c |= cut(&m->peer, LB_FIELD_MAX);
 	if (m->sd.len > LB_SD_MAX) {
 		m->sd.len = sd_keep(m->sd.p, m->sd.len);
 		c = 1;

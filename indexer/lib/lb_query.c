@@ -95,7 +95,7 @@ static const struct {
 } fields[] = {
 	{ "host", LB_NS_HOST }, { "program", LB_NS_PROGRAM }, { "pid", LB_NS_PID },
 	{ "msgid", LB_NS_MSGID }, { "facility", LB_NS_FACILITY },
-	{ "severity", LB_NS_SEVERITY }, { "message", LB_NS_TEXT },
+	{ "severity", LB_NS_SEVERITY }, { "message", LB_NS_TEXT }, { "peer", LB_NS_PEER },
 };
 
 static int
@@ -412,7 +412,7 @@ split_text(struct parser *p, struct lb_qnode *q, const uint8_t *raw, size_t len)
 	return (0);
 }
 
-/* A whole field value (host, program, pid, msgid) as one pattern, cut at LB_TOKEN_MAX. */
+/* A whole field value (host, program, pid, msgid, peer) as one pattern, cut at LB_TOKEN_MAX. */
 static int
 whole_value(struct lb_qnode *q, const uint8_t *raw, size_t len)
 {

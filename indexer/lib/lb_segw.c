@@ -548,12 +548,13 @@ lb_segw_terms_add(struct lb_segw_terms *b, const struct lb_tokconf *tc, const st
 		b->msgcap = cap;
 	}
 	if ((rc = st_text(b, tc, m->message.p, m->message.len)) != 0 ||
-	    (rc = st_reserve(b, 6, 4 * (LB_TOKEN_MAX + 1) + 4)) != 0)
+	    (rc = st_reserve(b, 7, 5 * (LB_TOKEN_MAX + 1) + 4)) != 0)
 		goto fail;
 	st_field(b, LB_NS_HOST, &m->host);
 	st_field(b, LB_NS_PROGRAM, &m->program);
 	st_field(b, LB_NS_PID, &m->pid);
 	st_field(b, LB_NS_MSGID, &m->msgid);
+	st_field(b, LB_NS_PEER, &m->peer);
 	st_byte(b, LB_NS_FACILITY, m->facility);
 	st_byte(b, LB_NS_SEVERITY, m->severity);
 	if ((rc = st_sd(b, tc, m->sd.p, m->sd.len)) != 0)

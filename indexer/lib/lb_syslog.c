@@ -544,7 +544,7 @@ lb_syslog_parse(const uint8_t *buf, size_t len, int64_t received, struct lb_msg 
 	m->facility = 1;
 	m->severity = 5;
 	m->flags = 0;
-	m->host = m->program = m->pid = m->msgid = m->sd = m->message = empty;
+	m->host = m->program = m->pid = m->msgid = m->sd = m->message = m->peer = empty;
 
 	if (len > 0 && buf[0] == '<') {
 		if ((n = parse_pri(buf, end, &pri)) == 0)

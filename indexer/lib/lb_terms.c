@@ -145,7 +145,8 @@ lb_msg_terms(const struct lb_tokconf *tc, const struct lb_msg *m, lb_msgterm_fn 
 	if ((rc = field(fn, arg, LB_NS_HOST, m->host)) != 0 ||
 	    (rc = field(fn, arg, LB_NS_PROGRAM, m->program)) != 0 ||
 	    (rc = field(fn, arg, LB_NS_PID, m->pid)) != 0 ||
-	    (rc = field(fn, arg, LB_NS_MSGID, m->msgid)) != 0)
+	    (rc = field(fn, arg, LB_NS_MSGID, m->msgid)) != 0 ||
+	    (rc = field(fn, arg, LB_NS_PEER, m->peer)) != 0)
 		return (rc);
 	if (m->facility != LB_NOVALUE) {
 		b[0] = LB_NS_FACILITY;

@@ -74,6 +74,11 @@ struct lb_slice {
 #define LB_MSG_NOHEADER		0x0008	/* no header could be parsed: the whole line is the message */
 #define LB_MSG_BADTIME		0x0010	/* a time stamp was present but could not be parsed */
 #define LB_MSG_FIELDCUT		0x0020	/* a header field was cut at LB_FIELD_MAX / LB_SD_MAX */
+/*
+ * A stored record carries a peer (FORMAT.md §3.3). The message file's encoder sets it exactly
+ * when peer is not empty and its decoder clears it: lb_msg.flags never has it.
+ */
+#define LB_MSG_PEER		0x0040
 
 /*
  * One syslog message. Times are microseconds since 1970-01-01 UTC. Slices point into memory
@@ -94,6 +99,9 @@ struct lb_msg {
 	struct lb_slice	 msgid;		/* RFC 5424 MSGID */
 	struct lb_slice	 sd;		/* RFC 5424 STRUCTURED-DATA text as received, "" for "-" */
 	struct lb_slice	 message;	/* the message bytes, exactly as received (after header) */
+	struct lb_slice	 peer;		/* the sender's IP address as text ("10.0.0.7", "::1"),
+					   "" when unknown; not part of the syslog text: the
+					   receiver sets it (lb_syslog_parse makes it empty) */
 };
 
 /* ---------------------------------------------------------------- tokenizer (lb_tokenize.c) */
@@ -147,7 +155,7 @@ int	lb_tokenize(const struct lb_tokconf *tc, const uint8_t *buf, size_t len,
 void	lb_syslog_parse(const uint8_t *buf, size_t len, int64_t received, struct lb_msg *m);
 
 /*
- * Cuts m to what the store keeps, in place: host, program, pid and msgid at LB_FIELD_MAX bytes,
+ * Cuts m to what the store keeps, in place: host, program, pid, msgid and peer at LB_FIELD_MAX bytes,
  * sd at LB_SD_MAX bytes (the SD-ELEMENTs that fit whole, or LB_SD_MAX bytes when the first one
  * alone is longer), the message at LB_MSG_MAX bytes. A cut header field sets LB_MSG_FIELDCUT,
  * a cut message LB_MSG_TRUNCATED. The limits live in lb_format.h (FORMAT.md §2); every writer
@@ -235,7 +243,7 @@ void	lb_msgfile_sizes(struct lb_msgfile *mf, uint64_t *disk, uint64_t *raw);
 /*
  * Index terms. A term is a namespace byte followed by the term bytes:
  *   LB_NS_TEXT     a token of the message text
- *   LB_NS_HOST, LB_NS_PROGRAM, LB_NS_PID, LB_NS_MSGID
+ *   LB_NS_HOST, LB_NS_PROGRAM, LB_NS_PID, LB_NS_MSGID, LB_NS_PEER
  *                  the field's whole value, ASCII-folded, cut at LB_TOKEN_MAX
  *   LB_NS_FACILITY, LB_NS_SEVERITY
  *                  one byte: the number
@@ -251,10 +259,11 @@ void	lb_msgfile_sizes(struct lb_msgfile *mf, uint64_t *disk, uint64_t *raw);
 #define LB_NS_FACILITY	0x06
 #define LB_NS_SEVERITY	0x07
 #define LB_NS_SD	0x08
+#define LB_NS_PEER	0x09
 
 /*
  * Calls fn once for every term of m in the order: text tokens (in message order), host,
- * program, pid, msgid, facility, severity, structured-data terms. A term that occurs twice is
+ * program, pid, msgid, peer, facility, severity, structured-data terms. A term that occurs twice is
  * passed twice. term is a namespace byte plus bytes, in a buffer valid during the call. This
  * is the one definition of "the terms of a message": indexing and brute-force matching both
  * use it. A non-zero return of fn stops the walk and is returned.
@@ -771,9 +780,9 @@ int	lb_dl_next(struct lb_dl *dl, struct lb_dlrec *r);
 
 /*
  * Writes m as one JSON object (no newline) to f: id, received (RFC 3339 UTC, µs), received_us,
- * timestamp (RFC 3339 with the message's own UTC offset, or null), timestamp_us, host,
- * program, pid, msgid, sd, facility, severity (numbers or null), flags (array of names) and
- * message. Byte strings that are valid UTF-8 pass through; every byte that is not part of a
+ * timestamp (RFC 3339 with the message's own UTC offset, or null), timestamp_us, host, peer
+ * ("" when unknown), program, pid, msgid, sd, facility, severity (numbers or null), flags
+ * (array of names) and message. Byte strings that are valid UTF-8 pass through; every byte that is not part of a
  * valid UTF-8 sequence is written as \udcXX (Python's "surrogateescape"), so the exact bytes
  * can be recovered. Returns 0 or EIO when f reports an error.
  */

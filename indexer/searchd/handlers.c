@@ -356,7 +356,7 @@ req_params(struct req *r)
 			{ "host", LB_NS_HOST }, { "program", LB_NS_PROGRAM },
 			{ "pid", LB_NS_PID }, { "msgid", LB_NS_MSGID },
 			{ "facility", LB_NS_FACILITY }, { "severity", LB_NS_SEVERITY },
-			{ "message", LB_NS_TEXT },
+			{ "message", LB_NS_TEXT }, { "peer", LB_NS_PEER },
 		};
 		const char *f = r->r_val[P_FIELD];
 
@@ -371,8 +371,8 @@ req_params(struct req *r)
 		if (r->r_top_ns == 0) {
 			if (!sdname_ok(f))
 				return (req_fail(r, 400, "bad_parameter", "field: '%.64s' is not "
-				    "host, program, pid, msgid, facility, severity, message or an "
-				    "SD name <sd-id>.<param>", f));
+				    "host, peer, program, pid, msgid, facility, severity, message or "
+				    "an SD name <sd-id>.<param>", f));
 			r->r_top_ns = LB_NS_SD;
 		}
 	}

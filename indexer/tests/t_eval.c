@@ -31,11 +31,12 @@ static const char *words[] = {
 #define NWORDS	(sizeof(words) / sizeof(words[0]))
 static const char *hosts[] = { "web-01", "web-02", "DB-1", "mail" };
 static const char *progs[] = { "sshd", "cron", "nginx", "" };
+static const char *peers[] = { "10.0.0.7", "10.0.0.12", "2001:DB8::1", "" };
 
 struct tmsg {
 	char		 text[160];
 	char		 sd[80];
-	const char	*host, *prog;
+	const char	*host, *prog, *peer;
 	char		 pid[8];
 	int64_t		 received;
 	uint8_t		 fac, sev;
@@ -72,6 +73,8 @@ tm_fill(struct lb_msg *m, const struct tmsg *t)
 	m->host.len = strlen(t->host);
 	m->program.p = (const uint8_t *)t->prog;
 	m->program.len = strlen(t->prog);
+	m->peer.p = (const uint8_t *)t->peer;
+	m->peer.len = strlen(t->peer);
 	m->pid.p = (const uint8_t *)t->pid;
 	m->pid.len = strlen(t->pid);
 	m->sd.p = (const uint8_t *)t->sd;
@@ -107,6 +110,7 @@ gen_msgs(void)
 			    rnd(2) ? "bob" : "Alice", rnd(5));
 		t->host = hosts[rnd(4)];
 		t->prog = progs[rnd(4)];
+		t->peer = peers[rnd(4)];
 		if (rnd(3))
 			snprintf(t->pid, sizeof(t->pid), "%u", 100 + rnd(20));
 		t->fac = rnd(10) == 0 ? LB_NOVALUE : (uint8_t)rnd(24);
@@ -215,6 +219,7 @@ static const char *text_pats[] = {
 };
 static const char *host_pats[] = { "web-01", "db-1", "web-*", "*-0?", "nohost", "*" };
 static const char *prog_pats[] = { "sshd", "cron", "*n*", "ng*", "*" };
+static const char *peer_pats[] = { "10.0.0.7", "10.0.0.*", "2001:db8::1", "*:*", "*" };
 
 static struct lb_qnode *
 gen_leaf(void)
@@ -227,6 +232,8 @@ gen_leaf(void)
 		return (qterm(LB_NS_TEXT, NULL,
 		    text_pats[rnd(sizeof(text_pats) / sizeof(*text_pats))]));
 	case 4:
+		if (rnd(3) == 0)
+			return (qterm(LB_NS_PEER, NULL, peer_pats[rnd(5)]));
 		return (qterm(LB_NS_HOST, NULL, host_pats[rnd(6)]));
 	case 5:
 		return (qterm(LB_NS_PROGRAM, NULL, prog_pats[rnd(5)]));
@@ -503,7 +510,7 @@ static void
 random_req(struct lb_searchreq *rq, struct lb_qnode *q)
 {
 	static const uint8_t tops[] = { LB_NS_HOST, LB_NS_PROGRAM, LB_NS_SEVERITY, LB_NS_TEXT,
-	    LB_NS_SD, LB_NS_FACILITY, LB_NS_PID };
+	    LB_NS_SD, LB_NS_FACILITY, LB_NS_PID, LB_NS_PEER };
 	int64_t span[] = { T0, T0 + 2 * DAY_US };
 
 	memset(rq, 0, sizeof(*rq));
@@ -590,7 +597,8 @@ static const char *texts[] = {
 	"program:*n* severity<=warning", "facility:kern OR facility:3", "ex@1.user:bob",
 	"ex@1.user:\"bob smith\"", "*ta AND e?a", "NOT (*a OR *e)", "*", "pid:1?0",
 	"severity>err NOT host:mail", "nosuchword OR x", "e* NOT eta", "\"* smith\"",
-	"message:alpha", "program:* AND NOT pid:*",
+	"message:alpha", "program:* AND NOT pid:*", "peer:10.0.0.7", "peer:10.0.0.*",
+	"peer:2001\\:db8\\:\\:1", "peer:* AND NOT host:mail",
 };
 
 static void
@@ -811,7 +819,7 @@ t_limits(void **state)
 	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
 	rq = ok; rq.topk = LB_TOP_MAX + 1;
 	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
-	rq = ok; rq.top_ns = 0x09;
+	rq = ok; rq.top_ns = 0x0a;
 	assert_int_equal(lb_search(st, &rq, &r), EINVAL);
 	rq = ok; rq.top_ns = LB_NS_SD; rq.top_sdname = NULL;
 	assert_int_equal(lb_search(st, &rq, &r), EINVAL);

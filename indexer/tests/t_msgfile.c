@@ -75,9 +75,9 @@ fill(uint64_t *s, uint8_t *p, size_t len, int kind)
 static void
 gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
 {
-	struct lb_slice	*f[5];
-	size_t		 lens[6], max[5] = { LB_FIELD_MAX, LB_FIELD_MAX, LB_FIELD_MAX,
-	    LB_FIELD_MAX, LB_SD_MAX }, total = 0, off;
+	struct lb_slice	*f[6];
+	size_t		 lens[7], max[6] = { LB_FIELD_MAX, LB_FIELD_MAX, LB_FIELD_MAX,
+	    LB_FIELD_MAX, LB_SD_MAX, LB_FIELD_MAX }, total = 0, off;
 	uint8_t		*p;
 	int		 kind = (int)(rnd(s) % 4);
 
@@ -87,7 +87,8 @@ gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
 	f[2] = &r->m.pid;
 	f[3] = &r->m.msgid;
 	f[4] = &r->m.sd;
-	for (int i = 0; i < 5; i++) {
+	f[5] = &r->m.peer;
+	for (int i = 0; i < 6; i++) {
 		lens[i] = small ? rnd(s) % 6 : pick_len(s, max[i]);
 		if (i == 4 && !small && rnd(s) % 4 != 0)
 			lens[i] = rnd(s) % 40;
@@ -95,31 +96,31 @@ gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
 	}
 	switch (small ? 9 : rnd(s) % 12) {
 	case 0:
-		lens[5] = 0;
+		lens[6] = 0;
 		break;
 	case 1:
-		lens[5] = big ? LB_MSG_MAX : 3000;
+		lens[6] = big ? LB_MSG_MAX : 3000;
 		break;
 	case 2:
-		lens[5] = 1000 + rnd(s) % 4000;
+		lens[6] = 1000 + rnd(s) % 4000;
 		break;
 	default:
-		lens[5] = small ? rnd(s) % 30 : rnd(s) % 300;
+		lens[6] = small ? rnd(s) % 30 : rnd(s) % 300;
 		break;
 	}
-	total += lens[5];
+	total += lens[6];
 	assert_non_null(r->mem = malloc(total + 1));
 	p = r->mem;
 	off = 0;
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		fill(s, p + off, lens[i], kind);
 		f[i]->p = p + off;
 		f[i]->len = lens[i];
 		off += lens[i];
 	}
-	fill(s, p + off, lens[5], kind);
+	fill(s, p + off, lens[6], kind);
 	r->m.message.p = p + off;
-	r->m.message.len = lens[5];
+	r->m.message.len = lens[6];
 	r->m.id = id;
 	r->m.received = recv;
 	switch (rnd(s) % 5) {
@@ -136,7 +137,7 @@ gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
 	r->m.tzoff = (int16_t)rnd(s);
 	r->m.facility = (uint8_t)(rnd(s) % 3 == 0 ? LB_NOVALUE : rnd(s) % 24);
 	r->m.severity = (uint8_t)(rnd(s) % 3 == 0 ? rnd(s) : rnd(s) % 8);
-	r->m.flags = (uint16_t)rnd(s);
+	r->m.flags = (uint16_t)rnd(s) & (uint16_t)~LB_MSG_PEER;	/* the record's, not m's */
 }
 
 static void
@@ -163,21 +164,22 @@ assert_msg(const struct lb_msg *a, const struct lb_msg *b)
 	assert_slice(a->msgid, b->msgid);
 	assert_slice(a->sd, b->sd);
 	assert_slice(a->message, b->message);
+	assert_slice(a->peer, b->peer);
 }
 
 static int
 msg_eq(const struct lb_msg *a, const struct lb_msg *b)
 {
-	const struct lb_slice	*sa[6] = { &a->host, &a->program, &a->pid, &a->msgid, &a->sd,
-	    &a->message };
-	const struct lb_slice	*sb[6] = { &b->host, &b->program, &b->pid, &b->msgid, &b->sd,
-	    &b->message };
+	const struct lb_slice	*sa[7] = { &a->host, &a->program, &a->pid, &a->msgid, &a->sd,
+	    &a->message, &a->peer };
+	const struct lb_slice	*sb[7] = { &b->host, &b->program, &b->pid, &b->msgid, &b->sd,
+	    &b->message, &b->peer };
 
 	if (a->id != b->id || a->received != b->received || a->timestamp != b->timestamp ||
 	    a->tzoff != b->tzoff || a->facility != b->facility || a->severity != b->severity ||
 	    a->flags != b->flags)
 		return (0);
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		if (sa[i]->len != sb[i]->len ||
 		    (sa[i]->len > 0 && memcmp(sa[i]->p, sb[i]->p, sa[i]->len) != 0))
 			return (0);
@@ -350,6 +352,9 @@ t_limits(void **state)
 	r.m.sd.len = LB_SD_MAX + 1;
 	assert_int_equal(lb_msgfile_append(mf, &r.m), LB_ETOOBIG);
 	r.m.sd.len = 0;
+	r.m.peer.len = LB_FIELD_MAX + 1;
+	assert_int_equal(lb_msgfile_append(mf, &r.m), LB_ETOOBIG);
+	r.m.peer.len = 0;
 	assert_int_equal(lb_msgfile_get(mf, 0, &m), LB_ENOTFOUND);
 	assert_ok(lb_msgfile_append(mf, &r.m));
 	assert_ok(lb_msgfile_get(mf, 0, &m));
@@ -586,7 +591,7 @@ t_crash_stale_wal(void **state)
 		free(r->mem);
 		assert_non_null(r->mem = malloc(8 * 1024));
 		memset(r->mem, 'a' + (int)(i % 26), 8 * 1024);
-		r->m.host = r->m.program = r->m.pid = r->m.msgid = r->m.sd =
+		r->m.host = r->m.program = r->m.pid = r->m.msgid = r->m.sd = r->m.peer =
 		    (struct lb_slice){ r->mem, 3 };
 		r->m.message = (struct lb_slice){ r->mem, 8 * 1024 };
 		assert_ok(lb_msgfile_append(mf, &r->m));
@@ -958,6 +963,183 @@ t_golden(void **state)
 	t_rmtree(dir);
 }
 
+/* The golden record of t_golden as it was before peers existed (FORMAT.md §3.4). */
+static const uint8_t old_body[] = {
+	0x07, 0x80, 0x89, 0x7a, 0xcf, 0x0f, 0x77, 0x04, 0x06, 0x04,
+	0x04, 'w', 'e', 'b', '1', 0x04, 's', 's', 'h', 'd', 0x02, '4', '2', 0x00, 0x00,
+	0x04, 'h', 'i', 0x00, '\n',
+};
+
+/* Writes messages (one stored block of payload p[0..n), id 7, received 1000000) and an empty WAL. */
+static void
+write_block(const char *dir, const uint8_t *p, size_t n)
+{
+	uint8_t	 f[LB_FHDR_SIZE + LB_BHDR_SIZE + 512], *h = f + LB_FHDR_SIZE;
+
+	assert_true(n <= 512);
+	memset(f, 0, sizeof(f));
+	lb_put32(f + LB_FHDR_MAGIC, LB_WAL_MAGIC);
+	lb_put32(f + LB_FHDR_VERSION, LB_MSGF_VERSION);
+	lb_put64(f + LB_FHDR_FIRST_ID, 7);
+	lb_put32(f + LB_FHDR_CRC, lb_crc32(f, LB_FHDR_CRC));
+	write_file(dir, LB_FILE_WAL, f, LB_FHDR_SIZE);
+	lb_put32(f + LB_FHDR_MAGIC, LB_MSGF_MAGIC);
+	lb_put32(f + LB_FHDR_CRC, lb_crc32(f, LB_FHDR_CRC));
+	lb_put32(h + LB_BHDR_MAGIC, LB_BLK_MAGIC);
+	lb_put32(h + LB_BHDR_COUNT, 1);
+	lb_put64(h + LB_BHDR_FIRST_ID, 7);
+	lb_put64(h + LB_BHDR_TMIN, 1000000);
+	lb_put64(h + LB_BHDR_TMAX, 1000000);
+	lb_put32(h + LB_BHDR_RAW_LEN, (uint32_t)n);
+	lb_put32(h + LB_BHDR_COMP_LEN, (uint32_t)n);
+	lb_put32(h + LB_BHDR_PAYLOAD_CRC, lb_crc32(p, n));
+	h[LB_BHDR_METHOD] = LB_BLK_STORED;
+	lb_put32(h + LB_BHDR_CRC, lb_crc32(h, LB_BHDR_CRC));
+	memcpy(h + LB_BHDR_SIZE, p, n);
+	write_file(dir, LB_FILE_MESSAGES, f, LB_FHDR_SIZE + LB_BHDR_SIZE + n);
+}
+
+/* Writes messages (no block) and a WAL holding the one record body b[0..n). */
+static void
+write_wal(const char *dir, const uint8_t *b, size_t n)
+{
+	uint8_t	 f[LB_FHDR_SIZE + LB_WREC_HDR + 256];
+
+	assert_true(n <= 256);
+	memset(f, 0, sizeof(f));
+	lb_put32(f + LB_FHDR_MAGIC, LB_MSGF_MAGIC);
+	lb_put32(f + LB_FHDR_VERSION, LB_MSGF_VERSION);
+	lb_put64(f + LB_FHDR_FIRST_ID, 7);
+	lb_put32(f + LB_FHDR_CRC, lb_crc32(f, LB_FHDR_CRC));
+	write_file(dir, LB_FILE_MESSAGES, f, LB_FHDR_SIZE);
+	lb_put32(f + LB_FHDR_MAGIC, LB_WAL_MAGIC);
+	lb_put32(f + LB_FHDR_CRC, lb_crc32(f, LB_FHDR_CRC));
+	lb_put32(f + LB_FHDR_SIZE, (uint32_t)n);
+	lb_put32(f + LB_FHDR_SIZE + 4, lb_crc32(b, n));
+	memcpy(f + LB_FHDR_SIZE + LB_WREC_HDR, b, n);
+	write_file(dir, LB_FILE_WAL, f, LB_FHDR_SIZE + LB_WREC_HDR + n);
+}
+
+/* Opens dir read-only and gets id 7: the result, *m filled on success (mf left in *out). */
+static int
+get7(const char *dir, struct lb_msgfile **out, struct lb_msg *m)
+{
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, out));
+	return (lb_msgfile_get(*out, 7, m));
+}
+
+/*
+ * The peer (FORMAT.md §3.3): a record written before it existed still decodes, from a block
+ * and from the WAL, with an empty peer; a record with one carries LB_MSG_PEER and the peer
+ * after the message, byte for byte; a peer that breaks the rules is LB_ECORRUPT.
+ */
+static void
+t_peer(void **state)
+{
+	char			 dir[256], path[512], why[256];
+	struct lb_msgfile	*mf;
+	struct lb_msg		 m, w;
+	uint8_t			 b[512], *buf;
+	size_t			 n, len;
+	static const uint8_t	 peer[] = { 0x08, '1', '0', '.', '0', '.', '0', '.', '7' };
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+
+	/* Old records: in the WAL and in a block. */
+	write_wal(dir, old_body, sizeof(old_body));
+	assert_ok(get7(dir, &mf, &m));
+	assert_true(m.received == 1000000 && m.flags == LB_MSG_RFC3164 && m.peer.len == 0);
+	assert_true(m.host.len == 4 && memcmp(m.host.p, "web1", 4) == 0 && m.message.len == 4);
+	lb_msgfile_close(mf);
+	write_block(dir, old_body + 1, sizeof(old_body) - 1);
+	assert_ok(get7(dir, &mf, &m));
+	assert_true(m.received == 1000000 && m.flags == LB_MSG_RFC3164 && m.peer.len == 0);
+	assert_true(m.message.len == 4 && memcmp(m.message.p, "hi\0\n", 4) == 0);
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_close(mf);
+	t_rmtree(dir);
+
+	/* The writer: flag and peer after the message; m's own LB_MSG_PEER is ignored. */
+	t_mkdtemp(dir, sizeof(dir));
+	memset(&w, 0, sizeof(w));
+	w.id = 7;
+	w.received = 1000000;
+	w.timestamp = 999000;
+	w.tzoff = -60;
+	w.facility = 4;
+	w.severity = 6;
+	w.flags = LB_MSG_RFC3164 | LB_MSG_PEER;
+	w.host = (struct lb_slice){ (const uint8_t *)"web1", 4 };
+	w.program = (struct lb_slice){ (const uint8_t *)"sshd", 4 };
+	w.pid = (struct lb_slice){ (const uint8_t *)"42", 2 };
+	w.message = (struct lb_slice){ (const uint8_t *)"hi\0\n", 4 };
+	w.peer = (struct lb_slice){ (const uint8_t *)"10.0.0.7", 8 };
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 7, &mf));
+	assert_ok(lb_msgfile_append(mf, &w));
+	w.id = 8;
+	w.peer.len = 0;		/* the flag alone is not written */
+	assert_ok(lb_msgfile_append(mf, &w));
+	assert_ok(lb_msgfile_commit(mf, 1));
+	lb_msgfile_close(mf);
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
+	read_file(path, &buf, &len);
+	memcpy(b, old_body, sizeof(old_body));
+	b[9] = 0x44;
+	memcpy(b + sizeof(old_body), peer, sizeof(peer));
+	n = sizeof(old_body) + sizeof(peer);
+	assert_int_equal(len, LB_FHDR_SIZE + 2 * LB_WREC_HDR + n + sizeof(old_body));
+	assert_int_equal(lb_get32(buf + LB_FHDR_SIZE), n);
+	assert_memory_equal(buf + LB_FHDR_SIZE + LB_WREC_HDR, b, n);
+	/* The second record is the old format exactly, but for its id. */
+	assert_int_equal(buf[LB_FHDR_SIZE + 2 * LB_WREC_HDR + n], 8);
+	assert_memory_equal(buf + LB_FHDR_SIZE + 2 * LB_WREC_HDR + n + 1, old_body + 1,
+	    sizeof(old_body) - 1);
+	free(buf);
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 0, &mf));	/* recovered, then sealed */
+	assert_ok(lb_msgfile_seal(mf));
+	lb_msgfile_close(mf);
+	assert_ok(get7(dir, &mf, &m));
+	assert_true(m.flags == LB_MSG_RFC3164 && m.peer.len == 8 &&
+	    memcmp(m.peer.p, "10.0.0.7", 8) == 0);
+	assert_ok(lb_msgfile_get(mf, 8, &m));
+	assert_true(m.flags == LB_MSG_RFC3164 && m.peer.len == 0);
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_close(mf);
+	t_rmtree(dir);
+
+	/* Bad peers in a block: cut short, flag with no bytes, empty, over LB_FIELD_MAX. */
+	t_mkdtemp(dir, sizeof(dir));
+	memcpy(b, old_body + 1, sizeof(old_body) - 1);
+	b[8] = 0x44;
+	n = sizeof(old_body) - 1;
+	write_block(dir, b, n);				/* the flag, nothing after */
+	assert_int_equal(get7(dir, &mf, &m), LB_ECORRUPT);
+	lb_msgfile_close(mf);
+	memcpy(b + n, peer, sizeof(peer));
+	write_block(dir, b, n + sizeof(peer) - 1);	/* one byte short */
+	assert_int_equal(get7(dir, &mf, &m), LB_ECORRUPT);
+	lb_msgfile_close(mf);
+	b[n] = 0x00;
+	write_block(dir, b, n + 1);			/* an empty peer under the flag */
+	assert_int_equal(get7(dir, &mf, &m), LB_ECORRUPT);
+	lb_msgfile_close(mf);
+	b[n] = 0x80;
+	b[n + 1] = 0x02;				/* 256 bytes */
+	memset(b + n + 2, 'p', 256);
+	write_block(dir, b, n + 2 + 256);
+	assert_int_equal(get7(dir, &mf, &m), LB_ECORRUPT);
+	assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
+	lb_msgfile_close(mf);
+	/* The same in the WAL: the record does not decode, so id 7 is not there. */
+	memcpy(b, old_body, sizeof(old_body));
+	b[9] = 0x44;
+	write_wal(dir, b, sizeof(old_body));
+	assert_int_not_equal(get7(dir, &mf, &m), 0);
+	lb_msgfile_close(mf);
+	t_rmtree(dir);
+}
+
 /*
  * The compressor thread under a random mix of calls: many blocks appended quickly with
  * commits (with and without sync), gets of any id (open block, queued blocks, written
@@ -1260,6 +1442,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_golden),
 		cmocka_unit_test(t_limits),
+		cmocka_unit_test(t_peer),
 		cmocka_unit_test(t_roundtrip),
 		cmocka_unit_test(t_reader_follows),
 		cmocka_unit_test(t_middle_damage),

@@ -93,7 +93,7 @@ static void
 dump(char *b, size_t n, const struct lb_qnode *q)
 {
 	static const char *ns[] = { "?", "text", "host", "program", "pid", "msgid", "fac",
-	    "sev", "sd" };
+	    "sev", "sd", "peer" };
 	size_t l = strlen(b);
 
 	switch (q->kind) {
@@ -262,6 +262,9 @@ t_shapes_fields(void **state)
 	shape("host:10.0.0.*", "host:P:10.0.0.*/10.0.0.", NULL);
 	shape("host:\"a b\"", "host:E:a b/a b", "host:a\\ b");
 	shape("host:a:b", "host:E:a:b/a:b", "host:a\\:b");
+	shape("peer:10.0.0.7", "peer:E:10.0.0.7/10.0.0.7", NULL);
+	shape("PEER:10.0.0.*", "peer:P:10.0.0.*/10.0.0.", "peer:10.0.0.*");
+	shape("peer:2001:DB8::1", "peer:E:2001:db8::1/2001:db8::1", "peer:2001\\:db8\\:\\:1");
 	shape("program:ssh*", "program:P:ssh*/ssh", NULL);
 	shape("program:/usr/sbin/cron", "program:E:/usr/sbin/cron//usr/sbin/cron",
 	    "program:\\/usr\\/sbin\\/cron");
@@ -715,6 +718,16 @@ t_match_fields(void **state)
 	assert_true(qm("meta.sequenceId:*", &m));
 	assert_false(qm("meta.other:*", &m));
 	assert_true(qm("host:web-01 program:sshd bob severity:info", &m));
+	/* peer: like host: (the whole address, folded; no peer matches nothing). */
+	assert_false(qm("peer:*", &m));
+	slice(&m.peer, "10.0.0.7");
+	assert_true(qm("peer:10.0.0.7", &m));
+	assert_true(qm("peer:10.0.0.*", &m));
+	assert_false(qm("peer:10.0.0", &m));
+	assert_false(qm("peer:10.0.0.70", &m));
+	assert_false(qm("10.0.0.7", &m));
+	assert_false(qm("host:10.0.0.7", &m));
+	assert_true(qm("NOT peer:10.0.0.8", &m));
 	/* A missing field or value matches nothing; NOT of it matches. */
 	m.host.len = 0;
 	m.severity = LB_NOVALUE;

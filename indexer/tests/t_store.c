@@ -306,7 +306,7 @@ t_fields_cut_and_flagged(void **state)
 	struct lb_msg	 m;
 	uint8_t		*big;
 	const size_t	 bigl = LB_MSG_MAX + 100;
-	struct lb_slice	*fld[4];
+	struct lb_slice	*fld[5];
 	char		 sd2[64 + LB_SD_MAX];
 	size_t		 n;
 
@@ -319,8 +319,9 @@ t_fields_cut_and_flagged(void **state)
 	fld[1] = &m.program;
 	fld[2] = &m.pid;
 	fld[3] = &m.msgid;
+	fld[4] = &m.peer;
 	/* One field at a time, at the limit (kept whole, no flag) and one byte over (cut). */
-	for (int f = 0; f < 4; f++) {
+	for (int f = 0; f < 5; f++) {
 		for (size_t over = 0; over <= 1; over++) {
 			memset(&m, 0, sizeof(m));
 			m.received = T0;
@@ -334,12 +335,18 @@ t_fields_cut_and_flagged(void **state)
 			assert_int_equal(!!(m.flags & LB_MSG_FIELDCUT), over);
 		}
 	}
+	/* lb_msg_fit alone: a 300-byte peer is cut like a host. */
+	memset(&m, 0, sizeof(m));
+	m.peer.p = big;
+	m.peer.len = 300;
+	lb_msg_fit(&m);
+	assert_true(m.peer.len == LB_FIELD_MAX && m.flags == LB_MSG_FIELDCUT);
 	/* The whole 4 KiB a frame may carry, every field at once, and a message too long. */
 	memset(&m, 0, sizeof(m));
 	m.received = T0;
 	m.timestamp = LB_NOTIME;
-	m.host.p = m.program.p = m.pid.p = m.msgid.p = big;
-	m.host.len = m.program.len = m.pid.len = m.msgid.len = 4096;
+	m.host.p = m.program.p = m.pid.p = m.msgid.p = m.peer.p = big;
+	m.host.len = m.program.len = m.pid.len = m.msgid.len = m.peer.len = 4096;
 	m.sd.p = big;
 	m.sd.len = 65536;
 	m.message.p = big;
@@ -382,7 +389,7 @@ t_fields_cut_and_flagged(void **state)
 	assert_int_equal(lb_errclass(0), LB_ERRC_NONE);
 	m.received = T0;
 	assert_ok(lb_store_append(st, &m));
-	assert_int_equal(m.id, 12);	/* 11 above: the refused one took no id */
+	assert_int_equal(m.id, 14);	/* 13 above: the refused one took no id */
 	assert_ok(lb_store_close(st));
 	/* Read back: cut bytes, flags on disk. */
 	assert_ok(lb_store_open(dir, "main", LB_RDONLY, &st));
@@ -391,7 +398,11 @@ t_fields_cut_and_flagged(void **state)
 	assert_true(m.flags & LB_MSG_FIELDCUT);
 	assert_ok(lb_store_get(st, 1, &m));
 	assert_false(m.flags & LB_MSG_FIELDCUT);
-	assert_ok(lb_store_get(st, 9, &m));
+	assert_ok(lb_store_get(st, 10, &m));
+	assert_true(m.peer.len == LB_FIELD_MAX && m.peer.p[0] == 'x' && m.host.len == 0);
+	assert_true(m.flags & LB_MSG_FIELDCUT);
+	assert_ok(lb_store_get(st, 11, &m));
+	assert_int_equal(m.peer.len, LB_FIELD_MAX);
 	assert_int_equal(m.sd.len, LB_SD_MAX);
 	assert_int_equal(m.message.len, LB_MSG_MAX);
 	assert_int_equal(m.flags & (LB_MSG_FIELDCUT | LB_MSG_TRUNCATED),

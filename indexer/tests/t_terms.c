@@ -122,7 +122,7 @@ t_segw_equals_msg_terms(void **state)
 	struct pairs		 want = { 0 }, got = { 0 };
 	struct seg_walk		 walk;
 	char			 dir[256], path[300];
-	char			 text[300], host[40], prog[20];
+	char			 text[300], host[40], prog[20], peer[300];
 	struct lb_msg		 m;
 
 	(void)state;
@@ -142,6 +142,10 @@ t_segw_equals_msg_terms(void **state)
 		m.program.len = rnd_text(prog, sizeof(prog), "sshdSSHD");
 		m.pid = m.program;
 		m.msgid.len = 0;
+		m.peer.p = (const uint8_t *)peer;
+		m.peer.len = id % 7 == 0 ? sizeof(peer) : rnd_text(peer, sizeof(peer), "01.:aF");
+		if (id % 7 == 0)
+			memset(peer, 'P', sizeof(peer));	/* cut at LB_TOKEN_MAX */
 		m.facility = rnd() % 5 == 0 ? LB_NOVALUE : (uint8_t)(rnd() % 24);
 		m.severity = rnd() % 5 == 0 ? LB_NOVALUE : (uint8_t)(rnd() % 8);
 		m.sd.p = (const uint8_t *)sds[id % 6];

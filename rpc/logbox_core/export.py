@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 EXPORT_PAGE = 2000  # hits a page: a page's parsed JSON is what an export holds in memory
 FORMATS = ("ndjson", "csv")
 CSV_COLUMNS = (
-    "id", "received", "timestamp", "host", "program", "pid", "msgid", "facility", "severity",
-    "flags", "sd", "message",
+    "id", "received", "timestamp", "host", "peer", "program", "pid", "msgid", "facility",
+    "severity", "flags", "sd", "message",
 )  # fmt: skip
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8; header=present", "ndjson": "application/x-ndjson"}
 WARNINGS_KEPT = 100  # distinct warnings an export writes out; past that it counts them
@@ -105,6 +105,7 @@ def csv_rows(hits: list[dict[str, Any]]) -> bytes:
                 csv_cell(h["received"]),
                 csv_cell(h["timestamp"] or ""),
                 csv_cell(h["host"]),
+                csv_cell(h["peer"]),
                 csv_cell(h["program"]),
                 csv_cell(h["pid"]),
                 csv_cell(h["msgid"]),

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 DEFAULT_DELIMITERS = b"&:~?![]=,;()'\"/\\|<>{}*"
 WHITESPACE = b"\t\n\v\f\r "
 TOKEN_MAX = 255
-FIELDS = frozenset({b"host", b"program", b"pid", b"msgid", b"message", b"facility", b"severity"})
+FIELDS = frozenset(
+    {b"host", b"peer", b"program", b"pid", b"msgid", b"message", b"facility", b"severity"}
+)
 SD_IDS = frozenset({b"timeQuality", b"origin", b"meta"})
 OPERATORS = frozenset({b"AND", b"OR", b"NOT"})
 

@@ -90,6 +90,7 @@ SCHEMAS: dict[str, Any] = {
             "timestamp": NSTR,
             "timestamp_us": NINT,
             "host": STR,
+            "peer": STR,
             "program": STR,
             "pid": STR,
             "msgid": STR,

@@ -190,8 +190,8 @@ def histogram(logspace: str, args: dict[str, Any]) -> Response:
             Param(
                 "field",
                 "string",
-                "host, program, pid, msgid, facility, severity, message or an RFC 5424 SD "
-                "parameter `<sd-id>.<param>`",
+                "host, peer, program, pid, msgid, facility, severity, message or an RFC 5424 "
+                "SD parameter `<sd-id>.<param>`",
                 required=True,
             ),
             Param("k", "integer", "how many values", default=10, minimum=1, maximum=1000),
@@ -250,8 +250,8 @@ def message(logspace: str, id: int, args: dict[str, Any]) -> Response:
             "application/x-ndjson": "one message object (Message) a line; after the last one, a "
             '{"warning": "..."} line per part of the store that could not be read, and '
             '{"error": {...}} when searchd failed midway',
-            "text/csv": "header id,received,timestamp,host,program,pid,msgid,facility,severity,"
-            "flags,sd,message; a text cell starting with = + - @ tab or CR gets a leading ', "
+            "text/csv": "header id,received,timestamp,host,peer,program,pid,msgid,facility,"
+            "severity,flags,sd,message; a text cell starting with = + - @ tab or CR gets a leading ', "
             "control characters are escaped as in NDJSON (\\u001b); after the last row, a "
             "'# warning: ...' row per part of the store that could not be read, and "
             "'# error: <code>: <message>' when searchd failed midway",

@@ -25,8 +25,16 @@ from typing import Any
 
 from lbtest.oracle import DEFAULT_TABLE, TOKEN_MAX, WHITESPACE, fold, tokenize
 
-NS_TEXT, NS_HOST, NS_PROGRAM, NS_PID, NS_MSGID, NS_FACILITY, NS_SEVERITY, NS_SD = range(1, 9)
-FIELD_NS = {"host": NS_HOST, "program": NS_PROGRAM, "pid": NS_PID, "msgid": NS_MSGID}
+NS_TEXT, NS_HOST, NS_PROGRAM, NS_PID, NS_MSGID, NS_FACILITY, NS_SEVERITY, NS_SD, NS_PEER = range(
+    1, 10
+)
+FIELD_NS = {
+    "host": NS_HOST,
+    "program": NS_PROGRAM,
+    "pid": NS_PID,
+    "msgid": NS_MSGID,
+    "peer": NS_PEER,
+}
 NS_FIELD = {v: k for k, v in FIELD_NS.items()}
 SD_NAME_MAX = 64  # lb_terms.c: an SD-ID or PARAM-NAME longer than this is cut
 SD_MAX = 16 * 1024  # LB_SD_MAX: bytes of one unescaped SD value kept
@@ -452,9 +460,11 @@ def text_node(tokens: list[bytes], pos: int, ns: int, sdname: bytes | None = Non
 
 
 def field_kind(name: bytes) -> str | None:
-    """ "host", ..., "message", "facility", "severity", "sd" or None (a text word)."""
+    """ "host", ..., "peer", "message", "facility", "severity", "sd" or None (a text word)."""
     low = name.lower()
-    if low in (b"host", b"program", b"pid", b"msgid", b"message", b"facility", b"severity"):
+    if low in (
+        b"host", b"program", b"pid", b"msgid", b"peer", b"message", b"facility", b"severity",
+    ):  # fmt: skip
         return low.decode()
     return "sd" if is_sd_name(name) else None
 
@@ -601,6 +611,7 @@ class Msg:
     severity: int | None
     sd: bytes
     message: bytes
+    peer: bytes = b""
 
     @classmethod
     def from_json(cls, rec: dict[str, Any]) -> Msg:
@@ -619,6 +630,7 @@ class Msg:
             severity=rec.get("severity"),
             sd=b("sd"),
             message=b("message"),
+            peer=b("peer"),
         )
 
 
@@ -626,11 +638,15 @@ TermT = tuple[int, bytes]  # (namespace, bytes); SD bytes are sdname 0x00 token
 
 
 def msg_terms(m: Msg, table: frozenset[int] = DEFAULT_TABLE) -> list[TermT]:
-    """lb_msg_terms: text tokens in order, host, program, pid, msgid (whole value, folded, cut
-    at TOKEN_MAX, only when non-empty), facility, severity (one byte each, when known), then
+    """lb_msg_terms: text tokens in order, host, program, pid, msgid, peer (whole value, folded,
+    cut at TOKEN_MAX, only when non-empty), facility, severity (one byte each, when known), then
     the structured-data terms."""
     out: list[TermT] = [(NS_TEXT, t) for t in tokenize(m.message, table)]
-    for ns, v in ((NS_HOST, m.host), (NS_PROGRAM, m.program), (NS_PID, m.pid), (NS_MSGID, m.msgid)):
+    fields = (
+        (NS_HOST, m.host), (NS_PROGRAM, m.program), (NS_PID, m.pid), (NS_MSGID, m.msgid),
+        (NS_PEER, m.peer),
+    )  # fmt: skip
+    for ns, v in fields:
         if v:
             out.append((ns, fold(v[:TOKEN_MAX])))
     if m.facility is not None:

@@ -83,7 +83,8 @@ read_all(struct lb_msgfile *mf)
 	for (uint64_t id = first; id < next && id - first < MAX_GETS; id++) {
 		rc = lb_msgfile_get(mf, id, &m);
 		if (rc == 0 && (m.id != id || m.message.len > LB_MSG_MAX ||
-		    m.host.len > LB_FIELD_MAX || m.sd.len > LB_SD_MAX))
+		    m.host.len > LB_FIELD_MAX || m.sd.len > LB_SD_MAX ||
+		    m.peer.len > LB_FIELD_MAX || (m.flags & LB_MSG_PEER)))
 			abort();
 		if (rc != 0 && rc != LB_ECORRUPT && rc != LB_ENOTFOUND)
 			abort();
@@ -144,10 +145,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		m.timestamp = LB_NOTIME;
 		m.host = (struct lb_slice){ (const uint8_t *)"h", 1 };
 		m.message = (struct lb_slice){ (const uint8_t *)"x\0y", 3 };
+		if (next % 3 != 0)	/* with a peer, and without */
+			m.peer = (struct lb_slice){ (const uint8_t *)"10.0.0.7", 8 };
 		if (lb_msgfile_append(mf, &m) == 0) {
 			if (lb_msgfile_get(mf, next, &got) != 0 || got.id != next ||
 			    got.message.len != 3 || memcmp(got.message.p, "x\0y", 3) != 0 ||
-			    got.host.len != 1 || got.received != 1 || got.timestamp != LB_NOTIME)
+			    got.host.len != 1 || got.received != 1 || got.timestamp != LB_NOTIME ||
+			    got.peer.len != m.peer.len || got.flags != 0 ||
+			    (m.peer.len > 0 && memcmp(got.peer.p, "10.0.0.7", 8) != 0))
 				abort();
 			if (lb_msgfile_commit(mf, 0) != 0)
 				abort();

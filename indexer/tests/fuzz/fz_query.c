@@ -47,6 +47,8 @@ roundtrip(const struct lb_tokconf *tc, const uint8_t *data, size_t size)
 	m.message.len = size;
 	m.host.p = (const uint8_t *)"web-01";
 	m.host.len = 6;
+	m.peer.p = (const uint8_t *)"10.0.0.7";
+	m.peer.len = 8;
 	m.sd.p = (const uint8_t *)"[x@1 a=\"b c\"][meta seq=\"1\"]";
 	m.sd.len = strlen((const char *)m.sd.p);
 	r = lb_query_match(q, tc, &m);

@@ -1,0 +1,30 @@
+# Scenario: the names a [[logspace]] table may use are the same on both sides of collector.toml.
+# indexd routes with them (indexer/indexd/routes.c: the listener names; the facility names are
+# liblogbox's, lb_query.c), collector/render.py checks the same file and names the listeners
+# (the keys of [ports]). A name added or renamed on one side fails here, not at a reload.
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from lbtest.appliance import render_module
+
+
+def c_names(path: Path, array: str) -> list[str]:
+    """The string literals of `array[] = { ... };` in a C file."""
+    m = re.search(re.escape(array) + r"\[[0-9]*\]\s*=\s*\{(.*?)\};", path.read_text(), re.S)
+    assert m, f"no {array}[] in {path}"
+    return re.findall(r'"([^"]*)"', m.group(1))
+
+
+def test_facility_names(top: Path) -> None:
+    c = c_names(top / "indexer" / "lib" / "lb_query.c", "facilities")
+    assert c == list(render_module().FACILITIES)
+
+
+def test_listener_names(top: Path) -> None:
+    c = c_names(top / "indexer" / "indexd" / "routes.c", "listeners")
+    fields = dataclasses.fields(render_module().Settings)
+    ports = [f.name.removesuffix("_port") for f in fields if f.name.endswith("_port")]
+    assert sorted(c) == sorted(ports)
