@@ -263,6 +263,9 @@ struct indexd {
 	const char	*spool_dir;	/* --spool (default <data>/spool) */
 	struct spool	*spool;
 	const char	*routes_path;	/* --routes */
+	struct routes	*routes;	/* the rules in force (NULL: none, all to main) */
+	int64_t		 routes_loaded;	/* real µs the rules in force were read; 0: never */
+	char		 routes_error[600];	/* "" or why the last reading failed */
 	struct lspace	**ls;		/* open logspaces */
 	size_t		 nls, capls;
 	struct lspace	*ls_last;	/* the last one looked up */

@@ -379,16 +379,47 @@ inputs_resume(struct indexd *env)
 	spool_kick(env);
 }
 
+/*
+ * Reads --routes (start, SIGHUP). A file that cannot be read or is refused is logged with its
+ * line and the rules in force stay (at start: none, every message to main).
+ */
+static void
+routes_reload(struct indexd *env, const char *why)
+{
+	struct routes	*r;
+	char		 err[512], desc[1024];
+	int		 rc;
+
+	if (env->routes_path == NULL)
+		return;
+	if ((rc = routes_load(env->routes_path, &r, err, sizeof(err))) != 0) {
+		snprintf(env->routes_error, sizeof(env->routes_error), "%s", err);
+		if (rc == ENOENT && env->routes == NULL)
+			log_warnx("%s: routes: %s: no rules, every message goes to main", why, err);
+		else
+			log_warnx("%s: routes: %s: keeping the %s in force", why, err,
+			    env->routes == NULL ? "no rules (every message to main)" : "rules");
+		return;
+	}
+	routes_free(env->routes);
+	env->routes = r;
+	env->routes_loaded = now_real_us();
+	env->routes_error[0] = '\0';
+	routes_describe(r, desc, sizeof(desc));
+	log_info("%s: routes: %s: %s", why, env->routes_path, desc);
+}
+
 static void
 reload(struct indexd *env)
 {
 	struct ix_conf	c;
 	char		err[512];
 
+	routes_reload(env, "SIGHUP");
 	settings_load(env, "SIGHUP");
 	if (env->config_path == NULL) {
-		if (env->settings.path == NULL)
-			log_info("SIGHUP: no --config or --logspaces to read again");
+		if (env->settings.path == NULL && env->routes_path == NULL)
+			log_info("SIGHUP: no --config, --logspaces or --routes to read again");
 		return;
 	}
 	if (config_read(env->config_path, &env->base, &c, err, sizeof(err)) != 0) {
@@ -488,6 +519,7 @@ main(int argc, char **argv)
 	settings_load(&env, "start");
 	if (env.settings.applied == 0)
 		retention_run(&env);	/* (a load that applied ran it) */
+	routes_reload(&env, "start");	/* (before a replayed batch is routed) */
 	fifo_recover(&env);
 	if ((rc = spool_init(&env)) != 0)
 		fatalx("%s: spool %s: %s", __func__, env.spool_dir, strerror(rc));
@@ -544,6 +576,7 @@ main(int argc, char **argv)
 	}
 	fifo_free(&env);
 	spool_free(&env);
+	routes_free(env.routes);
 	settings_free(&env);
 	for (int i = 0; i < 3; i++)
 		if (env.ev_sig[i] != NULL)

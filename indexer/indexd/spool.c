@@ -619,14 +619,17 @@ rec_grow(struct spool *s)
 	return (0);
 }
 
-/* The logspace a message goes to (the [[logspace]] rules: routes.c when it is in). */
+/* The logspace a message goes to: the [[logspace]] rules of --routes (routes.c). */
 static const char *
 route(struct indexd *env, const struct lb_msg *m, const struct spool_rec *r)
 {
-	(void)env;
-	(void)m;
-	(void)r;
-	return ("main");
+	char	lis[40];
+
+	if (env->routes == NULL)
+		return ("main");
+	memcpy(lis, r->listener.p, r->listener.len);	/* (1..32 bytes: spool_rec_parse) */
+	lis[r->listener.len] = '\0';
+	return (routes_pick(env->routes, m, lis));
 }
 
 /* While a file is being worked on, the spool input's name says which (logs, dead letters). */
@@ -668,8 +671,11 @@ batch_add(struct indexd *env, const struct spool_rec *r, const uint8_t *raw, siz
 	lb_syslog_parse(raw, rawlen, r->rtime, m);
 	if (cut)
 		m->flags |= LB_MSG_TRUNCATED;
-	if (m->host.len == 0 && !(r->peer.len == 1 && r->peer.p[0] == '-'))
-		m->host = r->peer;
+	if (!(r->peer.len == 1 && r->peer.p[0] == '-')) {
+		m->peer = r->peer;
+		if (m->host.len == 0)
+			m->host = r->peer;
+	}
 	ls = route(env, m, r);
 	for (k = 0; k < s->nbls; k++)
 		if (strcmp(s->bls[k].name, ls) == 0)

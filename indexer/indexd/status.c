@@ -281,6 +281,27 @@ status_deadletter(struct indexd *env)
 
 #define STATUS_PAGE	4096
 
+/* The --routes rules in force. */
+static json_t *
+status_routes(struct indexd *env)
+{
+	json_t	*o = json_object();
+	char	 t[40];
+
+	json_object_set_new(o, "file", env->routes_path != NULL ? json_string(env->routes_path) :
+	    json_null());
+	json_object_set_new(o, "rules", json_integer((json_int_t)routes_count(env->routes)));
+	if (env->routes_loaded != 0) {
+		lb_time_fmt(t, sizeof(t), env->routes_loaded, 0);
+		json_object_set_new(o, "loaded", json_string(t));
+	} else
+		json_object_set_new(o, "loaded", json_null());
+	json_object_set_new(o, "error", env->routes_error[0] != '\0' ?
+	    json_string(env->routes_error) : json_null());
+	json_object_set_new(o, "match_errors", json_integer((json_int_t)routes_errors(env->routes)));
+	return (o);
+}
+
 /*
  * The file system of the status file is full: writes buf over FILE in place (the pages it
  * has), then cuts what is left of the old text.
@@ -339,6 +360,7 @@ status_write(struct indexd *env)
 	json_object_set_new(o, "deadletter", status_deadletter(env));
 	json_object_set_new(o, "inputs", status_inputs(env));
 	json_object_set_new(o, "spool", spool_status(env));
+	json_object_set_new(o, "routes", status_routes(env));
 	json_object_set_new(o, "settings", status_settings(env));
 	json_object_set_new(o, "logspaces", status_logspaces(env));
 	text = json_dumps(o, JSON_COMPACT);
