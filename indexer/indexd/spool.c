@@ -853,8 +853,12 @@ batch_big(struct indexd *env, struct spfile *f, const struct sp_saved *replay)
 
 		if (fstat(f->fd, &sb) == 0)
 			f->size = (uint64_t)sb.st_size;
-		if (f->size < f->off + size)
+		if (f->size < f->off + size && !f->final && replay == NULL)
 			return (EAGAIN);
+		if (f->size < f->off + size) {
+			last = 0;	/* cut short for good: not a record */
+			goto notrec;
+		}
 	}
 	keep = r.len < IX_SPOOL_KEEP ? r.len : IX_SPOOL_KEEP;
 	while (done < size) {
@@ -888,6 +892,7 @@ batch_big(struct indexd *env, struct spfile *f, const struct sp_saved *replay)
 	}
 	s->bm = (size_t)size;
 	s->bcrc = crc;
+ notrec:
 	if (last != '\n') {
 		/* Not a record: skip its first byte and let batch_build resync from there. */
 		if (replay == NULL) {
@@ -1017,7 +1022,7 @@ batch_record(struct indexd *env)
 	int		 rc;
 
 	s->bseq++;
-	if (s->bm <= IX_SPOOL_BATCH && s->bm > 1)
+	if (s->bm <= IX_SPOOL_BATCH)
 		s->bcrc = lb_crc32(s->buf, s->bm);
 	if ((rc = sp_state_write(s, 1)) != 0) {
 		hold(env, "writing %s/indexd/spool.state: %s", env->data, strerror(rc));
@@ -1130,8 +1135,8 @@ spool_round(struct indexd *env)
 			if (rc == EFBIG)
 				rc = batch_big(env, c, NULL);
 			if (rc == EAGAIN)
-				continue;
-			if (rc != 0)
+				s->bm = 0;	/* (a long record, not all there yet) */
+			else if (rc != 0)
 				return (rc);
 			if (s->bm == 0) {
 				/* Only part of a record: is its writer gone (torn)? */
@@ -1368,7 +1373,7 @@ spool_recover(struct indexd *env)
 		rc = batch_big(env, f, sv);
 	else
 		rc = batch_build(env, f, (size_t)sv->im, sv);
-	if (rc == 0 && sv->im <= IX_SPOOL_BATCH && s->bm > 1)
+	if (rc == 0 && sv->im <= IX_SPOOL_BATCH)
 		s->bcrc = lb_crc32(s->buf, s->bm);
 	if (rc != 0 || s->bm != sv->im || s->bcrc != sv->icrc || s->nrec != sv->irec) {
 		log_warnx("spool: the batch in progress at the stop (%s at byte %llu, %llu bytes) "
