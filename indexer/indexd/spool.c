@@ -301,6 +301,7 @@ sp_state_write(struct spool *s, int intent)
 		nf++;
 	}
 	lb_put32(b + 24, (uint32_t)nf);
+	lb_put64(b + 64, s->bseq);
 	if (intent) {
 		lb_put32(b + 28, s->nbls);
 		lb_put32(b + 32, 1);
@@ -308,7 +309,6 @@ sp_state_write(struct spool *s, int intent)
 		lb_put64(b + 48, s->bm);
 		lb_put32(b + 56, s->bcrc);
 		lb_put32(b + 60, (uint32_t)s->nrec);
-		lb_put64(b + 64, s->bseq);
 		memcpy(b + 72, s->bf->name, strlen(s->bf->name));
 		lb_put64(b + 72 + IX_SPOOL_NAME, s->bf->ino);
 		for (uint32_t i = 0; i < s->nbls; i++) {
