@@ -1,11 +1,15 @@
 """Exactly once from the spool across SIGKILL: 300,000 sequence-numbered records are written into
 several spool files (two files growing at once, like syslog-ng's neighbouring seconds, written in
 chunks cut at any byte) while logbox-indexd is SIGKILLed and restarted at random moments, at
-least 6 times; every number is stored exactly once and every spool file is deleted."""
+least 6 times; every number is stored exactly once, every 997th record (a receive time the store
+cannot hold) is in the dead-letter file exactly once, and every spool file is deleted."""
 
 from __future__ import annotations
 
+import json
 import random
+import re
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -16,6 +20,11 @@ from lbtest.spool import file_name, record, spool_files
 N = 300_000
 FILES = 6
 T0 = 1795359974.0
+BAD_RTIME = 300_000_000_000.0  # past 9999-12-31: LB_ERRC_MESSAGE, quarantined
+
+
+def bad(i: int) -> bool:
+    return i % 997 == 0
 
 
 def test_spool_exactly_once_across_sigkill(
@@ -31,7 +40,7 @@ def test_spool_exactly_once_across_sigkill(
         b"".join(
             record(
                 b"<14>Nov 22 10:00:00 host%d app[7]: seq %07d padding-padding-padding" % (k, i),
-                T0 + k + i / per,
+                BAD_RTIME if bad(i) else T0 + k + i / per,
                 peer="10.1.0.%d" % k,
             )
             for i in range(k * per, (k + 1) * per)
@@ -71,8 +80,20 @@ def test_spool_exactly_once_across_sigkill(
     for m in messages(store_cli, data, "main"):
         seq = int(m["message"][4:11])
         seen[seq] = seen.get(seq, 0) + 1
+    p = subprocess.run(
+        [str(store_cli), "deadletter", "--data", str(data)], capture_output=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr.decode()
+    aside: dict[int, int] = {}
+    for line in p.stdout.decode().splitlines():
+        r = json.loads(line)
+        assert r["input"].startswith("spool file "), r
+        seq = int(re.search(r"seq (\d{7})", r["frame"]).group(1))  # type: ignore[union-attr]
+        aside[seq] = aside.get(seq, 0) + 1
+    assert {k: v for k, v in aside.items() if v > 1} == {}, "quarantined twice"
+    assert sorted(aside) == [i for i in range(N) if bad(i)]
     dup = {k: v for k, v in seen.items() if v > 1}
-    missing = [i for i in range(N) if i not in seen]
+    missing = [i for i in range(N) if i not in seen and not bad(i)]
     replays = d.stderr().count("finished the batch a previous indexd left")
     assert not dup, f"{len(dup)} stored twice, e.g. {list(dup)[:10]} ({replays} replays)"
     assert not missing, f"{len(missing)} missing, e.g. {missing[:10]} ({replays} replays)"
