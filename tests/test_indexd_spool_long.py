@@ -1,4 +1,4 @@
-"""A spool record longer than indexd's 1 MiB batch (syslog-ng's log_msg_size may be 16 MiB) is
+"""A spool record longer than indexd's 4 MiB batch (syslog-ng's log_msg_size may be 16 MiB) is
 stored once, its message cut at LB_MSG_MAX and flagged truncated, between whole records before
 and after it; one whose file ends before its length (torn) is skipped, and the record after it
 in the same file is found."""
@@ -18,7 +18,7 @@ T0 = 1795359974.0
 def test_record_longer_than_a_batch(indexd_bin: Path, tmp_path: Path, store_cli: Path) -> None:
     data = tmp_path / "data"
     spool = data / "spool"
-    big = b"<13>Nov 22 10:00:00 h app: " + bytes(range(256)) * (3 * 4096)  # 3 MiB
+    big = b"<13>Nov 22 10:00:00 h app: " + bytes(range(256)) * (5 * 4096)  # 5 MiB
     write_file(
         spool,
         file_name(T0, "a"),

@@ -61,7 +61,7 @@ struct event;
 #define IX_STATE_HEAD		64		/* bytes of the batch copied into the record */
 
 /* The spool (spool.c, FORMAT.md §13). The state file's layout is fixed: FORMAT.md §13.4. */
-#define IX_SPOOL_BATCH		(1024 * 1024)	/* bytes of one file read and stored at once */
+#define IX_SPOOL_BATCH		(4 * 1024 * 1024)	/* bytes of one file read and stored at once */
 #define IX_SPOOL_HDR_MAX	160		/* a record's header line, LF included, at most */
 #define IX_SPOOL_LEN_MAX	(1024u * 1024 * 1024)	/* a record's length field, at most */
 #define IX_SPOOL_KEEP		(LB_MSG_MAX + 64 * 1024)	/* raw bytes kept of a record
