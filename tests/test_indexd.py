@@ -341,13 +341,14 @@ def test_status_file(daemon: Indexd, fifo: HeldFifo) -> None:
         "inputs",
         "logspaces",
         "memory_bytes",
+        "spool",
     ):
         assert k in st, k
     assert st["holding"] is None
     assert st["logspaces"]["main"]["next_id"] == 2
     assert st["logspaces"]["main"]["open"] is True
     assert st["logspaces"]["other"]["last_received"].startswith("2026-11-22T")
-    assert {i["kind"] for i in st["inputs"]} == {"fifo", "listen"}
+    assert {i["kind"] for i in st["inputs"]} == {"fifo", "listen", "spool"}
     stop_ok(daemon)
 
 

@@ -109,7 +109,11 @@ def test_unstorable_frame_is_quarantined(
     assert st["stored"] == 4 and st["quarantined"] == 2 and st["holding"] is None, st
     assert st["deadletter"]["records"] == 2, st["deadletter"]
     assert "receive time out of range" in st["deadletter"]["last_reason"], st["deadletter"]
-    assert {i["kind"]: i["quarantined"] for i in st["inputs"]} == {"fifo": 1, "listen": 1}
+    assert {i["kind"]: i["quarantined"] for i in st["inputs"]} == {
+        "fifo": 1,
+        "listen": 1,
+        "spool": 0,
+    }
     assert sorted(m["message"] for m in messages(store_cli, d.data)) == [
         "fifo 1",
         "fifo 2",

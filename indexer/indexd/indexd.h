@@ -13,6 +13,7 @@
  *   status.c  counters, the --status JSON file, systemd STATUS=, malformed-frame logging
  *   disk.c    the data directory's free space: the reserve, the hold that keeps it, status
  *   quarantine.c  frames that can never be stored: the dead-letter file
+ *   spool.c   the spool input: taking, reading and deleting spool files, the position state
  *   ../daemon/log.c  one line per event on stderr (shared with searchd)
  */
 #ifndef INDEXD_H
@@ -59,6 +60,21 @@ struct event;
 #define IX_STATE_SIZE		(IX_STATE_HDR + IX_STATE_LS * IX_STATE_ENTRY)
 #define IX_STATE_HEAD		64		/* bytes of the batch copied into the record */
 
+/* The spool (spool.c, FORMAT.md §13). The state file's layout is fixed: FORMAT.md §13.4. */
+#define IX_SPOOL_BATCH		(4 * 1024 * 1024)	/* bytes of one file read and stored at once */
+#define IX_SPOOL_HDR_MAX	160		/* a record's header line, LF included, at most */
+#define IX_SPOOL_LEN_MAX	(1024u * 1024 * 1024)	/* a record's length field, at most */
+#define IX_SPOOL_KEEP		(LB_MSG_MAX + 64 * 1024)	/* raw bytes kept of a record
+						   longer than a batch */
+#define IX_SPOOL_FILES		64		/* partly consumed files the state can name */
+#define IX_SPOOL_NAME		96		/* bytes of a taken file's name, NUL included */
+#define IX_SPOOL_SLOT		16384		/* the state file: two slots of this size */
+#define IX_SPOOL_IDLE_S		30		/* no lease right: a file is final this long
+						   after its last change */
+#define IX_SPOOL_RESCAN_MS	1000		/* the directory is scanned this often anyway */
+#define IX_SPOOL_LEASE_MS	100		/* a caught-up file's writer is asked about this often */
+#define IX_SPOOL_SEQ_BIT	(1ULL << 63)	/* set in the batch numbers of dead-letter records */
+
 #define IX_SETTINGS_POLL_MS	2000		/* --logspaces: looked at this often for changes */
 #define IX_RETENTION_S		3600		/* a retention pass this often (and at start) */
 
@@ -82,7 +98,13 @@ struct ix_disk {
 						   reserve * 5/4 since) */
 	int		 enospc;		/* a store failed for want of space in this hold */
 	int64_t		 warned;		/* monotonic µs of the last statvfs failure logged */
+	int		 ropen;			/* rfd is open */
+	int		 rfd;			/* <data>/indexd/reserve */
+	uint64_t	 rheld;			/* bytes it holds (allocated) */
+	int64_t		 given_up;		/* real µs it was given up; 0: not given up */
 };
+
+#define IX_DISK_FLOOR		(8ULL << 20)	/* free space below this: the reserve is given up */
 
 /* The --logspaces file (settings.c). */
 struct ix_settings {
@@ -125,7 +147,7 @@ struct lspace {
 	int		 bmark;			/* batch scratch: in the batch's intent */
 };
 
-enum ix_kind { IN_FIFO, IN_LISTEN, IN_CONN };
+enum ix_kind { IN_FIFO, IN_LISTEN, IN_CONN, IN_SPOOL };
 
 /* A frame larger than a view (or than LB_FRAME_MAX): kept in part, the rest skipped. */
 struct bigframe {
@@ -188,6 +210,31 @@ struct fifo {
 	struct ix_intent intent;
 };
 
+/* One record of the spool (FORMAT.md §13), as spool_rec_parse() finds it. */
+struct spool_rec {
+	int64_t		 rtime;		/* µs */
+	struct lb_slice	 listener;
+	struct lb_slice	 peer;		/* "-" when there was none */
+	size_t		 hdr;		/* bytes of the header line, LF included */
+	size_t		 len;		/* bytes of the raw message */
+	size_t		 size;		/* hdr + len + 1 */
+};
+
+/* A spool file indexd has taken (spool.c). */
+struct spfile {
+	char		 name[IX_SPOOL_NAME];	/* "<name>.<inode>.taken" */
+	uint64_t	 ino;
+	int		 fd;			/* O_RDONLY */
+	uint64_t	 off;			/* bytes consumed (stored) */
+	uint64_t	 size;			/* as last seen */
+	int64_t		 t;			/* its second (from the name), real s; 0: unknown */
+	int		 final;			/* no writer can add to it any more */
+	int		 intable;		/* named in the state's table */
+	int64_t		 asked;			/* monotonic µs of the last writer test */
+};
+
+struct spool;
+
 struct indexd {
 	/* configuration */
 	const char	*data;		/* --data */
@@ -213,6 +260,12 @@ struct indexd {
 	int		 lockfd;
 	struct inputq	 inputs;	/* FIFO, listeners, connections */
 	struct fifo	 fifo;
+	const char	*spool_dir;	/* --spool (default <data>/spool) */
+	struct spool	*spool;
+	const char	*routes_path;	/* --routes */
+	struct routes	*routes;	/* the rules in force (NULL: none, all to main) */
+	int64_t		 routes_loaded;	/* real µs the rules in force were read; 0: never */
+	char		 routes_error[600];	/* "" or why the last reading failed */
 	struct lspace	**ls;		/* open logspaces */
 	size_t		 nls, capls;
 	struct lspace	*ls_last;	/* the last one looked up */
@@ -264,6 +317,7 @@ int	ls_name_ok(const uint8_t *name, size_t len, const char **why);
 struct json_t;
 uint64_t disk_reserve(const struct ix_conf *c, uint64_t total);
 int	disk_check(struct indexd *env);
+void	disk_reserve_open(struct indexd *env);
 void	disk_note(struct indexd *env, int rc);
 void	disk_hold_ended(struct indexd *env);
 int	disk_full(const struct indexd *env);
@@ -280,6 +334,19 @@ int	bigframe_start(struct bigframe *b, size_t need, uint64_t off);
 size_t	bigframe_feed(struct bigframe *b, const uint8_t *p, size_t len);
 int	bigframe_msg(struct bigframe *b, struct lb_frame *f, const char **why);
 void	bigframe_reset(struct bigframe *b);
+
+/* spool.c */
+int	spool_rec_parse(const uint8_t *p, size_t len, struct spool_rec *r, const char **why);
+size_t	spool_resync(const uint8_t *p, size_t len);
+int	spool_init(struct indexd *env);
+int	spool_recover(struct indexd *env);
+void	spool_cb(int fd, short what, void *arg);
+void	spool_kick(struct indexd *env);
+void	spool_pause(struct indexd *env);
+int	spool_resume(struct indexd *env);
+void	spool_free(struct indexd *env);
+struct json_t *spool_status(struct indexd *env);
+int	spool_pending(const struct indexd *env);
 
 /* sock.c */
 struct input *input_new(struct indexd *env, int kind, int fd, const char *name);

@@ -31,7 +31,8 @@ ls_name_ok(const uint8_t *name, size_t len, const char **why)
 	    (len == 9 && memcmp(name, "collector", 9) == 0) ||
 	    (len == 8 && memcmp(name, "accounts", 8) == 0) ||
 	    (len == 3 && memcmp(name, "run", 3) == 0) ||
-	    (len == 3 && memcmp(name, "tls", 3) == 0)) {
+	    (len == 3 && memcmp(name, "tls", 3) == 0) ||
+	    (len == 5 && memcmp(name, "spool", 5) == 0)) {
 		*why = "reserved logspace name";
 		return (0);
 	}

@@ -38,7 +38,8 @@
 #define TICK_MS		100	/* group commits are checked this often */
 
 static const char *usage_text =
-    "usage: logbox-indexd --data DIR [--fifo PATH] [--listen PATH]... [--status FILE]\n"
+    "usage: logbox-indexd --data DIR [--spool DIR] [--routes FILE] [--fifo PATH]\n"
+    "                     [--listen PATH]... [--status FILE]\n"
     "                     [--config FILE] [--logspaces FILE] [--max-memory MB]\n"
     "                     [--reserve-percent P] [--reserve-mb MB] [--user USER]\n"
     "                     [--allow-root] [--foreground] [-v]\n";
@@ -209,6 +210,8 @@ parse_options(struct indexd *env, int argc, char **argv)
 		{ "max-memory",		required_argument,	NULL, 'm' },
 		{ "reserve-percent",	required_argument,	NULL, 'P' },
 		{ "reserve-mb",		required_argument,	NULL, 'M' },
+		{ "spool",		required_argument,	NULL, 'S' },
+		{ "routes",		required_argument,	NULL, 'r' },
 		{ "user",		required_argument,	NULL, 'u' },
 		{ "allow-root",		no_argument,		NULL, 'R' },
 		{ "foreground",		no_argument,		NULL, 'F' },
@@ -244,6 +247,8 @@ parse_options(struct indexd *env, int argc, char **argv)
 			break;
 		case 'M': env->base.reserve_mb = opt_num("reserve-mb", optarg, 0, 1048576);
 			break;
+		case 'S': env->spool_dir = optarg; break;
+		case 'r': env->routes_path = optarg; break;
 		case 'u': env->user = optarg; break;
 		case 'R': env->allow_root = 1; break;
 		case 'F': break;	/* the only mode */
@@ -255,6 +260,13 @@ parse_options(struct indexd *env, int argc, char **argv)
 	}
 	if (optind != argc || env->data == NULL)
 		usage();
+	if (env->spool_dir == NULL) {
+		static char dflt[PATH_MAX];
+
+		if (lb_path(dflt, sizeof(dflt), "%s/spool", env->data) != 0)
+			fatalx("--data: path too long");
+		env->spool_dir = dflt;
+	}
 	env->conf = env->base;
 	if (env->config_path != NULL) {
 		char err[512];
@@ -314,9 +326,6 @@ inputs_open(struct indexd *env)
 		snprintf(in->in_path, sizeof(in->in_path), "%s", env->listen[i]);
 		log_info("input: listening on %s", env->listen[i]);
 	}
-	if (TAILQ_EMPTY(&env->inputs))
-		fatalx("no input: give --fifo or --listen, or start under systemd with a FIFO or "
-		    "socket");
 }
 
 /* <data>/indexd/lock: one indexd per data directory. */
@@ -357,6 +366,7 @@ inputs_pause(struct indexd *env)
 	if (env->fifo.ev_retry != NULL)
 		event_del(env->fifo.ev_retry);
 	env->fifo.waiting = 0;
+	spool_pause(env);
 }
 
 void
@@ -366,6 +376,37 @@ inputs_resume(struct indexd *env)
 
 	TAILQ_FOREACH(in, &env->inputs, in_entry)
 		event_add(in->in_ev, NULL);
+	spool_kick(env);
+}
+
+/*
+ * Reads --routes (start, SIGHUP). A file that cannot be read or is refused is logged with its
+ * line and the rules in force stay (at start: none, every message to main).
+ */
+static void
+routes_reload(struct indexd *env, const char *why)
+{
+	struct routes	*r;
+	char		 err[512], desc[1024];
+	int		 rc;
+
+	if (env->routes_path == NULL)
+		return;
+	if ((rc = routes_load(env->routes_path, &r, err, sizeof(err))) != 0) {
+		snprintf(env->routes_error, sizeof(env->routes_error), "%s", err);
+		if (rc == ENOENT && env->routes == NULL)
+			log_warnx("%s: routes: %s: no rules, every message goes to main", why, err);
+		else
+			log_warnx("%s: routes: %s: keeping the %s in force", why, err,
+			    env->routes == NULL ? "no rules (every message to main)" : "rules");
+		return;
+	}
+	routes_free(env->routes);
+	env->routes = r;
+	env->routes_loaded = now_real_us();
+	env->routes_error[0] = '\0';
+	routes_describe(r, desc, sizeof(desc));
+	log_info("%s: routes: %s: %s", why, env->routes_path, desc);
 }
 
 static void
@@ -374,10 +415,11 @@ reload(struct indexd *env)
 	struct ix_conf	c;
 	char		err[512];
 
+	routes_reload(env, "SIGHUP");
 	settings_load(env, "SIGHUP");
 	if (env->config_path == NULL) {
-		if (env->settings.path == NULL)
-			log_info("SIGHUP: no --config or --logspaces to read again");
+		if (env->settings.path == NULL && env->routes_path == NULL)
+			log_info("SIGHUP: no --config, --logspaces or --routes to read again");
 		return;
 	}
 	if (config_read(env->config_path, &env->base, &c, err, sizeof(err)) != 0) {
@@ -468,6 +510,7 @@ main(int argc, char **argv)
 	if ((rc = lb_mkdirs(env.data)) != 0)
 		fatalx("%s: %s: %s", __func__, env.data, strerror(rc));
 	lock_take(&env);
+	disk_reserve_open(&env);	/* (before the catalog: a full disk gives it up) */
 	if ((rc = lb_catalog_open(env.data, LB_RDWR, &env.cat)) != 0)
 		fatalx("%s: lb_catalog_open %s: %s", __func__, env.data, lb_strerror(rc));
 	if ((env.ev_hold = evtimer_new(env.base_ev, hold_retry_cb, &env)) == NULL)
@@ -476,7 +519,12 @@ main(int argc, char **argv)
 	settings_load(&env, "start");
 	if (env.settings.applied == 0)
 		retention_run(&env);	/* (a load that applied ran it) */
+	routes_reload(&env, "start");	/* (before a replayed batch is routed) */
 	fifo_recover(&env);
+	if ((rc = spool_init(&env)) != 0)
+		fatalx("%s: spool %s: %s", __func__, env.spool_dir, strerror(rc));
+	spool_recover(&env);
+	log_info("input: the spool %s", env.spool_dir);
 
 	for (int i = 0; i < 3; i++)
 		if ((env.ev_sig[i] = evsignal_new(env.base_ev, sigs[i], sig_cb, &env)) == NULL ||
@@ -499,7 +547,7 @@ main(int argc, char **argv)
 		inputs_resume(&env);
 	env.last_status = now_mono_us();
 	status_tick(&env);
-	(void)disk_check(&env);		/* (numbers for the status; a full disk holds at once) */
+	(void)disk_check(&env);		/* (numbers for the status) */
 	log_info("ready: data %s, max memory %llu MB, free space reserve %llu bytes", env.data,
 	    (unsigned long long)env.conf.max_memory_mb, (unsigned long long)env.disk.reserve);
 	sd_notify(0, "READY=1\nSTATUS=ready");
@@ -512,7 +560,7 @@ main(int argc, char **argv)
 	inputs_pause(&env);
 	if (env.holding[0] == '\0')
 		conn_drain(&env);
-	if (env.fifo.pending || env.fifo.big_pending)
+	if (env.fifo.pending || env.fifo.big_pending || spool_pending(&env))
 		log_warnx("stopping while holding: the batch in progress is finished by the next "
 		    "start");
 	if ((rc = ls_close_all(&env)) != 0) {
@@ -527,6 +575,8 @@ main(int argc, char **argv)
 		input_free(in);
 	}
 	fifo_free(&env);
+	spool_free(&env);
+	routes_free(env.routes);
 	settings_free(&env);
 	for (int i = 0; i < 3; i++)
 		if (env.ev_sig[i] != NULL)
@@ -541,6 +591,8 @@ main(int argc, char **argv)
 	lb_catalog_close(env.cat);
 	if (env.lockfd != -1)
 		close(env.lockfd);
+	if (env.disk.ropen)
+		close(env.disk.rfd);
 	log_info("stopped: %llu stored, %llu malformed", (unsigned long long)env.stored,
 	    (unsigned long long)env.malformed);
 	return (status);

@@ -36,9 +36,10 @@ input_new(struct indexd *env, int kind, int fd, const char *name)
 	in->in_kind = kind;
 	in->in_fd = fd;
 	snprintf(in->in_name, sizeof(in->in_name), "%s", name);
-	fn = kind == IN_FIFO ? fifo_cb : kind == IN_LISTEN ? listen_cb : conn_cb;
+	fn = kind == IN_FIFO ? fifo_cb : kind == IN_SPOOL ? spool_cb : kind == IN_LISTEN ?
+	    listen_cb : conn_cb;
 	if ((in->in_ev = event_new(env->base_ev, fd, EV_READ | EV_PERSIST, fn,
-	    kind == IN_FIFO ? (void *)env : (void *)in)) == NULL) {
+	    kind == IN_FIFO || kind == IN_SPOOL ? (void *)env : (void *)in)) == NULL) {
 		free(in);
 		return (NULL);
 	}

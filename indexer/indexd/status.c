@@ -143,7 +143,8 @@ status_inputs(struct indexd *env)
 					b += c->in_bytes;
 				}
 		o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}",
-		    "kind", in->in_kind == IN_FIFO ? "fifo" : "listen",
+		    "kind", in->in_kind == IN_FIFO ? "fifo" : in->in_kind == IN_SPOOL ? "spool" :
+		    "listen",
 		    "name", in->in_name,
 		    "received", (json_int_t)r, "malformed", (json_int_t)mf,
 		    "truncated", (json_int_t)t, "bytes", (json_int_t)b);
@@ -152,6 +153,8 @@ status_inputs(struct indexd *env)
 		json_object_set_new(o, "quarantined", json_integer((json_int_t)q));
 		if (in->in_kind == IN_FIFO)
 			json_object_set_new(o, "kill_safe", json_boolean(env->fifo.kill_safe));
+		else if (in->in_kind == IN_SPOOL)
+			json_object_set_new(o, "kill_safe", json_true());
 		else {
 			json_object_set_new(o, "connections", json_integer((json_int_t)in->in_conns));
 			json_object_set_new(o, "accepted", json_integer((json_int_t)in->in_accepted));
@@ -278,6 +281,27 @@ status_deadletter(struct indexd *env)
 
 #define STATUS_PAGE	4096
 
+/* The --routes rules in force. */
+static json_t *
+status_routes(struct indexd *env)
+{
+	json_t	*o = json_object();
+	char	 t[40];
+
+	json_object_set_new(o, "file", env->routes_path != NULL ? json_string(env->routes_path) :
+	    json_null());
+	json_object_set_new(o, "rules", json_integer((json_int_t)routes_count(env->routes)));
+	if (env->routes_loaded != 0) {
+		lb_time_fmt(t, sizeof(t), env->routes_loaded, 0);
+		json_object_set_new(o, "loaded", json_string(t));
+	} else
+		json_object_set_new(o, "loaded", json_null());
+	json_object_set_new(o, "error", env->routes_error[0] != '\0' ?
+	    json_string(env->routes_error) : json_null());
+	json_object_set_new(o, "match_errors", json_integer((json_int_t)routes_errors(env->routes)));
+	return (o);
+}
+
 /*
  * The file system of the status file is full: writes buf over FILE in place (the pages it
  * has), then cuts what is left of the old text.
@@ -335,6 +359,8 @@ status_write(struct indexd *env)
 	json_object_set_new(o, "quarantined", json_integer((json_int_t)env->quarantined));
 	json_object_set_new(o, "deadletter", status_deadletter(env));
 	json_object_set_new(o, "inputs", status_inputs(env));
+	json_object_set_new(o, "spool", spool_status(env));
+	json_object_set_new(o, "routes", status_routes(env));
 	json_object_set_new(o, "settings", status_settings(env));
 	json_object_set_new(o, "logspaces", status_logspaces(env));
 	text = json_dumps(o, JSON_COMPACT);

@@ -284,7 +284,8 @@ hold_retry_cb(int fd, short what, void *arg)
 	(void)what;
 	if (env->holding[0] == '\0')
 		return;
-	if (disk_check(env) != 0 || ls_commit_dirty(env, 0) != 0 || fifo_resume(env) != 0)
+	if (disk_check(env) != 0 || ls_commit_dirty(env, 0) != 0 || fifo_resume(env) != 0 ||
+	    spool_resume(env) != 0)
 		goto still;
 	for (in = TAILQ_FIRST(&env->inputs); in != NULL; in = next) {
 		next = TAILQ_NEXT(in, in_entry);

@@ -1,12 +1,14 @@
 """The spool in tests: a strict Python reader of the spool records of indexer/FORMAT.md §13 (the
-tests' copy of the record rule, written from the text, not from indexd's code) and a reader
-that follows the spool files syslog-ng writes, without taking them. Nothing here knows indexd.
+tests' copy of the record rule, written from the text, not from indexd's code), a reader that
+follows the spool files syslog-ng writes without taking them, and the writer that tests and
+benchmarks use to hand indexd spool files of their own. Nothing here knows indexd's state file.
 
     "LS1" SP rtime SP listener SP peer SP length LF <length raw bytes> LF
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -181,3 +183,35 @@ class SpoolReader:
         self.poll()
         out, self.records = self.records, []
         return out
+
+
+# ---------------------------------------------------------------- writing spool files
+
+
+def record(raw: bytes, rtime: float, listener: str = "tcp", peer: str = "-") -> bytes:
+    """One spool record: "LS1 rtime listener peer length" LF raw LF."""
+    return (
+        b"LS1 %.6f %s %s %d\n" % (rtime, listener.encode(), peer.encode(), len(raw)) + raw + b"\n"
+    )
+
+
+def file_name(t: float, run: str = "t1") -> str:
+    """<spool>/YYYYMMDDTHHMMSS.<run>.lbs for the UTC second of t."""
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(t)) + f".{run}.lbs"
+
+
+def write_file(spool: Path, name: str, data: bytes) -> Path:
+    """Writes (appends) data to spool/name in one go and closes it."""
+    spool.mkdir(parents=True, exist_ok=True)
+    p = spool / name
+    with open(p, "ab") as f:
+        f.write(data)
+    return p
+
+
+def spool_files(spool: Path) -> list[str]:
+    """The names in the spool directory (taken or not), sorted."""
+    try:
+        return sorted(os.listdir(spool))
+    except FileNotFoundError:
+        return []

@@ -1,0 +1,45 @@
+"""Spool files grow while logbox-indexd is stopped (SIGTERM: it exits 0 with its position written):
+a writer keeps appending to a file indexd had taken and partly read, and new files appear; when
+indexd starts again it catches up by itself, every record stored exactly once, in file order."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from lbtest.indexd import Indexd, messages
+from lbtest.spool import file_name, record, spool_files, write_file
+
+T0 = 1795359974.0
+
+
+def recs(a: int, b: int) -> bytes:
+    return b"".join(
+        record(b"<13>Nov 22 10:00:00 h app: n %06d" % i, T0 + i / 1e4) for i in range(a, b)
+    )
+
+
+def test_spool_grows_while_indexd_is_down(
+    indexd_bin: Path, tmp_path: Path, store_cli: Path
+) -> None:
+    data = tmp_path / "data"
+    spool = data / "spool"
+    spool.mkdir(parents=True)
+    d = Indexd(indexd_bin, data, tmp_path / "status.json")
+    d.start()
+    live = open(spool / file_name(T0, "x"), "ab", buffering=0)
+    live.write(recs(0, 10_000))
+    d.wait_stored(10_000)
+    assert d.stop() == 0, d.stderr()[-2000:]
+    live.write(recs(10_000, 30_000))  # into the taken inode, while indexd is down
+    live.close()
+    write_file(spool, file_name(T0 + 1, "x"), recs(30_000, 60_000))
+    write_file(spool, file_name(T0 + 2, "y"), recs(60_000, 80_000))
+    d.start()
+    deadline = time.monotonic() + 120
+    while spool_files(spool) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not spool_files(spool), spool_files(spool)
+    assert d.stop() == 0, d.stderr()[-2000:]
+    got = [int(m["message"][2:]) for m in messages(store_cli, data, "main")]
+    assert got == list(range(80_000))

@@ -1,0 +1,58 @@
+"""A spool file still open for writing (the test holds it like syslog-ng between writes) is read as
+it grows, taken under its new name, and not deleted until its writer closes it; a partial record
+at its end is waited for, not counted as torn, while the writer may still finish it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from lbtest.indexd import Indexd, messages
+from lbtest.spool import file_name, record, spool_files
+
+T0 = 1795359974.25
+
+
+def wait(cond: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not {what} after {timeout}s")
+
+
+def test_open_file_is_tailed_and_kept_until_closed(
+    indexd_bin: Path, tmp_path: Path, store_cli: Path
+) -> None:
+    data = tmp_path / "data"
+    spool = data / "spool"
+    spool.mkdir(parents=True)
+    d = Indexd(indexd_bin, data, tmp_path / "status.json")
+    d.start()
+    name = file_name(T0, "w1")
+    f = open(spool / name, "ab", buffering=0)
+    try:
+        f.write(record(b"<13>Nov 22 10:00:00 h app: one", T0))
+        wait(lambda: d.status()["stored"] == 1, "stored 1")  # type: ignore[index]
+        taken = spool_files(spool)
+        assert len(taken) == 1 and taken[0].startswith(name + ".") and taken[0].endswith(".taken")
+        # Half a record, then the rest a while later: stored once, whole.
+        r = record(b"<13>Nov 22 10:00:01 h app: two", T0 + 1)
+        f.write(r[:20])
+        time.sleep(1.5)
+        assert d.status()["stored"] == 1  # type: ignore[index]
+        f.write(r[20:])
+        wait(lambda: d.status()["stored"] == 2, "stored 2")  # type: ignore[index]
+        time.sleep(1.5)
+        assert spool_files(spool) == taken, "deleted while its writer holds it"
+        assert d.status()["spool"]["torn"] == 0  # type: ignore[index]
+    finally:
+        f.close()
+    wait(lambda: not spool_files(spool), "deleted after close")
+    wait(lambda: d.status()["spool"]["deleted"] == 1, "counted deleted")  # type: ignore[index]
+    st = d.status()
+    assert st is not None and st["spool"]["deleted"] == 1 and st["spool"]["torn"] == 0, st
+    assert d.stop() == 0
+    assert [m["message"] for m in messages(store_cli, data, "main")] == ["one", "two"]
