@@ -27,4 +27,4 @@ def test_listener_names(top: Path) -> None:
     c = c_names(top / "indexer" / "indexd" / "routes.c", "listeners")
     fields = dataclasses.fields(render_module().Settings)
     ports = [f.name.removesuffix("_port") for f in fields if f.name.endswith("_port")]
-    assert sorted(c) == sorted(ports)
+    assert sorted(c) == sorted([*ports, render_module().INTERNAL])

@@ -399,7 +399,8 @@ void	routes_free(struct routes *r);
 size_t	routes_count(const struct routes *r);
 /*
  * The logspace for a parsed message that came in on listener (NUL-terminated). Never NULL:
- * "main" when no rule matches or r is NULL; otherwise a rule's name, owned by r (valid until
+ * when no rule matches or r is NULL, "system" for listener "internal" (syslog-ng's own
+ * messages) and "main" for the others; otherwise a rule's name, owned by r (valid until
  * routes_free(r)). Thread: called from indexd's one reading thread (the rules' match data is
  * shared, so not from two threads at once). Allocates nothing.
  */

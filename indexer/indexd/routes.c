@@ -41,7 +41,8 @@
  * The listeners a message may come in on: the keys of collector.toml's [ports] (collector/
  * render.py), which the spool record carries (FORMAT.md §13). Index = bit in a rule's mask.
  */
-static const char *const listeners[] = { "tcp", "octet", "tls", "udp" };
+/* The listeners of collector.toml's [ports], and syslog-ng's own messages (FORMAT.md §13.1). */
+static const char *const listeners[] = { "tcp", "octet", "tls", "udp", "internal" };
 #define RT_NLISTENERS	(sizeof(listeners) / sizeof(listeners[0]))
 
 enum { RX_PROGRAM, RX_HOST, RX_MESSAGE, RX_N };
@@ -924,13 +925,20 @@ rx_match(const struct routes *r, const struct rule *ru, const struct rx *x,
 	return (0);
 }
 
+/* Where a message no rule takes goes: syslog-ng's own messages to "system", the rest to "main". */
+static const char *
+fallback(const char *listener)
+{
+	return (listener != NULL && strcmp(listener, "internal") == 0 ? "system" : "main");
+}
+
 const char *
 routes_pick(const struct routes *r, const struct lb_msg *m, const char *listener)
 {
 	uint32_t lbit = 0;
 
 	if (r == NULL)
-		return ("main");
+		return (fallback(listener));
 	if (r->any_listener && listener != NULL)
 		for (size_t i = 0; i < RT_NLISTENERS; i++)
 			if (strcmp(listener, listeners[i]) == 0) {
@@ -956,7 +964,7 @@ routes_pick(const struct routes *r, const struct lb_msg *m, const char *listener
 		if (k == RX_N)
 			return (ru->name);
 	}
-	return ("main");
+	return (fallback(listener));
 }
 
 /* Appends fmt to buf[*off..len), keeping it NUL-terminated; "..." when it does not fit. */

@@ -625,8 +625,6 @@ route(struct indexd *env, const struct lb_msg *m, const struct spool_rec *r)
 {
 	char	lis[40];
 
-	if (env->routes == NULL)
-		return ("main");
 	memcpy(lis, r->listener.p, r->listener.len);	/* (1..32 bytes: spool_rec_parse) */
 	lis[r->listener.len] = '\0';
 	return (routes_pick(env->routes, m, lis));
