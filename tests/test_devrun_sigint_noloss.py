@@ -142,6 +142,14 @@ def test_make_run_ctrl_c_under_load_loses_no_accepted_message(top: Path, tmp_pat
     senders: list[Sender] = []
     try:
         first.until("press Ctrl-C")
+        deadline = time.monotonic() + 60
+        while True:  # syslog-ng may still be starting
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, f"port {port} never accepted: {first.lines}"
+                time.sleep(0.1)
         senders = [Sender(port, c, RATE / CONNS) for c in range(CONNS)]
         for s in senders:
             s.start()

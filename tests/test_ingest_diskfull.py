@@ -6,7 +6,10 @@
 # connections stay open, their writes block; nothing they sent is dropped); indexd's status says
 # the disk is full and its status file keeps being rewritten though its file system is full; once
 # the space returns, ingest resumes by itself, and every sequence number the senders wrote is
-# stored exactly once. Run twice: with indexd's default reserve and with none (its writes then meet
+# stored. Duplicates: syslog-ng 3.38 writes the batch whose write failed again once it can
+# (collector/README.md "Full disk"), so the records of that batch (at most flush-lines, 100) that
+# had reached the file before the failure are in the spool twice, and stored twice; each such
+# run must be a short run of consecutive numbers. Run twice: with indexd's default reserve and with none (its writes then meet
 # ENOSPC itself: the message file and segment writers must retry, not fail for good). Root only
 # (mount); skipped otherwise.
 from __future__ import annotations
@@ -70,6 +73,17 @@ def _fill(path: Path) -> int:
     finally:
         os.close(fd)
     return size
+
+
+def _runs(ns: list[int]) -> list[list[int]]:
+    """ns (ascending) as runs of consecutive numbers."""
+    out: list[list[int]] = []
+    for n in ns:
+        if out and out[-1][-1] == n - 1:
+            out[-1].append(n)
+        else:
+            out.append([n])
+    return out
 
 
 def _status(app: Appliance) -> dict[str, Any]:
@@ -162,6 +176,7 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
         assert app.starts == {"indexd": 1, "syslog-ng": 1}
 
         seen = [bytearray(PER_SENDER) for _ in range(SENDERS)]
+        dup_runs: dict[int, list[tuple[int, int]]] = {}
         for m in app.iter_messages():
             body = m["message"]
             fields = dict(f.split("=", 1) for f in body.split()[:2])
@@ -170,8 +185,11 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
             missing = [n for n in range(PER_SENDER) if seen[s][n] == 0]
             twice = [n for n in range(PER_SENDER) if seen[s][n] > 1]
             assert not missing, f"sender {s}: {len(missing)} missing, first {missing[:5]}"
-            assert not twice, f"sender {s}: {len(twice)} stored twice, first {twice[:5]}"
-        assert app.count() == total
+            assert all(seen[s][n] <= 2 for n in twice), f"sender {s}: stored 3 times or more"
+            runs = _runs(twice)
+            assert all(len(r) <= 100 for r in runs), f"sender {s}: duplicate runs {runs}"
+            dup_runs[s] = [(r[0], len(r)) for r in runs]
+        assert app.count() == total + sum(n for rs in dup_runs.values() for _, n in rs)
 
         # What the status said while the disk was full.
         assert full_seen is not None, f"the status never said disk full: {st}"
@@ -187,5 +205,6 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
         assert not (st.get("disk") or {}).get("full") and not st.get("holding"), st
         print(
             f"\n{reserve}: {stalled_at} stored when full, senders held at {sent_when_full}; the "
-            f"store grew again {ended_after:.1f} s after the space returned"
+            f"store grew again {ended_after:.1f} s after the space returned; syslog-ng's rewritten "
+            f"batches (first, length) per sender {dup_runs}"
         )
