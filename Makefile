@@ -5,7 +5,10 @@
 #   make run     install what is missing, build, start the appliance locally (foreground)
 #   make test    install what is missing, build, run every test suite
 #   make bench   benchmarks (not tests): figures side by side with a baseline
-#   make bench-ingest   the end-to-end ingest benchmark alone (tests/bench/ingest_e2e.py)
+#   make bench-ingest   the end-to-end ingest benchmark alone (tests/bench/ingest_e2e.py):
+#                       logbox, syslog-ng file() and VictoriaLogs side by side (~15 min);
+#                       BENCH_QUICK=1 (or make bench-ingest-quick): one run of fewer loads (~3 min);
+#                       BENCH_ARGS="..." passes options (e.g. --only replay)
 #   make bench-search   the search benchmark alone (tests/bench/search.py)
 #   make bench-rpc      the RPC API benchmark alone (tests/bench/rpc.py)
 #   make bench-webui    the web UI benchmark alone (tests/bench/webui.py, headless Chromium)
@@ -19,8 +22,8 @@ VENV        := $(CURDIR)/.venv
 PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
-.PHONY: all deps build install run test test-c test-py lint bench bench-ingest bench-search \
-	bench-rpc bench-webui fuzz image test-image clean
+.PHONY: all deps build install run test test-c test-py lint bench bench-ingest bench-ingest-quick \
+	bench-search bench-rpc bench-webui fuzz image test-image clean
 
 all: build
 
@@ -67,7 +70,10 @@ bench:
 bench-ingest:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
-	@$(PY) tests/bench/ingest_e2e.py
+	@$(PY) tests/bench/ingest_e2e.py $(BENCH_ARGS)
+
+bench-ingest-quick:
+	@$(MAKE) --no-print-directory bench-ingest BENCH_QUICK=1
 
 bench-search:
 	@$(MAKE) --no-print-directory deps

@@ -5,13 +5,14 @@
 ``./var``), starts every service whose program exists so far, restarts a service that dies within
 a second (printing the restart), and stops everything cleanly on Ctrl-C or SIGTERM.
 
-The hand-off between syslog-ng and logbox-indexd is set up as systemd does on the appliance
-(``ListenFIFO=`` + ``PipeSize=1M``): this supervisor makes ``<data>/run/indexd.fifo``, holds it
-open read-write for its whole life (so the bytes in the pipe survive an indexd restart and
-syslog-ng never sees EPIPE), raises the pipe to 1 MiB, and passes it to logbox-indexd as fd 3
-with ``LISTEN_FDS=1`` and ``LISTEN_PID``. syslog-ng runs on the configuration
-collector/render.py makes from ``<data>/etc/collector.toml`` (the dev defaults when absent),
-with a dev TLS CA and server certificate made on the first run under ``<data>/tls/``.
+syslog-ng hands every message to logbox-indexd through the spool (indexer/FORMAT.md §13),
+``<data>/spool``: syslog-ng runs on the configuration collector/render.py makes from
+``<data>/etc/collector.toml`` (the dev defaults when absent), rendered again with a fresh run
+token before every start, with a dev TLS CA and server certificate made on the first run under
+``<data>/tls/``; logbox-indexd reads the spool (``--spool``) and routes with the
+``[[logspace]]`` tables of that same file (``--routes``, when it exists). On Ctrl-C syslog-ng
+is stopped first (SIGTERM, and its exit awaited: it writes what it holds into the spool), then
+the others.
 
 The RPC API (rpc/API.md) runs under gunicorn as ``logbox-rpc`` on
 ``https://127.0.0.1:${LOGBOX_RPC_PORT:-8444}/api/v1``, after searchd, with a self-signed
@@ -39,7 +40,6 @@ built yet is listed as "not built yet" rather than pretended.
 
 from __future__ import annotations
 
-import fcntl
 import importlib
 import inspect
 import os
@@ -48,7 +48,6 @@ import secrets
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -60,8 +59,7 @@ from pathlib import Path
 TOP = Path(__file__).resolve().parent.parent
 BIN = TOP / "build" / "bin"
 RESTART_DELAY = 0.5  # seconds between a death and the restart: "within a second"
-F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux), missing from the fcntl module before 3.10
-PIPE_SIZE = 1 << 20  # what systemd's PipeSize=1M gives the appliance
+SYSLOGNG_STOP = 30  # seconds syslog-ng gets to write what it holds into the spool at a stop
 
 RPC = TOP / "rpc"  # logbox_core, logbox_rpc: run from the checkout (PYTHONPATH)
 DEFAULT_RPC_PORT = 8444
@@ -118,6 +116,8 @@ class Service:
     restarts: int = 0
     env: dict[str, str] = field(default_factory=dict)
     fds: dict[int, int] = field(default_factory=dict)  # fd in the child -> fd here
+    prestart: Callable[[], None] | None = None  # run before every start (syslog-ng: render)
+    missing: str = ""  # why it cannot run although its program exists ("" = it can)
 
 
 @dataclass
@@ -125,14 +125,32 @@ class Collector:
     """What prepare() made for syslog-ng and the hand-off."""
 
     conf: Path
-    fifo: Path
-    fifo_fd: int
+    spool: Path
+    settings: collector.Settings
+    data: Path
     serves: str
     nofile: int  # RLIMIT_NOFILE syslog-ng needs: every connection of every TCP listener
 
+    def render(self) -> None:
+        """syslog-ng.conf again, with a fresh run token (indexer/FORMAT.md §13.2): a restarted
+        syslog-ng never appends to a spool file the one before left torn."""
+        write_conf(
+            self.conf,
+            collector.render(
+                self.settings, data=self.data, run=run_dir(self.data), spool=self.spool
+            ),
+        )
+
+
+def write_conf(conf: Path, text: str) -> None:
+    """text into conf, replaced at once."""
+    tmp = conf.with_suffix(".conf.tmp")
+    tmp.write_text(text)
+    tmp.replace(conf)
+
 
 def run_dir(data: Path) -> Path:
-    """Where sockets, the FIFO and run-time files live: <data>/run."""
+    """Where sockets and run-time files live: <data>/run."""
     return data / "run"
 
 
@@ -213,15 +231,14 @@ def services(
     if col is not None:
         indexd = BIN / "logbox-indexd"
         status = run / "indexd.status.json"
+        routes = settings_path(data)
+        spool = ["--spool", str(col.spool)] if indexd_has_option(indexd, "--spool") else []
+        if spool and routes.exists():
+            spool += ["--routes", str(routes)]
         out.append(
             Service(
                 name="logbox-indexd",
-                # sh sets LISTEN_PID to its own pid, then execs indexd in that same process.
                 argv=[
-                    "/bin/sh",
-                    "-c",
-                    'LISTEN_PID=$$ exec "$@"',
-                    "sh",
                     str(indexd),
                     "--data",
                     str(data),
@@ -233,11 +250,15 @@ def services(
                         if indexd_has_option(indexd, "--logspaces")
                         else []
                     ),
+                    *spool,
                 ],
-                serves=f"frames from {col.fifo} (fd 3), status in {status}",
+                serves=(
+                    f"the spool {col.spool}"
+                    + (f", routes from {routes}" if "--routes" in spool else "")
+                    + f", status in {status}"
+                ),
                 needs=indexd,
-                env={"LISTEN_FDS": "1"},
-                fds={3: col.fifo_fd},
+                missing="" if spool else f"{indexd} has no --spool option yet",
             )
         )
         sng = shutil.which("syslog-ng") or "/usr/sbin/syslog-ng"
@@ -247,6 +268,7 @@ def services(
                 argv=collector.syslogng_argv(col.conf, run, program=sng),
                 serves=col.serves,
                 needs=Path(sng),
+                prestart=col.render,
             )
         )
     out.append(
@@ -516,40 +538,22 @@ def prepare_webui(data: Path, api: Api | None) -> Webui | None:
     return Webui(api=api, port=port, secret=secret, logspaces=logspaces_path(data))
 
 
-def hold_fifo(fifo: Path) -> int:
-    """Make fifo (replacing anything else there), open it read-write, raise its pipe to
-    1 MiB; returns the fd, which this process keeps for its whole life."""
-    try:
-        if not stat.S_ISFIFO(fifo.lstat().st_mode):
-            fifo.unlink()
-    except FileNotFoundError:
-        pass
-    if not fifo.exists():
-        os.mkfifo(fifo, 0o600)
-    fd = os.open(fifo, os.O_RDWR | os.O_CLOEXEC)
-    try:
-        fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
-    except OSError as e:
-        log(f"cannot raise the pipe of {fifo} to 1 MiB ({e.strerror}); keeping the default")
-    return fd
-
-
 def prepare_collector(data: Path) -> Collector | None:
-    """Render syslog-ng.conf from the settings, make the dev TLS files and the FIFO; None (and
+    """Render syslog-ng.conf from the settings, make the dev TLS files and the spool; None (and
     a line saying why) when syslog-ng is not installed."""
     run = run_dir(data)
     path = settings_path(data)
     settings = collector.load_settings(path if path.exists() else None)
-    fifo = run / "indexd.fifo"
+    for w in settings.warnings:
+        log(f"collector: {w}")
+    spool = data / "spool"
     conf = run / "syslog-ng.conf"
-    text = collector.render(settings, data=data, run=run, fifo=fifo)
-    (data / "collector" / "buffer").mkdir(parents=True, exist_ok=True)
+    text = collector.render(settings, data=data, run=run, spool=spool)
+    spool.mkdir(mode=0o770, exist_ok=True)
     own = (settings.tls_cert, settings.tls_key, settings.tls_ca)
     if settings.tls_port and None in own and dev_tls(data / "tls"):
         log(f"made a dev TLS CA and server certificate in {data / 'tls'}")
-    tmp = conf.with_suffix(".conf.tmp")
-    tmp.write_text(text)
-    tmp.replace(conf)
+    write_conf(conf, text)
     sng = shutil.which("syslog-ng")
     if sng is None:
         log("syslog-ng: not installed (make deps installs syslog-ng-core)")
@@ -570,9 +574,10 @@ def prepare_collector(data: Path) -> Collector | None:
     ]
     return Collector(
         conf=conf,
-        fifo=fifo,
-        fifo_fd=hold_fifo(fifo),
-        serves="syslog on " + ", ".join(listen),
+        spool=spool,
+        settings=settings,
+        data=data,
+        serves="syslog on " + ", ".join(listen) + f" into the spool {spool}",
         nofile=3 * s.max_connections + 1024,
     )
 
@@ -611,6 +616,8 @@ def _child_setup(svc: Service) -> Callable[[], None] | None:
 
 def start(svc: Service) -> None:
     """Start svc in its own process group so a Ctrl-C reaches only the supervisor first."""
+    if svc.prestart is not None:
+        svc.prestart()
     env = dict(os.environ)
     env.update(svc.env)
     svc.proc = subprocess.Popen(
@@ -631,8 +638,29 @@ def end_group(pgid: int) -> None:
         pass
 
 
+def stop_one(svc: Service, timeout: float) -> None:
+    """SIGTERM svc and wait for it; SIGKILL after timeout seconds."""
+    if svc.proc is None:
+        return
+    if svc.proc.poll() is None:
+        svc.proc.terminate()
+    try:
+        svc.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        log(f"{svc.name} did not stop in {timeout:.0f} s: killing it")
+        svc.proc.kill()
+        svc.proc.wait()
+    log(f"stopped {svc.name}")
+
+
 def stop_all(running: list[Service]) -> None:
-    """SIGTERM every service (last started first), then SIGKILL what is left after 10 s."""
+    """Stop syslog-ng first and wait for it (it writes what it holds into the spool, and
+    nothing new arrives), then SIGTERM every other service (last started first) and SIGKILL
+    what is left after 10 s."""
+    for svc in running:
+        if svc.name == "syslog-ng":
+            stop_one(svc, SYSLOGNG_STOP)
+    running = [svc for svc in running if svc.name != "syslog-ng"]
     for svc in reversed(running):
         if svc.proc is not None and svc.proc.poll() is None:
             svc.proc.terminate()
@@ -697,10 +725,10 @@ def main() -> int:
 
     running: list[Service] = []
     for svc in services(data, col, api, webui, nginx):
-        if not svc.needs.exists():
-            log(f"{svc.name}: not built yet ({svc.needs})")
+        if not svc.needs.exists() or svc.missing:
+            log(f"{svc.name}: {svc.missing or f'not built yet ({svc.needs})'}")
             if svc.name == "logbox-indexd" and col is not None:
-                log(f"frames wait in {col.fifo} and syslog-ng's disk buffer until it runs")
+                log(f"messages wait in the spool {col.spool} until it runs")
             continue
         start(svc)
         running.append(svc)
@@ -723,8 +751,6 @@ def main() -> int:
             start(svc)
             log(f"{svc.name} exited with {code}; restarted (restart #{svc.restarts})")
     stop_all(running)
-    if col is not None:
-        os.close(col.fifo_fd)
     log("all stopped")
     return 0
 

@@ -1,47 +1,58 @@
 #!/usr/bin/env python3
 """The syslog-ng configuration of logbox's collector, rendered from a small TOML settings file.
 
-syslog-ng (3.38) receives syslog over TCP (newline framing, RFC 3164 and RFC 5424 on one port),
-TCP with RFC 6587 octet counting, TLS (RFC 5425) and UDP, and hands every message to
-logbox-indexd as one frame (indexer/FORMAT.md §11) written to ONE pipe() destination, a FIFO
-held open by the supervisor, behind a reliable disk buffer, with flow control on the log path.
-See collector/README.md for the settings, the frame and what each failure can lose.
+syslog-ng (3.38) is pure transport: every listener (newline TCP, TCP with RFC 6587 octet
+counting, TLS (RFC 5425), UDP) reads with flags(no-parse), and ONE file() destination writes
+each message unparsed as one spool record (indexer/FORMAT.md §13) into per-second spool files
+<spool>/YYYYMMDDTHHMMSS.<run>.lbs, with flow control on every log path. No disk buffer, no
+FIFO, no parsing, no routing: logbox-indexd reads the spool, parses and routes (it reads the
+[[logspace]] tables of the same settings file with --routes; they are checked here too, so
+that a bad file is refused before syslog-ng starts). See collector/README.md.
 
-    load_settings(path)                       the settings (defaults: the dev ports)
-    render(settings, data=..., run=..., fifo=...)  the syslog-ng.conf text
-    syslogng_argv(conf, run)                  how to start syslog-ng on it in the foreground
-    prealloc_buffer(settings, data=...)       reserve the disk buffer's whole size on disk
+    load_settings(path)                                 the settings (defaults: the dev ports)
+    render(settings, data=..., run=..., spool=..., token=...)  the syslog-ng.conf text
+    run_token()                                         a fresh <run> token for one start
+    syslogng_argv(conf, run)                            how to start syslog-ng in the foreground
 
-CLI: python3 collector/render.py [--settings FILE] --data DIR --run DIR --fifo PATH
-prints the configuration; python3 collector/render.py [--settings FILE] --data DIR --prealloc
-preallocates the disk buffer files syslog-ng has made (after it started).
+CLI: python3 collector/render.py [--settings FILE] --data DIR --run DIR [--spool DIR]
+prints the configuration (spool default <data>/spool; a fresh run token each time).
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
-import errno
 import ipaddress
-import os
 import re
+import secrets
 import sys
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 MIB = 1024 * 1024
 
-# The limits of a frame (indexer/lib/logbox.h, lb_format.h): the template cuts each field so
-# that a frame is always valid and fits LB_FRAME_MAX; the message and the structured data are
-# cut one byte past what the store keeps so that indexd sees they were longer.
-FRAME_FIELD_MAX = 4096  # LB_FRAME_FIELD_MAX: host, program, pid, msgid
-SD_CUT = 16 * 1024 + 1  # LB_SD_MAX + 1
-MSG_CUT = 256 * 1024 + 1  # LB_MSG_MAX + 1
-
 # Per-connection flow-control window (messages). syslog-ng divides a source's log-iw-size by
 # its max-connections and warns (clamping to 100) when the share is smaller than that.
 WINDOW_PER_CONNECTION = 100
+
+# The listeners, named as collector.toml's [ports] keys: the syslog-ng source of each is named
+# so, and the record template writes ${SOURCE}, so a record's listener is exactly this name.
+# syslog-ng's own messages come from the source "internal" (collector/README.md).
+LISTENERS = ("tcp", "octet", "tls", "udp")
+INTERNAL = "internal"
+LISTENER_RE = re.compile(r"[a-z0-9_-]{1,32}")  # FORMAT.md §13.1
+RUN_TOKEN_RE = re.compile(r"[0-9a-z]{1,32}")  # FORMAT.md §13.2
+
+# The spool record of FORMAT.md §13.1, as a syslog-ng template (already escaped for the
+# configuration): "LS1" SP rtime SP listener SP peer SP length LF <raw bytes> LF.
+RECORD_TEMPLATE = "LS1 ${R_UNIXTIME} ${SOURCE} ${SOURCEIP:--} $(length ${MSG})\\n${MSG}\\n"
+# Seconds a spool file stays open without a write before syslog-ng closes it (indexd deletes a
+# taken file only once no writer has it open).
+TIME_REAP = 3
+# Messages the file writer collects before one write(); at most this many accepted messages
+# sit in its buffer (a SIGKILL loses them: collector/README.md "What each failure can lose").
+FLUSH_LINES = 100
 
 LOGSPACE_RE = re.compile(r"[a-z0-9_-]{1,64}")
 VERIFY = {
@@ -65,13 +76,15 @@ class SettingsError(ValueError):
 class Route:
     """One `[[logspace]]` table: messages matching ALL given conditions go to logspace `name`.
     host, program and message are PCRE regular expressions (unanchored; host ignores case);
-    facility is a list of facility names."""
+    facility is a list of facility names, listener a list of listener names. logbox-indexd
+    applies them (--routes); they are checked here and never rendered."""
 
     name: str
     host: str | None = None
     program: str | None = None
     facility: tuple[str, ...] = ()
     message: str | None = None
+    listener: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,20 +101,24 @@ class Settings:
     tls_key: Path | None = None
     tls_ca: Path | None = None
     tls_verify: str = "optional"
-    log_msg_size: int = 16 * MIB
+    # Bytes of one message, and of each connection's input buffer: what syslog-ng may have read
+    # and not yet written is bounded by it (collector/README.md "What each failure can lose").
+    # 320 KiB: the most the store keeps of a message (LB_MSG_MAX, 256 KiB) and its header.
+    log_msg_size: int = 320 * 1024
     max_connections: int = 10000
     udp_rcvbuf: int = 0  # SO_RCVBUF for UDP in bytes; 0 = the kernel's default
-    buffer_size: int = 1024 * MIB  # disk-buf-size of the disk buffer
-    buffer_mem_size: int = 64 * MIB  # mem-buf-size (reliable) / bytes kept in memory
-    reliable: bool = True
+    spool_fsync: bool = False  # fsync(yes) on the spool files: see "Power cut"
     routes: tuple[Route, ...] = field(default_factory=tuple)
+    warnings: tuple[str, ...] = ()  # accepted but ignored settings, said by the CLI
+
+
+BUFFER_IGNORED = (
+    "buffer: ignored: the spool (<data>/spool, indexer/FORMAT.md §13) replaced syslog-ng's "
+    "disk buffer; remove the [buffer] table"
+)
 
 
 # ---------------------------------------------------------------------------- settings
-
-
-# The logspace syslog-ng's own messages go to, apart from what devices send.
-SYSTEM_LOGSPACE = "system"
 
 
 def _take(table: dict, key: str, kind: type | tuple[type, ...], where: str) -> object:
@@ -184,8 +201,21 @@ def _route(item: object, index: int) -> Route:
         facilities = tuple(names)
         if not facilities:
             raise SettingsError(f"{where}facility: empty list")
+    listener = _take(t, "listener", (list, str), where)
+    listeners: tuple[str, ...] = ()
+    if listener is not None:
+        names = [listener] if isinstance(listener, str) else listener
+        assert isinstance(names, list)
+        for n in names:
+            if not isinstance(n, str) or n not in (*LISTENERS, INTERNAL):
+                raise SettingsError(
+                    f"{where}listener: {n!r} is not one of {', '.join((*LISTENERS, INTERNAL))}"
+                )
+        listeners = tuple(names)
+        if not listeners:
+            raise SettingsError(f"{where}listener: empty list")
     _no_rest(t, where)
-    return Route(name=name, facility=facilities, **regexes)
+    return Route(name=name, facility=facilities, listener=listeners, **regexes)
 
 
 def _pcre_only(regex: str) -> bool:
@@ -242,26 +272,20 @@ def settings_from_dict(doc: dict, base: Path = Path(".")) -> Settings:
             kw["tls_verify"] = verify
         _no_rest(t, "tls.")
 
-    buf = _take(d, "buffer", dict, "")
-    if buf is not None:
-        assert isinstance(buf, dict)
-        b = dict(buf)
-        size = _int(b, "size", "buffer.", MIB, 1 << 50)
-        if size is not None:
-            kw["buffer_size"] = size
-        mem = _int(b, "mem_size", "buffer.", 64 * 1024, 1 << 40)
-        if mem is not None:
-            kw["buffer_mem_size"] = mem
-        reliable = _take(b, "reliable", bool, "buffer.")
-        if reliable is not None:
-            kw["reliable"] = reliable
-        _no_rest(b, "buffer.")
+    warned: list[str] = []
+    if _take(d, "buffer", dict, "") is not None:
+        # The appliance's collector.toml of earlier versions has one: still start.
+        warned.append(BUFFER_IGNORED)
+    fsync = _take(d, "spool_fsync", bool, "")
+    if fsync is not None:
+        kw["spool_fsync"] = fsync
 
     routes = _take(d, "logspace", list, "")
     if routes is not None:
         assert isinstance(routes, list)
         kw["routes"] = tuple(_route(item, i) for i, item in enumerate(routes))
     _no_rest(d, "")
+    kw["warnings"] = tuple(warned)
     s = Settings(**kw)  # type: ignore[arg-type]
     used = [p for p in (s.tcp_port, s.octet_port, s.tls_port) if p]
     if len(used) != len(set(used)):
@@ -316,94 +340,39 @@ def quote(value: str) -> str:
     return "".join(out)
 
 
-def _cut(macro: str, n: int) -> str:
-    return f"$(substr {macro} 0 {n})"
+def run_token() -> str:
+    """A fresh <run> token (FORMAT.md §13.2) for one start of syslog-ng: the start time in hex
+    (so tokens sort by start) and 32 random bits, 16 characters of [0-9a-f]."""
+    return f"{int(time.time()):08x}{secrets.token_hex(4)}"
 
 
-def frame_template() -> str:
-    """The frame of indexer/FORMAT.md §11 as a syslog-ng template (the text between the
-    quotes of template(...), already escaped for the configuration).
-
-    .lb.h carries "stime tzoff pri fmt", set by the parsing junction; .lb.ls the logspace."""
-    ls = "${.lb.ls:-main}"
-    payload = [
-        ls,
-        _cut("${HOST}", FRAME_FIELD_MAX),
-        _cut("${PROGRAM}", FRAME_FIELD_MAX),
-        _cut("${PID}", FRAME_FIELD_MAX),
-        _cut("${MSGID}", FRAME_FIELD_MAX),
-        _cut("${SDATA}", SD_CUT),
-        _cut("${MSG}", MSG_CUT),
-    ]
-    lengths = " ".join(f"$(length {p})" for p in payload)
-    return "LB1 ${R_UNIXTIME} ${.lb.h} " + lengths + "\\n" + "".join(payload) + "\\n"
+def spool_file(spool: Path, token: str) -> str:
+    """The file() destination's path template: <spool>/YYYYMMDDTHHMMSS.<token>.lbs, the UTC
+    second of receipt (the destination's time-zone("UTC") applies to the R_ macros)."""
+    if not RUN_TOKEN_RE.fullmatch(token):
+        raise SettingsError(f"run token {token!r} is not 1..32 characters of [0-9a-z]")
+    if "$" in str(spool):
+        raise SettingsError(f"spool: {spool}: a $ would be read as a template macro")
+    return f"{spool}/${{R_YEAR}}${{R_MONTH}}${{R_DAY}}T${{R_HOUR}}${{R_MIN}}${{R_SEC}}.{token}.lbs"
 
 
-# A PRI of 0..191 with nothing else allowed: syslog-ng itself accepts <999>.
-PRI_RE = "<(?:[0-9]|[1-9][0-9]|1[0-8][0-9]|19[01])>"
-
-
-def _parse_junction() -> str:
-    """RFC 5424, else RFC 3164, else no header at all (the whole line is the message, host is
-    the sender's address). A line that looks like RFC 5424 but does not parse falls to 3164.
-    An RFC 5424 NILVALUE time stamp stays "none" (syslog-ng would give the receive time)."""
-    return f"""    if {{
-        filter {{ message('^{PRI_RE}1 - ' type(pcre)); }};
-        parser {{ syslog-parser(flags(syslog-protocol) drop-invalid(yes)); }};
-        rewrite {{ set("- - ${{PRI}} 5" value(".lb.h")); }};
-    }} elif {{
-        filter {{ message('^{PRI_RE}1 ' type(pcre)); }};
-        parser {{ syslog-parser(flags(syslog-protocol) drop-invalid(yes)); }};
-        rewrite {{ set("${{S_UNIXTIME}} ${{S_TZOFFSET}} ${{PRI}} 5" value(".lb.h")); }};
-    }} elif {{
-        filter {{ message('^{PRI_RE}' type(pcre)); }};
-        parser {{ syslog-parser(drop-invalid(yes)); }};
-        rewrite {{ set("${{S_UNIXTIME}} ${{S_TZOFFSET}} ${{PRI}} 3" value(".lb.h")); }};
-    }} else {{
-        rewrite {{ set("- - - -" value(".lb.h")); }};
-    }};
-"""
-
-
-def _route_filter(r: Route) -> str:
-    parts = []
-    if r.host is not None:
-        parts.append(f"host({quote(r.host)} type(pcre) flags(ignore-case))")
-    if r.program is not None:
-        parts.append(f"program({quote(r.program)} type(pcre))")
-    if r.facility:
-        parts.append(f"facility({', '.join(r.facility)})")
-    if r.message is not None:
-        parts.append(f"message({quote(r.message)} type(pcre))")
-    return " and ".join(parts)
-
-
-def _routing(routes: tuple[Route, ...]) -> str:
-    """First matching route wins; no match leaves .lb.ls unset, which the template reads as
-    main. A route with no condition matches everything."""
-    out = []
-    for i, r in enumerate(routes):
-        cond = _route_filter(r)
-        body = []
-        if cond:
-            body.append(f"        filter {{ {cond}; }};")
-        body.append(f'        rewrite {{ set("{r.name}" value(".lb.ls")); }};')
-        kw = "if" if i == 0 else "elif"
-        out.append(f"    {kw} {{  # logspace {r.name}\n" + "\n".join(body) + "\n    }")
-        if not cond:
-            break
-    if not out:
-        return ""
-    return " ".join(out) + ";\n"
-
-
-def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
-    """The syslog-ng.conf text for settings: data is the logbox data directory (disk buffer in
-    <data>/collector/buffer, default TLS files in <data>/tls), run the run directory (the
-    persist file, pid file and control socket go there through syslogng_argv), fifo the
-    FIFO the supervisor holds for logbox-indexd."""
+def render(
+    settings: Settings,
+    *,
+    data: Path,
+    run: Path,
+    spool: Path | None = None,
+    token: str | None = None,
+) -> str:
+    """The syslog-ng.conf text for settings: data is the logbox data directory (default TLS
+    files in <data>/tls), run the run directory (the persist file, pid file and control socket
+    go there through syslogng_argv), spool the spool directory (default <data>/spool) and token
+    this start's <run> token (default: a fresh run_token()). Render again for every start of
+    syslog-ng: a restarted syslog-ng must never append to a file a killed one left torn."""
     s = settings
     del run  # the run-time files are named on syslog-ng's command line (syslogng_argv)
+    spool = spool if spool is not None else data / "spool"
+    token = token if token is not None else run_token()
     tls_dir = data / "tls"
     cert = s.tls_cert or tls_dir / "server.crt"
     key = s.tls_key or tls_dir / "server.key"
@@ -418,12 +387,12 @@ def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
     sources = []
     if s.tcp_port:
         sources.append(
-            ("s_tcp", f'network({common} port({s.tcp_port}) transport("tcp"))', "newline TCP")
+            ("tcp", f'network({common} port({s.tcp_port}) transport("tcp"))', "newline TCP")
         )
     if s.octet_port:
         sources.append(
             (
-                "s_octet",
+                "octet",
                 f'syslog({common} port({s.octet_port}) transport("tcp") '
                 "trim-large-messages(yes))",
                 "TCP, RFC 6587 octet counting",
@@ -437,7 +406,7 @@ def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
         )
         sources.append(
             (
-                "s_tls",
+                "tls",
                 f'syslog({common} port({s.tls_port}) transport("tls") '
                 f"trim-large-messages(yes)\n        {tls})",
                 "TLS (RFC 5425 octet counting), TLS 1.2+",
@@ -447,7 +416,7 @@ def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
         rcvbuf = f" so-rcvbuf({s.udp_rcvbuf})" if s.udp_rcvbuf else ""
         sources.append(
             (
-                "s_udp",
+                "udp",
                 f'network(ip({ip}) flags(no-parse) port({s.udp_port}) transport("udp")'
                 + (" ip-protocol(6)" if ipv6 else "")
                 + rcvbuf
@@ -458,23 +427,10 @@ def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
     if not sources:
         raise SettingsError("ports: every listener is off")
 
-    buffer_dir = data / BUFFER_DIR
-    # truncate-size-ratio(1): the buffer file never gives back its blocks, so that what
-    # prealloc_buffer() reserved stays reserved (collector/README.md "Full disk").
-    if s.reliable:
-        dbuf = (
-            f"reliable(yes) dir({quote(str(buffer_dir))}) disk-buf-size({s.buffer_size}) "
-            f"mem-buf-size({s.buffer_mem_size}) truncate-size-ratio(1)"
-        )
-    else:
-        dbuf = (
-            f"reliable(no) dir({quote(str(buffer_dir))}) disk-buf-size({s.buffer_size}) "
-            f"mem-buf-length({max(10000, s.buffer_mem_size // 1024)}) truncate-size-ratio(1)"
-        )
-
     lines = [
         "@version: 3.38",
         "# logbox collector: rendered by collector/render.py; edit the settings, not this file.",
+        f"# run token {token}: a fresh one for every start (indexer/FORMAT.md §13.2)",
         "",
         "options {",
         "    keep-hostname(yes);",
@@ -491,45 +447,48 @@ def render(settings: Settings, *, data: Path, run: Path, fifo: Path) -> str:
         "",
     ]
     for name, driver, what in sources:
-        lines.append(f"# {what}")
-        lines.append(f"source {name} {{\n    {driver};\n}};")
+        lines.append(f"# {what}: listener {name}")
+        lines.append(f"source {quote(name)} {{\n    {driver};\n}};")
     lines += [
         "# syslog-ng's own messages (start, stop, errors, refused TLS peers), without the",
-        "# per-connection chatter, in the logspace system (never routed, never in main).",
-        "# Storing them also makes syslog-ng open the FIFO at start,",
-        "# which is what replays a disk buffer left by the previous run.",
-        "source s_internal {\n    internal();\n};",
-    ]
-    lines += [
+        "# per-connection chatter: listener internal, written as RFC 5424 lines.",
+        f"source {quote(INTERNAL)} {{\n    internal();\n}};",
         "",
-        "# ONE destination: the FIFO logbox-indexd reads, one frame per message (FORMAT.md §11).",
-        "destination d_indexd {",
-        f"    pipe({quote(str(fifo))}",
-        f'        template("{frame_template()}")',
+        "# ONE destination: the spool, one record per message (indexer/FORMAT.md §13), the raw",
+        "# bytes as received. No disk buffer: the spool is the buffer.",
+        "destination d_spool {",
+        f"    file({quote(spool_file(spool, token))}",
+        f'        template("{RECORD_TEMPLATE}")',
+        '        time-zone("UTC")',
+        "        create-dirs(yes)",
+        "        dir-perm(0770)",
+        "        perm(0640)",
+        f"        time-reap({TIME_REAP})",
         "        time-reopen(1)",
-        f"        disk-buffer({dbuf}));",
+        f"        flush-lines({FLUSH_LINES})",
+        f"        fsync({'yes' if s.spool_fsync else 'no'}));",
         "};",
         "",
         "log {",
-        "    source(s_internal);",
+        f"    source({quote(INTERNAL)});",
         '    filter { not message("^Syslog connection (accepted|closed);" type(pcre)); };',
-        '    rewrite { set("${S_UNIXTIME} ${S_TZOFFSET} ${PRI} 5" value(".lb.h")); };',
-        f'    rewrite {{ set("{SYSTEM_LOGSPACE}" value(".lb.ls")); }};',
-        "    destination(d_indexd);",
+        "    rewrite {",
+        '        set("<${PRI}>1 ${ISODATE} ${HOST} syslog-ng ${PID} - - ${MSG}" value("MESSAGE"));',
+        "    };",
+        "    destination(d_spool);",
         "    flags(flow-control);",
         "};",
         "",
         "log {",
     ]
-    lines += [f"    source({name});" for name, _, _ in sources]
-    lines.append(_parse_junction() + _routing(s.routes) + "    destination(d_indexd);")
-    lines += ["    flags(flow-control);", "};", ""]
+    lines += [f"    source({quote(name)});" for name, _, _ in sources]
+    lines += ["    destination(d_spool);", "    flags(flow-control);", "};", ""]
     return "\n".join(lines)
 
 
 def syslogng_argv(conf: Path, run: Path, *, program: str = "syslog-ng") -> list[str]:
     """syslog-ng in the foreground on conf, its persist file, pid file and control socket in
-    run. Its own messages go to the store (source s_internal), not to stderr: only errors in
+    run. Its own messages go to the spool (source internal), not to stderr: only errors in
     the configuration, before it runs, are printed."""
     return [
         program,
@@ -545,96 +504,27 @@ def syslogng_argv(conf: Path, run: Path, *, program: str = "syslog-ng") -> list[
     ]
 
 
-# ---------------------------------------------------------------------------- full disk
-
-# Where render() puts the disk buffer, under the data directory it is given.
-BUFFER_DIR = Path("collector") / "buffer"
-QDISK_HEADER = 4096  # QDISK_RESERVED_SPACE: the buffer file's header
-FALLOC_FL_KEEP_SIZE = 1  # <linux/falloc.h>
-PREALLOC_KEEP = 0.10  # share of the buffer's file system that preallocation leaves free
-
-
-def prealloc_size(settings: Settings) -> int:
-    """Bytes a disk buffer file may come to: its header, disk-buf-size, and the one record
-    syslog-ng may write past that size before it wraps (at most log-msg-size plus framing)."""
-    return QDISK_HEADER + settings.buffer_size + settings.log_msg_size + 64 * 1024
-
-
-def prealloc_buffer(settings: Settings, *, data: Path) -> list[Path]:
-    """Reserves on disk the whole size every disk buffer file under <data>/collector/buffer
-    may reach (fallocate with FALLOC_FL_KEEP_SIZE: the blocks are allocated, the file's size
-    and content stay as syslog-ng made them). syslog-ng 3.38 has no prealloc() option, and a
-    buffer file that must grow on a full file system fails its write ("Short write while
-    writing disk buffer"), drops the message and suspends the sender's connection for good.
-    Run after syslog-ng has started (it makes the file at start). Returns the files done.
-
-    A file is left as it is when reserving its space would leave less than PREALLOC_KEEP of
-    the file system free (a disk buffer bigger than its disk would otherwise fill it: ext4's
-    fallocate keeps what it got before an ENOSPC); that is an OSError(ENOSPC) too.
-
-    :raises OSError: when the space cannot be reserved (ENOSPC: the disk is already full).
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    fallocate = libc.fallocate
-    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
-    size = prealloc_size(settings)
-    done = []
-    directory = data / BUFFER_DIR
-    for path in sorted(directory.glob("syslog-ng-*.*qf")) if directory.is_dir() else []:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
-        try:
-            vfs = os.fstatvfs(fd)
-            free = vfs.f_bavail * vfs.f_frsize
-            keep = int(vfs.f_blocks * vfs.f_frsize * PREALLOC_KEEP)
-            need = max(0, size - os.fstat(fd).st_blocks * 512)
-            if need > free - keep:
-                raise OSError(
-                    errno.ENOSPC,
-                    f"not preallocated: {need} more bytes needed, {free} free, and "
-                    f"{keep} ({PREALLOC_KEEP:.0%} of the file system) must stay free",
-                    str(path),
-                )
-            if fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, size) != 0:
-                err = ctypes.get_errno()
-                raise OSError(err, f"fallocate {size} bytes: {os.strerror(err)}", str(path))
-        finally:
-            os.close(fd)
-        done.append(path)
-    return done
-
-
 def main(argv: list[str] | None = None) -> int:
-    """CLI: print the configuration, or (--prealloc) reserve the disk buffer's space."""
+    """CLI: print the configuration (a fresh run token each time)."""
     ap = argparse.ArgumentParser(description="Print logbox's syslog-ng configuration.")
     ap.add_argument("--settings", type=Path, help="TOML settings (default: the dev defaults)")
     ap.add_argument("--data", type=Path, required=True, help="logbox data directory")
-    ap.add_argument("--run", type=Path, help="run directory")
-    ap.add_argument("--fifo", type=Path, help="the FIFO logbox-indexd reads")
-    ap.add_argument(
-        "--prealloc",
-        action="store_true",
-        help="reserve the disk buffer files' whole size on disk (after syslog-ng started)",
-    )
+    ap.add_argument("--run", type=Path, required=True, help="run directory")
+    ap.add_argument("--spool", type=Path, help="spool directory (default <data>/spool)")
     args = ap.parse_args(argv)
-    if args.prealloc:
-        try:
-            files = prealloc_buffer(load_settings(args.settings), data=args.data.resolve())
-        except (SettingsError, OSError) as e:
-            print(f"render: {e}", file=sys.stderr)
-            return 1
-        for path in files:
-            print(f"render: preallocated {path}", file=sys.stderr)
-        return 0
-    if args.run is None or args.fifo is None:
-        ap.error("--run and --fifo are needed to print the configuration")
     try:
         settings = load_settings(args.settings)
         text = render(
-            settings, data=args.data.resolve(), run=args.run.resolve(), fifo=args.fifo.resolve()
+            settings,
+            data=args.data.resolve(),
+            run=args.run.resolve(),
+            spool=args.spool.resolve() if args.spool else None,
         )
     except (SettingsError, OSError) as e:
         print(f"render: {e}", file=sys.stderr)
         return 1
+    for w in settings.warnings:
+        print(f"render: warning: {w}", file=sys.stderr)
     sys.stdout.write(text)
     return 0
 

@@ -12,7 +12,7 @@
 # replaced by a blank disk, one disk, none, the boot disk, foreign disks), and its whole loop runs
 # on fake disk tools. The appliance runs without systemd: every daemon from its unit's command
 # line and environment, under its unit's user, groups and capabilities (setpriv), on a tree laid
-# out as at boot; a syslog message reaches searchd through syslog-ng, the FIFO, indexd and the
+# out as at boot; a syslog message reaches searchd through syslog-ng, the spool, indexd and the
 # store, and logbox-ready, as its unit, prints the readiness line. The syslog-ng unit's
 # ExecStartPre renders a configuration syslog-ng accepts; nft accepts the firewall with and
 # without SSH; the Vagrantfile validates.
@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import configparser
-import fcntl
 import importlib.machinery
 import importlib.util
 import json
@@ -53,19 +52,19 @@ SERVICES = (
     "logbox-nginx.service",
     "logbox-ready.service",
 )
-UNITS = (*SERVICES, "logbox-indexd.socket", "logbox.target")
+UNITS = (*SERVICES, "logbox.target")
 ROOT_SERVICES = {"logbox-storage.service", "logbox-firstboot.service"}
 # The users table of APPLIANCE.md: user -> (the unit, its groups, what it may write). The
 # daemons that put a file in /run/logbox (status, socket, pid) may write it too.
 USERS = {
     "logbox-collector": (
         "logbox-syslog-ng.service",
-        {"logbox-fifo", "logbox-status", "logbox-tls"},
-        {"/var/lib/logbox-collector", "/run/logbox"},
+        {"logbox-spool", "logbox-status", "logbox-tls"},
+        {"/var/lib/logbox-collector", "/run/logbox", "/var/lib/logbox/spool"},
     ),
     "logbox-indexd": (
         "logbox-indexd.service",
-        {"logbox-store", "logbox-status"},
+        {"logbox-store", "logbox-spool", "logbox-status"},
         {"/var/lib/logbox", "/run/logbox"},
     ),
     "logbox-searchd": (
@@ -127,7 +126,14 @@ EXCEPTIONS = {
     # is 0750 and the control socket owner-only (connecting needs write permission)
     "logbox-syslog-ng.service": {"UMask": "0022"},
 }
-HOST_TOOLS = ("/usr/bin/python3", "/usr/sbin/syslog-ng", "/usr/sbin/nginx", "/bin/sh", "/bin/chgrp")
+HOST_TOOLS = (
+    "/usr/bin/python3",
+    "/usr/sbin/syslog-ng",
+    "/usr/sbin/nginx",
+    "/bin/sh",
+    "/bin/chgrp",
+    "/usr/bin/systemd-tmpfiles",
+)
 
 
 def need(tool: str) -> str:
@@ -265,7 +271,7 @@ def test_layout(root: Path) -> None:
 def test_target_wants_every_unit(root: Path) -> None:
     target = unit_file(root, "logbox.target")
     wanted = " ".join(target["Wants"]).split()
-    assert set(wanted) == set(SERVICES) | {"logbox-indexd.socket"}
+    assert set(wanted) == set(SERVICES)
     assert last(target, "WantedBy") == "multi-user.target"
 
 
@@ -317,9 +323,13 @@ def test_user_and_hardening(root: Path, unit: str) -> None:
     assert s["SystemCallFilter"][0] == "@system-service", unit
     caps = set((last(s, "CapabilityBoundingSet") or "").split())
     if unit not in ROOT_SERVICES:
-        # only syslog-ng (514, 601) and nginx (443) listen on a port below 1024
+        # only syslog-ng (514, 601) and nginx (443) listen on a port below 1024; indexd takes
+        # read leases on the spool files syslog-ng owns
         low = unit in ("logbox-syslog-ng.service", "logbox-nginx.service")
-        assert caps == ({"CAP_NET_BIND_SERVICE"} if low else set()), f"{unit}: {caps}"
+        want_caps = {"CAP_NET_BIND_SERVICE"} if low else set()
+        if unit == "logbox-indexd.service":
+            want_caps = {"CAP_LEASE"}
+        assert caps == want_caps, f"{unit}: {caps}"
         assert set((last(s, "AmbientCapabilities") or "").split()) == caps
     families = set((last(s, "RestrictAddressFamilies") or "").split())
     assert "AF_UNIX" in families and families <= {"AF_UNIX", "AF_INET", "AF_INET6"}, unit
@@ -346,13 +356,17 @@ def test_daemons_types(root: Path) -> None:
     for unit in ("logbox-indexd.service", "logbox-searchd.service"):
         s = unit_file(root, unit)
         assert last(s, "Type") == "notify" and last(s, "WatchdogSec") == "30", unit
-    sock = unit_file(root, "logbox-indexd.socket")
-    assert last(sock, "ListenFIFO") == "/run/logbox/indexd.fifo"
-    assert last(sock, "PipeSize") == "1M"
-    assert (last(sock, "SocketGroup"), last(sock, "SocketMode")) == ("logbox-fifo", "0660")
     sng = unit_file(root, "logbox-syslog-ng.service")
     assert last(sng, "LimitNOFILE") == "65536"
+    # syslog-ng is After= indexd, so it stops first (into the spool), and indexd never After=
+    # syslog-ng (that would stop indexd first)
     assert "logbox-indexd.service" in " ".join(sng["After"]).split()
+    idx = unit_file(root, "logbox-indexd.service")
+    assert "logbox-syslog-ng.service" not in " ".join(idx.get("After", [])).split()
+    start = (last(idx, "ExecStart") or "").split()
+    assert start[start.index("--spool") + 1] == "/var/lib/logbox/spool"
+    assert start[start.index("--routes") + 1] == "/etc/logbox/collector.toml"
+    assert not list((root / SYSTEMD_DIR).glob("logbox*.socket"))
     assert last(unit_file(root, "logbox-ready.service"), "Type") == "simple"
     for unit in ("logbox-rpc.service", "logbox-webui.service"):
         env = dict(v.split("=", 1) for v in unit_file(root, unit)["Environment"])
@@ -387,9 +401,10 @@ def test_tmpfiles_made_the_directories(root: Path) -> None:
         return u, g, stat.S_IMODE(st.st_mode)
 
     assert owner("/run/logbox") == ("root", "logbox-status", 0o1775)
-    assert owner("/var/lib/logbox") == ("logbox-indexd", "logbox-store", 0o750)
+    # others may traverse the store (syslog-ng, to the spool), not read it
+    assert owner("/var/lib/logbox") == ("logbox-indexd", "logbox-store", 0o751)
+    assert owner("/var/lib/logbox/spool") == ("logbox-collector", "logbox-spool", 0o2770)
     assert owner("/var/lib/logbox-collector") == ("logbox-collector", "logbox-collector", 0o750)
-    assert owner("/var/lib/logbox-collector/collector/buffer")[0] == "logbox-collector"
     assert owner("/var/lib/logbox-accounts") == ("logbox-rpc", "logbox-accounts", 0o770)
     assert owner("/etc/logbox/settings") == ("root", "logbox-settings", 0o775)
     # the apps' sockets: only the app and nginx's group may enter
@@ -871,12 +886,18 @@ def remap(text: str, base: Path) -> str:
 
 
 def unit_argv(root: Path, unit: str, key: str, base: Path) -> list[str]:
-    """A unit's ExecStart= (or another Exec key) as argv under base, its user's credentials first."""
-    [line] = unit_file(root, unit)[key]
+    """A unit's ExecStart= (or another Exec key) as argv under base, its user's credentials first.
+    Lines run as root ("+") are left out (see privileged_lines)."""
+    [line] = [v for v in unit_file(root, unit)[key] if not v.startswith("+")]
     cmd = remap(line, base)
     if cmd.startswith("/bin/sh -c "):
         return [*creds(root, unit), "/bin/sh", "-c", cmd.removeprefix("/bin/sh -c ").strip("'")]
     return [*creds(root, unit), *cmd.split()]
+
+
+def privileged_lines(root: Path, unit: str, key: str) -> list[str]:
+    """A unit's Exec lines that run as root ("+"), without the prefix."""
+    return [v[1:] for v in unit_file(root, unit).get(key, []) if v.startswith("+")]
 
 
 def unit_env(root: Path, unit: str, base: Path) -> dict[str, str]:
@@ -902,7 +923,7 @@ class Appliance:
 @pytest.fixture
 def appliance_run(root: Path) -> Iterator[Appliance]:
     """The appliance without systemd: a tree laid out as at boot (sysusers, tmpfiles, first
-    boot), the FIFO as logbox-indexd.socket makes it, then indexd, syslog-ng, searchd, the web
+    boot, the spool made again over the mounted store), then indexd, syslog-ng, searchd, the web
     UI and the API from their units' command lines and environment, each under the user,
     groups and capabilities of its unit: what they read and write is reached through the rights
     of APPLIANCE.md's users table only. syslog-ng listens on free ports instead of 514/601/6514
@@ -930,14 +951,22 @@ def appliance_run(root: Path) -> Iterator[Appliance]:
         text = re.sub(rf"^{k} = \d+", f"{k} = {ports[k]}", text, flags=re.M)
     col.write_text(text.replace('bind = "0.0.0.0"', 'bind = "127.0.0.1"'))
 
-    # logbox-indexd.socket: the FIFO, held open by "pid 1"
-    sock = unit_file(root, "logbox-indexd.socket")
-    fifo = Path(remap(last(sock, "ListenFIFO") or "", base))
-    os.mkfifo(fifo)
-    os.chown(fifo, 0, int(groups[last(sock, "SocketGroup") or ""][2]))
-    os.chmod(fifo, int(last(sock, "SocketMode") or "0", 8))
-    fifo_fd = os.open(fifo, os.O_RDWR | os.O_CLOEXEC)
-    fcntl.fcntl(fifo_fd, 1031, 1 << 20)  # F_SETPIPE_SZ: PipeSize=1M
+    # logbox-storage mounts a fresh file system over /var/lib/logbox (0750, no spool in it);
+    # syslog-ng's unit makes the spool there again (its "+" ExecStartPre, the tmpfiles lines)
+    store = base / "var/lib/logbox"
+    shutil.rmtree(store / "spool")
+    store.chmod(0o750)
+    [tmpfiles] = privileged_lines(root, "logbox-syslog-ng.service", "ExecStartPre")
+    argv = tmpfiles.split()
+    assert argv[:3] == ["/usr/bin/systemd-tmpfiles", "--create", "--prefix=/var/lib/logbox"]
+    conf = str(base) + argv[3]  # a file named on the command line is not looked up in --root
+    done = subprocess.run(
+        [*argv[:2], f"--root={base}", argv[2], conf], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    st = (store / "spool").stat()
+    assert stat.S_IMODE(st.st_mode) == 0o2770 and stat.S_IMODE(store.stat().st_mode) == 0o751
+    assert st.st_gid == int(groups["logbox-spool"][2])
 
     procs: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -953,17 +982,12 @@ def appliance_run(root: Path) -> Iterator[Appliance]:
             time.sleep(0.05)
 
     try:
-        # indexd: the FIFO as fd 3 with LISTEN_FDS=1, LISTEN_PID its own (sh execs it)
+        # indexd, on the spool (needs the spool reader: indexd --spool)
         argv = unit_argv(root, "logbox-indexd.service", "ExecStart", base)
-        i = len(creds(root, "logbox-indexd.service"))
-        argv[i:i] = ["/bin/sh", "-c", 'LISTEN_PID=$$ exec "$@"', "sh"]
-        start(
-            "indexd",
-            argv,
-            env={"PATH": "/usr/bin:/bin", "LISTEN_FDS": "1"},
-            pass_fds=(3,),
-            preexec_fn=lambda: os.dup2(fifo_fd, 3),
-        )
+        exe = next(a for a in argv if a.endswith("/logbox-indexd"))
+        helped = subprocess.run([exe, "--help"], capture_output=True, text=True)
+        assert "--spool" in helped.stdout + helped.stderr, "logbox-indexd has no --spool yet"
+        start("indexd", argv, env={"PATH": "/usr/bin:/bin"})
         wait_for("indexd", run / "indexd.status.json")
         # syslog-ng: the unit's ExecStartPre, then ExecStart, as logbox-collector
         pre = subprocess.run(
@@ -1003,7 +1027,6 @@ def appliance_run(root: Path) -> Iterator[Appliance]:
             if name in procs:
                 procs[name].terminate()
                 procs[name].wait(timeout=30)
-        os.close(fifo_fd)
         for name in procs:
             print(f"--- {name}\n{(base / f'{name}.log').read_text(errors='replace')[-3000:]}")
         shutil.rmtree(base, ignore_errors=True)
@@ -1017,7 +1040,7 @@ def test_appliance_under_its_users(
     (a.run / "storage.json").write_text(
         json.dumps({"mode": "root", "device": None, "state": "root", "message": "no data disk"})
     )
-    # a message through syslog-ng, the FIFO, indexd, the store, to searchd
+    # a message through syslog-ng, the spool, indexd, the store, to searchd
     with socket.create_connection(("127.0.0.1", a.syslog_tcp)) as s:
         s.sendall(b"<13>1 2026-11-22T10:00:00Z host1 app 1 - - through the appliance\n")
     deadline = time.monotonic() + 30
@@ -1131,7 +1154,7 @@ def test_syslog_ng_configuration_renders(root: Path, tree: Path, tmp_path: Path)
             cmd = cmd.replace(a, b)
         return cmd
 
-    [pre] = s["ExecStartPre"]
+    [pre] = [v for v in s["ExecStartPre"] if not v.startswith("+")]
     argv = pre.split(" ", 2)
     assert argv[:2] == ["/bin/sh", "-c"]
     done = subprocess.run(
@@ -1142,8 +1165,8 @@ def test_syslog_ng_configuration_renders(root: Path, tree: Path, tmp_path: Path)
     for port in ("port(514)", "port(601)", "port(6514)"):
         assert port in conf
     assert str(tree / "etc/logbox/tls/server.key") in conf
-    assert str(tmp_path / "run/indexd.fifo") in conf
-    assert f'dir("{tmp_path}/collector/collector/buffer")' in conf  # made by tmpfiles.d
+    assert 'file("/var/lib/logbox/spool/${R_YEAR}' in conf
+    assert "fifo" not in conf and "disk-buffer" not in conf
     start = last(s, "ExecStart")
     assert start is not None
     args = start.split()
@@ -1302,7 +1325,7 @@ def test_storage_first_boot_then_again(root: Path, fake_disks: tuple[Path, dict[
     st = store.stat()
     uid = int(db(Path(env["LOGBOX_ROOT"]), "passwd")["logbox-indexd"][2])
     gid = int(db(Path(env["LOGBOX_ROOT"]), "group")["logbox-store"][2])
-    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (uid, gid, 0o750)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (uid, gid, 0o751)
     mkfs = calls[1]
     assert f"root_owner={uid}:{gid}" in mkfs
     # the next boot: everything is there; nothing is done but the status

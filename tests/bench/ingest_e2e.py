@@ -1,38 +1,32 @@
 #!/usr/bin/env python3
-"""End-to-end ingest benchmark (issue 5; run by `make bench` after run.py, or `make
-bench-ingest`; not a test: a missed target is reported, never a failure).
+"""End-to-end ingest benchmark (issue 16; `make bench-ingest`, run by `make bench` too; not a
+test: a missed target is reported, never a failure).
 
-Sustained stored messages/s, loggen -> syslog-ng -> FIFO -> logbox-indexd, every token indexed:
-stored / elapsed, elapsed = from starting loggen (a fixed message count, --number) to the
-moment indexd's status JSON says the store holds them all (then, after indexd stopped, loggen's
-messages are counted in the store by program name, `logbox search --count`, apart from
-syslog-ng's own: stored must equal sent). Plain TCP and TLS, 150 B and 1 KiB
-messages, 1 and 16 connections. In the same run, interleaved:
-  - ceiling: the same loggen load into syslog-ng with the same sources and parsing, writing a
-    plain file() with the default template (completion: the file holds every line);
-  - the hand-off alone: the same syslog-ng with file() and the frame template (what the
-    template costs) and indexd fed only with those captured frames through its FIFO, as fast
-    as it takes them (indexd's own rate);
-  - indexd without the reliable disk buffer in syslog-ng (what reliable(yes) costs).
-Each configuration runs --runs times (round robin over the configurations); medians, the
-ratio to the ceiling, the CPU each process used (from /proc/<pid>/task/*/stat and loggen's
-rusage), the machine and versions are printed as a table and written to
-build/bench/ingest-e2e.json and ingest-e2e.md.
+The same loads, side by side in one run, round robin, each sent into:
+  - logbox: syslog-ng as collector/render.py renders it -> the spool -> logbox-indexd (or, until
+    the spool branches are merged, issue 5's FIFO pipeline; the report says which);
+  - syslog-ng file() with the default template: the front end's ceiling (syslog-ng and the
+    sender alone);
+  - VictoriaLogs v1.52.1 with its own syslog TCP/TLS listeners (built by the bench from the Go
+    module proxy into build/peers/; a bench-only peer, never shipped).
+Loads: loggen TCP 150 B with 1 and 16 connections, TLS 150 B with 16, TCP 1 KiB with 16, and
+a replay of a real corpus (the loghub samples converted by loghub_to_syslog.py, repeated).
+Per load and system: stored msg/s (first send -> the last message stored), lost (loggen numbers
+its messages; the replay counts rows), CPU µs per stored message per process (/proc/PID/stat
+utime + stime; the sender's rusage), the ratios logbox / VictoriaLogs and logbox / ceiling.
+Then indexd alone on spool files (tests/bench/spool_feed.py when present) and the searchable
+latency (searchd finding probe tokens at a paced 100,000 msg/s).
+Prints a table; writes build/bench/ingest.json and ingest.md. See tests/bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import fcntl
-import inspect
 import json
 import os
 import platform
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,23 +36,53 @@ from pathlib import Path
 from typing import Any
 
 TOP = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(TOP))
+sys.path.insert(0, str(TOP / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TARGET_EPS = 150_000
-TARGET_RATIO = 0.80
-F_SETPIPE_SZ = 1031
-PIPE_SIZE = 1 << 20
+import ingest_latency  # noqa: E402
+from ingest_systems import (  # noqa: E402
+    OPENSSL_TLS12,
+    VL_VERSION,
+    FileCeiling,
+    Logbox,
+    Ports,
+    System,
+    Victoria,
+    free_port,
+    pipeline,
+    proc_ticks,
+    say,
+    tls_material,
+    victoria_binary,
+)
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-POLL_S = 0.02
-STALL_S = 15.0
-LOGGEN_PROGRAM = "prg00000"  # the program name in every loggen message  # no progress for this long: the run ends with what was stored
+POLL_S = 0.05  # how often a system's count is polled during a load
+STALL_S = 20.0  # no progress for this long: the run ends with what was stored
+
+# Issue 16's targets (2 cores, the sender on the same cores).
+TARGET_TCP16 = 200_000
+TARGET_TLS = 100_000
+TARGET_1K = 100_000
+TARGET_ALONE = 600_000
+TARGET_LATENCY_P99_MS = 1000.0
+
+# The sender for the replay: the corpus file through sendfile() on one TCP connection, which
+# costs next to no CPU (loggen -R spends ~7 µs per line reading and copying it, 10x more, on
+# the same two cores as the systems measured). --replay-sender loggen uses `loggen -R -d`.
+SENDFILE_PY = (
+    "import socket,sys\n"
+    "s=socket.create_connection((sys.argv[1],int(sys.argv[2])))\n"
+    "f=open(sys.argv[3],'rb')\n"
+    "s.sendfile(f)\n"
+    "s.close()\n"
+)
 
 # ---------------------------------------------------------------- machine and versions
 
 
 def machine() -> dict[str, Any]:
-    model = "?"
-    mem = 0
+    model, mem = "?", 0
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -78,7 +102,7 @@ def machine() -> dict[str, Any]:
     }
 
 
-def versions() -> dict[str, str]:
+def versions(vl: Path | None) -> dict[str, str]:
     def first(argv: list[str]) -> str:
         try:
             p = subprocess.run(argv, capture_output=True, text=True, timeout=10)
@@ -91,832 +115,428 @@ def versions() -> dict[str, str]:
         ["git", "-C", str(TOP), "describe", "--always", "--dirty"], capture_output=True, text=True
     )
     return {
-        "syslog-ng": first(["syslog-ng", "--version"]).replace("syslog-ng 3 ", "").strip("()")
-        or "?",
+        "syslog-ng": first(["syslog-ng", "--version"]).replace("syslog-ng 3 ", "").strip("()"),
         "openssl": first(["openssl", "version"]),
+        # (a `go install` build prints no -version)
+        "victoria-logs": f"VictoriaLogs {VL_VERSION} (go install)" if vl else "-",
         "logbox": g.stdout.strip() or "?",
         "python": platform.python_version(),
     }
 
 
-def say(msg: str) -> None:
-    print(msg, flush=True)
-
-
-# ---------------------------------------------------------------- CPU accounting
-
-
-def proc_ticks(pid: int) -> dict[str, int]:
-    """CPU ticks (user + system) per thread of pid, keyed "tid:comm"; {} once it is gone."""
-    out: dict[str, int] = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
-        try:
-            s = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-        except OSError:
-            continue
-        comm = s[s.index("(") + 1 : s.rindex(")")]
-        f = s[s.rindex(")") + 2 :].split()
-        out[f"{tid}:{comm}"] = int(f[11]) + int(f[12])
-    return out
-
-
-def system_idle() -> tuple[int, int]:
+def system_ticks() -> tuple[int, int]:
     """(idle + iowait ticks, all ticks) over all CPUs from /proc/stat."""
-    f = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    v = [int(x) for x in f]
+    v = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     return v[3] + v[4], sum(v[:8])
 
 
-def cpu_use(before: dict[str, int], after: dict[str, int], secs: float) -> dict[str, Any]:
-    """Cores used by the process (sum of its threads) and by its busiest thread."""
-    per = {k: after[k] - before.get(k, 0) for k in after}
-    tot = sum(per.values()) / CLK_TCK / secs if secs > 0 else 0.0
-    if per:
-        k, v = max(per.items(), key=lambda kv: kv[1])
-        top = v / CLK_TCK / secs if secs > 0 else 0.0
-        name = k.split(":", 1)[1]
-    else:
-        top, name = 0.0, ""
-    busiest = sorted(per.values(), reverse=True)[:4]
-    return {
-        "cores": round(tot, 3),
-        "top_thread": round(top, 3),
-        "top_thread_name": name,
-        "threads": len(per),
-        "busiest_threads": [round(t / CLK_TCK / secs, 3) for t in busiest] if secs > 0 else [],
-    }
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_port(port: int, proc: subprocess.Popen, timeout: float = 15) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"exited with {proc.returncode} before listening on {port}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port} after {timeout} s")
-
-
-def stop(proc: subprocess.Popen | None, timeout: float = 30) -> int | None:
-    if proc is None or proc.poll() is not None:
-        return None if proc is None else proc.returncode
-    proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return proc.wait()
-
-
-def tail(path: Path, n: int = 2000) -> str:
-    try:
-        return path.read_bytes()[-n:].decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def tls_material(work: Path) -> tuple[Path, Path, Path]:
-    """A throw-away CA and a server certificate for 127.0.0.1 (openssl CLI), made once."""
-    d = work / "tls"
-    ca, cert, key = d / "ca.pem", d / "server.pem", d / "server.key"
-    if cert.is_file() and key.is_file() and ca.is_file():
-        return ca, cert, key
-    d.mkdir(parents=True, exist_ok=True)
-
-    def ssl(*a: str) -> None:
-        p = subprocess.run(["openssl", *a], capture_output=True, cwd=d)
-        if p.returncode != 0:
-            sys.exit(f"bench-ingest: openssl {a[0]} failed: {p.stderr.decode()[-1000:]}")
-
-    ssl(
-        *("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30"),
-        *("-subj", "/CN=bench CA", "-keyout", "ca.key", "-out", "ca.pem"),
-    )
-    ssl(
-        *("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1"),
-        *("-keyout", "server.key", "-out", "server.csr"),
-    )
-    ext = d / "ext.cnf"
-    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    ssl(
-        *("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key"),
-        *("-CAcreateserial", "-days", "30", "-extfile", "ext.cnf", "-out", "server.pem"),
-    )
-    return ca, cert, key
-
-
-# ---------------------------------------------------------------- the syslog-ng configuration
-
-# The hand-off frame template of INGEST.md, used only while collector/render.py is absent.
-MSG_CUT = "$(substr ${MSG} 0 262145)"
-FRAME_TEMPLATE = (
-    "LB1 ${R_UNIXTIME} ${S_UNIXTIME} ${S_TZOFFSET} ${PRI} ${.lb.fmt} $(length ${.lb.ls:-main}) "
-    "$(length ${HOST}) $(length ${PROGRAM}) $(length ${PID}) $(length ${MSGID}) "
-    f"$(length ${{SDATA}}) $(length {MSG_CUT})\\n"
-    f"${{.lb.ls:-main}}${{HOST}}${{PROGRAM}}${{PID}}${{MSGID}}${{SDATA}}{MSG_CUT}\\n"
-)
-PARSE = (
-    "if { filter { message('^<[0-9]{1,3}>1 ' type(pcre)); }; "
-    "parser { syslog-parser(flags(syslog-protocol)); }; "
-    'rewrite { set("5" value(".lb.fmt")); }; } '
-    'else { parser { syslog-parser(); }; rewrite { set("3" value(".lb.fmt")); }; };'
-)
+# ---------------------------------------------------------------- loads
 
 
 @dataclass
-class Paths:
-    data: Path  # indexd's data dir; syslog-ng's disk buffer under data/collector/buffer
-    run: Path  # FIFO, persist, pid, control socket
-    out: Path  # the file() destination
-
-
-def fallback_config(tcp: int, tls: int, tls_files: tuple[Path, Path, Path], p: Paths) -> str:
-    """A configuration shaped as INGEST.md describes (for when collector/render.py is absent)."""
-    ca, cert, key = tls_files
-    buf = p.data / "collector" / "buffer"
-    return f"""@version: 3.38
-options {{ flush-lines(0); log-msg-size(16777216); frac-digits(6); stats-freq(0);
-  keep-hostname(yes); chain-hostnames(no); use-dns(no); dns-cache(no); }};
-source s_tcp {{ network(ip("127.0.0.1") port({tcp}) transport(tcp) flags(no-parse)
-  max-connections(10000) log-msg-size(16777216)); }};
-source s_tls {{ network(ip("127.0.0.1") port({tls}) transport(tls) flags(no-parse)
-  max-connections(10000) log-msg-size(16777216)
-  tls(key-file("{key}") cert-file("{cert}") ca-file("{ca}") peer-verify(optional-untrusted)
-      ssl-options(no-sslv2, no-sslv3, no-tlsv1, no-tlsv11))); }};
-destination d_indexd {{ pipe("{p.run / "indexd.fifo"}" template("{FRAME_TEMPLATE}")
-  disk-buffer(reliable(yes) dir("{buf}") disk-buf-size(1073741824))); }};
-log {{ source(s_tcp); source(s_tls); {PARSE} destination(d_indexd); flags(flow-control); }};
-"""
-
-
-def balanced_end(text: str, open_at: int) -> int:
-    """The index just past the ')' closing the '(' at open_at (quoted strings skipped)."""
-    depth, i, q = 0, open_at, ""
-    while i < len(text):
-        c = text[i]
-        if q:
-            if c == "\\":
-                i += 1
-            elif c == q:
-                q = ""
-        elif c in "\"'":
-            q = c
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    raise ValueError("unbalanced parentheses in the configuration")
-
-
-def call_span(text: str, name: str, start: int = 0) -> tuple[int, int] | None:
-    """(start, end) of the first `name(...)` call at or after start, or None."""
-    m = re.compile(rf"(?<![\w-]){re.escape(name)}\s*\(").search(text, start)
-    if m is None:
-        return None
-    return m.start(), balanced_end(text, m.end() - 1)
-
-
-def variant(base: str, kind: str, p: Paths) -> str:
-    """The rendered configuration with its pipe() destination replaced:
-    "indexd"         as rendered (reliable disk buffer);
-    "indexd-nobuf"   the same pipe() without its disk-buffer() option;
-    "file"           file(out) with the default template (the front end's ceiling);
-    "frames"         file(out) with the frame template (the template's cost; frames for indexd).
-    Sources, parsing and flags stay as rendered."""
-    span = call_span(base, "pipe")
-    if span is None:
-        raise ValueError("no pipe() destination in the rendered configuration")
-    a, b = span
-    pipe = base[a:b]
-    if kind == "indexd":
-        return base
-    if kind == "indexd-nonrel":
-        d = call_span(pipe, "disk-buffer") or call_span(pipe, "disk_buffer")
-        if d is None:
-            return base
-        db = re.sub(r"reliable\s*\(\s*(yes|true|1)\s*\)", "reliable(no)", pipe[d[0] : d[1]])
-        return base[:a] + pipe[: d[0]] + db + pipe[d[1] :] + base[b:]
-    if kind == "indexd-nobuf":
-        d = call_span(pipe, "disk-buffer") or call_span(pipe, "disk_buffer")
-        if d is None:
-            return base
-        return base[:a] + pipe[: d[0]] + pipe[d[1] :] + base[b:]
-    if kind == "file":
-        return base[:a] + f'file("{p.out}")' + base[b:]
-    if kind == "frames":
-        t = call_span(pipe, "template")
-        if t is None:
-            raise ValueError("the pipe() destination has no template()")
-        return base[:a] + f'file("{p.out}" {pipe[t[0] : t[1]]})' + base[b:]
-    raise ValueError(kind)
-
-
-# ---------------------------------------------------------------- the configurations measured
-
-
-@dataclass
-class Case:
-    kind: str  # "indexd", "indexd-nobuf", "file", "frames" (through syslog-ng), "direct"
-    transport: str  # "tcp", "tls" (loggen -> syslog-ng), "fifo" (frames -> indexd)
-    size: int  # loggen --size
-    conns: int  # loggen --active-connections
-    messages: int  # total sent
-    runs: list[dict[str, Any]] = field(default_factory=list)
+class Load:
+    key: str
+    transport: str  # "tcp" or "tls"
+    size: int  # loggen --size; 0 for the replay
+    conns: int
+    messages: int
+    runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # system -> runs
 
     @property
-    def key(self) -> str:
-        return f"{self.kind}/{self.transport}/{self.size}/{self.conns}"
+    def replay(self) -> bool:
+        return self.size == 0
 
     @property
     def label(self) -> str:
-        what = {
-            "indexd": "syslog-ng -> indexd",
-            "indexd-nobuf": "syslog-ng -> indexd, no disk buffer",
-            "indexd-nonrel": "syslog-ng -> indexd, disk buffer reliable(no)",
-            "file": "syslog-ng -> file() (ceiling)",
-            "frames": "syslog-ng -> file(), frame template",
-            "direct": "frames -> indexd FIFO (indexd alone)",
-        }[self.kind]
+        if self.replay:
+            return f"replay of loghub lines, TCP, {self.conns} conn"
         size = f"{self.size} B" if self.size < 1024 else f"{self.size // 1024} KiB"
-        if self.kind == "direct":
-            return f"{what}, {size}"
-        return f"{what}, {self.transport.upper()}, {size}, {self.conns} conn"
+        return f"loggen {self.transport.upper()} {size}, {self.conns} conn"
+
+    def target(self) -> tuple[int, str] | None:
+        """(msg/s, what) issue 16 asks of logbox on this load."""
+        if self.key == "tcp-150-16":
+            return TARGET_TCP16, ">= 200k msg/s, 0 lost"
+        if self.transport == "tls" and self.size == 150:
+            return TARGET_TLS, ">= 100k msg/s"
+        if self.size == 1024:
+            return TARGET_1K, ">= 100k msg/s"
+        return None
 
 
-def cases(n150: int, n1k: int, quick: bool) -> list[Case]:
-    out: list[Case] = []
-    for size, n in ((150, n150), (1024, n1k)):
-        for transport in ("tcp", "tls"):
-            for conns in (1, 16):
-                if quick and (transport == "tls" or size == 1024):
-                    continue
-                out.append(Case("indexd", transport, size, conns, n))
-                out.append(Case("file", transport, size, conns, n))
-        if quick and size == 1024:
-            continue
-        for conns in (1, 16):
-            if size == 150:
-                out.append(Case("indexd-nobuf", "tcp", size, conns, n))
-                if conns == 16:
-                    out.append(Case("indexd-nonrel", "tcp", size, conns, n))
-        out.append(Case("frames", "tcp", size, 16, n))
-        out.append(Case("direct", "fifo", size, 1, n))
+def loads(args: argparse.Namespace) -> list[Load]:
+    n, n1k, nr = args.messages, args.messages_1k, args.replay_lines
+    out = [
+        Load("tcp-150-1", "tcp", 150, 1, n),
+        Load("tcp-150-16", "tcp", 150, 16, n),
+        Load("tls-150-16", "tls", 150, 16, n),
+        Load("tcp-1k-16", "tcp", 1024, 16, n1k),
+        Load("replay", "tcp", 0, 1, nr),
+    ]
+    if args.quick:
+        out = [ld for ld in out if ld.key in ("tcp-150-16", "tls-150-16", "replay")]
+    if args.only:
+        want = [w for w in args.only.split(",") if w]
+        out = [ld for ld in out if any(w in ld.key for w in want)]
     return out
 
 
-# ---------------------------------------------------------------- running one configuration
+def find_shared(env: str, rel: str) -> Path:
+    """$env, else the first shared/<rel> beside the repository or one of its parents (a
+    worktree sits deeper than the main checkout)."""
+    if os.environ.get(env):
+        return Path(os.environ[env])
+    for p in [TOP, *TOP.parents]:
+        if (p / "shared" / rel).exists():
+            return p / "shared" / rel
+    return TOP.parent / "shared" / rel
 
 
-class Counter:
-    """Counts what has arrived: indexd's status JSON ("stored"), or the lines of a file."""
+def replay_corpus(work: Path, lines: int) -> tuple[Path, dict[str, Any]]:
+    """The loghub samples as RFC 5424 lines (loghub_to_syslog.py, MSG = the original line),
+    system after system, repeated until `lines` lines; cached under work/."""
+    path = work / f"replay-{lines}.log"
+    meta = path.with_suffix(".json")
+    if path.is_file() and meta.is_file():
+        m = json.loads(meta.read_text())
+        if m.get("bytes") == path.stat().st_size:
+            return path, m
+    from lbtest import corpus
 
-    def __init__(self, kind: str, path: Path, lines_per_msg: int = 1) -> None:
-        self.kind, self.path, self.per = kind, path, lines_per_msg
-        self.pos = 0
-        self.lines = 0
-        self.written = 0.0  # status: when the file read last was written (time.time())
+    root = find_shared("LOGBOX_LOGHUB", "data/loghub")
+    corpus.LOGHUB_TOOL = find_shared("LOGBOX_LOGHUB_TOOL", "tools/loghub_to_syslog.py")
+    try:
+        tool = corpus.loghub_tool()
+    except FileNotFoundError as e:
+        sys.exit(f"bench-ingest: {e}")
+    systems = corpus.loghub_systems(root)
+    if not systems:
+        sys.exit(f"bench-ingest: no loghub samples under {root} (set LOGBOX_LOGHUB)")
+    one = b"".join(
+        raw.replace(b"\n", b" ") + b"\n"
+        for s in systems
+        for raw in corpus.loghub_raw(s, root, tool)
+    )
+    per = one.count(b"\n")
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as f:
+        left = lines
+        while left >= per:
+            f.write(one)
+            left -= per
+        if left:
+            f.write(b"".join(one.splitlines(keepends=True)[:left]))
+    tmp.rename(path)
+    m = {"lines": lines, "bytes": path.stat().st_size, "systems": systems, "sample_lines": per}
+    meta.write_text(json.dumps(m))
+    return path, m
 
-    def count(self) -> int:
-        if self.kind == "status":
-            try:
-                with open(self.path, "rb") as f:
-                    self.written = os.fstat(f.fileno()).st_mtime
-                    st = json.loads(f.read())
-            except (OSError, ValueError):
-                return 0
-            return int(st.get("stored", 0))
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.pos)
-                while chunk := f.read(1 << 22):
-                    self.lines += chunk.count(b"\n")
-                    self.pos += len(chunk)
-        except OSError:
-            pass
-        return self.lines // self.per
+
+# ---------------------------------------------------------------- one run
 
 
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.work: Path = args.out / "ingest"
-        self.logbox: Path = args.logbox
-        self.indexd: Path = args.indexd
-        self.root = os.geteuid() == 0
-        shutil.rmtree(self.work / "r", ignore_errors=True)
         self.work.mkdir(parents=True, exist_ok=True)
         self.tls = tls_material(self.work)
-        self.tcp_port, self.tls_port = free_port(), free_port()
-        self.p = Paths(self.work / "r" / "data", self.work / "r" / "run", self.work / "r" / "out")
-        self.base, self.base_nonrel, self.renderer = self.render()
-        self.frames: dict[int, tuple[Path, int]] = {}  # size -> (captured frames, count)
-        self.framecheck = build_framecheck(args.out)
-        self.tls_framed = bool(re.search(r"syslog\s*\([^;]*transport\s*\(\s*\"?tls", self.base))
+        self.ossl = self.work / "openssl-tls12.cnf"
+        self.ossl.write_text(OPENSSL_TLS12)
+        self.ports = Ports(free_port(), free_port(), free_port())
+        self.mode = pipeline(args.indexd, TOP / "collector" / "render.py")
+        self.systems: list[System] = []
+        if "logbox" in args.systems:
+            self.systems.append(
+                Logbox(self.work, self.ports, self.tls, self.mode, args.indexd, args.logbox)
+            )
+        if "file" in args.systems:
+            self.systems.append(FileCeiling(self.work, self.ports, self.tls, self.mode))
+        self.vl: Path | None = None
+        self.vl_missing = ""
+        if "victoria" in args.systems:
+            try:
+                self.vl = victoria_binary(args.peers)
+            except RuntimeError as e:  # no Go, no network: the other systems still run
+                self.vl_missing = str(e)
+                say(f"VictoriaLogs left out: {e}")
+        if self.vl is not None:
+            self.systems.append(
+                Victoria(self.work, self.ports, self.tls, self.vl, args.vl_header_time)
+            )
+        self.replay: tuple[Path, dict[str, Any]] | None = None
+        self.tls_framed = True
 
-    def render(self) -> tuple[str, str | None, str]:
-        """(configuration, the same with reliable = false or None, where it comes from)."""
-        try:
-            from collector import render  # type: ignore[import-not-found]
-        except ImportError:
+    def sender(self, ld: Load, port: int) -> tuple[list[str], dict[str, str], str]:
+        """(argv, environment, name) of the load's sender."""
+        env = dict(os.environ)
+        if ld.replay:
+            assert self.replay is not None
+            path = str(self.replay[0])
+            if self.args.replay_sender == "loggen":
+                argv = ["loggen", "-Q", "-r", "1000000000", "-I", "3600", "-R", path, "-d"]
+                return [*argv, "-i", "-S", "127.0.0.1", str(port)], env, "loggen"
             return (
-                fallback_config(self.tcp_port, self.tls_port, self.tls, self.p),
-                None,
-                "bench fallback (collector/render.py absent)",
+                [sys.executable, "-c", SENDFILE_PY, "127.0.0.1", str(port), path],
+                env,
+                "sendfile",
             )
-        ca, cert, key = self.tls
-        try:
-            s = render_settings(
-                render.load_settings(None), self.tcp_port, self.tls_port, ca, cert, key
-            )
-            kw: dict[str, Any] = {"data": self.p.data, "run": self.p.run}
-            if "fifo" in inspect.signature(render.render).parameters:
-                kw["fifo"] = self.p.run / "indexd.fifo"
-            conf = render.render(s, **kw)
-            nonrel = None
-            if getattr(s, "reliable", None) is True:
-                nonrel = render.render(dataclasses.replace(s, reliable=False), **kw)
-            return conf, nonrel, "collector/render.py"
-        except Exception as e:  # an API the bench does not know yet: say so, go on
-            return (
-                fallback_config(self.tcp_port, self.tls_port, self.tls, self.p),
-                None,
-                f"bench fallback (collector/render.py failed: {type(e).__name__}: {e})",
-            )
-
-    def config(self, kind: str) -> str:
-        if kind == "indexd-nonrel" and self.base_nonrel is not None:
-            conf = self.base_nonrel
-        else:
-            conf = variant(self.base, kind, self.p)
-        extra = self.args.pipe_options
-        if extra and kind.startswith("indexd"):
-            a, b = call_span(conf, "pipe") or (0, 0)
-            conf = conf[: b - 1] + f" {extra})" + conf[b:]
-        return conf
-
-    def fresh(self) -> None:
-        shutil.rmtree(self.work / "r", ignore_errors=True)
-        for d in (self.p.data, self.p.run):
-            d.mkdir(parents=True)
-        (self.p.data / "collector" / "buffer").mkdir(parents=True)
-
-    # -- daemons
-
-    def start_indexd(self) -> tuple[subprocess.Popen, int, Path]:
-        fifo = self.p.run / "indexd.fifo"
-        os.mkfifo(fifo, 0o600)
-        fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
-        os.set_blocking(fd, True)
-        try:
-            fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
-        except OSError:
-            pass
-        status = self.p.run / "indexd.status.json"
-        conf = self.p.run / "indexd.conf"
-        conf.write_text(f"status_interval_ms = {self.args.status_ms}\n")
-        move = "" if fd == 3 else f"exec 3<&{fd} {fd}<&-; "  # the FIFO becomes fd 3
-        argv = [
-            "sh",
-            "-c",
-            f'{move}LISTEN_FDS=1 LISTEN_PID=$$; export LISTEN_FDS LISTEN_PID; exec "$@"',
-            "sh",
-            str(self.indexd),
-            *("--data", str(self.p.data), "--status", str(status), "--config", str(conf)),
-        ]
-        if self.root:
-            argv.append("--allow-root")
-        err = open(self.p.run / "indexd.stderr", "wb")
-        proc = subprocess.Popen(argv, stdout=err, stderr=err, pass_fds=(fd,))
-        err.close()
-        end = time.monotonic() + 15
-        while not status.is_file():
-            if proc.poll() is not None or time.monotonic() > end:
-                os.close(fd)
-                stop(proc)
-                raise RuntimeError(f"indexd did not start:\n{tail(self.p.run / 'indexd.stderr')}")
-            time.sleep(0.02)
-        return proc, fd, status
-
-    def start_syslogng(self, conf: str, port: int) -> subprocess.Popen:
-        cf = self.p.run / "syslog-ng.conf"
-        cf.write_text(conf)
-        r = self.p.run
-        argv = ["syslog-ng", "-F", "-f", str(cf), "-R", str(r / "syslog-ng.persist")]
-        argv += ["-p", str(r / "syslog-ng.pid"), "-c", str(r / "syslog-ng.ctl")]
-        err = open(r / "syslog-ng.stderr", "wb")
-        proc = subprocess.Popen(argv, stdout=err, stderr=err)
-        err.close()
-        try:
-            wait_port(port, proc)
-        except RuntimeError as e:
-            stop(proc)
-            raise RuntimeError(f"syslog-ng: {e}\n{tail(r / 'syslog-ng.stderr')}") from e
-        return proc
-
-    def loggen_argv(self, c: Case, port: int) -> list[str]:
-        # --interval defaults to 10 s and ends the run before --number is reached.
-        argv = ["loggen", "-Q", "-r", "1000000000", "-I", "3600", "-s", str(c.size)]
-        argv += ["-n", str(c.messages // c.conns), "--active-connections", str(c.conns)]
-        if c.transport == "tls":
-            # The TLS plugin alone: with --inet or --stream loggen activates two plugins and
-            # sends nothing.
-            argv.append("-U")
-            if self.tls_framed:
-                argv.append("-P")
+        # --interval defaults to 10 s and ends a run before --number is reached; -n is per
+        # connection.
+        argv = ["loggen", "-Q", "-r", "1000000000", "-I", "3600", "-s", str(ld.size)]
+        argv += ["-n", str(ld.messages // ld.conns), "--active-connections", str(ld.conns)]
+        if ld.transport == "tls":
+            # The TLS plugin alone (with --inet or --stream loggen activates two plugins and
+            # sends nothing); RFC 5424 with octet counting (-P), as logbox's TLS source is
+            # syslog() and VictoriaLogs detects octet counting.
+            argv += ["-U", "-P"]
+            env["OPENSSL_CONF"] = str(self.ossl)
         else:
             argv += ["-i", "-S"]
-        return [*argv, "127.0.0.1", str(port)]
+        return [*argv, "127.0.0.1", str(port)], env, "loggen"
 
-    # -- one run
+    def settle(self, s: System, quiet: float = 0.5, limit: float = 5.0) -> int:
+        """s.count() once it has not changed for `quiet` seconds (syslog-ng's own start
+        messages), at most `limit` seconds."""
+        end = time.monotonic() + limit
+        n, since = s.count(), time.monotonic()
+        while time.monotonic() < end:
+            time.sleep(POLL_S)
+            m = s.count()
+            if m != n:
+                n, since = m, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                break
+        return n
 
-    def run(self, c: Case) -> dict[str, Any]:
-        self.fresh()
-        indexd = sng = None
-        fd = -1
-        procs: dict[str, int] = {}
-        res: dict[str, Any] = {"sent": c.messages}
+    def run(self, ld: Load, s: System) -> dict[str, Any]:
+        res: dict[str, Any] = {"sent": ld.messages, "load_before": os.getloadavg()[0]}
+        port = s.start(ld.transport)
         try:
-            if c.kind.startswith("indexd") or c.kind == "direct":
-                indexd, fd, status = self.start_indexd()
-                procs["indexd"] = indexd.pid
-                counter = Counter("status", status)
-            elif c.kind == "file":
-                counter = Counter("lines", self.p.out)
-            else:
-                counter = Counter("lines", self.p.out, 2)
-            if c.kind != "direct":
-                port = self.tcp_port if c.transport == "tcp" else self.tls_port
-                sng = self.start_syslogng(self.config(c.kind), port)
-                procs["syslog-ng"] = sng.pid
-                argv = self.loggen_argv(c, port)
-                sender_name = "loggen"
-                stdin = None
-            else:
-                path, n = self.frames[c.size]
-                res["sent"] = n * self.args.direct_repeat
-                argv = ["cat", *[str(path)] * self.args.direct_repeat]
-                sender_name = "cat"
-                stdin = None
-            # syslog-ng stores its own messages too (source internal()): what arrived before
-            # loggen starts is the base; loggen's messages are counted by program at the end.
-            base = settle(counter) if c.kind != "direct" else 0
+            base = self.settle(s)
             res["base"] = base
-            want = base + res["sent"]
+            want = base + ld.messages
+            procs = s.procs()
+            argv, env, sname = self.sender(ld, port)
             before = {k: proc_ticks(pid) for k, pid in procs.items()}
-            self0 = os.times()
-            idle0 = system_idle()
-            t0 = time.monotonic()
-            t0_wall = time.time()
-            if c.kind == "direct":
-                w = os.open(self.p.run / "indexd.fifo", os.O_WRONLY)
-                sender = subprocess.Popen(argv, stdin=stdin, stdout=w, stderr=subprocess.PIPE)
-                os.close(w)
-            else:
-                sender = subprocess.Popen(
-                    argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-                )
-            sender_ru = None
-            sender_done = 0.0
+            self0, idle0 = os.times(), system_ticks()
+            t0, t0_wall = time.monotonic(), time.time()
+            sender = subprocess.Popen(
+                argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            )
+            ru = None
+            sender_s = 0.0
             got, last, t_last = 0, -1, t0
             while True:
-                if sender_ru is None:
-                    pid, st, ru = os.wait4(sender.pid, os.WNOHANG)
+                if ru is None:
+                    pid, st, r = os.wait4(sender.pid, os.WNOHANG)
                     if pid:
                         sender.returncode = os.waitstatus_to_exitcode(st)
-                        sender_ru, sender_done = ru, time.monotonic() - t0
-                got = counter.count()
+                        ru, sender_s = r, time.monotonic() - t0
+                got = s.count()
                 now = time.monotonic()
                 if got >= want:
                     break
                 if got != last:
                     last, t_last = got, now
-                elif now - t_last > (STALL_S if sender_ru is None else STALL_S / 3):
+                elif now - t_last > STALL_S:
                     break
                 time.sleep(POLL_S)
             t1 = time.monotonic()
             after = {k: proc_ticks(pid) for k, pid in procs.items()}
-            idle1 = system_idle()
-            self1 = os.times()
-            elapsed = (t_last if got < want else t1) - t0
-            if got >= want and counter.kind == "status" and counter.written > t0_wall:
-                # the status file's write time, not when it was polled (resolution: the
-                # status interval)
-                elapsed = min(elapsed, counter.written - t0_wall)
-            if sender_ru is None:
-                _, st, sender_ru = os.wait4(sender.pid, 0)
+            self1, idle1 = os.times(), system_ticks()
+            if got >= want:
+                elapsed = t1 - t0
+                w = s.count_time()
+                if w is not None and w > t0_wall:  # the status file's write time
+                    elapsed = min(elapsed, w - t0_wall)
+            else:
+                elapsed = t_last - t0
+            if ru is None:
+                _, st, ru = os.wait4(sender.pid, 0)
                 sender.returncode = os.waitstatus_to_exitcode(st)
-                sender_done = time.monotonic() - t0
+                sender_s = time.monotonic() - t0
             out = sender.stdout.read().decode(errors="replace") if sender.stdout else ""
-            if sender.returncode != 0 or re.search(r"^error ", out, re.M):
+            bad = [ln for ln in out.splitlines() if ln.startswith("error ")]
+            bad = [ln for ln in bad if "end of input file" not in ln]  # loggen -R's normal end
+            if sender.returncode != 0 or bad:
                 raise RuntimeError(f"{' '.join(argv)}: exit {sender.returncode}\n{out[-2000:]}")
-            cpu = {k: cpu_use(before[k], after[k], t1 - t0) for k in procs}
-            cpu[sender_name] = {
-                "cores": round((sender_ru.ru_utime + sender_ru.ru_stime) / (t1 - t0), 3)
-            }
-            busy = 1 - (idle1[0] - idle0[0]) / max(1, idle1[1] - idle0[1])
-            mine = (self1.user + self1.system - self0.user - self0.system) / (t1 - t0)
-            ours = sum(v["cores"] for v in cpu.values()) + mine
-            cpu["bench"] = {"cores": round(mine, 3)}
-            cpu["others"] = {"cores": round(max(0.0, busy * (os.cpu_count() or 1) - ours), 3)}
-            for v in cpu.values():  # CPU µs per message counted
-                v["us_per_msg"] = round(v["cores"] * (t1 - t0) / max(1, got) * 1e6, 3)
-            res.update(
-                elapsed_s=round(elapsed, 4),
-                sender_s=round(sender_done, 4),
-                seen=got,
-                cpu=cpu,
-                system_busy=round(busy, 3),
-            )
             m = re.search(r"average rate = ([\d.]+)", out)
             if m:
                 res["loggen_rate"] = float(m.group(1))
-            stop(sng)
-            sng = None
-            if indexd is not None:
-                rc = stop(indexd)
-                indexd = None
-                if rc not in (0, None):
-                    res["indexd_exit"] = rc
-                res["stored_all"] = self.stored()
-                res["stored"] = self.stored_loggen() if c.kind != "direct" else res["stored_all"]
-            else:
-                res["stored_all"] = got
-                res["stored"] = count_in_file(self.p.out, LOGGEN_PROGRAM.encode())
-            res["eps"] = round(res["stored"] / elapsed) if elapsed > 0 else 0
-            res["lost"] = res["sent"] - res["stored"]
-            if c.kind == "frames":
-                chk = check_frames(self.framecheck, self.p.out)
-                res["framecheck"] = chk
-                if chk.get("malformed"):
-                    raise RuntimeError(f"syslog-ng wrote malformed frames: {chk}")
-                if c.size not in self.frames and res["lost"] == 0:
-                    keep = self.work / f"frames-{c.size}.bin"
-                    shutil.move(self.p.out, keep)
-                    # indexd stores the logspace main's frames where it is counted; syslog-ng's own
-                    # (logspace system) are in the file too.
-                    self.frames[c.size] = (keep, chk.get("main_frames", got))
+            res.update(s.stored(not ld.replay, base))
+            res.update(s.stop())
+            stored = res["stored"]
+            secs = t1 - t0
+            cpu: dict[str, float] = {k: (after[k] - before[k]) / CLK_TCK for k in procs}
+            cpu[sname] = ru.ru_utime + ru.ru_stime
+            cpu["bench"] = self1.user + self1.system - self0.user - self0.system
+            busy = (1 - (idle1[0] - idle0[0]) / max(1, idle1[1] - idle0[1])) * (os.cpu_count() or 1)
+            cpu["others"] = max(0.0, busy * secs - sum(cpu.values()))
+            res.update(
+                elapsed_s=round(elapsed, 3),
+                sender_s=round(sender_s, 3),  # when the sender exited (all sent)
+                eps=round(stored / elapsed) if elapsed > 0 else 0,
+                lost=ld.messages - stored,
+                cpu_s={k: round(v, 3) for k, v in cpu.items()},
+                us_per_msg={k: round(v / max(1, stored) * 1e6, 3) for k, v in cpu.items()},
+                server_procs=sorted(procs),
+                sender=sname,
+                box_busy_cores=round(busy, 2),
+                load_after=os.getloadavg()[0],
+            )
             return res
         finally:
-            stop(sng)
-            stop(indexd)
-            if fd >= 0:
-                os.close(fd)
-
-    def stored(self) -> int:
-        p = subprocess.run(
-            [str(self.logbox), "stats", "--data", str(self.p.data), "--json"],
-            capture_output=True,
-            text=True,
-        )
-        if p.returncode != 0:
-            raise RuntimeError(f"logbox stats failed: {p.stderr[-2000:]}")
-        return int(json.loads(p.stdout).get("messages", 0))
-
-    def stored_loggen(self) -> int:
-        """loggen's messages in the store (its program name), not syslog-ng's own."""
-        p = subprocess.run(
-            [str(self.logbox), "search", "--data", str(self.p.data), "--count"]
-            + [f"program:{LOGGEN_PROGRAM}"],
-            capture_output=True,
-            text=True,
-        )
-        if p.returncode != 0:
-            raise RuntimeError(f"logbox search --count failed: {p.stderr[-2000:]}")
-        return int(p.stdout.split()[0].replace(",", ""))
+            s.stop()
 
 
-def settle(counter: Counter, quiet: float = 0.3, limit: float = 3.0) -> int:
-    """The count once it has not changed for `quiet` seconds (at most `limit` seconds)."""
-    end = time.monotonic() + limit
-    n, since = counter.count(), time.monotonic()
-    while time.monotonic() < end:
-        time.sleep(POLL_S)
-        m = counter.count()
-        if m != n:
-            n, since = m, time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            break
-    return n
+# ---------------------------------------------------------------- indexd alone
 
 
-def count_in_file(path: Path, needle: bytes) -> int:
-    """Lines of path holding needle."""
-    n = 0
-    try:
-        with open(path, "rb") as f:
-            for line in f:
-                n += needle in line
-    except OSError:
-        pass
-    return n
-
-
-def build_framecheck(out: Path) -> Path | None:
-    """tests/bench/framecheck.c linked with build/liblogbox.a (None if that fails)."""
-    lib = TOP / "build" / "liblogbox.a"
-    exe = out / "framecheck"
-    src = TOP / "tests" / "bench" / "framecheck.c"
-    if not lib.is_file():
-        return None
-    out.mkdir(parents=True, exist_ok=True)
-    argv = ["cc", "-O2", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror"]
-    argv += ["-I", str(TOP / "indexer" / "lib"), "-o", str(exe), str(src), str(lib)]
-    argv += ["-llmdb", "-lisal", "-lz", "-ljansson", "-levent", "-lsystemd", "-lm", "-lpthread"]
+def indexd_alone(args: argparse.Namespace) -> dict[str, Any]:
+    """indexd alone on spool files: tests/bench/spool_feed.py (the spool's feeder) when it is
+    there. Its contract: `spool_feed.py --json --n N --runs R` writes N records into spool
+    files, runs indexd on them R times and prints, as its last stdout line, a JSON object with
+    "msg_s" (the median msg/s) and "cpu_us" (indexd's CPU µs per message). Without it (before
+    the spool branch is merged): indexd_feed.py, indexd alone on pre-encoded FIFO frames
+    (issue 5), labelled so."""
+    feed = Path(__file__).resolve().parent / "spool_feed.py"
+    n = ["--n", str(500_000 if args.quick else 2_000_000), "--runs", str(args.runs)]
+    if feed.is_file():
+        argv = [sys.executable, str(feed), "--json", *n]
+        what = "indexd alone on spool files (spool_feed.py)"
+    else:
+        argv = [sys.executable, str(Path(__file__).resolve().parent / "indexd_feed.py"), *n]
+        what = "indexd alone on FIFO frames (indexd_feed.py; spool_feed.py not there yet)"
+    say(f"{what}: {' '.join(argv[1:])}")
     p = subprocess.run(argv, capture_output=True, text=True)
+    res: dict[str, Any] = {"what": what, "argv": argv[1:], "exit": p.returncode}
     if p.returncode != 0:
-        say(f"framecheck.c did not build (frames not checked):\n{p.stderr[-1500:]}")
-        return None
-    return exe
-
-
-def check_frames(exe: Path | None, path: Path) -> dict[str, Any]:
-    """framecheck's verdict on a file of frames ({} without framecheck)."""
-    if exe is None:
-        return {}
-    p = subprocess.run([str(exe), str(path)], capture_output=True, text=True)
-    if p.returncode not in (0, 1):
-        raise RuntimeError(f"framecheck {path}: {p.stderr[-1000:]}")
-    return json.loads(p.stdout)
-
-
-def render_settings(s: Any, tcp: int, tls: int, ca: Path, cert: Path, key: Path) -> Any:
-    """collector/render.py's settings for the bench: loopback, the TCP and TLS ports picked,
-    the other inputs off, the bench's certificate; everything else as rendered by default."""
-    return dataclasses.replace(
-        s,
-        bind="127.0.0.1",
-        tcp_port=tcp,
-        octet_port=0,
-        tls_port=tls,
-        udp_port=0,
-        tls_cert=cert,
-        tls_key=key,
-        tls_ca=ca,
-    )
+        res["error"] = (p.stderr or p.stdout)[-2000:]
+        return res
+    lines = p.stdout.strip().splitlines()
+    if feed.is_file():
+        try:
+            got = json.loads(lines[-1])
+        except (IndexError, ValueError):
+            res["error"] = "no JSON on the last line: " + p.stdout[-500:]
+            return res
+        res.update(got)
+        res["msg_per_s"] = got.get("msg_per_s", got.get("msg_s"))
+        res["output"] = lines[-5:]
+    else:
+        m = re.search(r"median ([\d,]+) frames/s", p.stdout)
+        if m:
+            res["msg_per_s"] = int(m.group(1).replace(",", ""))
+        res["output"] = lines[-5:]
+    return res
 
 
 # ---------------------------------------------------------------- report
 
 
-def med(c: Case, k: str = "eps") -> float:
-    v = [r[k] for r in c.runs if k in r]
-    return statistics.median(v) if v else 0.0
-
-
-def med_cpu(c: Case, proc: str, k: str = "cores") -> float | None:
-    v = [r["cpu"][proc][k] for r in c.runs if proc in r.get("cpu", {}) and k in r["cpu"][proc]]
+def med(v: list[float]) -> float | None:
     return statistics.median(v) if v else None
 
 
-def ceiling_of(c: Case, by: dict[str, Case]) -> Case | None:
-    if c.kind.startswith("indexd"):
-        return by.get(f"file/{c.transport}/{c.size}/{c.conns}")
-    if c.kind == "frames":
-        return by.get(f"file/tcp/{c.size}/{c.conns}")
-    return None
+def summary(ld: Load, name: str) -> dict[str, Any] | None:
+    runs = [r for r in ld.runs.get(name, []) if "eps" in r]
+    if not runs:
+        return None
+    procs = sorted({k for r in runs for k in r["us_per_msg"]})
+    us = {p: med([r["us_per_msg"][p] for r in runs if p in r["us_per_msg"]]) for p in procs}
+    servers = runs[0]["server_procs"]
+    return {
+        "eps": med([r["eps"] for r in runs]),
+        "eps_min": min(r["eps"] for r in runs),
+        "eps_max": max(r["eps"] for r in runs),
+        "lost_max": max(r["lost"] for r in runs),
+        "us_per_msg": us,
+        "us_per_msg_servers": med(
+            [sum(r["us_per_msg"][p] for p in servers if p in r["us_per_msg"]) for r in runs]
+        ),
+        "us_per_msg_with_sender": med(
+            [sum(r["us_per_msg"][p] for p in (*servers, r["sender"])) for r in runs]
+        ),
+        "load_min": min(r["load_before"] for r in runs),
+        "load_max": max(r["load_before"] for r in runs),
+        "runs": len(runs),
+        "failed": len(ld.runs.get(name, [])) - len(runs),
+    }
 
 
-def table(cs: list[Case]) -> tuple[str, list[dict[str, Any]]]:
-    by = {c.key: c for c in cs}
-    lines = [
-        "| configuration | stored msg/s (median) | min–max | lost (max) | / ceiling | "
-        "CPU µs/msg syslog-ng / indexd / sender | CPU-bound msg/s on idle CPUs | "
-        "syslog-ng cores (2 busiest threads) | "
-        "indexd cores (busiest thread) | others' cores | box busy | target |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
+def report(ls: list[Load], systems: list[System]) -> tuple[str, list[dict[str, Any]]]:
+    names = {s.name: s.label for s in systems}
+    head = (
+        "| load | system | stored msg/s (median) | min–max | lost (max) | "
+        "CPU µs/msg: syslog-ng / indexd / victoria-logs / sender | servers' µs/msg | "
+        "logbox / VL | logbox / ceiling | load avg before | target |"
+    )
+    lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     rows = []
-    for c in cs:
-        if not c.runs:
-            continue
-        eps = med(c)
-        vals = [r["eps"] for r in c.runs if "eps" in r]
-        lost = max((r.get("lost", 0) for r in c.runs), default=0)
-        errs = [r["error"] for r in c.runs if "error" in r]
-        ceil = ceiling_of(c, by)
-        ratio = eps / med(ceil) if ceil is not None and med(ceil) else None
+    for ld in ls:
+        sm = {n: summary(ld, n) for n in names}
+        lb, vl, fc = sm.get("logbox"), sm.get("victoria"), sm.get("file")
+        ratios: dict[str, float | None] = {
+            "eps_logbox_over_victoria": lb["eps"] / vl["eps"] if lb and vl and vl["eps"] else None,
+            "eps_logbox_over_ceiling": lb["eps"] / fc["eps"] if lb and fc and fc["eps"] else None,
+            "cpu_logbox_over_victoria": (
+                lb["us_per_msg_servers"] / vl["us_per_msg_servers"]
+                if lb and vl and vl["us_per_msg_servers"]
+                else None
+            ),
+        }
+        for n, label in names.items():
+            s = sm[n]
+            if s is None:
+                fails = len(ld.runs.get(n, []))
+                lines.append(f"| {ld.label} | {label} | failed ({fails} runs) | | | | | | | | |")
+                continue
+            u = s["us_per_msg"]
+            sender = next((k for k in ("loggen", "sendfile") if k in u), "")
 
-        def cores(proc: str, threads: int, c: Case = c) -> str:
-            t = med_cpu(c, proc)
-            if t is None:
-                return "—"
-            top = [
-                statistics.median(
-                    r["cpu"][proc]["busiest_threads"][i]
-                    for r in c.runs
-                    if len(r.get("cpu", {}).get(proc, {}).get("busiest_threads", [])) > i
-                )
-                for i in range(threads)
-                if any(
-                    len(r.get("cpu", {}).get(proc, {}).get("busiest_threads", [])) > i
-                    for r in c.runs
-                )
-            ]
-            return f"{t:.2f} (" + ", ".join(f"{x:.2f}" for x in top) + ")"
+            def f(k: str, u: dict[str, Any] = u) -> str:
+                return f"{u[k]:.2f}" if u.get(k) is not None else "—"
 
-        def us(proc: str, c: Case = c) -> str:
-            t = med_cpu(c, proc, "us_per_msg")
-            return "—" if t is None else f"{t:.1f}"
+            target = ""
+            if n == "logbox":
+                t = ld.target()
+                if t:
+                    ok = s["eps"] >= t[0] and (s["lost_max"] == 0 or "lost" not in t[1])
+                    target = f"{'ok' if ok else 'MISSED'} {t[1]}"
+                cr = ratios["cpu_logbox_over_victoria"]
+                if cr is not None:
+                    target += ("; " if target else "") + (
+                        f"{'ok' if cr <= 1 else 'MISSED'} CPU/msg <= VL's ({cr:.2f}x)"
+                    )
+                er = ratios["eps_logbox_over_victoria"]
+                if ld.replay and er is not None:
+                    target += f"; {'ok' if er >= 1 else 'MISSED'} msg/s >= 1.0x VL"
+                if s["failed"]:
+                    target += f" ({s['failed']} run(s) failed)"
 
-        sender = "cat" if c.kind == "direct" else "loggen"
-        # What the box would do if our processes had every CPU and parallelised perfectly.
-        cost = sum(med_cpu(c, k, "us_per_msg") or 0.0 for k in ("syslog-ng", "indexd", sender))
-        bound = (os.cpu_count() or 1) * 1e6 / cost if cost else None
-        busy = (
-            statistics.median(r["system_busy"] for r in c.runs if "system_busy" in r) if vals else 0
-        )
-        target = ""
-        if c.kind == "indexd":
-            ok = eps >= TARGET_EPS and lost == 0 and not errs
-            ok_r = ratio is not None and ratio >= TARGET_RATIO
-            target = (
-                f"{'ok' if ok else 'MISSED'} >= {TARGET_EPS // 1000}k, 0 lost; "
-                f"{'ok' if ok_r else 'MISSED'} >= {TARGET_RATIO:.0%}"
+            def r(k: str, n: str = n, ratios: dict[str, float | None] = ratios) -> str:
+                v = ratios[k]
+                return f"{v:.2f}" if n == "logbox" and v is not None else ""
+
+            lines.append(
+                f"| {ld.label} | {label} | {s['eps']:,.0f} | {s['eps_min']:,}–{s['eps_max']:,} | "
+                f"{s['lost_max']:,} | {f('syslog-ng')} / {f('indexd')} / {f('victoria-logs')} / "
+                f"{f(sender)} | {s['us_per_msg_servers']:.2f} | "
+                f"{r('eps_logbox_over_victoria')} | {r('eps_logbox_over_ceiling')} | "
+                f"{s['load_min']:.1f}–{s['load_max']:.1f} | {target} |"
             )
-        if errs:
-            target += f" ({len(errs)} run(s) failed)"
-        lines.append(
-            f"| {c.label} | {eps:,.0f} | "
-            + (f"{min(vals):,.0f}–{max(vals):,.0f}" if vals else "—")
-            + f" | {lost:,} | "
-            + (f"{ratio:.2f}" if ratio is not None else "—")
-            + f" | {us('syslog-ng')} / {us('indexd')} / {us(sender)}"
-            + (f" | {bound:,.0f}" if bound else " | —")
-            + f" | {cores('syslog-ng', 2)} | {cores('indexd', 1)}"
-            + f" | {med_cpu(c, 'others') or 0:.2f} | {busy:.0%} | {target} |"
-        )
         rows.append(
             {
-                "key": c.key,
-                "label": c.label,
-                "messages": c.messages,
-                "median_eps": eps,
-                "ratio_to_ceiling": ratio,
-                "cpu_bound_eps": bound,
-                "max_lost": lost,
-                "runs": c.runs,
+                "load": ld.key,
+                "label": ld.label,
+                "messages": ld.messages,
+                "summary": sm,
+                "ratios": ratios,
+                "runs": ld.runs,
             }
         )
     return "\n".join(lines), rows
-
-
-def ladder(cs: list[Case]) -> str:
-    """Where the CPU per message goes (TCP, 150 B, 16 connections): each step of the pipeline
-    added to syslog-ng's cost, and indexd fed by syslog-ng vs alone."""
-    by = {c.key: c for c in cs}
-    # (key, what, the step it is compared with, that step's name)
-    nobuf = "indexd-nobuf/tcp/150/16"
-    steps = [
-        ("file/tcp/150/16", "syslog-ng -> file(), default template", "", ""),
-        ("frames/tcp/150/16", "file() with the frame template", "file/tcp/150/16", "default"),
-        (nobuf, "pipe() to indexd's FIFO, no disk buffer", "frames/tcp/150/16", "file()"),
-        ("indexd-nonrel/tcp/150/16", "+ disk buffer reliable(no)", nobuf, "no buffer"),
-        ("indexd/tcp/150/16", "+ disk buffer reliable(yes), as rendered", nobuf, "no buffer"),
-    ]
-    out = []
-    seen: dict[str, float] = {}
-    for key, what, base, name in steps:
-        c = by.get(key)
-        v = med_cpu(c, "syslog-ng", "us_per_msg") if c else None
-        if v is None:
-            continue
-        seen[key] = v
-        delta = f" ({v - seen[base]:+.1f} over {name})" if base in seen else ""
-        out.append(f"  - {what}: {v:.1f} µs{delta}")
-    if not out:
-        return ""
-    text = ["syslog-ng CPU µs per message, TCP, 150 B, 16 connections (medians):", *out]
-    fed = by.get("indexd/tcp/150/16")
-    alone = by.get("direct/fifo/150/1")
-    a = med_cpu(fed, "indexd", "us_per_msg") if fed else None
-    b = med_cpu(alone, "indexd", "us_per_msg") if alone else None
-    if a is not None and b is not None:
-        text.append(
-            f"indexd CPU µs per message: {a:.1f} fed by syslog-ng (TCP, 150 B, 16 connections), "
-            f"{b:.1f} alone on the same frames at full speed"
-        )
-    return "\n".join(text)
 
 
 # ---------------------------------------------------------------- main
@@ -924,123 +544,203 @@ def ladder(cs: list[Case]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--runs", type=int, default=3, help="runs per configuration (median)")
-    ap.add_argument("--messages", type=int, default=640_000, help="messages per 150 B run")
-    ap.add_argument("--messages-1k", type=int, default=320_000, help="messages per 1 KiB run")
-    ap.add_argument("--quick", action="store_true", help="TCP and 150 B only")
-    ap.add_argument("--only", default="", help="comma-separated substrings of configuration keys")
+    quick = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+    ap.add_argument("--quick", action="store_true", default=quick, help="~3 min (BENCH_QUICK=1)")
+    ap.add_argument("--runs", type=int, default=None, help="runs per load and system (median)")
+    ap.add_argument("--messages", type=int, default=None, help="messages per 150 B loggen run")
+    ap.add_argument("--messages-1k", type=int, default=None, help="messages per 1 KiB run")
+    ap.add_argument("--replay-lines", type=int, default=None, help="lines per replay run")
+    ap.add_argument("--replay-sender", choices=("sendfile", "loggen"), default="sendfile")
+    ap.add_argument("--only", default="", help="comma-separated substrings of load keys")
+    ap.add_argument("--systems", default="logbox,file,victoria", help="which systems")
     ap.add_argument(
-        "--direct-repeat", type=int, default=3, help="indexd alone: the captured frames N times"
+        "--vl-header-time",
+        action="store_true",
+        help="VictoriaLogs stamps by the header's time (default: on arrival, like logbox)",
     )
+    ap.add_argument("--no-alone", action="store_true", help="skip indexd alone")
+    ap.add_argument("--no-latency", action="store_true", help="skip the searchable latency")
+    ap.add_argument("--latency-rate", type=int, default=100_000)
+    ap.add_argument("--latency-seconds", type=float, default=None)
+    ap.add_argument("--latency-conns", type=int, default=4)
+    ap.add_argument("--latency-probes", type=float, default=20.0, help="probes per second")
+    env = os.environ.get
     ap.add_argument(
-        "--pipe-options",
-        default="",
-        help="an experiment: options added to the pipe() destination, e.g. 'flush-lines(100)'",
-    )
-    ap.add_argument("--status-ms", type=int, default=100, help="indexd status_interval_ms")
-    ap.add_argument(
-        "--logbox", type=Path, default=Path(os.environ.get("LOGBOX_BIN", TOP / "build/bin/logbox"))
+        "--logbox", type=Path, default=Path(env("LOGBOX_BIN", TOP / "build/bin/logbox"))
     )
     ap.add_argument(
         "--indexd",
         type=Path,
-        default=Path(os.environ.get("LOGBOX_INDEXD_BIN", TOP / "build/bin/logbox-indexd")),
+        default=Path(env("LOGBOX_INDEXD_BIN", TOP / "build/bin/logbox-indexd")),
     )
+    ap.add_argument(
+        "--searchd",
+        type=Path,
+        default=Path(env("LOGBOX_SEARCHD_BIN", TOP / "build/bin/logbox-searchd")),
+    )
+    ap.add_argument("--peers", type=Path, default=TOP / "build" / "peers")
     ap.add_argument("--out", type=Path, default=TOP / "build" / "bench")
     args = ap.parse_args(argv)
+    q = args.quick
+    args.runs = args.runs or (1 if q else 3)
+    args.messages = args.messages or (320_000 if q else 1_600_000)
+    args.messages_1k = args.messages_1k or (160_000 if q else 800_000)
+    args.replay_lines = args.replay_lines or (320_000 if q else 2_000_000)
+    args.latency_seconds = args.latency_seconds or (8.0 if q else 30.0)
+    args.systems = [s for s in args.systems.split(",") if s]
     for n in (args.messages, args.messages_1k):
         if n % 16:
             sys.exit("bench-ingest: message counts must be multiples of 16 (16 connections)")
     for tool in ("syslog-ng", "loggen", "openssl"):
         if shutil.which(tool) is None:
             sys.exit(f"bench-ingest: {tool} not found (make deps)")
-    if not args.logbox.is_file():
-        sys.exit(f"bench-ingest: {args.logbox} not found (make build)")
+    for exe in (args.logbox, args.indexd, args.searchd):
+        if not exe.is_file():
+            sys.exit(f"bench-ingest: {exe} not found (make build)")
 
-    m = machine()
-    v = versions()
+    m0 = machine()
+    try:
+        b = Bench(args)
+    except RuntimeError as e:
+        sys.exit(f"bench-ingest: {e}")
+    v = versions(b.vl)
     say(
-        f"machine: {m['nproc']} CPUs, {m['cpu']}, {m['mem_gib']} GiB, kernel {m['kernel']}, "
-        f"load {m['loadavg'][0]:.2f}"
+        f"machine: {m0['nproc']} CPUs, {m0['cpu']}, {m0['mem_gib']} GiB, kernel {m0['kernel']}, "
+        f"load {m0['loadavg'][0]:.2f}"
     )
-    say(f"versions: syslog-ng {v['syslog-ng']}, {v['openssl']}, logbox {v['logbox']}")
-    b = Bench(args)
+    say(f"versions: syslog-ng {v['syslog-ng']}, {v['openssl']}, {v['victoria-logs']}")
     say(
-        f"syslog-ng configuration: {b.renderer}; TLS framing: {'octet (-P)' if b.tls_framed else 'newline'}"
+        f"logbox {v['logbox']}: pipeline {b.mode}"
+        + ("" if b.mode == "spool" else " (issue 5's FIFO: this build's indexd has no --spool)")
     )
-    cs = cases(args.messages, args.messages_1k, args.quick)
-    if args.only:
-        want = [w for w in args.only.split(",") if w]
-        cs = [c for c in cs if any(w in c.key for w in want)]
-    if not args.indexd.is_file():
-        say(f"{args.indexd} not found (make build): no indexd rows")
-        cs = [c for c in cs if c.kind in ("file", "frames")]
+    ls = loads(args)
+    if any(ld.replay for ld in ls):
+        b.replay = replay_corpus(b.work, args.replay_lines)
+        say(
+            f"replay corpus: {b.replay[0]} ({b.replay[1]['lines']:,} lines, "
+            f"{b.replay[1]['bytes'] / 1e6:.0f} MB), sender {args.replay_sender}"
+        )
     t_start = time.monotonic()
     for r in range(args.runs):
-        for c in cs:
-            if c.kind == "direct" and c.size not in b.frames:
-                continue
-            try:
-                res = b.run(c)
-            except (RuntimeError, ValueError, OSError) as e:
-                res = {"error": str(e)[-3000:]}
-                say(f"  run {r + 1} {c.label}: FAILED: {e}")
-                c.runs.append(res)
-                continue
-            c.runs.append(res)
-            cpu = res["cpu"]
-            say(
-                f"  run {r + 1}/{args.runs} {c.label:58} {res['eps']:>9,} msg/s "
-                f"({res['stored']:,}/{res['sent']:,} in {res['elapsed_s']:.2f} s; "
-                + ", ".join(f"{k} {v['cores']:.2f}" for k, v in cpu.items())
-                + f"; box {res['system_busy']:.0%})"
+        for ld in ls:
+            for s in b.systems:
+                try:
+                    res = b.run(ld, s)
+                except (RuntimeError, ValueError, OSError) as e:
+                    say(f"  run {r + 1} {ld.label} -> {s.label}: FAILED: {str(e)[-1500:]}")
+                    ld.runs.setdefault(s.name, []).append({"error": str(e)[-3000:]})
+                    continue
+                ld.runs.setdefault(s.name, []).append(res)
+                cpu = res["us_per_msg"]
+                say(
+                    f"  run {r + 1}/{args.runs} {ld.label:34} -> {s.name:8} {res['eps']:>9,} msg/s"
+                    f" ({res['stored']:,}/{res['sent']:,} in {res['elapsed_s']:.2f} s; µs/msg "
+                    + ", ".join(f"{k} {x:.2f}" for k, x in cpu.items())
+                    + f"; load {res['load_before']:.2f})"
+                )
+    alone: dict[str, Any] | None = None
+    if not args.no_alone:
+        alone = indexd_alone(args)
+        eps = alone.get("msg_per_s")
+        say(f"  indexd alone: {eps:,.0f} msg/s" if eps else f"  indexd alone failed: {alone}")
+    latency: dict[str, Any] | None = None
+    logbox = next((s for s in b.systems if isinstance(s, Logbox)), None)
+    if not args.no_latency and logbox is not None:
+        say(
+            f"searchable latency: {args.latency_rate:,} msg/s for {args.latency_seconds:.0f} s "
+            f"over {args.latency_conns} connections, {args.latency_probes:.0f} probes/s"
+        )
+        try:
+            latency = ingest_latency.measure(
+                logbox,
+                args.searchd,
+                args.latency_rate,
+                args.latency_seconds,
+                args.latency_probes,
+                args.latency_conns,
             )
+        except (RuntimeError, OSError, AssertionError) as e:
+            latency = {"error": str(e)[-3000:]}
+        say(f"  {latency}")
     took = time.monotonic() - t_start
-    m2 = machine()
-    text, rows = table(cs)
+    m1 = machine()
+    text, rows = report(ls, b.systems)
+    extra = []
+    if alone is not None:
+        eps = alone.get("msg_per_s")
+        ok = "ok" if isinstance(eps, int | float) and eps >= TARGET_ALONE else "MISSED"
+        extra.append(
+            f"- {alone['what']}: "
+            + (f"{eps:,.0f} msg/s ({ok} >= 600k)" if isinstance(eps, int | float) else "failed")
+            + (f", {alone['cpu_us']:.2f} CPU µs/msg" if "cpu_us" in alone else "")
+        )
+    if latency is not None:
+        if "p99_ms" in latency:
+            ok = "ok" if latency["p99_ms"] <= TARGET_LATENCY_P99_MS else "MISSED"
+            extra.append(
+                f"- searchable latency (send -> searchd counts it) at {latency['sent_rate']:,} "
+                f"msg/s sent (asked {latency['target_rate']:,}): p50 {latency['p50_ms']:.0f} ms, "
+                f"p99 {latency['p99_ms']:.0f} ms, max {latency['max_ms']:.0f} ms over "
+                f"{latency['found']} probes, {latency['not_found_in_30s']} not found "
+                f"({ok} p99 <= 1 s)"
+            )
+        else:
+            extra.append(f"- searchable latency: failed: {latency.get('error', latency)}")
     md = [
-        "# End-to-end ingest benchmark (issue 5)",
+        "# End-to-end ingest benchmark (issue 16)",
         "",
-        f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['mem_gib']} GiB RAM, kernel "
-        f"{m['kernel']}; load average at start {m['loadavg'][0]:.2f}, at end {m2['loadavg'][0]:.2f}",
-        f"- versions: syslog-ng {v['syslog-ng']}, {v['openssl']}, logbox {v['logbox']}; "
-        f"syslog-ng configuration: {b.renderer}",
-        f"- {args.runs} runs per configuration, interleaved (round robin); {args.messages:,} "
-        f"messages per 150 B run, {args.messages_1k:,} per 1 KiB run (loggen --number, split over "
-        "the connections; RFC 3164 lines"
-        + (", RFC 5424 octet-framed over TLS" if b.tls_framed else "")
-        + f"); took {took / 60:.1f} min",
-        "- stored msg/s = messages stored / (first send -> indexd's status says all stored); "
-        "ceiling = the same load into file() with the default template; CPU µs/msg = a "
-        "process's CPU time over the messages stored (sender = loggen, or cat for indexd "
-        "alone); cores = CPU seconds per second of the run (2 = both CPUs), busiest threads in "
-        "brackets; others = CPU used by other processes on the box; box busy = all CPUs; "
-        "CPU-bound msg/s = nproc x 10^6 / (syslog-ng + indexd + sender µs/msg): the rate if "
-        "nothing else ran and the work spread over every CPU (a projection, not a measure)",
+        f"- machine: {m0['nproc']} CPUs ({m0['cpu']}), {m0['mem_gib']} GiB RAM, kernel "
+        f"{m0['kernel']}; load average at start {m0['loadavg'][0]:.2f}, at end "
+        f"{m1['loadavg'][0]:.2f} (before each run: in the JSON, `load_before`)",
+        f"- versions: syslog-ng {v['syslog-ng']}, {v['openssl']}, {v['victoria-logs']}, "
+        f"logbox {v['logbox']} (pipeline: {b.mode})",
+        f"- command: tests/bench/ingest_e2e.py {' '.join(sys.argv[1:])}".rstrip(),
+        f"- {args.runs} run(s) per load and system, round robin; {args.messages:,} messages per "
+        f"150 B run, {args.messages_1k:,} per 1 KiB run, {args.replay_lines:,} replay lines "
+        f"(sender: {args.replay_sender}); took {took / 60:.1f} min",
+        "- stored msg/s = the load's messages stored / (first send -> all stored: indexd's "
+        "status, the file's lines, VictoriaLogs' vl_rows_ingested_total); lost = sent - stored; "
+        "CPU µs/msg = a process's CPU time (utime + stime) / messages stored; servers' = "
+        "syslog-ng + indexd, syslog-ng alone (ceiling), or victoria-logs; ceiling = the same "
+        "load into syslog-ng file() with the default template; TLS: loggen held to TLS 1.2; "
+        "VictoriaLogs stamps messages "
+        + ("by their header's time" if args.vl_header_time else "on arrival (as logbox)"),
+        *([f"- VictoriaLogs left out: {b.vl_missing}"] if b.vl_missing else []),
         "",
         text,
         "",
-        ladder(cs),
+        *extra,
         "",
     ]
     out = "\n".join(md)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ingest-e2e.md").write_text(out)
+    (args.out / "ingest.md").write_text(out)
     raw = {
-        "machine": m,
-        "machine_end": m2,
+        "machine": m0,
+        "machine_end": m1,
         "versions": v,
-        "renderer": b.renderer,
-        "tls_framed": b.tls_framed,
-        "runs_per_config": args.runs,
-        "targets": {"eps": TARGET_EPS, "ratio_to_file": TARGET_RATIO, "lost": 0},
-        "configs": rows,
+        "pipeline": b.mode,
+        "victoria_left_out": b.vl_missing or None,
+        "vl_header_time": args.vl_header_time,
+        "argv": sys.argv[1:],
+        "runs_per_load": args.runs,
+        "quick": args.quick,
+        "targets": {
+            "tcp_150_16_eps": TARGET_TCP16,
+            "tls_150_eps": TARGET_TLS,
+            "1k_eps": TARGET_1K,
+            "indexd_alone_eps": TARGET_ALONE,
+            "latency_p99_ms": TARGET_LATENCY_P99_MS,
+        },
+        "loads": rows,
+        "indexd_alone": alone,
+        "searchable_latency": latency,
         "took_s": took,
     }
-    (args.out / "ingest-e2e.json").write_text(json.dumps(raw, indent=2) + "\n")
+    (args.out / "ingest.json").write_text(json.dumps(raw, indent=2) + "\n")
     say("")
     say(out)
-    say(f"wrote {args.out / 'ingest-e2e.md'} and ingest-e2e.json")
+    say(f"wrote {args.out / 'ingest.md'} and ingest.json")
     return 0
 
 

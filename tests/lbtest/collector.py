@@ -1,13 +1,12 @@
 """The collector in tests: a real syslog-ng on the configuration collector/render.py makes,
-writing frames into a FIFO this process holds (as the supervisor does) and reads back; a strict
-Python reader of the frames of indexer/FORMAT.md §11; free ports; senders for every transport;
-a test PKI made with the openssl CLI. Nothing here knows indexd."""
+writing spool records (indexer/FORMAT.md §13) into a spool directory that a SpoolReader
+(lbtest/spool.py) follows; free ports; senders for every transport; a test PKI made with the
+openssl CLI. Nothing here knows indexd."""
 
 from __future__ import annotations
 
 import fcntl
 import importlib
-import os
 import re
 import resource
 import signal
@@ -15,6 +14,8 @@ import socket
 import ssl
 import subprocess
 import sys
+import termios
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -25,7 +26,9 @@ TOP = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(TOP / "collector"))
 render = importlib.import_module("render")
 
-F_SETPIPE_SZ = 1031
+from lbtest.spool import Record, RecordError, SpoolReader, decode  # noqa: E402
+
+__all__ = ["Record", "RecordError", "SpoolReader", "decode"]
 SYSLOG_NG = "/usr/sbin/syslog-ng"
 
 
@@ -43,144 +46,6 @@ def free_ports() -> dict[str, int]:
         if len(set(out.values())) == 3:
             out["udp"] = free_port(socket.SOCK_DGRAM)
             return out
-
-
-# ------------------------------------------------------------------------------ frames
-
-_TIME = re.compile(rb"-?[0-9]+(\.[0-9]{1,9})?")
-_TZ = re.compile(rb"[+-][0-9]{2}:[0-9]{2}")
-_LEN = re.compile(rb"0|[1-9][0-9]*")
-_LS = re.compile(rb"[a-z0-9_-]{1,64}")
-PAYLOAD = ("ls", "host", "program", "pid", "msgid", "sd", "msg")
-
-
-class FrameError(ValueError):
-    """Bytes that are not a frame of FORMAT.md §11."""
-
-
-@dataclass
-class Frame:
-    """One decoded frame; payload fields are bytes, header fields text ("-" kept)."""
-
-    rtime: str
-    stime: str
-    tzoff: str
-    pri: str
-    fmt: str
-    ls: str
-    host: bytes
-    program: bytes
-    pid: bytes
-    msgid: bytes
-    sd: bytes
-    msg: bytes
-    raw: bytes
-
-
-def decode(buf: bytes) -> tuple[list[Frame], bytes]:
-    """The complete frames at the head of buf and the bytes left after them. Strict: anything
-    that is not a valid frame raises FrameError (the collector must never write one)."""
-    frames = []
-    pos = 0
-    while True:
-        nl = buf.find(b"\n", pos, pos + 256)
-        if nl < 0:
-            if len(buf) - pos >= 256:
-                raise FrameError(f"header line longer than 256 bytes at {pos}: {buf[pos:pos+80]!r}")
-            break
-        f = buf[pos:nl].split(b" ")
-        if len(f) != 13 or f[0] != b"LB1":
-            raise FrameError(f"bad header at {pos}: {buf[pos:nl]!r}")
-        rtime, stime, tzoff, pri, fmt = f[1:6]
-        if not _TIME.fullmatch(rtime) or rtime.startswith(b"-"):
-            raise FrameError(f"bad rtime {rtime!r}")
-        if stime != b"-" and not _TIME.fullmatch(stime):
-            raise FrameError(f"bad stime {stime!r}")
-        if tzoff != b"-" and not _TZ.fullmatch(tzoff):
-            raise FrameError(f"bad tzoff {tzoff!r}")
-        if pri != b"-" and not (_LEN.fullmatch(pri) and int(pri) <= 191):
-            raise FrameError(f"bad pri {pri!r}")
-        if fmt not in (b"3", b"5", b"-"):
-            raise FrameError(f"bad fmt {fmt!r}")
-        if not all(_LEN.fullmatch(x) for x in f[6:]):
-            raise FrameError(f"bad lengths {f[6:]!r}")
-        lens = [int(x) for x in f[6:]]
-        end = nl + 1 + sum(lens)
-        if len(buf) < end + 1:
-            break
-        if buf[end : end + 1] != b"\n":
-            raise FrameError(f"no LF after the payload of the frame at {pos}")
-        fields = {}
-        p = nl + 1
-        for name, n in zip(PAYLOAD, lens, strict=True):
-            fields[name] = buf[p : p + n]
-            p += n
-        if not _LS.fullmatch(fields["ls"]):
-            raise FrameError(f"bad logspace {fields['ls']!r}")
-        frames.append(
-            Frame(
-                rtime=rtime.decode(),
-                stime=stime.decode(),
-                tzoff=tzoff.decode(),
-                pri=pri.decode(),
-                fmt=fmt.decode(),
-                ls=fields.pop("ls").decode(),
-                raw=buf[pos : end + 1],
-                **fields,
-            )
-        )
-        pos = end + 1
-    return frames, buf[pos:]
-
-
-class FifoReader:
-    """Reads frames from the held FIFO (non-blocking) and keeps them; syslog-ng's own messages
-    (program "syslog-ng": start, stop, errors) are kept apart in .internal."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.rest = b""
-        self.frames: list[Frame] = []
-        self.internal: list[Frame] = []
-
-    def poll(self) -> list[Frame]:
-        """Read what is in the pipe now; returns the new frames."""
-        while True:
-            try:
-                chunk = os.read(self.fd, 1 << 20)
-            except BlockingIOError:
-                break
-            if not chunk:
-                break
-            self.rest += chunk
-        new, self.rest = decode(self.rest)
-        ours = [f for f in new if f.program == b"syslog-ng"]
-        new = [f for f in new if f.program != b"syslog-ng"]
-        self.internal += ours
-        self.frames += new
-        return new
-
-    def wait(self, n: int, timeout: float = 10.0) -> list[Frame]:
-        """Wait until n frames (in total since the last take()) arrived; returns them all."""
-        deadline = time.monotonic() + timeout
-        while len(self.frames) < n and time.monotonic() < deadline:
-            if not self.poll():
-                time.sleep(0.02)
-        return list(self.frames)
-
-    def take(self, n: int, timeout: float = 10.0) -> list[Frame]:
-        """Exactly n frames (failing on fewer), removed from the kept ones."""
-        got = self.wait(n, timeout)
-        assert len(got) >= n, f"{len(got)} frames of {n} arrived: {got[:3]}..."
-        self.frames = self.frames[n:]
-        return got[:n]
-
-    def quiet(self, seconds: float = 0.5) -> list[Frame]:
-        """Frames that arrive within seconds (for checking that nothing arrives)."""
-        time.sleep(seconds)
-        self.poll()
-        out, self.frames = self.frames, []
-        return out
 
 
 # ------------------------------------------------------------------------------ PKI
@@ -298,48 +163,53 @@ def send_tls(port: int, ctx: ssl.SSLContext, data: bytes) -> None:
 
 @dataclass
 class Collector:
-    """A real syslog-ng on a rendered configuration, writing into a FIFO held here."""
+    """A real syslog-ng on a rendered configuration, writing into the spool <root>/data/spool
+    (or spool=), followed by .spool (a SpoolReader). Every start renders the configuration
+    again, with a fresh run token, as the appliance's unit does."""
 
     root: Path
     doc: dict[str, Any] = field(default_factory=dict)  # settings, as a parsed TOML document
     ports: dict[str, int] = field(default_factory=free_ports)
+    spool_dir: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
-    fd: int = -1
-    reader: FifoReader | None = None
+    tokens: list[str] = field(default_factory=list)  # the run token of every start
 
     def __post_init__(self) -> None:
         self.data = self.root / "data"
         self.run = self.data / "run"
         self.run.mkdir(parents=True, exist_ok=True)
-        (self.data / "collector" / "buffer").mkdir(parents=True, exist_ok=True)
-        self.fifo = self.run / "indexd.fifo"
+        if self.spool_dir is None:
+            self.spool_dir = self.data / "spool"
         self.conf = self.run / "syslog-ng.conf"
         self.stderr_path = self.run / "syslog-ng.stderr"
         doc = dict(self.doc)
         self.ports = {**self.ports, **doc.get("ports", {})}
         doc["ports"] = dict(self.ports)
         self.settings = render.settings_from_dict(doc, self.root)
-        self.conf.write_text(
-            render.render(self.settings, data=self.data, run=self.run, fifo=self.fifo)
-        )
+        self.spool = SpoolReader(self.spool_dir)
+        self.render()
 
-    def hold(self) -> None:
-        if self.fd < 0:
-            if not self.fifo.exists():
-                os.mkfifo(self.fifo, 0o600)
-            self.fd = os.open(self.fifo, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-            fcntl.fcntl(self.fd, F_SETPIPE_SZ, 1 << 20)
-            self.reader = FifoReader(self.fd)
+    def render(self) -> str:
+        """Render the configuration with a fresh run token; returns the token."""
+        token = render.run_token()
+        self.conf.write_text(
+            render.render(
+                self.settings, data=self.data, run=self.run, spool=self.spool_dir, token=token
+            )
+        )
+        self.tokens.append(token)
+        return token
 
     def start(self, timeout: float = 10.0) -> None:
-        """Start syslog-ng and wait for its "starting up" message in the FIFO. The open-files
-        limit (this process's and syslog-ng's) is raised to the hard limit first, for tests with
-        thousands of connections."""
+        """Render, start syslog-ng and wait for its "starting up" record in the spool. The
+        open-files limit (this process's and syslog-ng's) is raised to the hard limit first,
+        for tests with thousands of connections."""
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if soft < hard:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        self.hold()
         before = self.started()
+        if before:
+            self.render()  # never the token of an earlier start
         err = open(self.stderr_path, "ab")
         self.proc = subprocess.Popen(
             render.syslogng_argv(self.conf, self.run, program=SYSLOG_NG),
@@ -354,12 +224,12 @@ class Collector:
                 raise RuntimeError(f"syslog-ng exited {self.proc.returncode}:\n{self.stderr()}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"syslog-ng did not start:\n{self.stderr()}")
-            self.frames.poll()
+            self.spool.poll()
             time.sleep(0.02)
 
     def started(self) -> int:
-        """How many "syslog-ng starting up" messages arrived."""
-        return sum(f.msg.startswith(b"syslog-ng starting up") for f in self.frames.internal)
+        """How many "syslog-ng starting up" records arrived."""
+        return sum(b" syslog-ng starting up" in r.raw for r in self.spool.internal)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         """Signal syslog-ng and wait for it (SIGKILL after 20 s)."""
@@ -374,9 +244,6 @@ class Collector:
 
     def close(self) -> None:
         self.stop()
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
 
     def stderr(self) -> str:
         try:
@@ -385,6 +252,119 @@ class Collector:
             return ""
 
     @property
-    def frames(self) -> FifoReader:
-        assert self.reader is not None
-        return self.reader
+    def frames(self) -> SpoolReader:
+        """The old name of .spool."""
+        return self.spool
+
+
+# ------------------------------------------------------------------------------ stops
+
+
+@dataclass
+class StopResult:
+    """What stop_under_load() saw. read: complete lines syslog-ng had read from the sockets
+    when it was frozen; written: records in the spool then; stored: records at the end; lost:
+    lines it had read that are not in the spool; gap_free: each connection's records are its
+    lines 0..k-1 in order."""
+
+    read: int
+    written: int
+    stored: int
+    lost: int
+    gap_free: bool
+
+    @property
+    def in_flight(self) -> int:
+        """Lines read but not yet in the spool when syslog-ng was frozen."""
+        return self.read - self.written
+
+
+def _whole_lines(lines: list[bytes], nbytes: int) -> int:
+    """How many whole lines the first nbytes of their concatenation hold."""
+    n = 0
+    for line in lines:
+        if nbytes < len(line):
+            break
+        nbytes -= len(line)
+        n += 1
+    return n
+
+
+def stop_under_load(
+    c: Collector, sig: int, *, conns: int = 4, n: int = 200_000, after: int = 2000
+) -> StopResult:
+    """conns connections to the tcp listener send n numbered 150-byte lines each as fast as
+    they can; once after records per connection are in the spool, syslog-ng is frozen
+    (SIGSTOP) and what it has READ from each connection is measured: bytes sent, minus what is
+    still in the sender's socket (SIOCOUTQ) and in syslog-ng's socket (/proc/net/tcp
+    rx_queue). Then sig is sent and syslog-ng continued (the signal is handled first); the
+    spool is read once it has exited."""
+    socks = [socket.create_connection(("127.0.0.1", c.ports["tcp"])) for _ in range(conns)]
+    for s in socks:
+        s.setblocking(False)
+    lines = [
+        [b"<13>1 - h load - - - c%d %07d %s\n" % (k, i, b"x" * 110) for i in range(n)]
+        for k in range(conns)
+    ]
+    bufs = [b"".join(ls) for ls in lines]
+    sent = [0] * conns
+    stop = threading.Event()
+
+    def pump() -> None:
+        while not stop.is_set():
+            busy = False
+            for k, s in enumerate(socks):
+                if sent[k] < len(bufs[k]):
+                    try:
+                        sent[k] += s.send(bufs[k][sent[k] : sent[k] + 65536])
+                        busy = True
+                    except BlockingIOError:
+                        pass
+            if not busy:
+                time.sleep(0.001)
+
+    assert c.proc is not None
+    c.spool.poll()
+    base = len(c.spool.records)
+    t = threading.Thread(target=pump)
+    t.start()
+    try:
+        c.spool.wait(base + conns * after, timeout=60)
+        c.proc.send_signal(signal.SIGSTOP)
+        stop.set()
+        t.join()
+        time.sleep(0.5)  # what is on its way over loopback lands in syslog-ng's socket
+        port_of = {s.getsockname()[1]: k for k, s in enumerate(socks)}
+        rxq = [0] * conns
+        with open("/proc/net/tcp") as f:
+            for row in f.readlines()[1:]:
+                cols = row.split()
+                local, remote = (int(x.split(":")[1], 16) for x in cols[1:3])
+                if local == c.ports["tcp"] and remote in port_of:
+                    rxq[port_of[remote]] = int(cols[4].split(":")[1], 16)
+        outq = [
+            int.from_bytes(fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0" * 4), "little")
+            for s in socks
+        ]
+        read = [_whole_lines(lines[k], sent[k] - outq[k] - rxq[k]) for k in range(conns)]
+        c.spool.poll()
+        written = len(c.spool.records) - base
+        c.proc.send_signal(sig)
+        c.proc.send_signal(signal.SIGCONT)
+        c.stop(sig)
+    finally:
+        for s in socks:
+            s.close()
+    c.spool.poll()
+    seqs: dict[int, list[int]] = {k: [] for k in range(conns)}
+    for r in c.spool.records[base:]:
+        m = re.match(rb"<13>1 - h load - - - c([0-9]+) ([0-9]{7}) ", r.raw)
+        if m:
+            seqs[int(m[1])].append(int(m[2]))
+    return StopResult(
+        read=sum(read),
+        written=written,
+        stored=sum(len(v) for v in seqs.values()),
+        lost=sum(max(0, read[k] - len(seqs[k])) for k in range(conns)),
+        gap_free=all(seqs[k] == list(range(len(seqs[k]))) for k in range(conns)),
+    )

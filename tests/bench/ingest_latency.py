@@ -1,0 +1,171 @@
+"""Searchable latency for the ingest benchmark (ingest_e2e.py): how long after a message is sent
+searchd finds it, at a paced load (issue 16's target: p99 <= 1 s at 100,000 msg/s).
+
+A paced sender (loggen's way: the load is cut in ticks of 10 ms, each tick's messages sent at
+once, a tick late is caught up) writes RFC 3164 lines of 150 B over a few TCP connections into
+logbox (the Logbox system of ingest_systems.py). Every probe interval one line carries a unique
+token (`lbp<run>x<n>`), and its send time is taken when sendall() returned. A second thread asks
+the real logbox-searchd (on the store indexd writes, HTTP over its unix socket, as the tests do:
+tests/lbtest/searchd.py) `GET /v1/count?q=<token>` for every probe not yet found, round after
+round, and takes the time it first counts 1. Latency = found - sent; its resolution is one round
+of polling (a few ms per outstanding probe).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+TOP = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(TOP / "tests"))
+
+from lbtest.searchd import Searchd, UnixHTTPConnection, query_string  # noqa: E402
+
+TICK_S = 0.01
+SIZE = 150
+
+
+def line(text: str) -> bytes:
+    """One RFC 3164 line of SIZE bytes (LF included) holding text."""
+    head = f"<13>{time.strftime('%b %e %H:%M:%S', time.gmtime())} benchhost {text} "
+    return (head + "x" * max(0, SIZE - 1 - len(head))).encode()[: SIZE - 1] + b"\n"
+
+
+def pct(v: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    s = sorted(v)
+    return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
+
+
+class Prober(threading.Thread):
+    """Asks searchd for every probe sent and not yet found, round after round."""
+
+    def __init__(self, sock: Path) -> None:
+        super().__init__(daemon=True)
+        self.sock = sock
+        self.sent: dict[str, float] = {}  # token -> monotonic send time
+        self.found: dict[str, float] = {}  # token -> latency (s)
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.queries = 0
+        self.errors: list[str] = []
+
+    def add(self, token: str, t: float) -> None:
+        with self.lock:
+            self.sent[token] = t
+
+    def outstanding(self) -> list[tuple[str, float]]:
+        with self.lock:
+            return [(k, t) for k, t in self.sent.items() if k not in self.found]
+
+    def run(self) -> None:
+        c = UnixHTTPConnection(self.sock, timeout=30)
+        while not self.done.is_set():
+            todo = self.outstanding()
+            if not todo:
+                time.sleep(0.002)
+                continue
+            for token, t in todo:
+                q = query_string({"q": token, "from": "-1h", "to": "+1h"})
+                try:
+                    c.request("GET", "/v1/count?" + q)
+                    r = c.getresponse()
+                    body = r.read()
+                    self.queries += 1
+                except OSError as e:
+                    self.errors.append(str(e))
+                    c.close()
+                    c = UnixHTTPConnection(self.sock, timeout=30)
+                    time.sleep(0.05)
+                    continue
+                now = time.monotonic()
+                if r.status == 200 and json.loads(body).get("total", 0) >= 1:
+                    with self.lock:
+                        self.found[token] = now - t
+                elif r.status == 404 and b"no logspace" in body:
+                    pass  # nothing stored yet
+                elif r.status != 200 and len(self.errors) < 20:
+                    self.errors.append(f"{r.status}: {body[:200]!r}")
+        c.close()
+
+
+def measure(
+    logbox: Any, searchd_bin: Path, rate: int, seconds: float, probes_per_s: float, conns: int
+) -> dict[str, Any]:
+    """Runs the paced load into a fresh logbox with searchd beside it; the latencies."""
+    port = logbox.start("tcp")
+    sd = Searchd(searchd_bin, logbox.sng.data, logbox.sng.run / "searchd.sock")
+    socks: list[socket.socket] = []
+    prober: Prober | None = None
+    try:
+        sd.start(timeout=30)
+        socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(conns)]
+        prober = Prober(sd.sock)
+        prober.start()
+        run = f"{int(time.time()) % 100000}"
+        per_tick = max(1, round(rate * TICK_S))
+        filler = b"".join(line(f"filler: seq {i:06d}") for i in range(per_tick))
+        every = max(1, round(1 / (probes_per_s * TICK_S)))
+        ticks = int(seconds / TICK_S)
+        sent = probes = late = 0
+        t0 = time.monotonic()
+        for k in range(ticks):
+            due = t0 + k * TICK_S
+            now = time.monotonic()
+            if now < due:
+                time.sleep(due - now)
+            elif now - due > 1.0:
+                late += 1
+            chunk = filler
+            token = ""
+            if k % every == 0:
+                token = f"lbp{run}x{probes:06d}"
+                chunk = line(f"probe: {token} end") + filler[SIZE:]
+                probes += 1
+            socks[k % conns].sendall(chunk)
+            if token:
+                prober.add(token, time.monotonic())
+            sent += per_tick
+        send_s = time.monotonic() - t0
+        end = time.monotonic() + 30
+        while prober.outstanding() and time.monotonic() < end:
+            time.sleep(0.05)
+        prober.done.set()
+        prober.join(10)
+        lat = sorted(prober.found.values())
+        res: dict[str, Any] = {
+            "target_rate": rate,
+            "sent": sent,
+            "sent_rate": round(sent / send_s),
+            "seconds": round(send_s, 2),
+            "connections": conns,
+            "probes": probes,
+            "found": len(lat),
+            "not_found_in_30s": probes - len(lat),
+            "queries": prober.queries,
+            "errors": prober.errors[:5],
+            "ticks_late_over_1s": late,
+        }
+        if lat:
+            res.update(
+                p50_ms=round(statistics.median(lat) * 1000, 1),
+                p99_ms=round(pct(lat, 99) * 1000, 1),
+                max_ms=round(lat[-1] * 1000, 1),
+            )
+        return res
+    finally:
+        if prober is not None:
+            prober.done.set()
+        for s in socks:
+            s.close()
+        try:
+            sd.stop()
+        except AssertionError:
+            pass
+        logbox.stop()
