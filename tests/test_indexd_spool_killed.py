@@ -9,6 +9,7 @@ deleted."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import subprocess
@@ -19,8 +20,9 @@ from pathlib import Path
 from lbtest.indexd import Indexd, kill_while, messages
 from lbtest.spool import file_name, record, spool_files
 
-N = 300_000
 FILES = 6
+# LB_SPOOL_KILL_RECORDS makes a longer run (a multiple of 6).
+N = int(os.environ.get("LB_SPOOL_KILL_RECORDS", "300000")) // FILES * FILES
 T0 = 1795359974.0
 BAD_RTIME = 300_000_000_000.0  # past 9999-12-31: LB_ERRC_MESSAGE, quarantined
 
