@@ -1,12 +1,15 @@
 """Exactly once from the spool across SIGKILL: 300,000 sequence-numbered records are written into
 several spool files (two files growing at once, like syslog-ng's neighbouring seconds, written in
 chunks cut at any byte) while logbox-indexd is SIGKILLed and restarted at random moments, at
-least 6 times; every number is stored exactly once, every 997th record (a receive time the store
-cannot hold) is in the dead-letter file exactly once, and every spool file is deleted."""
+least 6 times; records are routed by host to three logspaces (--routes), so a batch touches
+several; every number is stored exactly once in its logspace, every 997th record (a receive time
+the store cannot hold) is in the dead-letter file exactly once, and every spool file is
+deleted."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import subprocess
@@ -17,10 +20,14 @@ from pathlib import Path
 from lbtest.indexd import Indexd, kill_while, messages
 from lbtest.spool import file_name, record, spool_files
 
-N = 300_000
 FILES = 6
+# LB_SPOOL_KILL_RECORDS makes a longer run (a multiple of 6).
+N = int(os.environ.get("LB_SPOOL_KILL_RECORDS", "300000")) // FILES * FILES
 T0 = 1795359974.0
 BAD_RTIME = 300_000_000_000.0  # past 9999-12-31: LB_ERRC_MESSAGE, quarantined
+
+
+LOGSPACES = ("main", "even", "odd")  # host0, host1, host2 (i % 3): main by default
 
 
 def bad(i: int) -> bool:
@@ -33,13 +40,23 @@ def test_spool_exactly_once_across_sigkill(
     data = tmp_path / "data"
     spool = data / "spool"
     spool.mkdir(parents=True)
-    d = Indexd(indexd_bin, data, tmp_path / "status.json", args=["--spool", str(spool)])
+    routes = tmp_path / "collector.toml"
+    routes.write_text(
+        '[[logspace]]\nname = "even"\nhost = "^host1$"\n\n'
+        '[[logspace]]\nname = "odd"\nhost = "^host2$"\n'
+    )
+    d = Indexd(
+        indexd_bin,
+        data,
+        tmp_path / "status.json",
+        args=["--spool", str(spool), "--routes", str(routes)],
+    )
     d.start()
     per = N // FILES
     blobs = [
         b"".join(
             record(
-                b"<14>Nov 22 10:00:00 host%d app[7]: seq %07d padding-padding-padding" % (k, i),
+                b"<14>Nov 22 10:00:00 host%d app[7]: seq %07d padding-padding-padding" % (i % 3, i),
                 BAD_RTIME if bad(i) else T0 + k + i / per,
                 peer="10.1.0.%d" % k,
             )
@@ -77,9 +94,11 @@ def test_spool_exactly_once_across_sigkill(
     assert not spool_files(spool), f"left in the spool: {spool_files(spool)}\n{d.stderr()[-2000:]}"
     assert d.stop() == 0, d.stderr()[-3000:]
     seen: dict[int, int] = {}
-    for m in messages(store_cli, data, "main"):
-        seq = int(m["message"][4:11])
-        seen[seq] = seen.get(seq, 0) + 1
+    for ls in LOGSPACES:
+        for m in messages(store_cli, data, ls):
+            seq = int(m["message"][4:11])
+            assert LOGSPACES[seq % 3] == ls, (seq, ls)
+            seen[seq] = seen.get(seq, 0) + 1
     p = subprocess.run(
         [str(store_cli), "deadletter", "--data", str(data)], capture_output=True, timeout=120
     )

@@ -1,15 +1,17 @@
 /*
  * main.c — logbox-indexd's process: options and the --config file, the inputs it is given,
  * privileges, the lock file, signals, systemd notification and the order things start and stop
- * in. It owns struct indexd's lifetime; frames are stored by fifo.c and sock.c through store.c.
+ * in. It owns struct indexd's lifetime and the --routes rules in force; records and frames are
+ * stored by spool.c, fifo.c and sock.c through store.c.
  *
  * Start: check options and refuse root unless told otherwise, take the inputs (systemd's
  * sd_listen_fds(): a FIFO or listening unix sockets; --fifo, --listen), drop to --user, lock
- * <data>/indexd/lock, open the catalog read-write, finish the FIFO batch a killed indexd left
- * (fifo.c), then read the inputs and tell systemd READY=1. Errors up to there are fatal.
+ * <data>/indexd/lock, the reserve file (disk.c), open the catalog read-write, read --routes,
+ * finish the FIFO batch a killed indexd left (fifo.c), open the spool and finish its batch
+ * (spool.c), then read the inputs and tell systemd READY=1. Errors up to there are fatal.
  * Stop (SIGTERM, SIGINT): stop reading, store the complete frames already read from sockets,
  * commit with fdatasync and close every store (the final segments), exit 0. SIGHUP: read
- * --config and --logspaces (settings.c) again; a bad file is logged and the settings in force
+ * --routes, --config and --logspaces (settings.c) again; a bad file is logged and the settings in force
  * are kept.
  */
 #include <sys/file.h>

@@ -1,7 +1,7 @@
 """The spool in tests: a strict Python reader of the spool records of indexer/FORMAT.md §13 (the
-tests' copy of the record rule, written from the text, not from indexd's code), a reader that
-follows the spool files syslog-ng writes without taking them, and the writer that tests and
-benchmarks use to hand indexd spool files of their own. Nothing here knows indexd's state file.
+tests' copy of the record rule, written from the text, not from indexd's code) and a reader
+that follows the spool files syslog-ng writes, without taking them; and writers of records and
+spool files for indexd's tests and benchmarks. Nothing here knows indexd.
 
     "LS1" SP rtime SP listener SP peer SP length LF <length raw bytes> LF
 """
@@ -186,22 +186,22 @@ class SpoolReader:
 
 
 # ---------------------------------------------------------------- writing spool files
+# (indexd's tests and benchmarks write the spool themselves, in the documented format)
 
 
 def record(raw: bytes, rtime: float, listener: str = "tcp", peer: str = "-") -> bytes:
     """One spool record: "LS1 rtime listener peer length" LF raw LF."""
-    return (
-        b"LS1 %.6f %s %s %d\n" % (rtime, listener.encode(), peer.encode(), len(raw)) + raw + b"\n"
-    )
+    head = b"LS1 %.6f %s %s %d\n" % (rtime, listener.encode(), peer.encode(), len(raw))
+    return head + raw + b"\n"
 
 
 def file_name(t: float, run: str = "t1") -> str:
-    """<spool>/YYYYMMDDTHHMMSS.<run>.lbs for the UTC second of t."""
+    """The spool file name YYYYMMDDTHHMMSS.<run>.lbs for the UTC second of t."""
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime(t)) + f".{run}.lbs"
 
 
 def write_file(spool: Path, name: str, data: bytes) -> Path:
-    """Writes (appends) data to spool/name in one go and closes it."""
+    """Appends data to spool/name in one go and closes it (the directory is made if missing)."""
     spool.mkdir(parents=True, exist_ok=True)
     p = spool / name
     with open(p, "ab") as f:
