@@ -164,15 +164,6 @@ def logspaces_path(data: Path) -> Path:
     return data / "etc" / "logspaces.json"
 
 
-def indexd_has_option(indexd: Path, option: str) -> bool:
-    """Whether `logbox-indexd --help` mentions option (options land in indexd one by one)."""
-    try:
-        p = subprocess.run([str(indexd), "--help"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return option in p.stdout + p.stderr
-
-
 def nginx_dir(data: Path) -> Path:
     """nginx's configuration, pid and temporary files: <data>/run/nginx."""
     return run_dir(data) / "nginx"
@@ -232,8 +223,8 @@ def services(
         indexd = BIN / "logbox-indexd"
         status = run / "indexd.status.json"
         routes = settings_path(data)
-        spool = ["--spool", str(col.spool)] if indexd_has_option(indexd, "--spool") else []
-        if spool and routes.exists():
+        spool = ["--spool", str(col.spool)]
+        if routes.exists():
             spool += ["--routes", str(routes)]
         out.append(
             Service(
@@ -245,11 +236,8 @@ def services(
                     "--status",
                     str(status),
                     *root,
-                    *(
-                        ["--logspaces", str(logspaces_path(data))]
-                        if indexd_has_option(indexd, "--logspaces")
-                        else []
-                    ),
+                    "--logspaces",
+                    str(logspaces_path(data)),
                     *spool,
                 ],
                 serves=(
@@ -258,7 +246,6 @@ def services(
                     + f", status in {status}"
                 ),
                 needs=indexd,
-                missing="" if spool else f"{indexd} has no --spool option yet",
             )
         )
         sng = shutil.which("syslog-ng") or "/usr/sbin/syslog-ng"

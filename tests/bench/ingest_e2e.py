@@ -3,8 +3,7 @@
 test: a missed target is reported, never a failure).
 
 The same loads, side by side in one run, round robin, each sent into:
-  - logbox: syslog-ng as collector/render.py renders it -> the spool -> logbox-indexd (or, until
-    the spool branches are merged, issue 5's FIFO pipeline; the report says which);
+  - logbox: syslog-ng as collector/render.py renders it -> the spool -> logbox-indexd;
   - syslog-ng file() with the default template: the front end's ceiling (syslog-ng and the
     sender alone);
   - VictoriaLogs v1.52.1 with its own syslog TCP/TLS listeners (built by the bench from the Go
@@ -49,7 +48,6 @@ from ingest_systems import (  # noqa: E402
     System,
     Victoria,
     free_port,
-    pipeline,
     proc_ticks,
     say,
     tls_material,
@@ -244,14 +242,11 @@ class Bench:
         self.ossl = self.work / "openssl-tls12.cnf"
         self.ossl.write_text(OPENSSL_TLS12)
         self.ports = Ports(free_port(), free_port(), free_port())
-        self.mode = pipeline(args.indexd, TOP / "collector" / "render.py")
         self.systems: list[System] = []
         if "logbox" in args.systems:
-            self.systems.append(
-                Logbox(self.work, self.ports, self.tls, self.mode, args.indexd, args.logbox)
-            )
+            self.systems.append(Logbox(self.work, self.ports, self.tls, args.indexd, args.logbox))
         if "file" in args.systems:
-            self.systems.append(FileCeiling(self.work, self.ports, self.tls, self.mode))
+            self.systems.append(FileCeiling(self.work, self.ports, self.tls))
         self.vl: Path | None = None
         self.vl_missing = ""
         if "victoria" in args.systems:
@@ -394,20 +389,14 @@ class Bench:
 
 
 def indexd_alone(args: argparse.Namespace) -> dict[str, Any]:
-    """indexd alone on spool files: tests/bench/spool_feed.py (the spool's feeder) when it is
-    there. Its contract: `spool_feed.py --json --n N --runs R` writes N records into spool
-    files, runs indexd on them R times and prints, as its last stdout line, a JSON object with
-    "msg_s" (the median msg/s) and "cpu_us" (indexd's CPU µs per message). Without it (before
-    the spool branch is merged): indexd_feed.py, indexd alone on pre-encoded FIFO frames
-    (issue 5), labelled so."""
+    """indexd alone on spool files: tests/bench/spool_feed.py (the spool's feeder). Its
+    contract: `spool_feed.py --json --n N --runs R` writes N records into spool files, runs
+    indexd on them R times and prints, as its last stdout line, a JSON object with "msg_s" (the
+    median msg/s) and "cpu_us" (indexd's CPU µs per message)."""
     feed = Path(__file__).resolve().parent / "spool_feed.py"
     n = ["--n", str(500_000 if args.quick else 2_000_000), "--runs", str(args.runs)]
-    if feed.is_file():
-        argv = [sys.executable, str(feed), "--json", *n]
-        what = "indexd alone on spool files (spool_feed.py)"
-    else:
-        argv = [sys.executable, str(Path(__file__).resolve().parent / "indexd_feed.py"), *n]
-        what = "indexd alone on FIFO frames (indexd_feed.py; spool_feed.py not there yet)"
+    argv = [sys.executable, str(feed), "--json", *n]
+    what = "indexd alone on spool files (spool_feed.py)"
     say(f"{what}: {' '.join(argv[1:])}")
     p = subprocess.run(argv, capture_output=True, text=True)
     res: dict[str, Any] = {"what": what, "argv": argv[1:], "exit": p.returncode}
@@ -415,20 +404,14 @@ def indexd_alone(args: argparse.Namespace) -> dict[str, Any]:
         res["error"] = (p.stderr or p.stdout)[-2000:]
         return res
     lines = p.stdout.strip().splitlines()
-    if feed.is_file():
-        try:
-            got = json.loads(lines[-1])
-        except (IndexError, ValueError):
-            res["error"] = "no JSON on the last line: " + p.stdout[-500:]
-            return res
-        res.update(got)
-        res["msg_per_s"] = got.get("msg_per_s", got.get("msg_s"))
-        res["output"] = lines[-5:]
-    else:
-        m = re.search(r"median ([\d,]+) frames/s", p.stdout)
-        if m:
-            res["msg_per_s"] = int(m.group(1).replace(",", ""))
-        res["output"] = lines[-5:]
+    try:
+        got = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        res["error"] = "no JSON on the last line: " + p.stdout[-500:]
+        return res
+    res.update(got)
+    res["msg_per_s"] = got.get("msg_per_s", got.get("msg_s"))
+    res["output"] = lines[-5:]
     return res
 
 
@@ -609,10 +592,7 @@ def main(argv: list[str] | None = None) -> int:
         f"load {m0['loadavg'][0]:.2f}"
     )
     say(f"versions: syslog-ng {v['syslog-ng']}, {v['openssl']}, {v['victoria-logs']}")
-    say(
-        f"logbox {v['logbox']}: pipeline {b.mode}"
-        + ("" if b.mode == "spool" else " (issue 5's FIFO: this build's indexd has no --spool)")
-    )
+    say(f"logbox {v['logbox']}")
     ls = loads(args)
     if any(ld.replay for ld in ls):
         b.replay = replay_corpus(b.work, args.replay_lines)
@@ -693,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{m0['kernel']}; load average at start {m0['loadavg'][0]:.2f}, at end "
         f"{m1['loadavg'][0]:.2f} (before each run: in the JSON, `load_before`)",
         f"- versions: syslog-ng {v['syslog-ng']}, {v['openssl']}, {v['victoria-logs']}, "
-        f"logbox {v['logbox']} (pipeline: {b.mode})",
+        f"logbox {v['logbox']}",
         f"- command: tests/bench/ingest_e2e.py {' '.join(sys.argv[1:])}".rstrip(),
         f"- {args.runs} run(s) per load and system, round robin; {args.messages:,} messages per "
         f"150 B run, {args.messages_1k:,} per 1 KiB run, {args.replay_lines:,} replay lines "
@@ -719,7 +699,6 @@ def main(argv: list[str] | None = None) -> int:
         "machine": m0,
         "machine_end": m1,
         "versions": v,
-        "pipeline": b.mode,
         "victoria_left_out": b.vl_missing or None,
         "vl_header_time": args.vl_header_time,
         "argv": sys.argv[1:],

@@ -1,10 +1,8 @@
 """The three systems the end-to-end ingest benchmark (ingest_e2e.py) sends the same loads into,
 each started fresh for every run and stopped after it:
 
-  - Logbox: syslog-ng on the configuration collector/render.py renders, and logbox-indexd. With
-    the spool design (issue 16): syslog-ng writes the spool, indexd reads it (`--spool`,
-    `--routes`). Until that is merged: issue 5's pipeline, a FIFO held by the bench and given to
-    indexd as fd 3. pipeline() is the one place that tells them apart.
+  - Logbox: syslog-ng on the configuration collector/render.py renders, writing the spool, and
+    logbox-indexd reading it (`--spool`, `--routes`).
   - FileCeiling: the same rendered syslog-ng with its one destination's driver replaced by a
     plain file() with the default template: syslog-ng and the sender alone, the front end's
     ceiling.
@@ -139,24 +137,6 @@ MaxProtocol = TLSv1.2
 """
 
 
-# ---------------------------------------------------------------- the pipeline in this build
-
-
-def pipeline(indexd: Path, render: Path) -> str:
-    """ "spool" when this build's logbox-indexd takes --spool (issue 16), else "fifo" (issue 5's
-    FIFO pipeline: the branches are not merged yet). The only place the bench looks at what the
-    build can do; the product itself never probes."""
-    h = subprocess.run([str(indexd), "--help"], capture_output=True, text=True)
-    if "--spool" not in h.stdout + h.stderr:
-        return "fifo"
-    r = subprocess.run([sys.executable, str(render), "--help"], capture_output=True, text=True)
-    if "--spool" not in r.stdout:
-        raise RuntimeError(
-            "logbox-indexd takes --spool but collector/render.py does not: merge both first"
-        )
-    return "spool"
-
-
 # ---------------------------------------------------------------- process CPU
 
 
@@ -272,8 +252,8 @@ class System:
 class Syslogng:
     """The rendered configuration and a syslog-ng started on it, under work/r/."""
 
-    def __init__(self, work: Path, ports: Ports, tls: tuple[Path, Path, Path], mode: str) -> None:
-        self.work, self.ports, self.tls, self.mode = work, ports, tls, mode
+    def __init__(self, work: Path, ports: Ports, tls: tuple[Path, Path, Path]) -> None:
+        self.work, self.ports, self.tls = work, ports, tls
         self.r = work / "r"
         self.data, self.run, self.out = self.r / "data", self.r / "run", self.r / "out"
         self.settings = work / "collector.toml"
@@ -284,16 +264,11 @@ class Syslogng:
         shutil.rmtree(self.r, ignore_errors=True)
         self.data.mkdir(parents=True)
         self.run.mkdir(parents=True)
-        if self.mode == "fifo":  # issue 5's disk buffer
-            (self.data / "collector" / "buffer").mkdir(parents=True)
 
     def render(self) -> str:
         argv = [sys.executable, str(TOP / "collector" / "render.py")]
         argv += ["--settings", str(self.settings), "--data", str(self.data), "--run", str(self.run)]
-        if self.mode == "spool":
-            argv += ["--spool", str(self.data / "spool")]
-        else:
-            argv += ["--fifo", str(self.run / "indexd.fifo")]
+        argv += ["--spool", str(self.data / "spool")]
         return run_text(argv, "collector/render.py")
 
     def start(self, conf: str, port: int) -> None:
@@ -315,7 +290,7 @@ class Syslogng:
 
 
 class Logbox(System):
-    """syslog-ng as rendered, and logbox-indexd reading the spool (or today's FIFO)."""
+    """syslog-ng as rendered, and logbox-indexd reading the spool."""
 
     name = "logbox"
 
@@ -324,19 +299,13 @@ class Logbox(System):
         work: Path,
         ports: Ports,
         tls: tuple[Path, Path, Path],
-        mode: str,
         indexd: Path,
         logbox: Path,
     ) -> None:
-        self.sng = Syslogng(work, ports, tls, mode)
-        self.mode, self.indexd_bin, self.logbox = mode, indexd, logbox
-        self.label = (
-            "logbox (syslog-ng -> spool -> indexd)"
-            if mode == "spool"
-            else ("logbox (syslog-ng -> FIFO -> indexd, issue 5)")
-        )
+        self.sng = Syslogng(work, ports, tls)
+        self.indexd_bin, self.logbox = indexd, logbox
+        self.label = "logbox (syslog-ng -> spool -> indexd)"
         self.indexd: subprocess.Popen | None = None
-        self.fd = -1
         self.written = 0.0
         self.sng_pid = 0
 
@@ -363,33 +332,10 @@ class Logbox(System):
         argv += ["--config", str(s.run / "indexd.conf")]
         if os.geteuid() == 0:
             argv.append("--allow-root")
-        pass_fds: tuple[int, ...] = ()
-        if self.mode == "spool":
-            argv += ["--spool", str(s.data / "spool"), "--routes", str(s.settings)]
-        else:
-            # The FIFO held O_RDWR by the bench, given to indexd as fd 3 (LISTEN_FDS=1), as the
-            # supervisor does.
-            fifo = s.run / "indexd.fifo"
-            os.mkfifo(fifo, 0o600)
-            self.fd = os.open(fifo, os.O_RDWR)
-            try:
-                import fcntl
-
-                fcntl.fcntl(self.fd, 1031, 1 << 20)  # F_SETPIPE_SZ: 1 MiB
-            except OSError:
-                pass
-            move = "" if self.fd == 3 else f"exec 3<&{self.fd} {self.fd}<&-; "
-            argv = [
-                "sh",
-                "-c",
-                f'{move}LISTEN_FDS=1 LISTEN_PID=$$; export LISTEN_FDS LISTEN_PID; exec "$@"',
-                "sh",
-                *argv,
-            ]
-            pass_fds = (self.fd,)
+        argv += ["--spool", str(s.data / "spool"), "--routes", str(s.settings)]
         log = s.run / "indexd.stderr"
         with open(log, "wb") as err:
-            self.indexd = subprocess.Popen(argv, stdout=err, stderr=err, pass_fds=pass_fds)
+            self.indexd = subprocess.Popen(argv, stdout=err, stderr=err)
         end = time.monotonic() + 30
         while not status.is_file():
             if self.indexd.poll() is not None or time.monotonic() > end:
@@ -455,9 +401,6 @@ class Logbox(System):
         self.indexd = None
         if rc not in (0, None):
             res["indexd_exit"] = rc
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
         return res
 
 
@@ -467,8 +410,8 @@ class FileCeiling(System):
     name = "file"
     label = "syslog-ng -> file() (ceiling)"
 
-    def __init__(self, work: Path, ports: Ports, tls: tuple[Path, Path, Path], mode: str) -> None:
-        self.sng = Syslogng(work, ports, tls, mode)
+    def __init__(self, work: Path, ports: Ports, tls: tuple[Path, Path, Path]) -> None:
+        self.sng = Syslogng(work, ports, tls)
         self.pos = 0
         self.lines = 0
         self.pid = 0
