@@ -117,6 +117,17 @@ def test_everything_running(appliance: dict) -> None:
     assert 0 < got["services"]["indexd"]["uptime_s"] < 300
     assert got["stored"] == st["stored"] == 5 and got["malformed"] == 0
     assert got["quarantined"] == 0 and got["deadletter"]["records"] == 0
+    # indexd reads its spool too (<data>/spool): nothing waits there, nothing was torn
+    sp = got["spool"]
+    assert sp is not None and set(sp) == {
+        "files",
+        "waiting_bytes",
+        "oldest_waiting",
+        "lag_s",
+        "torn",
+        "malformed",
+    }
+    assert sp["waiting_bytes"] == 0 and sp["torn"] == 0 and sp["malformed"] == 0, sp
     assert set(got["eps"]) == {"1s", "60s"} and got["eps"]["60s"] > 0
     assert abs(time.mktime(time.strptime(got["time"][:19], "%Y-%m-%dT%H:%M:%S")) - t0) < 86400
     assert got["time"].endswith("Z") and len(got["time"]) == 27

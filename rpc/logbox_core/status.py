@@ -432,6 +432,35 @@ def _indexd(
     return entry, st
 
 
+# indexd this far behind the spool (the receive time of the last stored message) is a problem.
+SPOOL_LAG_PROBLEM_S = 60.0
+
+
+def _spool(st: dict, problems: list[str]) -> dict[str, Any] | None:
+    """What waits in the spool for indexd (indexer/indexd/README.md "Status"), without its
+    path: files, waiting_bytes, oldest_waiting, lag_s, torn, malformed."""
+    sp = st.get("spool")
+    if not isinstance(sp, dict):
+        return None
+    out = {
+        "files": _int(sp.get("files")),
+        "waiting_bytes": _int(sp.get("waiting_bytes")),
+        "oldest_waiting": sp.get("oldest_waiting")
+        if isinstance(sp.get("oldest_waiting"), str)
+        else None,
+        "lag_s": _num(sp.get("lag_s")),
+        "torn": _int(sp.get("torn")),
+        "malformed": _int(sp.get("malformed")),
+    }
+    lag = out["lag_s"]
+    if lag is not None and lag > SPOOL_LAG_PROBLEM_S and (out["waiting_bytes"] or 0) > 0:
+        problems.append(
+            f"indexd: {lag:.0f} s behind the spool ({out['waiting_bytes']} bytes in "
+            f"{out['files']} files waiting)"
+        )
+    return out
+
+
 def _num(v: object) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
@@ -565,6 +594,7 @@ def gather(
         "malformed": _int(st.get("malformed")) if running and st else None,
         "quarantined": _int(st.get("quarantined")) if running and st else None,
         "deadletter": _deadletter(st) if running and st else None,
+        "spool": _spool(st, problems) if running and st else None,
         "logspaces": _logspaces(data, st, spaces),
         "disk": disk,
         "raid": raid,
@@ -592,7 +622,7 @@ def for_user(doc: dict, user: User) -> dict:
     else sees only the logspaces they may read, and no pid, path, device name or hold reason
     (in a service entry every text but the state is hidden; in disk every text).
     The figures summed over every logspace (eps, stored, malformed, quarantined, the
-    dead-letter records, the store's bytes) are
+    dead-letter records, the spool, the store's bytes) are
     left null unless the user may read every logspace, disk numbers stay but the path goes,
     RAID keeps its state without member or device names, the dead-letter file's last reason is
     hidden, and each problem is cut to the part
@@ -612,6 +642,8 @@ def for_user(doc: dict, user: User) -> dict:
         out["stored"] = out["malformed"] = None
         if "quarantined" in doc:
             out["quarantined"] = None
+        if doc.get("spool") is not None:
+            out["spool"] = None
     dl = doc.get("deadletter")
     if isinstance(dl, dict):  # its reason names a logspace and what went wrong
         out["deadletter"] = {

@@ -199,6 +199,18 @@ SCHEMAS: dict[str, Any] = {
                     "last_at": NTIME,
                 },
             },
+            "spool": {
+                "type": "object",
+                "nullable": True,
+                "properties": {
+                    "files": NINT,
+                    "waiting_bytes": NINT,
+                    "oldest_waiting": NSTR,
+                    "lag_s": {"type": "number", "nullable": True},
+                    "torn": NINT,
+                    "malformed": NINT,
+                },
+            },
             "logspaces": {
                 "type": "array",
                 "items": _obj(
