@@ -545,6 +545,28 @@ def test_nil_timestamp_stays_null(appliance: Appliance) -> None:
     assert m["timestamp"] is None and m["timestamp_us"] is None, m
 
 
+def test_timestamps_before_1970(appliance: Appliance) -> None:
+    """Time stamps before 1970 keep their instant (syslog-ng 3.38's own parser printed them as
+    an unsigned 32-bit number, in 2096): liblogbox's parser gives negative microseconds, with
+    the zone and the fraction, on every listener."""
+    app = appliance
+    cases = {  # text -> µs since 1970 UTC
+        "1960-01-01T00:00:00.5-05:00": -315601199500000,
+        "1969-12-31T23:59:59Z": -1000000,
+        "1900-02-28T12:00:00.000001Z": -2203934399999999,
+    }
+    for port in ("tcp", "octet", "tls", "udp"):
+        for ts, us in cases.items():
+            mark = marker()
+            line = f"<13>1 {ts} oldhost app - - - old {mark}".encode()
+            app.send(
+                line + b"\n" if port == "tcp" else octet(line) if port != "udp" else line, port
+            )
+            (m,) = wait_marker(app, mark)
+            assert m["timestamp_us"] == us, (port, ts, m)
+            assert "badtime" not in m["flags"], m
+
+
 def test_clean_stop(appliance: Appliance) -> None:
     """SIGTERM stops syslog-ng and indexd with exit 0, and what they took is stored."""
     app = appliance
