@@ -8,8 +8,9 @@
 # the space returns, ingest resumes by itself, and every sequence number the senders wrote is
 # stored. Duplicates: syslog-ng 3.38 writes the batch whose write failed again once it can
 # (collector/README.md "Full disk"), so the records of that batch (at most flush-lines, 100) that
-# had reached the file before the failure are in the spool twice, and stored twice; each such
-# run must be a short run of consecutive numbers. Run twice: with indexd's default reserve and with none (its writes then meet
+# had reached the file before the failure are in the spool twice (three times when a retry
+# failed half way too), and stored so; each such run must be a short run of consecutive numbers,
+# and all of them together under 1 % of what was sent. Run twice: with indexd's default reserve and with none (its writes then meet
 # ENOSPC itself: the message file and segment writers must retry, not fail for good). Root only
 # (mount); skipped otherwise.
 from __future__ import annotations
@@ -176,7 +177,8 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
         assert app.starts == {"indexd": 1, "syslog-ng": 1}
 
         seen = [bytearray(PER_SENDER) for _ in range(SENDERS)]
-        dup_runs: dict[int, list[tuple[int, int]]] = {}
+        dup_runs: dict[int, list[tuple[int, int, int]]] = {}
+        extra = 0
         for m in app.iter_messages():
             body = m["message"]
             fields = dict(f.split("=", 1) for f in body.split()[:2])
@@ -185,11 +187,12 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
             missing = [n for n in range(PER_SENDER) if seen[s][n] == 0]
             twice = [n for n in range(PER_SENDER) if seen[s][n] > 1]
             assert not missing, f"sender {s}: {len(missing)} missing, first {missing[:5]}"
-            assert all(seen[s][n] <= 2 for n in twice), f"sender {s}: stored 3 times or more"
             runs = _runs(twice)
             assert all(len(r) <= 100 for r in runs), f"sender {s}: duplicate runs {runs}"
-            dup_runs[s] = [(r[0], len(r)) for r in runs]
-        assert app.count() == total + sum(n for rs in dup_runs.values() for _, n in rs)
+            dup_runs[s] = [(r[0], len(r), max(seen[s][n] for n in r)) for r in runs]
+            extra += sum(seen[s][n] - 1 for n in twice)
+        assert extra <= SENDERS * PER_SENDER // 100, f"{extra} extra copies: {dup_runs}"
+        assert app.count() == total + extra
 
         # What the status said while the disk was full.
         assert full_seen is not None, f"the status never said disk full: {st}"
@@ -206,5 +209,5 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
         print(
             f"\n{reserve}: {stalled_at} stored when full, senders held at {sent_when_full}; the "
             f"store grew again {ended_after:.1f} s after the space returned; syslog-ng's rewritten "
-            f"batches (first, length) per sender {dup_runs}"
+            f"batches (first, length, copies) per sender {dup_runs}"
         )
