@@ -33,7 +33,9 @@ from pathlib import Path
 MIB = 1024 * 1024
 
 # Per-connection flow-control window (messages). syslog-ng divides a source's log-iw-size by
-# its max-connections and warns (clamping to 100) when the share is smaller than that.
+# its max-connections and warns (clamping to 100) when the share is smaller than that. It is also
+# each connection's log-fetch-limit (messages read per wake-up; 3.38's default is 10): measured on
+# a one-connection replay, syslog-ng's CPU per message fell from 11.9 to 6.2 µs with 100.
 WINDOW_PER_CONNECTION = 100
 
 # The listeners, named as collector.toml's [ports] keys: the syslog-ng source of each is named
@@ -382,7 +384,8 @@ def render(
     ipv6 = ":" in s.bind
     common = (
         f"ip({ip}) flags(no-parse) max-connections({s.max_connections}) "
-        f"log-iw-size({window}) so-keepalive(yes)" + (" ip-protocol(6)" if ipv6 else "")
+        f"log-iw-size({window}) log-fetch-limit({WINDOW_PER_CONNECTION}) so-keepalive(yes)"
+        + (" ip-protocol(6)" if ipv6 else "")
     )
     sources = []
     if s.tcp_port:
