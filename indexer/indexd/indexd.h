@@ -367,6 +367,8 @@ void	quarantine_count(struct indexd *env);
 int	state_open(const char *data, int *fdp);
 int	state_read(int fd, struct ix_intent *it);
 int	state_write(int fd, const struct ix_intent *it);
+/* All len bytes of p at off, short writes and EINTR retried (the spool's state too). */
+int	pwrite_all(int fd, const uint8_t *p, size_t len, off_t off);
 
 /* settings.c */
 void	settings_init(struct indexd *env);

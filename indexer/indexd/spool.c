@@ -257,24 +257,6 @@ spool_resync(const uint8_t *p, size_t len)
 
 /* ---------------------------------------------------------------- the state file */
 
-static int
-state_pwrite(int fd, const uint8_t *p, size_t len, off_t off)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = pwrite(fd, p, len, off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return (errno);
-		}
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return (0);
-}
-
 /* Writes the state (the table, and the batch's intent when intent) into the other slot. */
 static int
 sp_state_write(struct spool *s, int intent)
@@ -322,7 +304,7 @@ sp_state_write(struct spool *s, int intent)
 	len = (size_t)(e - b);
 	lb_put32(b + 12, lb_crc32(b + 16, len - 16));
 	s->slot ^= 1;
-	return (state_pwrite(s->statefd, b, len, (off_t)s->slot * IX_SPOOL_SLOT));
+	return (pwrite_all(s->statefd, b, len, (off_t)s->slot * IX_SPOOL_SLOT));
 }
 
 /* What a slot says. */

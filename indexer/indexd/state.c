@@ -25,7 +25,8 @@ crc32_more(uint32_t crc, const uint8_t *p, size_t len)
 	return ((uint32_t)crc32(crc, p, (uInt)len));
 }
 
-static int
+/* Writes all len bytes of p at off (retrying short writes and EINTR); 0 or an errno. */
+int
 pwrite_all(int fd, const uint8_t *p, size_t len, off_t off)
 {
 	ssize_t n;
