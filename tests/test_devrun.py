@@ -18,70 +18,16 @@ import re
 import signal
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
-from lbtest.collector import free_port, free_ports, octet, send_tcp, send_udp
+from lbtest.collector import free_ports, octet, send_tcp, send_udp
+from lbtest.devrun import DevRun
 from lbtest.spool import FILE_RE, SpoolReader
 from logbox_client import Client, LogboxError
-
-
-class DevRun:
-    """appliance/devrun.py on a data directory, its output read line by line."""
-
-    def __init__(self, top: Path, data: Path, extra: dict[str, str] | None = None) -> None:
-        """Starts it with extra in its environment; the RPC API on a free port, and no
-        LOGBOX_ADMIN_PASSWORD unless extra has one."""
-        self.data = data
-        self.rpc_port = free_port()
-        self.webui_port = free_port()
-        env = dict(
-            os.environ,
-            LOGBOX_DATA=str(data),
-            LOGBOX_RPC_PORT=str(self.rpc_port),
-            LOGBOX_WEBUI_PORT=str(self.webui_port),
-        )
-        env.pop("LOGBOX_ADMIN_PASSWORD", None)
-        env.update(extra or {})
-        self.proc = subprocess.Popen(
-            [sys.executable, str(top / "appliance" / "devrun.py")],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.lines: list[str] = []
-
-    def until(self, text: str, timeout: float = 30) -> str:
-        """Read lines until one holds text; returns it."""
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            self.lines.append(line)
-            if text in line:
-                return line
-        pytest.fail(f"no line with {text!r}: {self.lines}")
-
-    def stop(self) -> str:
-        self.proc.send_signal(signal.SIGINT)
-        out, _ = self.proc.communicate(timeout=30)
-        return out
-
-    def close(self) -> None:
-        """Stop it (and so its daemons) if a test left it running; SIGKILL would orphan them."""
-        if self.proc.poll() is None:
-            try:
-                self.stop()
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 @pytest.fixture

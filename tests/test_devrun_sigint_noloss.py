@@ -8,18 +8,16 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from lbtest.appliance import LOGBOX, free_port
+from lbtest.devrun import DevRun
 
 pytestmark = pytest.mark.slow
 
@@ -61,50 +59,6 @@ class Sender(threading.Thread):
                 self.sent += per_tick
 
 
-class DevRun:
-    def __init__(self, top: Path, data: Path) -> None:
-        env = dict(
-            os.environ,
-            LOGBOX_DATA=str(data),
-            LOGBOX_RPC_PORT=str(free_port()),
-            LOGBOX_WEBUI_PORT=str(free_port()),
-            LOGBOX_ADMIN_PASSWORD="sigint-test-password-1234",
-        )
-        self.proc = subprocess.Popen(
-            [sys.executable, str(top / "appliance" / "devrun.py")],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.lines: list[str] = []
-
-    def until(self, text: str, timeout: float = 90) -> None:
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ln = self.proc.stdout.readline()
-            if not ln:
-                break
-            self.lines.append(ln)
-            if text in ln:
-                return
-        pytest.fail(f"make run never said {text!r}: {''.join(self.lines[-40:])}")
-
-    def interrupt(self) -> str:
-        self.proc.send_signal(signal.SIGINT)
-        out, _ = self.proc.communicate(timeout=120)
-        return out
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.interrupt()
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
 def stored(data: Path) -> tuple[dict[int, list[int]], int]:
     """Per connection its stored sequence numbers (in id order), and the count of main."""
     p = subprocess.run(
@@ -138,10 +92,10 @@ def test_make_run_ctrl_c_under_load_loses_no_accepted_message(top: Path, tmp_pat
     (data / "etc" / "collector.toml").write_text(
         f'bind = "127.0.0.1"\n[ports]\ntcp = {port}\noctet = 0\ntls = 0\nudp = 0\n'
     )
-    first = DevRun(top, data)
+    first = DevRun(top, data, {"LOGBOX_ADMIN_PASSWORD": "sigint-test-password-1234"})
     senders: list[Sender] = []
     try:
-        first.until("press Ctrl-C")
+        first.until("press Ctrl-C", timeout=90)
         deadline = time.monotonic() + 60
         while True:  # syslog-ng may still be starting
             try:
@@ -157,7 +111,7 @@ def test_make_run_ctrl_c_under_load_loses_no_accepted_message(top: Path, tmp_pat
         while count(data) < RATE and time.monotonic() < deadline:  # the pipeline flows
             time.sleep(0.2)
         time.sleep(LOAD_S)
-        out = first.interrupt()
+        out = first.stop(timeout=120)
     finally:
         for s in senders:
             s.halt.set()
@@ -169,9 +123,9 @@ def test_make_run_ctrl_c_under_load_loses_no_accepted_message(top: Path, tmp_pat
     sent = {s.conn: s.sent for s in senders}
     assert sum(sent.values()) >= RATE, f"the load never got going: {sent}"
 
-    second = DevRun(top, data)
+    second = DevRun(top, data, {"LOGBOX_ADMIN_PASSWORD": "sigint-test-password-1234"})
     try:
-        second.until("press Ctrl-C")
+        second.until("press Ctrl-C", timeout=90)
         # everything in the spool gets stored: wait until the count stops changing
         last, since = -1, time.monotonic()
         deadline = time.monotonic() + 180
