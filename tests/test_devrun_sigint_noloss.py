@@ -48,8 +48,7 @@ class Sender(threading.Thread):
             t0 = time.monotonic()
             while not self.halt.is_set():
                 due = t0 + self.sent / self.rate
-                if due > time.monotonic():
-                    time.sleep(due - time.monotonic())
+                time.sleep(max(0.0, due - time.monotonic()))
                 batch = b"".join(line(self.conn, q) for q in range(self.sent, self.sent + per_tick))
                 try:
                     s.sendall(batch)

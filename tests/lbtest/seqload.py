@@ -80,8 +80,7 @@ class Sender:
                 if self.rate:
                     batch = max(1, int(self.rate / 100))  # 100 sends a second
                     due = self.started + (self.pos - self.lo) / self.rate
-                    if due > time.monotonic():
-                        time.sleep(due - time.monotonic())
+                    time.sleep(max(0.0, due - time.monotonic()))
                 end = min(self.pos + batch, self.hi)
                 try:
                     sock.sendall(lines(self.conn, self.pos, end))
