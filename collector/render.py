@@ -32,11 +32,22 @@ from pathlib import Path
 
 MIB = 1024 * 1024
 
-# Per-connection flow-control window (messages). syslog-ng divides a source's log-iw-size by
-# its max-connections and warns (clamping to 100) when the share is smaller than that. It is also
-# each connection's log-fetch-limit (messages read per wake-up; 3.38's default is 10): measured on
-# a one-connection replay, syslog-ng's CPU per message fell from 11.9 to 6.2 µs with 100.
+# Flow-control windows (messages in syslog-ng between the socket and the spool write).
+# The static window: syslog-ng divides a source's log-iw-size by its max-connections and warns
+# (clamping to 100) when the share is smaller than that.
 WINDOW_PER_CONNECTION = 100
+# A shared pool per source that syslog-ng 3.38 hands out on top of the static windows to the
+# connections that are busy (dynamic-window-size, rebalanced every second); syslog-ng warns when
+# it is under 10 x max-connections. With 100 messages a connection carries only 100 messages per
+# hand-off to the file writer: measured with make bench-ingest, one connection replaying loghub
+# lines, 74-99k msg/s at 10.5-11.9 CPU µs per stored message with 100 alone, 143-187k at
+# 7.6-8.4 µs with a pool (20,000, 100,000 and 1,000,000 alike; a static 1,000 no better). The
+# pool bounds what the busy connections of a source hold together (a static 1,000 would let
+# 10,000 connections hold 10 M messages when the spool cannot be written).
+DYNAMIC_WINDOW_PER_CONNECTION = 10
+# Messages a connection reads per wake-up (3.38's default is 10: a one-connection replay cost
+# 11.9 CPU µs per message in syslog-ng with 10, 6.2 with 100); the window still bounds it.
+FETCH_LIMIT = 1000
 
 # The listeners, named as collector.toml's [ports] keys: the syslog-ng source of each is named
 # so, and the record template writes ${SOURCE}, so a record's listener is exactly this name.
@@ -384,7 +395,9 @@ def render(
     ipv6 = ":" in s.bind
     common = (
         f"ip({ip}) flags(no-parse) max-connections({s.max_connections}) "
-        f"log-iw-size({window}) log-fetch-limit({WINDOW_PER_CONNECTION}) so-keepalive(yes)"
+        f"log-iw-size({window}) log-fetch-limit({FETCH_LIMIT}) so-keepalive(yes)\n        "
+        f"dynamic-window-size({s.max_connections * DYNAMIC_WINDOW_PER_CONNECTION}) "
+        "dynamic-window-realloc-ticks(1)"
         + (" ip-protocol(6)" if ipv6 else "")
     )
     sources = []

@@ -7,9 +7,9 @@
 # the disk is full and its status file keeps being rewritten though its file system is full; once
 # the space returns, ingest resumes by itself, and every sequence number the senders wrote is
 # stored. Duplicates: syslog-ng 3.38 writes the batch whose write failed again once it can
-# (collector/README.md "Full disk"), so the records of that batch (at most flush-lines, 100) that
-# had reached the file before the failure are in the spool twice (three times when a retry
-# failed half way too), and stored so; each such run must be a short run of consecutive numbers,
+# (collector/README.md "Full disk"), so the records of what it had written and not yet confirmed
+# (measured: 10-300 records) are in the spool twice (three times when a retry failed half way
+# too), and stored so; each such run must be a short run of consecutive numbers (at most 1,000),
 # and all of them together under 1 % of what was sent. Run twice: with indexd's default reserve and with none (its writes then meet
 # ENOSPC itself: the message file and segment writers must retry, not fail for good). Root only
 # (mount); skipped otherwise.
@@ -111,7 +111,10 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
         tmp_path,
         udp=False,
         indexd_args=args,
-        collector={"log_msg_size": 65536},
+        # syslog-ng holds up to 100 messages per connection plus a pool of 10 x max_connections
+        # shared by the busy ones (collector/render.py): 100 connections keep that far below
+        # what the senders push while the disk is full, so they are held
+        collector={"log_msg_size": 65536, "max_connections": 100},
     )
     # The status file on the file system that fills up, as under `make run` (<data>/run).
     (app.data / "run").mkdir()
@@ -188,7 +191,7 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
             twice = [n for n in range(PER_SENDER) if seen[s][n] > 1]
             assert not missing, f"sender {s}: {len(missing)} missing, first {missing[:5]}"
             runs = _runs(twice)
-            assert all(len(r) <= 100 for r in runs), f"sender {s}: duplicate runs {runs}"
+            assert all(len(r) <= 1000 for r in runs), f"sender {s}: duplicate runs {runs}"
             dup_runs[s] = [(r[0], len(r), max(seen[s][n] for n in r)) for r in runs]
             extra += sum(seen[s][n] - 1 for n in twice)
         assert extra <= SENDERS * PER_SENDER // 100, f"{extra} extra copies: {dup_runs}"
