@@ -27,7 +27,7 @@
 #include "lb_util.h"
 
 /* Defaults of a new logspace (not stored constants: a logspace stores its own settings). */
-#define LSCONF_FLUSH_MS		5000			/* a segment at least every 5 s */
+#define LSCONF_FLUSH_MS		1000			/* a segment at least every second */
 #define LSCONF_MEM_LIMIT	(1024ULL * 1024 * 1024)	/* 1 GiB (DESIGN.md) */
 #define LSCONF_FSYNC_MS		1000			/* fsync the WAL once a second */
 
