@@ -397,8 +397,7 @@ def render(
         f"ip({ip}) flags(no-parse) max-connections({s.max_connections}) "
         f"log-iw-size({window}) log-fetch-limit({FETCH_LIMIT}) so-keepalive(yes)\n        "
         f"dynamic-window-size({s.max_connections * DYNAMIC_WINDOW_PER_CONNECTION}) "
-        "dynamic-window-realloc-ticks(1)"
-        + (" ip-protocol(6)" if ipv6 else "")
+        "dynamic-window-realloc-ticks(1)" + (" ip-protocol(6)" if ipv6 else "")
     )
     sources = []
     if s.tcp_port:
