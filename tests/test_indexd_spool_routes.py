@@ -12,6 +12,7 @@ from pathlib import Path
 
 from lbtest.indexd import Indexd, messages
 from lbtest.spool import file_name, record, spool_files, write_file
+from lbtest.wait import wait_until
 
 T0 = 1795359974.0
 RULES = """\
@@ -30,10 +31,13 @@ listener = ["udp"]
 
 
 def wait_gone(spool: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while spool_files(spool) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not spool_files(spool), spool_files(spool)
+    wait_until(
+        lambda: not spool_files(spool),
+        "the spool is empty",
+        timeout,
+        interval=0.05,
+        detail=lambda: str(spool_files(spool)),
+    )
 
 
 def test_spool_records_are_routed_and_keep_their_peer(
