@@ -170,7 +170,9 @@ def measure(
             "found": len(lat),
             "not_found_in_30s": probes - len(lat),
             "queries": prober.queries,
-            "search_took_ms_p50": round(statistics.median(prober.took_ms), 1) if prober.took_ms else None,
+            "search_took_ms_p50": round(statistics.median(prober.took_ms), 1)
+            if prober.took_ms
+            else None,
             "search_took_ms_max": round(max(prober.took_ms), 1) if prober.took_ms else None,
             "max_tail": prober.tail,
             "errors": prober.errors[:5],
