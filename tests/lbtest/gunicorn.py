@@ -250,6 +250,8 @@ class GunicornServer:
         with self.session() as s:
 
             def healthy() -> bool:
+                # an exit first: a port taken by another server must not answer for ours
+                alive()
                 if self.proxy and not self.socket.exists():
                     return False
                 return s.get(self.url + self.HEALTH, timeout=2).status_code in self.HEALTH_OK
@@ -260,7 +262,6 @@ class GunicornServer:
                     f"gunicorn answers {self.HEALTH}",
                     timeout,
                     interval=0.05,
-                    check=alive,
                     detail=self.log,
                     ignore=(requests.RequestException,),
                 )
