@@ -9,13 +9,12 @@ import random
 import socket
 import ssl
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lbtest.appliance import MSG_MAX, Appliance, octet, raise_nofile
+from lbtest.appliance import MSG_MAX, Appliance, marker, octet, raise_nofile
 from lbtest.cli import message_bytes
 
 pytestmark = pytest.mark.slow
@@ -25,10 +24,6 @@ pytestmark = pytest.mark.slow
 def appliance(tmp_path: Path) -> Iterator[Appliance]:
     with Appliance(tmp_path) as app:
         yield app
-
-
-def marker() -> str:
-    return "m" + uuid.uuid4().hex[:16]
 
 
 def good(mark: str, text: str = "good") -> bytes:

@@ -15,13 +15,12 @@ import socket
 import ssl
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lbtest.appliance import Appliance, octet
+from lbtest.appliance import Appliance, marker, octet
 from lbtest.cli import message_bytes
 from lbtest.corpus import (
     LOGHUB_DIR,
@@ -31,6 +30,7 @@ from lbtest.corpus import (
     parse_5424,
     random_corpus,
 )
+from lbtest.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -42,10 +42,6 @@ SEVERITY = {"emerg": 0, "err": 3, "warning": 4, "notice": 5, "info": 6, "debug":
 def appliance(tmp_path: Path) -> Iterator[Appliance]:
     with Appliance(tmp_path) as app:
         yield app
-
-
-def marker() -> str:
-    return "m" + uuid.uuid4().hex[:16]
 
 
 def with_marker(app: Appliance, mark: str, logspace: str = "main") -> list[dict[str, Any]]:
@@ -428,11 +424,14 @@ def test_routing_by_listener_and_reload(tmp_path: Path) -> None:
         # A bad file: the old rules stay, and indexd says which line is wrong.
         bad = app.write_routes([{"name": "x", "listener": ["nosuch"]}])
         app.hup_indexd()
-        deadline = time.monotonic() + 30
         said = rf"SIGHUP: .*{re.escape(str(bad))}:\d+: .*nosuch.*keeping the rules in force"
-        while not re.search(said, app.stderr_of("indexd")) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert re.search(said, app.stderr_of("indexd")), app.stderr_of("indexd")[-2000:]
+        wait_until(
+            lambda: re.search(said, app.stderr_of("indexd")),
+            "indexd refused the bad routes",
+            30,
+            interval=0.1,
+            detail=lambda: app.stderr_of("indexd")[-2000:],
+        )
         m2 = marker()
         send_all(m2)
         app.wait_marked(m2, 1, "via-udp")

@@ -28,6 +28,7 @@ import ssl
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,6 +213,11 @@ def settings_toml(
 
 
 # ---------------------------------------------------------------- the appliance
+
+
+def marker() -> str:
+    """A word no other message holds: "m" and 16 hex digits, for wait_marked."""
+    return "m" + uuid.uuid4().hex[:16]
 
 
 class Appliance:
