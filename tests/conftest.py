@@ -11,6 +11,10 @@ import pytest
 from lbtest.cli import has_verb
 from lbtest.indexd import HeldFifo
 
+# the browser tests' `driver` (a screenshot and the page's HTML when a test fails) and the hook it
+# reads the outcome from
+from lbtest.webui import driver, driver_setup, pytest_runtest_makereport  # noqa: F401
+
 TOP = Path(__file__).resolve().parent.parent
 # The Python packages of rpc/ (logbox_core, logbox_rpc, logbox_client) and webui/ are imported
 # from the checkout, as gunicorn runs them (PYTHONPATH).

@@ -26,6 +26,7 @@ from lbtest.frames import frame
 from lbtest.indexd import HeldFifo, Indexd
 from lbtest.searchd import Searchd as Daemon
 from lbtest.searchd import searchd_binary
+from lbtest.wait import wait_until
 from logbox_core import status
 from logbox_core.searchd import Searchd
 from logbox_core.status import gather, logspace_bytes, parse_mdstat, pid_alive, raid_for_path
@@ -236,12 +237,12 @@ def test_syslogng_pidfile(appliance: dict, tmp_path: Path) -> None:
     assert got["health"] == "degraded"
     # A zombie (exited, not yet reaped) is not running either.
     zombie = subprocess.Popen(["true"])
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with open(f"/proc/{zombie.pid}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                break
-        time.sleep(0.01)
+    wait_until(
+        lambda: Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z",
+        "the child is a zombie",
+        10,
+        interval=0.01,
+    )
     assert not pid_alive(zombie.pid)
     zombie.wait()
     assert pid_alive(os.getpid()) and pid_alive(1)  # pid 1: another user's is fine too

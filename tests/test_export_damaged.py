@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -29,6 +30,7 @@ from lbtest.cli import Logbox
 from lbtest.gunicorn import RPC_DIR
 from lbtest.rpc import RpcServer
 from lbtest.searchd import Searchd, searchd_binary
+from lbtest.wait import wait_until
 from lbtest.webui import WebuiServer
 from logbox_client import Client
 
@@ -161,18 +163,19 @@ def test_api_export_warns(stack: Stack, fmt: str) -> None:
 def audit_entry(st: Stack, fmt: str) -> dict:
     """The reader's newest export entry in the API's audit log (it is written when the stream
     ends: waited for)."""
-    deadline = time.monotonic() + 60
-    while True:
+    seen: list[Any] = [None]
+
+    def entries() -> list[dict]:
         a = st.admin.get(
             f"{st.rpc.base}/audit", params={"user": READER, "action": "export"}, timeout=30
         )
         assert a.status_code == 200, a.text
-        entries = [e for e in a.json()["entries"] if f"format {fmt}" in (e["detail"] or "")]
-        if entries or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    assert entries, a.json()
-    return entries[0]
+        seen[0] = a.json()
+        return [e for e in seen[0]["entries"] if f"format {fmt}" in (e["detail"] or "")]
+
+    return wait_until(
+        entries, f"the {fmt} export is audited", 60, interval=0.2, detail=lambda: str(seen[0])
+    )[0]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "ndjson"])
@@ -183,15 +186,12 @@ def test_webui_export_warns(stack: Stack, fmt: str) -> None:
     assert r.status_code == 200, r.text[:300]
     assert r.headers["X-Logbox-Total"] == str(N)
     CHECK[fmt](st, r.content)
-    deadline = time.monotonic() + 60
-    while True:
-        entries, _ = st.web.accounts().audit_entries(user=READER, action="export")
-        entries = [e for e in entries if f"format {fmt}" in (e.detail or "")]
-        if entries or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    assert entries
-    e = entries[0]
+
+    def entries() -> list[Any]:
+        got, _ = st.web.accounts().audit_entries(user=READER, action="export")
+        return [e for e in got if f"format {fmt}" in (e.detail or "")]
+
+    e = wait_until(entries, f"the {fmt} export is audited", 60, interval=0.2)[0]
     assert e.status == 200 and e.results == N - len(st.lost), e
     assert f"{len(st.lost)} warnings, the first: message " in (e.detail or ""), e
 

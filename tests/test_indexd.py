@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from lbtest.frames import FRAME_MAX, MSG_MAX, frame
 from lbtest.indexd import HeldFifo, Indexd, kill_while, messages, raw, send_socket, write_fifo
+from lbtest.wait import wait_until
 
 T0 = 1795359974.984039
 
@@ -223,9 +224,7 @@ def test_sigterm_while_writing_then_restart(
         stop_ok(daemon)
         daemon.start()
     t.join(timeout=120)
-    deadline = time.monotonic() + 60
-    while fifo.pending() > 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: fifo.pending() == 0, "the FIFO is drained", 60, interval=0.05)
     stop_ok(daemon)
     assert daemon.stderr().count("stopped: ") == 4
     assert [m["message"] for m in messages(store_cli, daemon.data, "main")] == [
@@ -254,9 +253,7 @@ def test_user_drops_privileges(indexd_bin: Path) -> None:
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 10
-        while not (work / "st.json").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until((work / "st.json").exists, "indexd wrote st.json", 10, interval=0.05)
         assert os.stat(f"/proc/{p.pid}").st_uid == 65534
         assert (work / "s.sock").stat().st_uid == 65534
         assert (work / "s.sock").stat().st_mode & 0o777 == 0o660
@@ -281,15 +278,23 @@ def test_sighup_reloads_config(indexd_bin: Path, tmp_path: Path) -> None:
     try:
         conf.write_text("max_memory_mb = 64\nlog_level = debug\n")
         d.signal(signal.SIGHUP)
-        deadline = time.monotonic() + 10
-        while "SIGHUP: reloaded" not in d.stderr() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(
+            lambda: "SIGHUP: reloaded" in d.stderr(),
+            "indexd reloaded",
+            10,
+            interval=0.05,
+            detail=d.stderr,
+        )
         assert "max_memory_mb = 64, log_level = debug" in d.stderr()
         conf.write_text("max_memory_mb = 32\nno_such_key = 1\n")
         d.signal(signal.SIGHUP)
-        deadline = time.monotonic() + 10
-        while "keeping the settings" not in d.stderr() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(
+            lambda: "keeping the settings" in d.stderr(),
+            "indexd kept its settings",
+            10,
+            interval=0.05,
+            detail=d.stderr,
+        )
         assert "unknown key 'no_such_key'" in d.stderr()
         assert d.proc is not None and d.proc.poll() is None
     finally:
@@ -370,12 +375,7 @@ def test_holds_on_a_locked_logspace_without_dropping(
             + frame(b"blocked", ls="busy", rtime=T0 + 1)
             + frame(b"after", rtime=T0 + 2),
         )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            st = daemon.status()
-            if st["holding"]:
-                break
-            time.sleep(0.05)
+        st = daemon.wait_status(lambda st: st["holding"], "indexd holds a logspace", 10)
         assert st["holding"] and "busy" in st["holding"], st
         assert st["stored"] == 1
     finally:
@@ -416,10 +416,7 @@ def test_fifo_exactly_once_across_sigkill(
     t.join(timeout=300)
     assert not t.is_alive()
     # Everything is stored once the FIFO is empty (indexd consumes bytes only after storing).
-    deadline = time.monotonic() + 120
-    while fifo.pending() > 0 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert fifo.pending() == 0
+    wait_until(lambda: fifo.pending() == 0, "the FIFO is drained", 120, interval=0.1)
     stop_ok(d)
     seen: dict[int, int] = {}
     for ls in lss:
@@ -486,9 +483,6 @@ def test_max_memory_flushes_a_segment_early(
         b"".join(frame(f"word{i} other{i * 7} x{i % 13}", rtime=T0 + i / 1e4) for i in range(n)),
     )
     d.wait_stored(n, timeout=30)
-    deadline = time.monotonic() + 10
-    while d.status()["logspaces"]["main"]["indexed_id"] == 1 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert d.status()["logspaces"]["main"]["indexed_id"] > 1
+    d.wait_status(lambda st: st["logspaces"]["main"]["indexed_id"] > 1, "main is indexed", 10)
     stop_ok(d)
     assert len(messages(store_cli, d.data, "main")) == n

@@ -48,18 +48,6 @@ def deadletter(cli: Path, data: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in p.stdout.decode().splitlines() if line]
 
 
-def wait_status(d: Indexd, pred: Any, timeout: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        st = d.status(missing_ok=True)
-        if st is not None and pred(st):
-            return st
-        if time.monotonic() > deadline:
-            raise AssertionError(f"status never matched: {st}\n{d.stderr()[-3000:]}")
-        assert d.proc is not None and d.proc.poll() is None, d.stderr()[-3000:]
-        time.sleep(0.05)
-
-
 def oversized(tag: str, rtime: float) -> list[bytes]:
     big = 4096
     return [
@@ -105,7 +93,11 @@ def test_unstorable_frame_is_quarantined(
     bad_sock = frame("bad from the socket", rtime=BAD_RTIME)
     write_fifo(fifo, frame("fifo 1", rtime=T0) + bad_fifo + frame("fifo 2", rtime=T0))
     send_socket(tmp_path / "indexd.sock", frame("sock 1") + bad_sock + frame("sock 2"))
-    st = wait_status(d, lambda s: s["stored"] >= 4 and s["quarantined"] >= 2)
+    st = d.wait_status(
+        lambda s: s["stored"] >= 4 and s["quarantined"] >= 2,
+        "4 stored and 2 quarantined",
+        alive=True,
+    )
     assert st["stored"] == 4 and st["quarantined"] == 2 and st["holding"] is None, st
     assert st["deadletter"]["records"] == 2, st["deadletter"]
     assert "receive time out of range" in st["deadletter"]["last_reason"], st["deadletter"]
@@ -138,7 +130,7 @@ def test_unstorable_frame_is_quarantined(
     # A restart keeps the file and shows what it holds; nothing is set aside again.
     assert d.stop() == 0
     d.start()
-    st = wait_status(d, lambda s: s["deadletter"]["records"] == 2)
+    st = d.wait_status(lambda s: s["deadletter"]["records"] == 2, "2 dead letters", alive=True)
     assert st["quarantined"] == 0 and st["holding"] is None
     assert len(deadletter(store_cli, d.data)) == 2
 

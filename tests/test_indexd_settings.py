@@ -21,6 +21,7 @@ import pytest
 from lbtest.frames import frame
 from lbtest.indexd import HeldFifo, Indexd, messages
 from lbtest.searchd import Searchd, searchd_binary
+from lbtest.wait import wait_until
 
 DAY = 86400
 DEFAULT = "&:~?![]=,;()'\"/\\|<>{}*"
@@ -72,13 +73,7 @@ def send(fifo: HeldFifo, data: bytes) -> None:
 
 
 def wait_for(cond: Any, what: str, d: Indexd, timeout: float = 10) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout}s: {what}\n{d.stderr()[-3000:]}")
+    return wait_until(cond, what, timeout, interval=0.05, detail=lambda: d.stderr()[-3000:])
 
 
 def log_count(d: Indexd, text: str) -> int:

@@ -4,11 +4,10 @@ indexd starts again it catches up by itself, every record stored exactly once, i
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from lbtest.indexd import Indexd, messages
-from lbtest.spool import file_name, record, spool_files, write_file
+from lbtest.spool import file_name, record, wait_spool_empty, write_file
 
 T0 = 1795359974.0
 
@@ -36,10 +35,7 @@ def test_spool_grows_while_indexd_is_down(
     write_file(spool, file_name(T0 + 1, "x"), recs(30_000, 60_000))
     write_file(spool, file_name(T0 + 2, "y"), recs(60_000, 80_000))
     d.start()
-    deadline = time.monotonic() + 120
-    while spool_files(spool) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not spool_files(spool), spool_files(spool)
+    wait_spool_empty(spool, 120)
     assert d.stop() == 0, d.stderr()[-2000:]
     got = [int(m["message"][2:]) for m in messages(store_cli, data, "main")]
     assert got == list(range(80_000))

@@ -8,13 +8,12 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from lbtest.indexd import Indexd, messages
-from lbtest.spool import file_name, record, spool_files
+from lbtest.spool import file_name, record, wait_spool_empty
 
 T0 = 1795359974.0
 PAD = b"x" * 120
@@ -73,19 +72,10 @@ def test_spool_fills_the_disk_and_indexd_still_stores(
     # The last file ends torn where the disk ran out.
     assert os.statvfs(small_fs).f_bavail < 2
     d.start()
-    deadline = time.monotonic() + 180
-    while spool_files(spool) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not spool_files(spool), d.stderr()[-3000:]
-    deadline = time.monotonic() + 30
-    st = d.status()
-    while time.monotonic() < deadline:
-        st = d.status()
-        assert st is not None
-        if st["disk"]["reserve_held_bytes"] == 4 << 20:
-            break
-        time.sleep(0.1)
-    assert st is not None and st["disk"]["reserve_held_bytes"] == 4 << 20, st["disk"]
+    wait_spool_empty(spool, 180, lambda: d.stderr()[-3000:])
+    st = d.wait_status(
+        lambda st: st["disk"]["reserve_held_bytes"] == 4 << 20, "indexd took the reserve back", 30
+    )
     assert st["spool"]["torn"] <= 1, st["spool"]
     assert d.stop() == 0, d.stderr()[-3000:]
     err = d.stderr()

@@ -5,22 +5,13 @@ at its end is waited for, not counted as torn, while the writer may still finish
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from lbtest.indexd import Indexd, messages
 from lbtest.spool import file_name, record, spool_files
+from lbtest.wait import wait_until
 
 T0 = 1795359974.25
-
-
-def wait(cond: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not {what} after {timeout}s")
 
 
 def test_open_file_is_tailed_and_kept_until_closed(
@@ -35,7 +26,7 @@ def test_open_file_is_tailed_and_kept_until_closed(
     f = open(spool / name, "ab", buffering=0)
     try:
         f.write(record(b"<13>Nov 22 10:00:00 h app: one", T0))
-        wait(lambda: d.status()["stored"] == 1, "stored 1")  # type: ignore[index]
+        wait_until(lambda: d.status()["stored"] == 1, "1 is stored", 60, interval=0.05)  # type: ignore[index]
         taken = spool_files(spool)
         assert len(taken) == 1 and taken[0].startswith(name + ".") and taken[0].endswith(".taken")
         # Half a record, then the rest a while later: stored once, whole.
@@ -44,14 +35,14 @@ def test_open_file_is_tailed_and_kept_until_closed(
         time.sleep(1.5)
         assert d.status()["stored"] == 1  # type: ignore[index]
         f.write(r[20:])
-        wait(lambda: d.status()["stored"] == 2, "stored 2")  # type: ignore[index]
+        wait_until(lambda: d.status()["stored"] == 2, "2 are stored", 60, interval=0.05)  # type: ignore[index]
         time.sleep(1.5)
         assert spool_files(spool) == taken, "deleted while its writer holds it"
         assert d.status()["spool"]["torn"] == 0  # type: ignore[index]
     finally:
         f.close()
-    wait(lambda: not spool_files(spool), "deleted after close")
-    wait(lambda: d.status()["spool"]["deleted"] == 1, "counted deleted")  # type: ignore[index]
+    wait_until(lambda: not spool_files(spool), "deleted after close", 60, interval=0.05)
+    wait_until(lambda: d.status()["spool"]["deleted"] == 1, "counted deleted", 60, interval=0.05)  # type: ignore[index]
     st = d.status()
     assert st is not None and st["spool"]["deleted"] == 1 and st["spool"]["torn"] == 0, st
     assert d.stop() == 0

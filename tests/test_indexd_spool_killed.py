@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from lbtest.indexd import Indexd, kill_while, messages
-from lbtest.spool import file_name, record, spool_files
+from lbtest.spool import file_name, record, wait_spool_empty
 
 FILES = 6
 # LB_SPOOL_KILL_RECORDS makes a longer run (a multiple of 6).
@@ -88,10 +88,7 @@ def test_spool_exactly_once_across_sigkill(
     t.join(timeout=300)
     assert not t.is_alive()
     assert kills >= 5
-    deadline = time.monotonic() + 180
-    while spool_files(spool) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not spool_files(spool), f"left in the spool: {spool_files(spool)}\n{d.stderr()[-2000:]}"
+    wait_spool_empty(spool, 180, lambda: d.stderr()[-2000:])
     assert d.stop() == 0, d.stderr()[-3000:]
     seen: dict[int, int] = {}
     for ls in LOGSPACES:

@@ -5,12 +5,11 @@ in the same file is found."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from lbtest.frames import MSG_MAX
 from lbtest.indexd import Indexd, messages
-from lbtest.spool import file_name, record, spool_files, write_file
+from lbtest.spool import file_name, record, wait_spool_empty, write_file
 
 T0 = 1795359974.0
 
@@ -34,10 +33,7 @@ def test_record_longer_than_a_batch(indexd_bin: Path, tmp_path: Path, store_cli:
     )
     d = Indexd(indexd_bin, data, tmp_path / "status.json")
     d.start()
-    deadline = time.monotonic() + 60
-    while spool_files(spool) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not spool_files(spool), d.stderr()[-2000:]
+    wait_spool_empty(spool, 60, lambda: d.stderr()[-2000:])
     assert d.stop() == 0, d.stderr()[-2000:]
     got = messages(store_cli, data, "main")
     assert [len(m["message"].encode("utf-8", "surrogateescape")) for m in got[1:2]] == [MSG_MAX]

@@ -7,11 +7,11 @@ old rules stay; a good one applies to the records read after it."""
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 
 from lbtest.indexd import Indexd, messages
-from lbtest.spool import file_name, record, spool_files, write_file
+from lbtest.spool import file_name, record, wait_spool_empty, write_file
+from lbtest.wait import wait_until
 
 T0 = 1795359974.0
 RULES = """\
@@ -27,13 +27,6 @@ name = "network"
 host = '^(sw|rtr)-[0-9]+$'
 listener = ["udp"]
 """
-
-
-def wait_gone(spool: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while spool_files(spool) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not spool_files(spool), spool_files(spool)
 
 
 def test_spool_records_are_routed_and_keep_their_peer(
@@ -53,22 +46,26 @@ def test_spool_records_are_routed_and_keep_their_peer(
         record(b"<14>Nov 22 10:00:00 web2 app: no peer", T0, "octet", "-"),
     ]
     write_file(spool, file_name(T0, "a"), b"".join(recs))
-    wait_gone(spool)
+    wait_spool_empty(spool)
     # A bad file on SIGHUP: refused with its line; the old rules stay.
     routes.write_text(RULES + '\n[[logspace]]\nname = "x"\nbogus = 1\n')
     d.signal(signal.SIGHUP)
     write_file(spool, file_name(T0 + 1, "a"), record(b"<38>Nov 22 10:00:01 h sshd: two", T0 + 1))
-    wait_gone(spool)
+    wait_spool_empty(spool)
     # A good one: applies from then on.
     routes.write_text('[[logspace]]\nname = "all-udp"\nlistener = ["udp"]\n')
     d.signal(signal.SIGHUP)
-    deadline = time.monotonic() + 30
-    while "routes: " + str(routes) + ": 1 rule" not in d.stderr() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(
+        lambda: "routes: " + str(routes) + ": 1 rule" in d.stderr(),
+        "indexd read the good routes",
+        30,
+        interval=0.05,
+        detail=lambda: d.stderr()[-3000:],
+    )
     write_file(
         spool, file_name(T0 + 2, "a"), record(b"<14>Nov 22 10:00:02 sw-1 x: y", T0 + 2, "udp")
     )
-    wait_gone(spool)
+    wait_spool_empty(spool)
     assert d.stop() == 0, d.stderr()[-3000:]
     err = d.stderr()
     assert f"{routes}:" in err and "keeping the rules in force" in err, err[-3000:]

@@ -5,7 +5,6 @@ next record), and deletes both files once no writer holds them."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from lbtest.indexd import Indexd, messages
@@ -29,15 +28,10 @@ def test_torn_tail_and_garbage_are_counted_and_skipped(
     d = Indexd(indexd_bin, data, tmp_path / "status.json")
     d.start()
     write_file(spool, file_name(T0 + 2, "c"), recs[5])
-    deadline = time.monotonic() + 60
-    st = d.status()
-    while time.monotonic() < deadline:
-        st = d.status()
-        assert st is not None
-        if st["stored"] >= 6 and not spool_files(spool):
-            break
-        time.sleep(0.05)
-    assert st is not None and st["stored"] == 6, st
+    st = d.wait_status(
+        lambda st: st["stored"] >= 6 and not spool_files(spool), "6 stored and the spool empty"
+    )
+    assert st["stored"] == 6, st
     assert not spool_files(spool)
     sp = st["spool"]
     assert sp["torn"] == 1 and sp["records"] == 6 and sp["deleted"] == 3, sp

@@ -9,13 +9,12 @@ import random
 import socket
 import ssl
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lbtest.appliance import MSG_MAX, Appliance, octet, raise_nofile
+from lbtest.appliance import MSG_MAX, Appliance, marker, octet, raise_nofile
 from lbtest.cli import message_bytes
 
 pytestmark = pytest.mark.slow
@@ -27,10 +26,6 @@ def appliance(tmp_path: Path) -> Iterator[Appliance]:
         yield app
 
 
-def marker() -> str:
-    return "m" + uuid.uuid4().hex[:16]
-
-
 def good(mark: str, text: str = "good") -> bytes:
     return f"<134>1 2026-11-22T12:00:00Z goodhost goodprog 1 - - {text} {mark}".encode()
 
@@ -39,23 +34,11 @@ def marked(app: Appliance, mark: str) -> list[dict[str, Any]]:
     return [m for m in app.messages() if mark in m["message"]]
 
 
-def wait_marked(app: Appliance, mark: str, n: int = 1, timeout: float = 30) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = marked(app, mark)
-        if len(got) >= n or time.monotonic() > deadline:
-            break
-        app.assert_alive()
-        time.sleep(0.1)
-    assert len(got) == n, f"{len(got)} messages hold {mark}, expected {n}"
-    return got
-
-
 def serves_others(app: Appliance) -> None:
     """A good message on a fresh connection is stored; both daemons run; no malformed frame."""
     mark = marker()
     app.send(good(mark, "meanwhile") + b"\n")
-    (m,) = wait_marked(app, mark)
+    (m,) = app.wait_marked(mark)
     assert (m["host"], m["program"], m["severity"]) == ("goodhost", "goodprog", 6), m
     app.assert_alive()
     assert app.status()["malformed"] == 0, app.status()
@@ -113,7 +96,7 @@ def test_garbage_bytes(appliance: Appliance) -> None:
             s.sendall(b"%d %s" % (len(msg), msg))
         send_hostile(s, b"x" + rng.randbytes(100000))
     for mark in marks + [udp_mark, tls_mark] + oct_marks:
-        (m,) = wait_marked(app, mark)
+        (m,) = app.wait_marked(mark)
         assert m["message"].startswith(("amid garbage", "udp", "tls before", "octet before")), m
         assert (m["host"], m["program"], m["pid"]) == ("goodhost", "goodprog", "1"), m
     serves_others(app)
@@ -132,12 +115,12 @@ def test_10mb_line_stored_once_truncated(appliance: Appliance, port: str) -> Non
         else:
             nxt = good(after, "after the big one")
             s.sendall(b"%d %s%d %s" % (len(msg), msg, len(nxt), nxt))
-    (m,) = wait_marked(app, mark, timeout=60)
+    (m,) = app.wait_marked(mark, timeout=60)
     got = message_bytes(m["message"])
     assert len(got) == MSG_MAX, len(got)
     assert got == body[:MSG_MAX]
     assert "truncated" in m["flags"], m["flags"]
-    (a,) = wait_marked(app, after)
+    (a,) = app.wait_marked(after)
     assert "truncated" not in a["flags"]
     # Nothing else came of the line: not split into several messages.
     app.settle(quiet=1.0)
@@ -166,7 +149,7 @@ def test_octet_wrong_length(appliance: Appliance) -> None:
         d = good(after, "after")
         send_hostile(s, b"%d %s" % (len(d), d))
         closed_by_server(s, timeout=2)
-    (m,) = wait_marked(app, before)
+    (m,) = app.wait_marked(before)
     assert message_bytes(m["message"]) == b"before " + before.encode()
     # What the wrong counts made of the rest is the client's doing; it must not be stored twice
     # nor break the hand-off.
@@ -208,7 +191,7 @@ def test_5000_idle_connections(appliance: Appliance) -> None:
             s.setblocking(True)
             s.sendall(good(mark, "from an idle connection") + b"\n")
         for mark in marks:
-            wait_marked(app, mark)
+            app.wait_marked(mark)
     finally:
         for s in conns:
             s.close()
@@ -226,6 +209,6 @@ def test_plain_tcp_on_tls_port(appliance: Appliance) -> None:
         ok = marker()
         with app.connect_tls() as t:
             t.sendall(octet(good(ok, "tls meanwhile")))
-        wait_marked(app, ok)
+        app.wait_marked(ok)
     serves_others(app)
     assert marked(app, plain) == []

@@ -15,13 +15,12 @@ import socket
 import ssl
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lbtest.appliance import Appliance, octet
+from lbtest.appliance import Appliance, marker, octet
 from lbtest.cli import message_bytes
 from lbtest.corpus import (
     LOGHUB_DIR,
@@ -31,6 +30,7 @@ from lbtest.corpus import (
     parse_5424,
     random_corpus,
 )
+from lbtest.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -44,27 +44,8 @@ def appliance(tmp_path: Path) -> Iterator[Appliance]:
         yield app
 
 
-def marker() -> str:
-    return "m" + uuid.uuid4().hex[:16]
-
-
 def with_marker(app: Appliance, mark: str, logspace: str = "main") -> list[dict[str, Any]]:
     return [m for m in app.messages(logspace) if mark in m["message"]]
-
-
-def wait_marker(
-    app: Appliance, mark: str, n: int = 1, logspace: str = "main", timeout: float = 30
-) -> list[dict[str, Any]]:
-    """The messages holding mark once there are n of them (fails on more)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = with_marker(app, mark, logspace)
-        if len(got) >= n or time.monotonic() > deadline:
-            break
-        app.assert_alive()
-        time.sleep(0.1)
-    assert len(got) == n, f"{len(got)} messages with {mark} in {logspace}, expected {n}: {got}"
-    return got
 
 
 def logger(app: Appliance, *args: str) -> None:
@@ -95,7 +76,7 @@ def test_logger_tcp_octet_udp(appliance: Appliance) -> None:
         )  # fmt: skip
         sent[name] = (mark, text)
     for name, (mark, text) in sent.items():
-        (m,) = wait_marker(app, mark)
+        (m,) = app.wait_marked(mark)
         assert message_bytes(m["message"]) == text.encode(), (name, m)
         assert m["program"] == "lbtest-prog", (name, m)
         assert m["pid"] == "4242", (name, m)
@@ -214,8 +195,8 @@ def test_tls_verify_required(tmp_path: Path) -> None:
         tls12 = marker()
         ctx12 = app.tls_context("client", maximum=ssl.TLSVersion.TLSv1_2)
         assert tls_send(app, ctx12, line(tls12)) == "ok"
-        wait_marker(app, good)
-        wait_marker(app, tls12)
+        app.wait_marked(good)
+        app.wait_marked(tls12)
         app.settle(quiet=1.0)
         for mark in (nocert, rogue, old):
             assert with_marker(app, mark) == [], f"a refused client's message was stored: {mark}"
@@ -228,7 +209,7 @@ def test_tls_verify_optional(appliance: Appliance) -> None:
     assert tls_send(app, app.tls_context("client"), line(with_cert)) == "ok"
     assert tls_send(app, app.tls_context(None), line(without)) == "ok"
     for mark in (with_cert, without):
-        (m,) = wait_marker(app, mark)
+        (m,) = app.wait_marked(mark)
         assert (m["host"], m["program"], m["facility"], m["severity"]) == (
             "tlshost",
             "tlsprog",
@@ -436,22 +417,25 @@ def test_routing_by_listener_and_reload(tmp_path: Path) -> None:
 
         m1 = marker()
         send_all(m1)
-        wait_marker(app, m1, 2, "main")
-        wait_marker(app, m1, 1, "via-udp")
-        wait_marker(app, m1, 1, "via-tls")
+        app.wait_marked(m1, 2, "main")
+        app.wait_marked(m1, 1, "via-udp")
+        app.wait_marked(m1, 1, "via-tls")
 
         # A bad file: the old rules stay, and indexd says which line is wrong.
         bad = app.write_routes([{"name": "x", "listener": ["nosuch"]}])
         app.hup_indexd()
-        deadline = time.monotonic() + 30
         said = rf"SIGHUP: .*{re.escape(str(bad))}:\d+: .*nosuch.*keeping the rules in force"
-        while not re.search(said, app.stderr_of("indexd")) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert re.search(said, app.stderr_of("indexd")), app.stderr_of("indexd")[-2000:]
+        wait_until(
+            lambda: re.search(said, app.stderr_of("indexd")),
+            "indexd refused the bad routes",
+            30,
+            interval=0.1,
+            detail=lambda: app.stderr_of("indexd")[-2000:],
+        )
         m2 = marker()
         send_all(m2)
-        wait_marker(app, m2, 1, "via-udp")
-        wait_marker(app, m2, 2, "main")
+        app.wait_marked(m2, 1, "via-udp")
+        app.wait_marked(m2, 2, "main")
 
         # A good file: octet now has a logspace of its own, UDP goes to main again.
         app.write_routes([{"name": "via-octet", "listener": ["octet"]}])
@@ -464,8 +448,8 @@ def test_routing_by_listener_and_reload(tmp_path: Path) -> None:
             time.sleep(0.5)
             if with_marker(app, m3, "via-octet"):
                 break
-        wait_marker(app, m3, 1, "via-octet")
-        wait_marker(app, m3, 3, "main")
+        app.wait_marked(m3, 1, "via-octet")
+        app.wait_marked(m3, 3, "main")
         assert app.alive("indexd") and app.starts["indexd"] == 1
 
 
@@ -530,7 +514,7 @@ def test_ipv6_literal_host(appliance: Appliance) -> None:
     app = appliance
     mark = marker()
     app.send(octet(f"<13>1 2026-11-22T12:00:00Z 2001:db8::5 app 7 - - v6 {mark}".encode()), "octet")
-    (m,) = wait_marker(app, mark)
+    (m,) = app.wait_marked(mark)
     assert (m["host"], m["program"], m["pid"]) == ("2001:db8::5", "app", "7"), m
     assert m["message"] == f"v6 {mark}", m
 
@@ -541,7 +525,7 @@ def test_nil_timestamp_stays_null(appliance: Appliance) -> None:
     app = appliance
     mark = marker()
     app.send(octet(f"<13>1 - nilhost app - - - no time {mark}".encode()), "octet")
-    (m,) = wait_marker(app, mark)
+    (m,) = app.wait_marked(mark)
     assert m["timestamp"] is None and m["timestamp_us"] is None, m
 
 
@@ -562,7 +546,7 @@ def test_timestamps_before_1970(appliance: Appliance) -> None:
             app.send(
                 line + b"\n" if port == "tcp" else octet(line) if port != "udp" else line, port
             )
-            (m,) = wait_marker(app, mark)
+            (m,) = app.wait_marked(mark)
             assert m["timestamp_us"] == us, (port, ts, m)
             assert "badtime" not in m["flags"], m
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from lbtest.appliance import Appliance
-from lbtest.seqload import check_senders, final_check, start_senders, wait_idle, wait_until
+from lbtest.seqload import check_senders, final_check, start_senders, wait_idle
+from lbtest.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -33,10 +34,11 @@ def test_indexd_down_two_minutes_under_load(tmp_path: Path) -> None:
         senders = start_senders(app, n=n, rate=RATE)
         try:
             wait_until(
-                "the first messages stored",
                 lambda: app.count() > 0,
-                lambda: (check_senders(senders), app.assert_alive()),
+                "the first messages are stored",
                 60,
+                interval=0.01,
+                check=lambda: (check_senders(senders), app.assert_alive()),
             )
             time.sleep(LEAD_S)
             assert app.kill_indexd(signal.SIGTERM) == 0, app.stderr_of("indexd")[-2000:]
@@ -53,10 +55,11 @@ def test_indexd_down_two_minutes_under_load(tmp_path: Path) -> None:
             # the backlog: what was sent up to the start; caught up once that much is stored
             backlog_total = stored_before + sent_while_down
             wait_until(
-                "the backlog stored",
                 lambda: app.count() >= backlog_total,
-                lambda: (check_senders(senders), app.assert_alive()),
+                "the backlog is stored",
                 600,
+                interval=0.01,
+                check=lambda: (check_senders(senders), app.assert_alive()),
             )
             caught_up = time.monotonic() - t_start
             wait_idle(senders, timeout=DOWN_S + 120)
@@ -72,7 +75,7 @@ def test_indexd_down_two_minutes_under_load(tmp_path: Path) -> None:
         st = app.status()
         assert st["malformed"] == 0, st
         # every stored spool file is deleted (the live one may still be open: wait for it)
-        wait_until("the spool emptied", lambda: not spool_files(app), lambda: None, 60)
+        wait_until(lambda: not spool_files(app), "the spool is empty", 60, interval=0.01)
         rate = sent_while_down / caught_up if caught_up > 0 else float("inf")
         print(
             f"indexd down {DOWN_S:.0f} s under {RATE:.0f} msg/s: {sent_while_down} messages "

@@ -31,8 +31,8 @@ from lbtest.seqload import (
     progress,
     start_senders,
     wait_idle,
-    wait_until,
 )
+from lbtest.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -65,10 +65,11 @@ def test_indexd_sigkill_exactly_once(tmp_path: Path) -> None:
             for kind, when in plan:
                 if kind == "stored":
                     wait_until(
-                        f"{when} messages stored",
                         lambda when=when: app.count() + app.count("odd") >= when,
-                        lambda: (check_senders(senders), app.assert_alive()),
+                        f"{when} messages are stored",
                         120,
+                        interval=0.01,
+                        check=lambda: (check_senders(senders), app.assert_alive()),
                     )
                     time.sleep(rng.uniform(0, 0.05))
                 else:
@@ -160,10 +161,11 @@ def test_syslogng_restart_at_least_once(tmp_path: Path, sig: int) -> None:
         try:
             for at in moments:
                 wait_until(
-                    f"senders at {at}",
                     lambda at=at: progress(senders) >= at,
-                    lambda: (check_senders(senders), app.assert_alive()),
+                    f"the senders reach {at}",
                     120,
+                    interval=0.01,
+                    check=lambda: (check_senders(senders), app.assert_alive()),
                 )
                 app.stop_syslogng(sig)
                 app.start_syslogng()

@@ -28,6 +28,7 @@ import requests
 from lbtest.cli import Logbox
 from lbtest.rpc import RpcServer
 from lbtest.searchd import Searchd, searchd_binary
+from lbtest.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -338,17 +339,16 @@ def test_slow_reader_and_disconnect(stack: Stack) -> None:
         )
         assert q.status_code == 200 and len(q.json()["hits"]) == 5
     assert st.rpc.worker_pids() == pids, "a worker died or was replaced"
+
     # and the broken export is audited, with the rows it sent
-    deadline = time.monotonic() + 60
-    while True:
+    def audited() -> list[dict]:
         a = st.admin.get(
             f"{base}/audit", params={"user": "slowreader", "action": "export"}, timeout=30
         )
         assert a.status_code == 200, a.text
-        entries = a.json()["entries"]
-        if entries or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+        return a.json()["entries"]
+
+    entries = wait_until(audited, "the broken export is audited", 60, interval=0.5)
     assert len(entries) == 1, entries
     (e,) = entries
     assert e["user"] == "slowreader" and e["logspace"] == "main" and e["query"] == QUERY, e

@@ -28,6 +28,7 @@ from lbtest.cli import Logbox, Searcher, message_bytes, parse_bad_query
 from lbtest.query import Corpus, Msg
 from lbtest.rpc import RpcServer
 from lbtest.searchd import Searchd, searchd_binary
+from lbtest.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -103,11 +104,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory, top: Path, logbox_bin: Path)
             lines = converted(system, fmt, n)
             app.send(b"".join(ln + b"\n" for ln in lines), "tcp")
             sent += len(lines)
-        deadline = time.monotonic() + 120
-        while sum(app.count(ls) for ls in LOGSPACES) < sent:
-            assert time.monotonic() < deadline, f"{sent} sent, not all stored after 120 s"
-            app.assert_alive()
-            time.sleep(0.1)
+        wait_until(
+            lambda: sum(app.count(ls) for ls in LOGSPACES) >= sent,
+            f"all {sent} sent are stored",
+            120,
+            interval=0.1,
+            check=app.assert_alive,
+        )
         for ls in LOGSPACES:
             app.settle(ls, quiet=1.0)
         assert sum(app.count(ls) for ls in LOGSPACES) == sent

@@ -22,6 +22,7 @@ import requests
 from lbtest import apps
 from lbtest.rpc import RpcServer
 from lbtest.searchd import Searchd
+from lbtest.wait import wait_until
 
 N = 25_000  # three export pages
 
@@ -144,13 +145,19 @@ def last_export(server: RpcServer, pred: Callable[[Any], bool], timeout: float =
     """The newest export audit entry once pred holds for it (the entry is written when the
     stream ends, just after the last byte)."""
     acc = server.accounts()
-    deadline = time.monotonic() + timeout
-    while True:
-        entries, _ = acc.audit_entries(action="export", limit=1)
-        if entries and pred(entries[0]):
-            return entries[0]
-        assert time.monotonic() < deadline, f"no such export entry: {entries}\n{server.log()}"
-        time.sleep(0.1)
+    seen: list[Any] = []
+
+    def newest() -> Any:
+        seen[:] = acc.audit_entries(action="export", limit=1)[0]
+        return seen[0] if seen and pred(seen[0]) else None
+
+    return wait_until(
+        newest,
+        "the export is audited",
+        timeout,
+        interval=0.1,
+        detail=lambda: f"no such export entry: {seen}\n{server.log()}",
+    )
 
 
 def test_export_streams_and_is_audited(server: RpcServer) -> None:

@@ -24,6 +24,7 @@ from lbtest.cli import Logbox, Searcher, message_bytes
 from lbtest.corpus import loghub_corpus
 from lbtest.oracle import tokenize
 from lbtest.searchd import Searchd, searchd_binary
+from lbtest.wait import wait_until
 
 RATE = 2000  # messages a second
 SECONDS = 20  # of streaming
@@ -149,9 +150,9 @@ def test_search_while_ingesting(store_cli: Path, tmp_path: Path, top: Path) -> N
     try:
         # Searching starts once the store exists: after the first ack.
         searchers = [("data", Searcher(lb))]
-        deadline = time.monotonic() + 10
-        while feed.acked_before(time.monotonic()) == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(
+            lambda: feed.acked_before(time.monotonic()) > 0, "the first ack", 10, interval=0.01
+        )
         daemon = Searchd(sd_bin, lb.data, sockdir / "searchd.sock").start()
         searchers.append(("socket", Searcher(lb, daemon.sock)))
 

@@ -19,7 +19,7 @@ import socket
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from lbtest.cli import Logbox
 from lbtest.corpus import big_corpus
 from lbtest.rpc import RpcServer
 from lbtest.searchd import Searchd, searchd_binary
+from lbtest.wait import wait_until
 from lbtest.webui import WebuiServer
 
 pytestmark = pytest.mark.slow
@@ -122,14 +123,6 @@ def alice(text: str) -> tuple[float, float]:
     )
 
 
-def wait_for(cond: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    """Polls cond until it holds (AssertionError after timeout s)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
 def test_fair_between_users(box: Box) -> None:
     # Warm up (caches, store handles): the heavy query alone, and bob's count alone.
     t0, t1, r = count(box, "alice", HEAVY)
@@ -149,7 +142,7 @@ def test_fair_between_users(box: Box) -> None:
         heavy = [pool.submit(count, box, "alice", HEAVY) for _ in range(HEAVY_N)]
         # bob asks once alice has requests waiting in searchd (she runs her cap): a FIFO queue
         # would put him behind them, and her last one ends a heavy query's time later at least.
-        wait_for(lambda: alice(metrics(box))[1] >= 1, "alice's queries waiting in searchd")
+        wait_until(lambda: alice(metrics(box))[1] >= 1, "alice's queries wait in searchd", 60)
         b0, b1, rb = count(box, "bob", CHEAP)
         during = metrics(box)
         rw = bob_web.get(box.web.url + "/search", params=page, timeout=300)
@@ -218,8 +211,8 @@ def test_client_gone_frees_its_worker(box: Box) -> None:
             "X-Logbox-Caller: user:carol\r\n\r\n".encode()
         )
         running = 'logbox_searchd_caller_running{caller="user:carol"}'
-        wait_for(lambda: gauge(metrics(box), running) == 1, "carol's count to run")
-    wait_for(lambda: gauge(metrics(box), running) == 0, "carol's count to end")
+        wait_until(lambda: gauge(metrics(box), running) == 1, "carol's count runs", 60)
+    wait_until(lambda: gauge(metrics(box), running) == 0, "carol's count ended", 60)
     assert "the client went away: search stopped" in box.searchd.log()[log_start:]
     gone = gauge(metrics(box), 'logbox_searchd_errors_total{kind="client_gone"}')
     assert gone == gone_before + 1

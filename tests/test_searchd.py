@@ -30,6 +30,7 @@ import pytest
 from lbtest.cli import Logbox, message_bytes
 from lbtest.oracle import fold, tokenize
 from lbtest.searchd import Searchd, UnixHTTPConnection, query_string, searchd_binary
+from lbtest.wait import wait_until
 
 Record = dict[str, Any]
 Pred = Callable[[Record], bool]
@@ -676,10 +677,15 @@ def test_store_created_after_start(
             assert r.status == 503 and r.error()["code"] == "unavailable", r.body
         assert d.healthy()
         Logbox(store_cli, data).ingest(b"<14>late arrival\n")
-        deadline = time.monotonic() + 5
-        while (r := d.get("/v1/count", {"q": "late"})).status == 503:
-            assert time.monotonic() < deadline, r.body
-            time.sleep(0.1)
+        seen: list[Any] = [None]
+
+        def answered() -> Any:
+            seen[0] = r = d.get("/v1/count", {"q": "late"})
+            return r if r.status != 503 else None
+
+        r = wait_until(
+            answered, "searchd answers again", 5, interval=0.1, detail=lambda: str(seen[0].body)
+        )
         assert r.status == 200 and r.json["total"] == 1
     finally:
         assert d.stop() == 0, d.log()

@@ -26,9 +26,7 @@ from lbtest.appliance import Appliance, octet
 from lbtest.cli import Logbox, Searcher
 from lbtest.searchd import Searchd, searchd_binary
 from lbtest.webui import (
-    ARTIFACTS,
     WebuiServer,
-    browser,
     cookies_session,
     login,
     screenshot,
@@ -112,26 +110,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory, top: Path) -> Iterator[Stack
                 )
         finally:
             sd.stop()
-
-
-@pytest.fixture
-def driver(tmp_path: Path) -> Iterator[WebDriver]:
-    """A fresh headless Chromium for one test (downloads into tmp_path/downloads)."""
-    with browser(tmp_path / "downloads") as d:
-        yield d
-
-
-@contextlib.contextmanager
-def shots(driver: WebDriver, name: str) -> Iterator[None]:
-    """On a failure inside, saves a screenshot and the page's HTML as tests/artifacts/<name>
-    .png/.html (the state the browser was in), then lets the failure go on."""
-    try:
-        yield
-    except BaseException:
-        with contextlib.suppress(Exception):
-            screenshot(driver, name)
-            (ARTIFACTS / f"{name}.html").write_text(driver.page_source)
-        raise
 
 
 # ---------------------------------------------------------------- reading pages
@@ -238,126 +216,125 @@ def test_search_zoom_page_open_refine_export_logout(stack: Stack, driver: WebDri
     web = stack.web
     main_total = BATCHES * PER_BATCH
     assert stack.main.count(WORD) == main_total
-    with shots(driver, "webui-search-failed"):
-        login(driver, web.url, "admin", web.admin_password)
-        assert urllib.parse.urlsplit(driver.current_url).path == "/search", driver.current_url
-        (cookie,) = (c for c in driver.get_cookies() if c["name"] == "logbox_session")
-        assert cookie["secure"] and cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
+    login(driver, web.url, "admin", web.admin_password)
+    assert urllib.parse.urlsplit(driver.current_url).path == "/search", driver.current_url
+    (cookie,) = (c for c in driver.get_cookies() if c["name"] == "logbox_session")
+    assert cookie["secure"] and cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
 
-        # A search typed into the box, in the logspace main, over the last hour.
-        Select(driver.find_element(By.ID, "logspace")).select_by_value("main")
-        q = driver.find_element(By.ID, "q")
-        q.clear()
-        q.send_keys(WORD)
-        click_and_wait(driver, driver.find_element(By.ID, "search-submit"))
+    # A search typed into the box, in the logspace main, over the last hour.
+    Select(driver.find_element(By.ID, "logspace")).select_by_value("main")
+    q = driver.find_element(By.ID, "q")
+    q.clear()
+    q.send_keys(WORD)
+    click_and_wait(driver, driver.find_element(By.ID, "search-submit"))
+    assert params(driver).get("q") == WORD
+    preset = driver.find_element(By.CSS_SELECTOR, ".preset[data-range='1h']")
+    click_and_wait(driver, preset)
+    p = params(driver)
+    assert p.get("q") == WORD and p.get("logspace", "main") == "main", driver.current_url
+    before = total(driver)
+    assert before == main_total == stack.main.count(WORD)
+    bars = driver.find_elements(By.CSS_SELECTOR, "#histogram a.bar")
+    assert bars, "no bars in #histogram"
+    assert sum(int(b.get_attribute("data-count") or 0) for b in bars) == before
+    screenshot(driver, "webui-search")
+
+    # Zoom: click the fullest bar.
+    bar = max(bars, key=lambda b: int(b.get_attribute("data-count") or 0))
+    want = int(bar.get_attribute("data-count") or 0)
+    assert want > 0
+    click_and_wait(driver, bar)
+    zoomed = params(driver)
+    assert (zoomed.get("from"), zoomed.get("to")) != (p.get("from"), p.get("to"))
+    assert zoomed.get("q") == WORD
+    after = total(driver)
+    assert after == want <= before
+    assert after == stack.main.count(WORD, from_=zoomed["from"], to=zoomed["to"])
+    zbars = driver.find_elements(By.CSS_SELECTOR, "#histogram a.bar")
+    assert sum(int(b.get_attribute("data-count") or 0) for b in zbars) == after
+    if after == before:  # the three batches, 1.2 s apart, in 1 s buckets now
+        assert len([b for b in zbars if int(b.get_attribute("data-count") or 0)]) >= 2
+
+    # Paging over the whole hour, PAGE rows at a time: every message once, newest first.
+    open_search(driver, web.url, q=WORD, logspace="main", limit=PAGE, **range_of(p))
+    assert total(driver) == main_total
+    seen: list[int] = []
+    times: list[str] = []
+    pages = 0
+    while True:
+        pages += 1
+        rs = rows(driver)
+        assert 0 < len(rs) <= PAGE
+        seen += [row_id(r) for r in rs]
+        times += [received(r) for r in rs]
+        nxt = driver.find_elements(By.ID, "next-page")
+        if not nxt:
+            break
+        assert pages < 20, "paging does not end"
+        click_and_wait(driver, nxt[0])
         assert params(driver).get("q") == WORD
-        preset = driver.find_element(By.CSS_SELECTOR, ".preset[data-range='1h']")
-        click_and_wait(driver, preset)
-        p = params(driver)
-        assert p.get("q") == WORD and p.get("logspace", "main") == "main", driver.current_url
-        before = total(driver)
-        assert before == main_total == stack.main.count(WORD)
-        bars = driver.find_elements(By.CSS_SELECTOR, "#histogram a.bar")
-        assert bars, "no bars in #histogram"
-        assert sum(int(b.get_attribute("data-count") or 0) for b in bars) == before
-        screenshot(driver, "webui-search")
+    assert len(seen) == len(set(seen)) == main_total, seen
+    assert seen == sorted(seen, reverse=True), seen
+    assert times == sorted(times, reverse=True), times
+    assert pages == -(-main_total // PAGE)
+    first = driver.find_element(By.ID, "first-page")
+    click_and_wait(driver, first)
+    assert [row_id(r) for r in rows(driver)] == seen[:PAGE]
 
-        # Zoom: click the fullest bar.
-        bar = max(bars, key=lambda b: int(b.get_attribute("data-count") or 0))
-        want = int(bar.get_attribute("data-count") or 0)
-        assert want > 0
-        click_and_wait(driver, bar)
-        zoomed = params(driver)
-        assert (zoomed.get("from"), zoomed.get("to")) != (p.get("from"), p.get("to"))
-        assert zoomed.get("q") == WORD
-        after = total(driver)
-        assert after == want <= before
-        assert after == stack.main.count(WORD, from_=zoomed["from"], to=zoomed["to"])
-        zbars = driver.find_elements(By.CSS_SELECTOR, "#histogram a.bar")
-        assert sum(int(b.get_attribute("data-count") or 0) for b in zbars) == after
-        if after == before:  # the three batches, 1.2 s apart, in 1 s buckets now
-            assert len([b for b in zbars if int(b.get_attribute("data-count") or 0)]) >= 2
+    # Oldest first.
+    click_and_wait(driver, driver.find_element(By.ID, "order-toggle"))
+    assert params(driver).get("order") == "oldest"
+    ids = [row_id(r) for r in rows(driver)]
+    assert ids == sorted(seen)[: len(ids)], ids
+    assert total(driver) == main_total
 
-        # Paging over the whole hour, PAGE rows at a time: every message once, newest first.
-        open_search(driver, web.url, q=WORD, logspace="main", limit=PAGE, **range_of(p))
-        assert total(driver) == main_total
-        seen: list[int] = []
-        times: list[str] = []
-        pages = 0
-        while True:
-            pages += 1
-            rs = rows(driver)
-            assert 0 < len(rs) <= PAGE
-            seen += [row_id(r) for r in rs]
-            times += [received(r) for r in rs]
-            nxt = driver.find_elements(By.ID, "next-page")
-            if not nxt:
-                break
-            assert pages < 20, "paging does not end"
-            click_and_wait(driver, nxt[0])
-            assert params(driver).get("q") == WORD
-        assert len(seen) == len(set(seen)) == main_total, seen
-        assert seen == sorted(seen, reverse=True), seen
-        assert times == sorted(times, reverse=True), times
-        assert pages == -(-main_total // PAGE)
-        first = driver.find_element(By.ID, "first-page")
-        click_and_wait(driver, first)
-        assert [row_id(r) for r in rows(driver)] == seen[:PAGE]
+    # One message.
+    hit = rows(driver)[0]
+    hit_id = row_id(hit)
+    click_and_wait(driver, row_link(hit))
+    assert urllib.parse.urlsplit(driver.current_url).path == f"/messages/main/{hit_id}"
+    msg = driver.find_element(By.ID, "message")
+    assert WORD in msg.text and msg.find_elements(By.TAG_NAME, "dl")
+    assert driver.find_element(By.ID, "raw").text.strip()
+    (stored,) = (m for m in stack.app.messages("main") if m["id"] == hit_id)
+    assert stored["message"] in msg.text
 
-        # Oldest first.
-        click_and_wait(driver, driver.find_element(By.ID, "order-toggle"))
-        assert params(driver).get("order") == "oldest"
-        ids = [row_id(r) for r in rows(driver)]
-        assert ids == sorted(seen)[: len(ids)], ids
-        assert total(driver) == main_total
+    # Refine by the top host.
+    open_search(driver, web.url, q=WORD, logspace="main", **range_of(p))
+    top = driver.find_elements(By.CSS_SELECTOR, "#top-hosts a.top-value")
+    assert top, "no values in #top-hosts"
+    assert "web-1" in top[0].text, [t.text for t in top]
+    click_and_wait(driver, top[0])
+    refined = params(driver)
+    assert "host:web-1" in refined.get("q", ""), refined
+    n_host = BATCHES * 15
+    assert total(driver) == n_host == stack.main.count(refined["q"])
+    hosts = {cells(r)[1] for r in rows(driver)}
+    assert hosts == {"web-1"}, hosts
 
-        # One message.
-        hit = rows(driver)[0]
-        hit_id = row_id(hit)
-        click_and_wait(driver, row_link(hit))
-        assert urllib.parse.urlsplit(driver.current_url).path == f"/messages/main/{hit_id}"
-        msg = driver.find_element(By.ID, "message")
-        assert WORD in msg.text and msg.find_elements(By.TAG_NAME, "dl")
-        assert driver.find_element(By.ID, "raw").text.strip()
-        (stored,) = (m for m in stack.app.messages("main") if m["id"] == hit_id)
-        assert stored["message"] in msg.text
+    # Export what is shown, as CSV, with the browser's cookies.
+    link = driver.find_element(By.ID, "export-csv")
+    href = link.get_attribute("href") or ""
+    eq = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(href).query))
+    assert eq.get("q") == refined["q"] and eq.get("format") == "csv", href
+    with cookies_session(driver, web) as s:
+        r = s.get(href, timeout=60)
+        assert r.status_code == 200, r.text[:300]
+        assert "csv" in r.headers.get("Content-Type", "")
+        assert "attachment" in r.headers.get("Content-Disposition", "")
+        table = list(csv.reader(io.StringIO(r.content.decode("utf-8"))))
+        assert len(table) - 1 == total(driver), table[:3]
+        nd = driver.find_element(By.ID, "export-ndjson").get_attribute("href") or ""
+        r = s.get(nd, timeout=60)
+        assert r.status_code == 200
+        lines = [json.loads(x) for x in r.content.splitlines() if x.strip()]
+        assert len(lines) == n_host and {x["host"] for x in lines} == {"web-1"}
 
-        # Refine by the top host.
-        open_search(driver, web.url, q=WORD, logspace="main", **range_of(p))
-        top = driver.find_elements(By.CSS_SELECTOR, "#top-hosts a.top-value")
-        assert top, "no values in #top-hosts"
-        assert "web-1" in top[0].text, [t.text for t in top]
-        click_and_wait(driver, top[0])
-        refined = params(driver)
-        assert "host:web-1" in refined.get("q", ""), refined
-        n_host = BATCHES * 15
-        assert total(driver) == n_host == stack.main.count(refined["q"])
-        hosts = {cells(r)[1] for r in rows(driver)}
-        assert hosts == {"web-1"}, hosts
-
-        # Export what is shown, as CSV, with the browser's cookies.
-        link = driver.find_element(By.ID, "export-csv")
-        href = link.get_attribute("href") or ""
-        eq = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(href).query))
-        assert eq.get("q") == refined["q"] and eq.get("format") == "csv", href
-        with cookies_session(driver, web) as s:
-            r = s.get(href, timeout=60)
-            assert r.status_code == 200, r.text[:300]
-            assert "csv" in r.headers.get("Content-Type", "")
-            assert "attachment" in r.headers.get("Content-Disposition", "")
-            table = list(csv.reader(io.StringIO(r.content.decode("utf-8"))))
-            assert len(table) - 1 == total(driver), table[:3]
-            nd = driver.find_element(By.ID, "export-ndjson").get_attribute("href") or ""
-            r = s.get(nd, timeout=60)
-            assert r.status_code == 200
-            lines = [json.loads(x) for x in r.content.splitlines() if x.strip()]
-            assert len(lines) == n_host and {x["host"] for x in lines} == {"web-1"}
-
-        # Sign out: the search sends the browser to the login page again.
-        logout(driver)
-        driver.get(web.url + "/search?q=" + WORD)
-        assert urllib.parse.urlsplit(driver.current_url).path == "/login", driver.current_url
-        assert driver.find_elements(By.ID, "login")
+    # Sign out: the search sends the browser to the login page again.
+    logout(driver)
+    driver.get(web.url + "/search?q=" + WORD)
+    assert urllib.parse.urlsplit(driver.current_url).path == "/login", driver.current_url
+    assert driver.find_elements(By.ID, "login")
 
 
 def range_of(p: dict[str, str]) -> dict[str, str]:
@@ -371,52 +348,50 @@ def test_drag_across_bars_zooms(stack: Stack, driver: WebDriver) -> None:
     first = datetime.fromisoformat(min(got).replace("Z", "+00:00")) - timedelta(seconds=2)
     last = datetime.fromisoformat(max(got).replace("Z", "+00:00")) + timedelta(seconds=3)
     fmt = "%Y-%m-%dT%H:%M:%SZ"
-    with shots(driver, "webui-drag-failed"):
-        login(driver, web.url, "admin", web.admin_password)
-        open_search(
-            driver,
-            web.url,
-            q=WORD,
-            logspace="main",
-            **{"from": first.strftime(fmt), "to": last.strftime(fmt)},
-        )
-        assert total(driver) == BATCHES * PER_BATCH
-        bars = driver.find_elements(By.CSS_SELECTOR, "#histogram a.bar")
-        counts = [int(b.get_attribute("data-count") or 0) for b in bars]
-        full = [i for i, c in enumerate(counts) if c]
-        assert len(full) >= 2, counts  # three batches 1.2 s apart, 1 s bars
-        lo, hi = full[0], full[-2]  # not the last batch: the zoom must leave it out
-        want = (bars[lo].get_attribute("data-from"), bars[hi].get_attribute("data-to"))
-        old = driver.current_url
-        ActionChains(driver).click_and_hold(bars[lo]).pause(0.1).move_to_element(
-            bars[(lo + hi) // 2]
-        ).pause(0.1).move_to_element(bars[hi]).pause(0.1).release().perform()
-        wait_url(driver, old)
-        p = params(driver)
-        assert (p.get("from"), p.get("to")) == want, driver.current_url
-        assert total(driver) == sum(counts[lo : hi + 1]) < BATCHES * PER_BATCH
-        assert p.get("q") == WORD
+    login(driver, web.url, "admin", web.admin_password)
+    open_search(
+        driver,
+        web.url,
+        q=WORD,
+        logspace="main",
+        **{"from": first.strftime(fmt), "to": last.strftime(fmt)},
+    )
+    assert total(driver) == BATCHES * PER_BATCH
+    bars = driver.find_elements(By.CSS_SELECTOR, "#histogram a.bar")
+    counts = [int(b.get_attribute("data-count") or 0) for b in bars]
+    full = [i for i, c in enumerate(counts) if c]
+    assert len(full) >= 2, counts  # three batches 1.2 s apart, 1 s bars
+    lo, hi = full[0], full[-2]  # not the last batch: the zoom must leave it out
+    want = (bars[lo].get_attribute("data-from"), bars[hi].get_attribute("data-to"))
+    old = driver.current_url
+    ActionChains(driver).click_and_hold(bars[lo]).pause(0.1).move_to_element(
+        bars[(lo + hi) // 2]
+    ).pause(0.1).move_to_element(bars[hi]).pause(0.1).release().perform()
+    wait_url(driver, old)
+    p = params(driver)
+    assert (p.get("from"), p.get("to")) == want, driver.current_url
+    assert total(driver) == sum(counts[lo : hi + 1]) < BATCHES * PER_BATCH
+    assert p.get("q") == WORD
 
 
 def test_search_from_the_keyboard(stack: Stack, driver: WebDriver) -> None:
     web = stack.web
-    with shots(driver, "webui-keyboard-failed"):
-        login(driver, web.url, "admin", web.admin_password)
-        open_search(driver, web.url, logspace="main")
-        body = driver.find_element(By.TAG_NAME, "body")
-        body.click()
-        body.send_keys("/")
-        WebDriverWait(driver, 5).until(
-            lambda d: d.execute_script("return document.activeElement.id") == "q"
-        )
-        active = driver.switch_to.active_element
-        active.send_keys(Keys.CONTROL, "a")
-        active.send_keys(f"{WORD} host:web-2")
-        old = driver.current_url
-        active.send_keys(Keys.ENTER)
-        wait_url(driver, old)
-        assert params(driver).get("q") == f"{WORD} host:web-2"
-        assert total(driver) == BATCHES * 5 == stack.main.count(f"{WORD} host:web-2")
+    login(driver, web.url, "admin", web.admin_password)
+    open_search(driver, web.url, logspace="main")
+    body = driver.find_element(By.TAG_NAME, "body")
+    body.click()
+    body.send_keys("/")
+    WebDriverWait(driver, 5).until(
+        lambda d: d.execute_script("return document.activeElement.id") == "q"
+    )
+    active = driver.switch_to.active_element
+    active.send_keys(Keys.CONTROL, "a")
+    active.send_keys(f"{WORD} host:web-2")
+    old = driver.current_url
+    active.send_keys(Keys.ENTER)
+    wait_url(driver, old)
+    assert params(driver).get("q") == f"{WORD} host:web-2"
+    assert total(driver) == BATCHES * 5 == stack.main.count(f"{WORD} host:web-2")
 
 
 # ---------------------------------------------------------------- the dashboard
@@ -486,43 +461,42 @@ def test_user_reads_only_its_logspace(stack: Stack, driver: WebDriver) -> None:
     password = "reader-password-1234"
     new_password = "reader-password-5678"
     beta_id = stack.app.messages("beta")[0]["id"]
-    with shots(driver, "webui-rights-failed"):
-        login(driver, web.url, "admin", web.admin_password)
-        driver.get(web.url + "/admin/users")
-        fill_user_create(driver, name, password, "main")
-        user = web.accounts().get_user(name)
-        assert user is not None, driver.page_source[:2000]
-        assert user.role == "searcher" and list(user.logspaces) == ["main"], user
-        assert name in driver.page_source
-        logout(driver)
+    login(driver, web.url, "admin", web.admin_password)
+    driver.get(web.url + "/admin/users")
+    fill_user_create(driver, name, password, "main")
+    user = web.accounts().get_user(name)
+    assert user is not None, driver.page_source[:2000]
+    assert user.role == "searcher" and list(user.logspaces) == ["main"], user
+    assert name in driver.page_source
+    logout(driver)
 
-        login(driver, web.url, name, password)
-        if change_password_if_asked(driver, password, new_password):
-            password = new_password
-        open_search(driver, web.url, q=WORD)
-        options = [
-            o.get_attribute("value") for o in Select(driver.find_element(By.ID, "logspace")).options
-        ]
-        assert options == ["main"], options
-        assert total(driver) == BATCHES * PER_BATCH
-        assert "betasecret" not in driver.page_source
+    login(driver, web.url, name, password)
+    if change_password_if_asked(driver, password, new_password):
+        password = new_password
+    open_search(driver, web.url, q=WORD)
+    options = [
+        o.get_attribute("value") for o in Select(driver.find_element(By.ID, "logspace")).options
+    ]
+    assert options == ["main"], options
+    assert total(driver) == BATCHES * PER_BATCH
+    assert "betasecret" not in driver.page_source
 
-        with cookies_session(driver, web) as s:
-            for path in (
-                f"/messages/beta/{beta_id}",
-                f"/search?q={WORD}&logspace=beta",
-                f"/export?q={WORD}&logspace=beta&format=csv",
-            ):
-                r = s.get(web.url + path, timeout=30, allow_redirects=False)
-                assert r.status_code == 403, (path, r.status_code, r.text[:300])
-                assert "betasecret" not in r.text
-            r = s.get(web.url + "/admin/users", timeout=30, allow_redirects=False)
-            assert r.status_code == 403, r.status_code
-        driver.get(web.url + f"/messages/beta/{beta_id}")
-        assert "403" in driver.page_source and "betasecret" not in driver.page_source
-        assert not driver.find_elements(By.ID, "message")
-        # The admin sees beta's message.
-        logout(driver)
-        login(driver, web.url, "admin", web.admin_password)
-        driver.get(web.url + f"/messages/beta/{beta_id}")
-        assert "betasecret" in driver.find_element(By.ID, "message").text
+    with cookies_session(driver, web) as s:
+        for path in (
+            f"/messages/beta/{beta_id}",
+            f"/search?q={WORD}&logspace=beta",
+            f"/export?q={WORD}&logspace=beta&format=csv",
+        ):
+            r = s.get(web.url + path, timeout=30, allow_redirects=False)
+            assert r.status_code == 403, (path, r.status_code, r.text[:300])
+            assert "betasecret" not in r.text
+        r = s.get(web.url + "/admin/users", timeout=30, allow_redirects=False)
+        assert r.status_code == 403, r.status_code
+    driver.get(web.url + f"/messages/beta/{beta_id}")
+    assert "403" in driver.page_source and "betasecret" not in driver.page_source
+    assert not driver.find_elements(By.ID, "message")
+    # The admin sees beta's message.
+    logout(driver)
+    login(driver, web.url, "admin", web.admin_password)
+    driver.get(web.url + f"/messages/beta/{beta_id}")
+    assert "betasecret" in driver.find_element(By.ID, "message").text

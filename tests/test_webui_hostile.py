@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +17,7 @@ import pytest
 from lbtest.appliance import Appliance, octet
 from lbtest.cli import message_bytes
 from lbtest.searchd import Searchd, searchd_binary
-from lbtest.webui import WebuiServer, browser, cookies_session, login, screenshot
+from lbtest.webui import WebuiServer, cookies_session, login
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -84,12 +84,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory, top: Path) -> Iterator[Stack
 
 
 @pytest.fixture
-def driver(stack: Stack) -> Iterator[WebDriver]:
-    """A headless Chromium signed in as the admin."""
-    with browser() as d:
+def driver_setup(stack: Stack) -> Callable[[WebDriver], None]:
+    """`driver` signs in as the admin."""
+
+    def sign_in(d: WebDriver) -> None:
         login(d, stack.web.url, "admin", stack.web.admin_password)
         d.get_log("browser")  # start the console log afresh
-        yield d
+
+    return sign_in
 
 
 def assert_no_alert(driver: WebDriver) -> None:
@@ -139,66 +141,52 @@ def csp_violations(driver: WebDriver) -> list[str]:
 
 def test_hostile_message_is_inert_in_results_and_detail(stack: Stack, driver: WebDriver) -> None:
     web = stack.web
-    try:
-        driver.get(
-            web.url + "/search?" + urllib.parse.urlencode({"q": "hostileword", "from": "-1h"})
-        )
-        assert_no_alert(driver)
-        rows = driver.find_elements(By.CSS_SELECTOR, "#results tr.hit")
-        assert [r.get_attribute("data-id") for r in rows] == [str(stack.evil_id)]
-        assert_inert(driver, "results")
-        assert "hostileword" in [
-            m.text for m in driver.find_elements(By.CSS_SELECTOR, "#results mark")
-        ]
-        assert driver.title != "pwned"
+    driver.get(web.url + "/search?" + urllib.parse.urlencode({"q": "hostileword", "from": "-1h"}))
+    assert_no_alert(driver)
+    rows = driver.find_elements(By.CSS_SELECTOR, "#results tr.hit")
+    assert [r.get_attribute("data-id") for r in rows] == [str(stack.evil_id)]
+    assert_inert(driver, "results")
+    assert "hostileword" in [m.text for m in driver.find_elements(By.CSS_SELECTOR, "#results mark")]
+    assert driver.title != "pwned"
 
-        driver.get(web.url + f"/messages/main/{stack.evil_id}")
-        assert_inert(driver, "message")
-        raw = driver.find_element(By.ID, "raw").text.lower()
-        assert "ff" in raw and "fe" in raw and "3c" in raw, raw  # the hex dump: \xff \xfe <
-        assert "<script>" not in driver.find_element(By.ID, "raw").get_attribute("innerHTML")
-        assert csp_violations(driver) == []
-    except BaseException:
-        screenshot(driver, "webui-hostile-failed")
-        raise
+    driver.get(web.url + f"/messages/main/{stack.evil_id}")
+    assert_inert(driver, "message")
+    raw = driver.find_element(By.ID, "raw").text.lower()
+    assert "ff" in raw and "fe" in raw and "3c" in raw, raw  # the hex dump: \xff \xfe <
+    assert "<script>" not in driver.find_element(By.ID, "raw").get_attribute("innerHTML")
+    assert csp_violations(driver) == []
 
 
 def test_hostile_host_and_program_are_inert(stack: Stack, driver: WebDriver) -> None:
     web = stack.web
-    try:
-        driver.get(
-            web.url + "/search?" + urllib.parse.urlencode({"q": "hostilehost", "from": "-1h"})
-        )
-        assert_no_alert(driver)
-        (row,) = driver.find_elements(By.CSS_SELECTOR, "#results tr.hit")
-        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
-        assert cells[1] == EVIL_HOST.decode() and cells[2] == EVIL_PROGRAM.decode(), cells
-        for area in ("results", "top-hosts", "top-programs"):
-            el = driver.find_element(By.ID, area)
-            assert not el.find_elements(By.TAG_NAME, "b"), area
-            assert not el.find_elements(By.CSS_SELECTOR, "svg[onload]"), area
-        assert EVIL_HOST.decode() in driver.find_element(By.ID, "top-hosts").text
-        assert EVIL_PROGRAM.decode() in driver.find_element(By.ID, "top-programs").text
-        # Refining by the hostile host quotes it: the query finds the message again.
-        link = driver.find_element(By.CSS_SELECTOR, "#top-hosts a.top-value")
-        old = driver.current_url
-        link.click()
-        WebDriverWait(driver, 30).until(lambda d: d.current_url != old)
-        assert_no_alert(driver)
-        q = driver.find_element(By.ID, "q").get_attribute("value") or ""
-        assert "host:" in q, q
-        assert driver.find_element(By.ID, "total").text == "1", (q, driver.page_source[:2000])
-        driver.get(web.url + f"/messages/main/{other_id(stack)}")
-        assert_no_alert(driver)
-        msg = driver.find_element(By.ID, "message")
-        assert not msg.find_elements(By.TAG_NAME, "b") and not driver.find_elements(
-            By.CSS_SELECTOR, "svg[onload]"
-        )
-        assert EVIL_HOST.decode() in msg.text and EVIL_PROGRAM.decode() in msg.text
-        assert csp_violations(driver) == []
-    except BaseException:
-        screenshot(driver, "webui-hostile-host-failed")
-        raise
+    driver.get(web.url + "/search?" + urllib.parse.urlencode({"q": "hostilehost", "from": "-1h"}))
+    assert_no_alert(driver)
+    (row,) = driver.find_elements(By.CSS_SELECTOR, "#results tr.hit")
+    cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+    assert cells[1] == EVIL_HOST.decode() and cells[2] == EVIL_PROGRAM.decode(), cells
+    for area in ("results", "top-hosts", "top-programs"):
+        el = driver.find_element(By.ID, area)
+        assert not el.find_elements(By.TAG_NAME, "b"), area
+        assert not el.find_elements(By.CSS_SELECTOR, "svg[onload]"), area
+    assert EVIL_HOST.decode() in driver.find_element(By.ID, "top-hosts").text
+    assert EVIL_PROGRAM.decode() in driver.find_element(By.ID, "top-programs").text
+    # Refining by the hostile host quotes it: the query finds the message again.
+    link = driver.find_element(By.CSS_SELECTOR, "#top-hosts a.top-value")
+    old = driver.current_url
+    link.click()
+    WebDriverWait(driver, 30).until(lambda d: d.current_url != old)
+    assert_no_alert(driver)
+    q = driver.find_element(By.ID, "q").get_attribute("value") or ""
+    assert "host:" in q, q
+    assert driver.find_element(By.ID, "total").text == "1", (q, driver.page_source[:2000])
+    driver.get(web.url + f"/messages/main/{other_id(stack)}")
+    assert_no_alert(driver)
+    msg = driver.find_element(By.ID, "message")
+    assert not msg.find_elements(By.TAG_NAME, "b") and not driver.find_elements(
+        By.CSS_SELECTOR, "svg[onload]"
+    )
+    assert EVIL_HOST.decode() in msg.text and EVIL_PROGRAM.decode() in msg.text
+    assert csp_violations(driver) == []
 
 
 def other_id(stack: Stack) -> int:
@@ -209,46 +197,40 @@ def other_id(stack: Stack) -> int:
 
 def test_query_with_quotes_and_brackets_round_trips(stack: Stack, driver: WebDriver) -> None:
     web = stack.web
-    try:
-        url = (
-            web.url + "/search?" + urllib.parse.urlencode({"q": QUERY, "from": "-1h", "limit": 10})
-        )
-        driver.get(url)
-        box = driver.find_element(By.ID, "q")
-        assert box.get_attribute("value") == QUERY
-        assert driver.find_element(By.ID, "total").text == str(ROUNDTRIP)
-        assert not driver.find_elements(By.ID, "query-error")
-        seen = [r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "tr.hit")]
-        pages = 1
-        while nxt := driver.find_elements(By.ID, "next-page"):
-            old = driver.current_url
-            nxt[0].click()
-            WebDriverWait(driver, 30).until(lambda d, old=old: d.current_url != old)
-            pages += 1
-            q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(driver.current_url).query))
-            assert q.get("q") == QUERY, driver.current_url
-            assert driver.find_element(By.ID, "q").get_attribute("value") == QUERY
-            seen += [
-                r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "tr.hit")
-            ]
-        assert pages == 3 and len(seen) == len(set(seen)) == ROUNDTRIP
-        # Submitting the form again keeps it too (the browser encodes what the box holds).
+    url = web.url + "/search?" + urllib.parse.urlencode({"q": QUERY, "from": "-1h", "limit": 10})
+    driver.get(url)
+    box = driver.find_element(By.ID, "q")
+    assert box.get_attribute("value") == QUERY
+    assert driver.find_element(By.ID, "total").text == str(ROUNDTRIP)
+    assert not driver.find_elements(By.ID, "query-error")
+    seen = [r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "tr.hit")]
+    pages = 1
+    while nxt := driver.find_elements(By.ID, "next-page"):
         old = driver.current_url
-        old_q = driver.find_element(By.ID, "q")
-        driver.find_element(By.ID, "search-submit").click()
-        # the old page must be gone before the new one is read (its readyState is "complete")
-        WebDriverWait(driver, 30).until(EC.staleness_of(old_q))
-        WebDriverWait(driver, 30).until(
-            lambda d: d.execute_script("return document.readyState") == "complete"
-        )
-        assert driver.find_element(By.ID, "q").get_attribute("value") == QUERY
+        nxt[0].click()
+        WebDriverWait(driver, 30).until(lambda d, old=old: d.current_url != old)
+        pages += 1
         q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(driver.current_url).query))
-        assert q.get("q") == QUERY, (old, driver.current_url)
-        assert_no_alert(driver)
-        assert csp_violations(driver) == []
-    except BaseException:
-        screenshot(driver, "webui-roundtrip-failed")
-        raise
+        assert q.get("q") == QUERY, driver.current_url
+        assert driver.find_element(By.ID, "q").get_attribute("value") == QUERY
+        seen += [
+            r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "tr.hit")
+        ]
+    assert pages == 3 and len(seen) == len(set(seen)) == ROUNDTRIP
+    # Submitting the form again keeps it too (the browser encodes what the box holds).
+    old = driver.current_url
+    old_q = driver.find_element(By.ID, "q")
+    driver.find_element(By.ID, "search-submit").click()
+    # the old page must be gone before the new one is read (its readyState is "complete")
+    WebDriverWait(driver, 30).until(EC.staleness_of(old_q))
+    WebDriverWait(driver, 30).until(
+        lambda d: d.execute_script("return document.readyState") == "complete"
+    )
+    assert driver.find_element(By.ID, "q").get_attribute("value") == QUERY
+    q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(driver.current_url).query))
+    assert q.get("q") == QUERY, (old, driver.current_url)
+    assert_no_alert(driver)
+    assert csp_violations(driver) == []
 
 
 def test_csp_header_on_every_page(stack: Stack, driver: WebDriver) -> None:

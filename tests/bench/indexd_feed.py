@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import socket
 import statistics
 import sys
@@ -20,25 +19,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchlib import word_messages  # noqa: E402
 from lbtest.frames import frame  # noqa: E402
 from lbtest.indexd import HeldFifo, Indexd  # noqa: E402
 
 TOP = Path(__file__).resolve().parent.parent.parent
-WORDS = (
-    "session opened closed for user root from port ssh2 accepted publickey error warning "
-    "kernel usb device connected disconnected eth0 link up down timeout retry backend"
-).split()
 
 
 def corpus(n: int, size: int = 150, distinct: int = 4096) -> bytes:
     """n frames; messages of exactly size bytes made of words and numbers."""
-    rnd = random.Random(1)
-    msgs = []
-    for _ in range(distinct):
-        words = []
-        while sum(len(w) + 1 for w in words) < size:
-            words.append(rnd.choice(WORDS) if rnd.random() < 0.7 else str(rnd.randrange(10**6)))
-        msgs.append(" ".join(words)[:size])
+    msgs = word_messages(size, distinct)
     t0 = 1795359974.0
     out = bytearray()
     for i in range(n):

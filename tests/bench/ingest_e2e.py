@@ -26,7 +26,6 @@ import os
 import platform
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -39,6 +38,15 @@ sys.path.insert(0, str(TOP / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ingest_latency  # noqa: E402
+from benchlib import (  # noqa: E402
+    add_out_option,
+    add_program_options,
+    find_shared,
+    machine,
+    machine_line,
+    median,
+    write_report,
+)
 from ingest_systems import (  # noqa: E402
     OPENSSL_TLS12,
     VL_VERSION,
@@ -77,27 +85,6 @@ SENDFILE_PY = (
 )
 
 # ---------------------------------------------------------------- machine and versions
-
-
-def machine() -> dict[str, Any]:
-    model, mem = "?", 0
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return {
-        "nproc": os.cpu_count(),
-        "cpu": model,
-        "kernel": platform.release(),
-        "mem_gib": round(mem / 2**30, 1),
-        "loadavg": os.getloadavg(),
-    }
 
 
 def versions(vl: Path | None) -> dict[str, str]:
@@ -177,17 +164,6 @@ def loads(args: argparse.Namespace) -> list[Load]:
         want = [w for w in args.only.split(",") if w]
         out = [ld for ld in out if any(w in ld.key for w in want)]
     return out
-
-
-def find_shared(env: str, rel: str) -> Path:
-    """$env, else the first shared/<rel> beside the repository or one of its parents (a
-    worktree sits deeper than the main checkout)."""
-    if os.environ.get(env):
-        return Path(os.environ[env])
-    for p in [TOP, *TOP.parents]:
-        if (p / "shared" / rel).exists():
-            return p / "shared" / rel
-    return TOP.parent / "shared" / rel
 
 
 def replay_corpus(work: Path, lines: int) -> tuple[Path, dict[str, Any]]:
@@ -418,27 +394,23 @@ def indexd_alone(args: argparse.Namespace) -> dict[str, Any]:
 # ---------------------------------------------------------------- report
 
 
-def med(v: list[float]) -> float | None:
-    return statistics.median(v) if v else None
-
-
 def summary(ld: Load, name: str) -> dict[str, Any] | None:
     runs = [r for r in ld.runs.get(name, []) if "eps" in r]
     if not runs:
         return None
     procs = sorted({k for r in runs for k in r["us_per_msg"]})
-    us = {p: med([r["us_per_msg"][p] for r in runs if p in r["us_per_msg"]]) for p in procs}
+    us = {p: median([r["us_per_msg"][p] for r in runs if p in r["us_per_msg"]]) for p in procs}
     servers = runs[0]["server_procs"]
     return {
-        "eps": med([r["eps"] for r in runs]),
+        "eps": median([r["eps"] for r in runs]),
         "eps_min": min(r["eps"] for r in runs),
         "eps_max": max(r["eps"] for r in runs),
         "lost_max": max(r["lost"] for r in runs),
         "us_per_msg": us,
-        "us_per_msg_servers": med(
+        "us_per_msg_servers": median(
             [sum(r["us_per_msg"][p] for p in servers if p in r["us_per_msg"]) for r in runs]
         ),
-        "us_per_msg_with_sender": med(
+        "us_per_msg_with_sender": median(
             [sum(r["us_per_msg"][p] for p in (*servers, r["sender"])) for r in runs]
         ),
         "load_min": min(r["load_before"] for r in runs),
@@ -547,22 +519,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--latency-seconds", type=float, default=None)
     ap.add_argument("--latency-conns", type=int, default=4)
     ap.add_argument("--latency-probes", type=float, default=20.0, help="probes per second")
-    env = os.environ.get
-    ap.add_argument(
-        "--logbox", type=Path, default=Path(env("LOGBOX_BIN", TOP / "build/bin/logbox"))
-    )
-    ap.add_argument(
-        "--indexd",
-        type=Path,
-        default=Path(env("LOGBOX_INDEXD_BIN", TOP / "build/bin/logbox-indexd")),
-    )
-    ap.add_argument(
-        "--searchd",
-        type=Path,
-        default=Path(env("LOGBOX_SEARCHD_BIN", TOP / "build/bin/logbox-searchd")),
-    )
+    add_program_options(ap, "logbox", "indexd", "searchd")
     ap.add_argument("--peers", type=Path, default=TOP / "build" / "peers")
-    ap.add_argument("--out", type=Path, default=TOP / "build" / "bench")
+    add_out_option(ap)
     args = ap.parse_args(argv)
     q = args.quick
     args.runs = args.runs or (1 if q else 3)
@@ -587,10 +546,7 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as e:
         sys.exit(f"bench-ingest: {e}")
     v = versions(b.vl)
-    say(
-        f"machine: {m0['nproc']} CPUs, {m0['cpu']}, {m0['mem_gib']} GiB, kernel {m0['kernel']}, "
-        f"load {m0['loadavg'][0]:.2f}"
-    )
+    say(machine_line(m0))
     say(f"versions: syslog-ng {v['syslog-ng']}, {v['openssl']}, {v['victoria-logs']}")
     say(f"logbox {v['logbox']}")
     ls = loads(args)
@@ -694,7 +650,6 @@ def main(argv: list[str] | None = None) -> int:
     ]
     out = "\n".join(md)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ingest.md").write_text(out)
     raw = {
         "machine": m0,
         "machine_end": m1,
@@ -716,10 +671,7 @@ def main(argv: list[str] | None = None) -> int:
         "searchable_latency": latency,
         "took_s": took,
     }
-    (args.out / "ingest.json").write_text(json.dumps(raw, indent=2) + "\n")
-    say("")
-    say(out)
-    say(f"wrote {args.out / 'ingest.md'} and ingest.json")
+    write_report(args.out, "ingest", out, raw)
     return 0
 
 

@@ -31,14 +31,14 @@ from pathlib import Path
 from typing import Any
 
 TOP = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import say  # noqa: E402, F401  (ingest_e2e imports it from here too)
+
 VL_VERSION = "v1.52.1"
 VL_MODULE = "github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs"
 LOGGEN_PROGRAM = "prg00000"  # the program name in every loggen message
 STATUS_MS = 100  # indexd's status_interval_ms (its minimum): the resolution of "all stored"
-
-
-def say(msg: str) -> None:
-    print(msg, flush=True)
 
 
 # ---------------------------------------------------------------- small helpers

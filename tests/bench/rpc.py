@@ -43,7 +43,19 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(TOP / "rpc"))
 sys.path.insert(0, str(TOP / "tests"))
 
-import search as sb  # noqa: E402  (the search bench: corpus, store, searchd, statistics)
+import search as sb  # noqa: E402  (the search bench: corpus, store, searchd)
+from benchlib import (  # noqa: E402
+    KeepAlive,
+    add_out_option,
+    add_program_options,
+    fmt,
+    machine,
+    machine_line,
+    median,
+    pct,
+    say,
+    write_report,
+)
 from logbox_core.export import EXPORT_PAGE  # noqa: E402
 
 TARGET_ADDED_MS = 2.0
@@ -51,83 +63,33 @@ QUERIES = {"common token": "info", "rare token": "trampoline"}
 CONCURRENCY = (1, 16)
 
 
-def say(msg: str) -> None:
-    print(msg, flush=True)
-
-
 # ---------------------------------------------------------------- clients
 
 
-class ApiClient:
+class ApiClient(KeepAlive):
     """One keep-alive HTTPS connection to the API with a bearer token."""
 
     def __init__(self, port: int, cafile: Path, token: str) -> None:
-        self.ctx = ssl.create_default_context(cafile=str(cafile))
-        self.port = port
-        self.headers = {"Authorization": f"Bearer {token}"}
-        self.conn: http.client.HTTPSConnection | None = None
-        self.connects = 0
+        ctx = ssl.create_default_context(cafile=str(cafile))
+        super().__init__(
+            lambda: http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=300),
+            {"Authorization": f"Bearer {token}"},
+        )
 
     def get(self, target: str) -> tuple[int, bytes]:
         """GET /api/v1<target>; reconnects once when the server closed the connection."""
-        for attempt in (0, 1):
-            if self.conn is None:
-                self.conn = http.client.HTTPSConnection(
-                    "127.0.0.1", self.port, context=self.ctx, timeout=300
-                )
-                self.connects += 1
-            try:
-                self.conn.request("GET", "/api/v1" + target, headers=self.headers)
-                r = self.conn.getresponse()
-                body = r.read()
-                if r.will_close:
-                    self.conn.close()
-                    self.conn = None
-                return r.status, body
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                self.conn.close()
-                self.conn = None
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
-
-    def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
+        return super().get("/api/v1" + target)
 
 
-class SearchdClient:
+class SearchdClient(KeepAlive):
     """One keep-alive connection to searchd's unix socket."""
 
     def __init__(self, sock: Path) -> None:
-        self.sock = sock
-        self.conn: sb.UnixHTTP | None = None
-        self.connects = 0
+        super().__init__(lambda: sb.UnixHTTP(str(sock), timeout=300))
 
     def get(self, target: str) -> tuple[int, bytes]:
         """GET /v1<target> (the API's /logspaces/main/<op>?... becomes /v1/<op>?...)."""
-        for attempt in (0, 1):
-            if self.conn is None:
-                self.conn = sb.UnixHTTP(str(self.sock), timeout=300)
-                self.connects += 1
-            try:
-                self.conn.request("GET", "/v1" + target)
-                r = self.conn.getresponse()
-                body = r.read()
-                if r.will_close:
-                    self.conn.close()
-                    self.conn = None
-                return r.status, body
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                self.conn.close()
-                self.conn = None
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
-
-    def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
+        return super().get("/v1" + target)
 
 
 Client = ApiClient | SearchdClient
@@ -172,14 +134,13 @@ def load(clients: list[Client], target: str, per_client: int) -> dict[str, Any]:
     return {
         "rps": len(times) / wall,
         "p50_ms": 1000 * statistics.median(times),
-        "p95_ms": 1000 * sb.pct(times, 95),
+        "p95_ms": 1000 * pct(times, 95),
         "requests": len(times),
     }
 
 
 def med(rounds: list[dict[str, Any]], key: str) -> float | None:
-    vals = [r[key] for r in rounds if key in r]
-    return statistics.median(vals) if vals else None
+    return median([r[key] for r in rounds if key in r])
 
 
 # ---------------------------------------------------------------- export
@@ -253,10 +214,6 @@ def export_searchd(sock: Path, q: str, t0: int, t1: int) -> dict[str, Any]:
 # ---------------------------------------------------------------- report
 
 
-def fmt(x: float | None, spec: str = ",.2f") -> str:
-    return "—" if x is None else format(x, spec)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--messages", type=int, default=1_500_000)
@@ -269,15 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--export-runs", type=int, default=2)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="gunicorn workers")
     ap.add_argument("--threads", type=int, default=8, help="gunicorn threads per worker")
-    ap.add_argument(
-        "--logbox", type=Path, default=Path(os.environ.get("LOGBOX_BIN", TOP / "build/bin/logbox"))
-    )
-    ap.add_argument(
-        "--searchd",
-        type=Path,
-        default=Path(os.environ.get("LOGBOX_SEARCHD_BIN", TOP / "build/bin/logbox-searchd")),
-    )
-    ap.add_argument("--out", type=Path, default=TOP / "build" / "bench")
+    add_program_options(ap, "logbox", "searchd")
+    add_out_option(ap)
     ap.add_argument("--no-api", action="store_true", help="searchd alone (no gunicorn)")
     args = ap.parse_args(argv)
 
@@ -289,11 +239,8 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.out / f"search-{sb.VERSION}-{args.messages}-{args.seed}"
     work.mkdir(parents=True, exist_ok=True)
-    m = sb.machine()
-    say(
-        f"machine: {m['nproc']} CPUs, {m['cpu']}, {m['mem_gib']} GiB, kernel {m['kernel']}, "
-        f"load {m['loadavg'][0]:.2f}"
-    )
+    m = machine()
+    say(machine_line(m))
     say(f"corpus: {args.messages:,} lines (loghub-based, seed {args.seed}) in {work}")
     cm = sb.build_corpus(work, args.messages, args.seed)
     say(
@@ -417,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         sd.stop()
 
     # ------------------------------------------------------------ the table
-    m2 = sb.machine()
+    m2 = machine()
     L = res["load"]
     lines = [
         "| query | clients | searchd req/s | searchd p50 / p95 ms | API req/s | API p50 / p95 ms "
@@ -481,12 +428,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     text = "\n".join(md)
-    (args.out / "rpc-results.md").write_text(text)
     raw = {"machine": m, "store": sm, "counts": counts, "results": res, "added_p50_ms": added}
-    (args.out / "rpc-results.json").write_text(json.dumps(raw, indent=2, default=str) + "\n")
-    say("")
-    say(text)
-    say(f"wrote {args.out / 'rpc-results.md'} and rpc-results.json")
+    write_report(args.out, "rpc-results", text, raw, default=str)
     return 0
 
 

@@ -28,6 +28,7 @@ from typing import Any
 TOP = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(TOP / "tests"))
 
+from benchlib import add_out_option, add_program_options, cpu_model, mem_bytes  # noqa: E402
 from lbtest import corpus  # noqa: E402
 
 TARGET_MSGS = 500_000
@@ -36,27 +37,12 @@ MEM_LIMIT = 1 << 30
 
 
 def machine() -> dict[str, Any]:
-    """nproc, CPU model, kernel, memory."""
-    model = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = 0
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem = int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    """nproc, CPU model, kernel, memory, Python (this report's own shape of benchlib's)."""
     return {
         "nproc": os.cpu_count(),
-        "cpu": model,
+        "cpu": cpu_model(),
         "kernel": platform.release(),
-        "mem_bytes": mem,
+        "mem_bytes": mem_bytes(),
         "python": platform.python_version(),
     }
 
@@ -155,12 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         "--runs", type=int, default=3, help="ingest runs, median taken (default %(default)s)"
     )
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument(
-        "--logbox",
-        type=Path,
-        default=Path(os.environ.get("LOGBOX_BIN", TOP / "build" / "bin" / "logbox")),
-    )
-    ap.add_argument("--out", type=Path, default=TOP / "build" / "bench")
+    add_program_options(ap, "logbox")
+    add_out_option(ap)
     args = ap.parse_args(argv)
 
     if not args.logbox.is_file():

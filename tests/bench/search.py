@@ -41,6 +41,17 @@ TOP = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(TOP / "tests"))
 
+from benchlib import (  # noqa: E402
+    KeepAlive,
+    add_out_option,
+    add_program_options,
+    find_shared,
+    machine,
+    machine_line,
+    pct,
+    say,
+    write_report,
+)
 from lbtest import corpus  # noqa: E402
 
 VERSION = "v1"  # bump when the corpus or the store build change
@@ -159,44 +170,7 @@ OP_TITLE = {
     "top": "top-10 hosts",
 }
 
-# ---------------------------------------------------------------- machine and paths
-
-
-def machine() -> dict[str, Any]:
-    model = "?"
-    mem = 0
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return {
-        "nproc": os.cpu_count(),
-        "cpu": model,
-        "kernel": platform.release(),
-        "mem_gib": round(mem / 2**30, 1),
-        "loadavg": os.getloadavg(),
-    }
-
-
-def find_shared(env: str, rel: str) -> Path:
-    """$env, else the first shared/<rel> beside the repository or one of its parents (a
-    worktree sits deeper than the main checkout)."""
-    if os.environ.get(env):
-        return Path(os.environ[env])
-    for p in [TOP, *TOP.parents]:
-        if (p / "shared" / rel).exists():
-            return p / "shared" / rel
-    return TOP.parent / "shared" / rel
-
-
-def say(msg: str) -> None:
-    print(msg, flush=True)
+# ---------------------------------------------------------------- running
 
 
 def run_ok(argv: list[str], what: str, **kw: Any) -> subprocess.CompletedProcess:
@@ -360,12 +334,6 @@ def build_peer(work: Path, py: Path, path: Path, n: int) -> dict[str, Any]:
 # ---------------------------------------------------------------- statistics
 
 
-def pct(times: list[float], p: float) -> float:
-    """Nearest-rank percentile of times (s)."""
-    s = sorted(times)
-    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
-
-
 def summary(times: list[float]) -> dict[str, Any]:
     return {
         "p50_ms": 1000 * statistics.median(times),
@@ -401,8 +369,7 @@ class Searchd:
             argv.append("--allow-root")
         self.log = open(sock.with_suffix(".log"), "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
-        self.conn: UnixHTTP | None = None
-        self.reconnects = 0
+        self.http = KeepAlive(lambda: UnixHTTP(str(sock)))
         deadline = time.monotonic() + 60
         while True:
             if self.proc.poll() is not None:
@@ -423,29 +390,15 @@ class Searchd:
 
     def get(self, url: str) -> tuple[int, bytes]:
         """GET url on the persistent connection (reopened when the server closed it)."""
-        for attempt in (0, 1):
-            if self.conn is None:
-                self.conn = UnixHTTP(str(self.sock))
-                if attempt or self.reconnects >= 0:
-                    self.reconnects += 1
-            try:
-                self.conn.request("GET", url)
-                r = self.conn.getresponse()
-                body = r.read()
-                if r.will_close:
-                    self.conn.close()
-                    self.conn = None
-                return r.status, body
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                self.conn.close()
-                self.conn = None
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+        return self.http.get(url)
+
+    @property
+    def reconnects(self) -> int:
+        """How many connections were made."""
+        return self.http.connects
 
     def stop(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
+        self.http.close()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -767,15 +720,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-rg", action="store_true", help="skip ripgrep")
     ap.add_argument("--build-only", action="store_true", help="build the cache and stop")
     ap.add_argument("--only", default="", help="comma-separated class names to run")
-    ap.add_argument(
-        "--logbox", type=Path, default=Path(os.environ.get("LOGBOX_BIN", TOP / "build/bin/logbox"))
-    )
-    ap.add_argument(
-        "--searchd",
-        type=Path,
-        default=Path(os.environ.get("LOGBOX_SEARCHD_BIN", TOP / "build/bin/logbox-searchd")),
-    )
-    ap.add_argument("--out", type=Path, default=TOP / "build" / "bench")
+    add_program_options(ap, "logbox", "searchd")
+    add_out_option(ap)
     args = ap.parse_args(argv)
 
     if not args.logbox.is_file():
@@ -783,10 +729,7 @@ def main(argv: list[str] | None = None) -> int:
     work = args.out / f"search-{VERSION}-{args.messages}-{args.seed}"
     work.mkdir(parents=True, exist_ok=True)
     m = machine()
-    say(
-        f"machine: {m['nproc']} CPUs, {m['cpu']}, {m['mem_gib']} GiB, kernel {m['kernel']}, "
-        f"load {m['loadavg'][0]:.2f}"
-    )
+    say(machine_line(m))
     t_build = time.monotonic()
     say(f"corpus: {args.messages:,} lines (loghub-based, seed {args.seed}) in {work}")
     cm = build_corpus(work, args.messages, args.seed)
@@ -911,7 +854,6 @@ def main(argv: list[str] | None = None) -> int:
     if notes:
         md += ["Notes:", "", *notes, ""]
     text = "\n".join(md)
-    (args.out / "search-results.md").write_text(text)
     raw = {
         "machine": m,
         "versions": v,
@@ -921,10 +863,7 @@ def main(argv: list[str] | None = None) -> int:
         "connection": conn_note,
         "results": {e: {f"{k[0]}|{k[1]}": r for k, r in res[e].items()} for e in res},
     }
-    (args.out / "search-results.json").write_text(json.dumps(raw, indent=2) + "\n")
-    say("")
-    say(text)
-    say(f"wrote {args.out / 'search-results.md'} and search-results.json")
+    write_report(args.out, "search-results", text, raw)
     return 0
 
 

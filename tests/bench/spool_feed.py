@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -21,27 +20,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchlib import word_messages  # noqa: E402
 from lbtest.indexd import Indexd  # noqa: E402
 from lbtest.spool import file_name, record  # noqa: E402
 
 TOP = Path(__file__).resolve().parent.parent.parent
-WORDS = (
-    "session opened closed for user root from port ssh2 accepted publickey error warning "
-    "kernel usb device connected disconnected eth0 link up down timeout retry backend"
-).split()
 PER_FILE = 100_000
 T0 = 1795359974.0
 
 
 def corpus(n: int, size: int = 150, distinct: int = 4096) -> list[bytes]:
     """The spool files' contents: n records whose messages are exactly size bytes."""
-    rnd = random.Random(1)
-    msgs = []
-    for _ in range(distinct):
-        words: list[str] = []
-        while sum(len(w) + 1 for w in words) < size:
-            words.append(rnd.choice(WORDS) if rnd.random() < 0.7 else str(rnd.randrange(10**6)))
-        msgs.append(" ".join(words)[:size].encode())
+    msgs = [m.encode() for m in word_messages(size, distinct)]
     files = []
     for f0 in range(0, n, PER_FILE):
         out = bytearray()

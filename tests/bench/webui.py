@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import statistics
@@ -45,6 +44,14 @@ for _d in (TOP / "rpc", TOP / "webui"):
     sys.path.insert(0, str(_d))
 
 import search as sbench  # noqa: E402
+from benchlib import (  # noqa: E402
+    add_out_option,
+    add_program_options,
+    machine,
+    machine_line,
+    pct,
+    say,
+)
 from lbtest.webui import WebuiServer, browser, login, screenshot  # noqa: E402
 
 TARGET_P50_MS = 300.0
@@ -62,17 +69,6 @@ NAV_TITLE = {
     "domContentLoadedEventEnd": "DOM ready",
     "loadEventEnd": "load (CSS, JS, SVG)",
 }
-
-
-def say(msg: str) -> None:
-    """Print one line, flushed."""
-    print(msg, flush=True)
-
-
-def pct(values: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    s = sorted(values)
-    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
 
 
 def fmt(values: list[float]) -> str:
@@ -217,25 +213,15 @@ def main(argv: list[str] | None = None) -> int:
         "--buckets", type=int, default=page_buckets(), help="histogram bars the page asks for"
     )
     ap.add_argument("--workers", type=int, default=2, help="gunicorn workers")
-    ap.add_argument("--out", type=Path, default=TOP / "build" / "bench")
-    ap.add_argument(
-        "--logbox", type=Path, default=Path(os.environ.get("LOGBOX_BIN", TOP / "build/bin/logbox"))
-    )
-    ap.add_argument(
-        "--searchd",
-        type=Path,
-        default=Path(os.environ.get("LOGBOX_SEARCHD_BIN", TOP / "build/bin/logbox-searchd")),
-    )
+    add_out_option(ap)
+    add_program_options(ap, "logbox", "searchd")
     args = ap.parse_args(argv)
     for b in (args.logbox, args.searchd):
         if not b.is_file():
             sys.exit(f"bench-webui: {b} not found (make build)")
 
-    m = sbench.machine()
-    say(
-        f"machine: {m['nproc']} CPUs, {m['cpu']}, {m['mem_gib']} GiB, kernel {m['kernel']}, "
-        f"load {m['loadavg'][0]:.2f}"
-    )
+    m = machine()
+    say(machine_line(m))
     store, origin = find_store(args)
     if args.messages != 20_000_000 and not args.store:
         say(f"NOTE: a smaller store than the issue's 20 M messages ({args.messages:,})")

@@ -28,11 +28,14 @@ import ssl
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from lbtest.wait import wait_until
 
 TOP = Path(__file__).resolve().parents[2]
 NOFILE = 20000  # RLIMIT_NOFILE for syslog-ng (5,000 idle connections and more)
@@ -212,6 +215,11 @@ def settings_toml(
 # ---------------------------------------------------------------- the appliance
 
 
+def marker() -> str:
+    """A word no other message holds: "m" and 16 hex digits, for wait_marked."""
+    return "m" + uuid.uuid4().hex[:16]
+
+
 class Appliance:
     """syslog-ng -> spool -> logbox-indexd -> store, in tmp_path. See the module docstring."""
 
@@ -335,17 +343,21 @@ class Appliance:
             raise AssertionError(f"{INDEXD} is not built (make build)")
         self.status_file.unlink(missing_ok=True)
         p = self._spawn("indexd", self.indexd_argv())
-        deadline = time.monotonic() + timeout
-        while not self.status_file.exists():
+
+        def alive() -> None:
             if p.poll() is not None:
                 raise AssertionError(
                     f"indexd exited with {p.returncode} at start:\n{self.stderr_of('indexd')}"
                 )
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"indexd wrote no status file in {timeout} s:\n{self.stderr_of('indexd')}"
-                )
-            time.sleep(0.01)
+
+        wait_until(
+            self.status_file.exists,
+            "indexd wrote its status file",
+            timeout,
+            interval=0.01,
+            check=alive,
+            detail=lambda: self.stderr_of("indexd"),
+        )
 
     def hup_indexd(self) -> None:
         """SIGHUP to indexd: it reads --config and --routes again."""
@@ -390,27 +402,32 @@ class Appliance:
 
         self._render()
         p = self._spawn("syslog-ng", self.syslogng_argv(), preexec_fn=limits)
-        deadline = time.monotonic() + timeout
-        for name in ("tcp", "octet", "tls"):
-            port = self.ports[name]
-            if not port:
-                continue
-            while True:
-                if p.poll() is not None:
-                    raise AssertionError(
-                        f"syslog-ng exited with {p.returncode} at start:\n"
-                        f"{self.stderr_of('syslog-ng')}"
-                    )
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise AssertionError(
-                            f"syslog-ng's {name} port {port} does not accept after {timeout} s:\n"
-                            f"{self.stderr_of('syslog-ng')}"
-                        ) from None
-                    time.sleep(0.02)
+
+        def alive() -> None:
+            if p.poll() is not None:
+                raise AssertionError(
+                    f"syslog-ng exited with {p.returncode} at start:\n{self.stderr_of('syslog-ng')}"
+                )
+
+        waiting = [(name, self.ports[name]) for name in ("tcp", "octet", "tls") if self.ports[name]]
+
+        def accepting() -> bool:
+            while waiting:
+                socket.create_connection(("127.0.0.1", waiting[0][1]), timeout=1).close()
+                del waiting[0]
+            return True
+
+        wait_until(
+            accepting,
+            "syslog-ng's ports accept",
+            timeout,
+            check=alive,
+            detail=lambda: (
+                f"syslog-ng's {waiting[0][0]} port {waiting[0][1]} does not accept:\n"
+                f"{self.stderr_of('syslog-ng')}"
+            ),
+            ignore=(OSError,),
+        )
 
     def stop_syslogng(self, sig: int = signal.SIGTERM) -> int:
         """Stops syslog-ng (SIGTERM by default) and waits for it; returns its exit status."""
@@ -492,22 +509,49 @@ class Appliance:
     ) -> int:
         """Waits until logspace holds at least n messages; returns the count. With exact, fails
         when it holds more. Fails early when a daemon died."""
-        deadline = time.monotonic() + timeout
-        got = -1
-        while True:
-            got = self.count(logspace)
-            if got >= n:
-                break
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"{logspace} holds {got} messages after {timeout} s, expected {n}\n"
-                    f"indexd:\n{self.stderr_of('indexd')[-2000:]}\n"
-                    f"syslog-ng:\n{self.stderr_of('syslog-ng')[-2000:]}"
-                )
-            self.assert_alive()
-            time.sleep(0.05)
+        seen = [-1]
+
+        def counted() -> int | None:
+            seen[0] = self.count(logspace)
+            return seen[0] if seen[0] >= n else None
+
+        got = wait_until(
+            counted,
+            f"{logspace} holds {n} messages",
+            timeout,
+            interval=0.05,
+            check=self.assert_alive,
+            detail=lambda: (
+                f"{logspace} holds {seen[0]} messages, expected {n}\n"
+                f"indexd:\n{self.stderr_of('indexd')[-2000:]}\n"
+                f"syslog-ng:\n{self.stderr_of('syslog-ng')[-2000:]}"
+            ),
+        )
         if exact:
             assert got == n, f"{logspace} holds {got} messages, expected exactly {n}"
+        return got
+
+    def wait_marked(
+        self, mark: str, n: int = 1, logspace: str = "main", timeout: float = 30
+    ) -> list[dict[str, Any]]:
+        """The messages of logspace holding mark once there are n of them (fails on more).
+        Fails early when a daemon died."""
+        seen: list[list[dict[str, Any]]] = [[]]
+
+        def marked() -> bool:
+            seen[0] = [m for m in self.messages(logspace) if mark in m["message"]]
+            return len(seen[0]) >= n
+
+        wait_until(
+            marked,
+            f"{n} messages with {mark} are in {logspace}",
+            timeout,
+            interval=0.1,
+            check=self.assert_alive,
+            detail=lambda: f"{len(seen[0])} there: {seen[0]}",
+        )
+        got = seen[0]
+        assert len(got) == n, f"{len(got)} messages with {mark} in {logspace}, expected {n}: {got}"
         return got
 
     def settle(self, logspace: str = "main", quiet: float = 1.0, timeout: float = 60) -> int:

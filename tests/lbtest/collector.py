@@ -27,6 +27,7 @@ sys.path.insert(0, str(TOP / "collector"))
 render = importlib.import_module("render")
 
 from lbtest.spool import Record, RecordError, SpoolReader, decode  # noqa: E402
+from lbtest.wait import wait_until  # noqa: E402
 
 __all__ = ["Record", "RecordError", "SpoolReader", "decode"]
 SYSLOG_NG = "/usr/sbin/syslog-ng"
@@ -218,14 +219,20 @@ class Collector:
             start_new_session=True,
         )
         err.close()
-        deadline = time.monotonic() + timeout
-        while self.started() <= before:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"syslog-ng exited {self.proc.returncode}:\n{self.stderr()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"syslog-ng did not start:\n{self.stderr()}")
+        proc = self.proc
+
+        def alive() -> None:
+            if proc.poll() is not None:
+                raise AssertionError(f"syslog-ng exited {proc.returncode}:\n{self.stderr()}")
             self.spool.poll()
-            time.sleep(0.02)
+
+        wait_until(
+            lambda: self.started() > before,
+            "syslog-ng logged its start-up",
+            timeout,
+            check=alive,
+            detail=self.stderr,
+        )
 
     def started(self) -> int:
         """How many "syslog-ng starting up" records arrived."""

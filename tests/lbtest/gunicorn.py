@@ -19,13 +19,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import requests
 from requests.adapters import HTTPAdapter
+
+from lbtest.wait import wait_until
 
 if TYPE_CHECKING:
     from logbox_core.accounts import Accounts
@@ -226,38 +227,49 @@ class GunicornServer:
                 env=self.environment(),
                 start_new_session=True,
             )
-        deadline = time.monotonic() + timeout
+        proc = self.proc
         nginx_start = self._nginx_log_size()
         if self.proxy and (self.nginx is None or self.nginx.poll() is not None):
             self._start_nginx()
+
+        def alive() -> None:
+            if proc.poll() is not None:
+                if "Connection in use" in self.log()[log_start:]:
+                    raise _PortTaken()
+                raise AssertionError(
+                    f"gunicorn exited with {proc.returncode} at start:\n{self.log()}"
+                )
+            if self.nginx is not None and self.nginx.poll() is not None:
+                text = self.nginx_log()[nginx_start:]
+                self.nginx = None
+                self.kill()
+                if "Address already in use" in text:
+                    raise _PortTaken()
+                raise AssertionError(f"nginx exited at start:\n{text}")
+
         with self.session() as s:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    if "Connection in use" in self.log()[log_start:]:
-                        raise _PortTaken()
-                    raise AssertionError(
-                        f"gunicorn exited with {self.proc.returncode} at start:\n{self.log()}"
-                    )
-                if self.nginx is not None and self.nginx.poll() is not None:
-                    text = self.nginx_log()[nginx_start:]
-                    self.nginx = None
-                    self.kill()
-                    if "Address already in use" in text:
-                        raise _PortTaken()
-                    raise AssertionError(f"nginx exited at start:\n{text}")
+
+            def healthy() -> bool:
+                # an exit first: a port taken by another server must not answer for ours
+                alive()
                 if self.proxy and not self.socket.exists():
-                    time.sleep(0.05)
-                    continue
-                try:
-                    if s.get(self.url + self.HEALTH, timeout=2).status_code in self.HEALTH_OK:
-                        return self
-                except requests.RequestException:
-                    pass
-                time.sleep(0.05)
-        self.kill()
-        raise AssertionError(
-            f"gunicorn did not answer {self.HEALTH} within {timeout} s:\n{self.log()}"
-        )
+                    return False
+                return s.get(self.url + self.HEALTH, timeout=2).status_code in self.HEALTH_OK
+
+            try:
+                wait_until(
+                    healthy,
+                    f"gunicorn answers {self.HEALTH}",
+                    timeout,
+                    interval=0.05,
+                    detail=self.log,
+                    ignore=(requests.RequestException,),
+                )
+            except AssertionError:
+                if proc.poll() is None:  # timed out: neither daemon exited
+                    self.kill()
+                raise
+        return self
 
     def _nginx_log_size(self) -> int:
         return self.nginx_log_path.stat().st_size if self.nginx_log_path.exists() else 0

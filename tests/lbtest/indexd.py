@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lbtest.wait import wait_until
+
 F_SETPIPE_SZ = 1031
 PIPE_SIZE = 1 << 20
 
@@ -112,18 +114,27 @@ class Indexd:
 
     def wait_ready(self, timeout: float = 30) -> None:
         """Until the status file was written by this process."""
-        assert self.proc is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(
-                    f"indexd exited {self.proc.returncode} at start:\n{self.stderr()[-3000:]}"
-                )
+        proc = self.proc
+        assert proc is not None
+
+        def ours() -> bool:
             st = self.status(missing_ok=True)
-            if st is not None and st.get("pid") == self.proc.pid:
-                return
-            time.sleep(0.01)
-        raise AssertionError(f"indexd not ready after {timeout}s:\n{self.stderr()[-3000:]}")
+            return st is not None and st.get("pid") == proc.pid
+
+        def alive() -> None:
+            if proc.poll() is not None:
+                raise AssertionError(
+                    f"indexd exited {proc.returncode} at start:\n{self.stderr()[-3000:]}"
+                )
+
+        wait_until(
+            ours,
+            "indexd wrote its status file",
+            timeout,
+            interval=0.01,
+            check=alive,
+            detail=lambda: self.stderr()[-3000:],
+        )
 
     def status(self, missing_ok: bool = False) -> dict[str, Any] | None:
         """The --status JSON (None when missing and missing_ok)."""
@@ -134,16 +145,36 @@ class Indexd:
                 return None
             raise
 
+    def wait_status(
+        self,
+        pred: Callable[[dict[str, Any]], bool],
+        what: str,
+        timeout: float = 60,
+        alive: bool = False,
+    ) -> dict[str, Any]:
+        """Until the status file satisfies pred; returns that status. The failure shows the
+        status last read and the tail of stderr; with alive, indexd exiting fails at once."""
+        seen: list[dict[str, Any] | None] = [None]
+
+        def matches() -> dict[str, Any] | None:
+            seen[0] = st = self.status(missing_ok=True)
+            return st if st is not None and pred(st) else None
+
+        def running() -> None:
+            assert self.proc is not None and self.proc.poll() is None, self.stderr()[-3000:]
+
+        return wait_until(
+            matches,
+            what,
+            timeout,
+            interval=0.05,
+            check=running if alive else None,
+            detail=lambda: f"status: {seen[0]}\n{self.stderr()[-3000:]}",
+        )
+
     def wait_stored(self, n: int, timeout: float = 60) -> dict[str, Any]:
         """Until the status says at least n stored (by this process); returns the status."""
-        deadline = time.monotonic() + timeout
-        st: dict[str, Any] | None = None
-        while time.monotonic() < deadline:
-            st = self.status(missing_ok=True)
-            if st is not None and st["stored"] >= n:
-                return st
-            time.sleep(0.05)
-        raise AssertionError(f"stored {st and st['stored']} < {n} after {timeout}s")
+        return self.wait_status(lambda st: st["stored"] >= n, f"indexd stored {n}", timeout)
 
     def kill(self) -> None:
         """SIGKILL and reap."""

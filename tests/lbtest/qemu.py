@@ -16,6 +16,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from lbtest.wait import wait_until
+
 # guest port -> what it is (APPLIANCE.md "Ports on the appliance")
 GUEST_PORTS = {514: "syslog tcp", 601: "syslog octet-counted", 6514: "syslog tls", 443: "web ui",
                8444: "api"}  # fmt: skip
@@ -157,20 +159,21 @@ class Vm:
         """The first match of the regular expression on the serial log; fails with the log's
         tail when qemu exits or timeout seconds pass."""
         rx = re.compile(pattern, re.M)
-        deadline = time.monotonic() + timeout
-        while True:
-            m = rx.search(self.console())
-            if m:
-                return m
+
+        def alive() -> None:
             if self.proc is not None and self.proc.poll() is not None:
                 raise AssertionError(
                     f"qemu exited ({self.proc.returncode}) before /{pattern}/:\n{self.tail()}"
                 )
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"no /{pattern}/ on the console in {timeout} s:\n{self.tail()}"
-                )
-            time.sleep(0.5)
+
+        return wait_until(
+            lambda: rx.search(self.console()),
+            f"/{pattern}/ is on the console",
+            timeout,
+            interval=0.5,
+            check=alive,
+            detail=self.tail,
+        )
 
     def tail(self, lines: int = 60) -> str:
         """The last lines of the serial log."""

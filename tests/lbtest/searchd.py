@@ -10,12 +10,13 @@ import os
 import signal
 import socket
 import subprocess
-import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from lbtest.wait import wait_until
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -110,19 +111,23 @@ class Searchd:
                 stderr=log,
                 env=dict(os.environ, **(self.env or {})),
             )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+        proc = self.proc
+
+        def alive() -> None:
+            if proc.poll() is not None:
                 raise AssertionError(
-                    f"searchd exited with {self.proc.returncode} at start:\n{self.log()}"
+                    f"searchd exited with {proc.returncode} at start:\n{self.log()}"
                 )
-            try:
-                if self.get("/health", timeout=1).status == 200:
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.02)
-        raise AssertionError(f"searchd did not answer /health within {timeout} s:\n{self.log()}")
+
+        wait_until(
+            lambda: self.get("/health", timeout=1).status == 200,
+            "searchd answers /health",
+            timeout,
+            check=alive,
+            detail=self.log,
+            ignore=(OSError,),
+        )
+        return self
 
     def get(self, path: str, params: Any = None, timeout: float = 30) -> Reply:
         """GET path?params."""

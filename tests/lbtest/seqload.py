@@ -10,7 +10,6 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lbtest.appliance import Appliance
@@ -135,17 +134,6 @@ def check_senders(senders: list[Sender]) -> None:
     for s in senders:
         if s.failure is not None:
             raise AssertionError(f"sender c{s.conn} failed") from s.failure
-
-
-def wait_until(
-    what: str, cond: Callable[[], bool], check: Callable[[], None], timeout: float
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        check()
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def wait_idle(senders: list[Sender], timeout: float = 120) -> None:

@@ -11,8 +11,11 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from lbtest.wait import wait_until
 
 MAGIC = b"LS1 "
 # A header line: rtime with exactly 6 fraction digits, the listener name, the peer (an IP
@@ -215,3 +218,18 @@ def spool_files(spool: Path) -> list[str]:
         return sorted(os.listdir(spool))
     except FileNotFoundError:
         return []
+
+
+def wait_spool_empty(
+    spool: Path, timeout: float = 60, detail: Callable[[], str] | None = None
+) -> None:
+    """Until every file of the spool is gone (stored and deleted); the failure names what is
+    left, then detail() (indexd's stderr, say)."""
+    wait_until(
+        lambda: not spool_files(spool),
+        "the spool is empty",
+        timeout,
+        interval=0.05,
+        detail=lambda: f"left in the spool: {spool_files(spool)}"
+        + ("\n" + detail() if detail else ""),
+    )

@@ -10,9 +10,11 @@ import contextlib
 import os
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from lbtest.gunicorn import RPC_DIR, TOP, WEBUI_DIR, GunicornServer
 
@@ -151,6 +153,59 @@ def screenshot(driver: WebDriver, name: str) -> Path:
     path = ARTIFACTS / (name if name.endswith(".png") else name + ".png")
     driver.save_screenshot(str(path))
     return path
+
+
+def save_page(driver: WebDriver, name: str) -> None:
+    """Saves the browser's window as tests/artifacts/<name>.png and the page's HTML as
+    <name>.html: the state the browser was in."""
+    screenshot(driver, name)
+    (ARTIFACTS / f"{name}.html").write_text(driver.page_source)
+
+
+# ---------------------------------------------------------------- the pytest fixture
+
+_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Keeps each phase's report on the test item, for `driver` to see whether the test failed.
+    (A hook: tests/conftest.py imports it with the fixtures.)"""
+    outcome = yield
+    rep = outcome.get_result()
+    item.stash.setdefault(_REPORTS, {})[rep.when] = rep
+
+
+@pytest.fixture
+def driver_setup() -> Callable[[WebDriver], None]:
+    """What `driver` does with a fresh browser before the test gets it: nothing. A test module
+    overrides this fixture to sign in, say."""
+    return lambda d: None
+
+
+@pytest.fixture
+def driver(
+    request: pytest.FixtureRequest, tmp_path: Path, driver_setup: Callable[[WebDriver], None]
+) -> Iterator[WebDriver]:
+    """A fresh headless Chromium for one test (downloads into tmp_path/downloads), prepared by
+    driver_setup. When the test or the preparation fails, the window and the page's HTML are
+    saved as tests/artifacts/<test>-failed.png/.html before the browser quits."""
+    with browser(tmp_path / "downloads") as d:
+        try:
+            driver_setup(d)
+            yield d
+        except BaseException:
+            _save_failed(d, request.node.name)
+            raise
+        rep = request.node.stash.get(_REPORTS, {}).get("call")
+        if rep is not None and rep.failed:
+            _save_failed(d, request.node.name)
+
+
+def _save_failed(driver: WebDriver, name: str) -> None:
+    # a browser that is itself broken must not hide the test's own failure
+    with contextlib.suppress(Exception):
+        save_page(driver, f"{name}-failed")
 
 
 def cookies_session(driver: WebDriver, server: WebuiServer) -> requests.Session:
