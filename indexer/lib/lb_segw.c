@@ -24,6 +24,7 @@
 #include "lb_format.h"
 #include "lb_util.h"
 #include "lb_postings.h"
+#include "lb_segout.h"
 
 #define SLAB_SHIFT	20
 #define SLAB_SIZE	(1u << SLAB_SHIFT)
