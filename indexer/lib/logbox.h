@@ -529,7 +529,7 @@ struct lb_lsstate {
 int	lb_catalog_state_get(struct lb_catalog *cat, const char *ls, struct lb_lsstate *st);
 int	lb_catalog_state_put(struct lb_catalog *cat, const char *ls, const struct lb_lsstate *st);
 
-/* ---------------------------------------------------------------- store (lb_store.c) */
+/* --------------------------------------------------------------- store (lb_store*.c) */
 
 /*
  * A logspace's store: the one object indexd and the CLI write through, and the CLI reads
