@@ -1027,7 +1027,7 @@ lb_segment_merge(struct lb_segment **in, int n, const char *path)
 	struct lb_segment	**s = NULL;
 	struct mcur		 *mc = NULL;
 	struct lb_segout	 *so = NULL;
-	struct lb_segmeta	  meta;
+	struct lb_seginfo	  info;
 	struct lb_postings	  p = { NULL, 0, 0 };
 	int			  rc, i, lo;
 
@@ -1040,25 +1040,26 @@ lb_segment_merge(struct lb_segment **in, int n, const char *path)
 	}
 	memcpy(s, in, (size_t)n * sizeof(*s));
 	qsort(s, (size_t)n, sizeof(*s), sg_cmp_first);
-	meta.first_id = s[0]->first_id;
-	meta.last_id = s[n - 1]->last_id;
-	meta.count = 0;
-	meta.tmin = meta.tmax = LB_NOTIME;
+	memset(&info, 0, sizeof(info));
+	info.first_id = s[0]->first_id;
+	info.last_id = s[n - 1]->last_id;
+	info.count = 0;
+	info.tmin = info.tmax = LB_NOTIME;
 	for (i = 0; i < n; i++) {
 		if (i > 0 && s[i]->first_id <= s[i - 1]->last_id) {
 			rc = EINVAL;
 			goto fail;
 		}
-		meta.count += s[i]->count;
-		if (s[i]->tmin != LB_NOTIME && (meta.tmin == LB_NOTIME || s[i]->tmin < meta.tmin))
-			meta.tmin = s[i]->tmin;
-		if (s[i]->tmax != LB_NOTIME && (meta.tmax == LB_NOTIME || s[i]->tmax > meta.tmax))
-			meta.tmax = s[i]->tmax;
+		info.count += s[i]->count;
+		if (s[i]->tmin != LB_NOTIME && (info.tmin == LB_NOTIME || s[i]->tmin < info.tmin))
+			info.tmin = s[i]->tmin;
+		if (s[i]->tmax != LB_NOTIME && (info.tmax == LB_NOTIME || s[i]->tmax > info.tmax))
+			info.tmax = s[i]->tmax;
 		mc[i].sg = s[i];
 		if ((rc = mc_next(&mc[i])) != 0)
 			goto fail;
 	}
-	if ((rc = lb_segout_begin(path, &meta, &so)) != 0)
+	if ((rc = lb_segout_begin(path, &info, &so)) != 0)
 		goto fail;
 	for (;;) {
 		/* The smallest current term; inputs holding it are taken in id order. */

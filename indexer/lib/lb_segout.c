@@ -77,7 +77,7 @@ struct lb_segout {
 	int		 fd;		/* path.tmp: header, postings, then the rest */
 	int		 dfd;		/* unlinked scratch file: the dictionary */
 	struct obuf	 post, dict;
-	struct lb_segmeta meta;
+	struct lb_seginfo info;	/* the header's ids, count and times */
 	uint64_t	 nterms;
 	uint8_t		 blk[LB_SEG_BLOCK_BYTES + ENTRY_MAX];	/* entries of the open block */
 	size_t		 blen;
@@ -142,20 +142,20 @@ lb_segout_abort(struct lb_segout *so)
 }
 
 int
-lb_segout_begin(const char *path, const struct lb_segmeta *meta, struct lb_segout **out)
+lb_segout_begin(const char *path, const struct lb_seginfo *info, struct lb_segout **out)
 {
 	struct lb_segout	*so;
 	uint8_t			 hdr[LB_SEG_HDR_SIZE];
 	char			 dtmp[PATH_MAX];
 	int			 rc;
 
-	if (meta->first_id > meta->last_id)
+	if (info->first_id > info->last_id)
 		return (EINVAL);
 	if ((so = calloc(1, sizeof(*so))) == NULL)
 		return (ENOMEM);
 	so->fd = so->dfd = -1;
-	so->meta = *meta;
-	lb_penc_init(&so->enc, meta->first_id);
+	so->info = *info;
+	lb_penc_init(&so->enc, info->first_id);
 	if ((rc = lb_path(so->path, sizeof(so->path), "%s", path)) != 0 ||
 	    (rc = lb_path(so->tmp, sizeof(so->tmp), "%s.tmp", path)) != 0 ||
 	    (rc = lb_path(dtmp, sizeof(dtmp), "%s.dict.tmp", path)) != 0)
@@ -299,7 +299,7 @@ so_entry(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df)
 	/* The next list starts here. */
 	so->lstart = so->post.total;
 	so->lcrc = 0;
-	lb_penc_init(&so->enc, so->meta.first_id);
+	lb_penc_init(&so->enc, so->info.first_id);
 	if (so->bn == LB_SEG_BLOCK_TERMS || so->blen >= LB_SEG_BLOCK_BYTES)
 		return (so_flush_block(so));
 	return (0);
@@ -325,7 +325,7 @@ lb_segout_ids(struct lb_segout *so, const uint64_t *ids, size_t n)
 	int	rc;
 
 	for (size_t i = 0; i < n; i++) {
-		if (ids[i] < so->meta.first_id || ids[i] > so->meta.last_id ||
+		if (ids[i] < so->info.first_id || ids[i] > so->info.last_id ||
 		    (so->enc.n > 0 && ids[i] <= (so->enc.np > 0 ?
 		    so->enc.pend[so->enc.np - 1] : so->enc.prev)))
 			return (EINVAL);
@@ -390,11 +390,11 @@ lb_segout_finish(struct lb_segout *so)
 	memset(hdr, 0, sizeof(hdr));
 	memcpy(hdr, LB_SEG_MAGIC, LB_SEG_MAGIC_LEN);
 	lb_put32(hdr + LB_SEG_H_VERSION, LB_SEG_VERSION);
-	lb_put64(hdr + LB_SEG_H_FIRST, so->meta.first_id);
-	lb_put64(hdr + LB_SEG_H_LAST, so->meta.last_id);
-	lb_put64(hdr + LB_SEG_H_COUNT, so->meta.count);
-	lb_put64(hdr + LB_SEG_H_TMIN, (uint64_t)so->meta.tmin);
-	lb_put64(hdr + LB_SEG_H_TMAX, (uint64_t)so->meta.tmax);
+	lb_put64(hdr + LB_SEG_H_FIRST, so->info.first_id);
+	lb_put64(hdr + LB_SEG_H_LAST, so->info.last_id);
+	lb_put64(hdr + LB_SEG_H_COUNT, so->info.count);
+	lb_put64(hdr + LB_SEG_H_TMIN, (uint64_t)so->info.tmin);
+	lb_put64(hdr + LB_SEG_H_TMAX, (uint64_t)so->info.tmax);
 	lb_put64(hdr + LB_SEG_H_NTERMS, so->nterms);
 	lb_put64(hdr + LB_SEG_H_POSTLEN, so->post.total);
 	lb_put64(hdr + LB_SEG_H_DICTOFF, dictoff);

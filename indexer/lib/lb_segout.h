@@ -1,6 +1,6 @@
 /*
  * lb_segout.h — the streaming segment file writer (lb_segout.c), shared inside liblogbox (not
- * part of the public API). FORMAT.md §4 "Segment file"; the glossary there names the parts.
+ * part of the public API). FORMAT.md §4 "Segment file"; its glossary (§1.1) names the parts.
  */
 #ifndef LB_SEGOUT_H
 #define LB_SEGOUT_H
@@ -15,13 +15,14 @@
  * lb_segout_abort() free so (abort removes the temporary files).
  */
 struct lb_segout;
-struct lb_segmeta {
-	uint64_t	 first_id;
-	uint64_t	 last_id;
-	uint64_t	 count;
-	int64_t		 tmin, tmax;
-};
-int	lb_segout_begin(const char *path, const struct lb_segmeta *meta, struct lb_segout **out);
+struct lb_seginfo;
+
+/*
+ * Starts path.tmp for a segment whose header will hold info's first_id, last_id, count, tmin
+ * and tmax (its nterms and size are the writer's to count: not read). EINVAL when first_id >
+ * last_id.
+ */
+int	lb_segout_begin(const char *path, const struct lb_seginfo *info, struct lb_segout **out);
 int	lb_segout_term(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df,
 	    const uint8_t *list, size_t listlen);
 /*
