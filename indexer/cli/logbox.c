@@ -313,9 +313,9 @@ cmd_ingest(struct opts *o)
 	if (o->argc > 1)
 		usage();
 	if (strcmp(o->framing, "line") == 0)
-		framing = LB_FRAME_LINE;
+		framing = LB_FRAMING_LINE;
 	else if (strcmp(o->framing, "octet") == 0)
-		framing = LB_FRAME_OCTET;
+		framing = LB_FRAMING_OCTET;
 	else
 		usage();
 	memset(&in, 0, sizeof(in));
@@ -345,8 +345,8 @@ cmd_ingest(struct opts *o)
 		die("out of memory");
 	for (;;) {
 		while (pos < len) {
-			rc = lb_frame_next(framing, buf + pos, len - pos, eof, FRAME_MAX, &fr,
-			    &used);
+			rc = lb_syslog_frame_next(framing, buf + pos, len - pos, eof, FRAME_MAX,
+			    &fr, &used);
 			if (rc == EAGAIN)
 				break;
 			if (rc == 0) {

@@ -62,7 +62,7 @@
 #define LB_WREC_HDR		8	/* WAL record frame: u32 length, u32 CRC of the body */
 #define LB_WREC_MAX		(1024 * 1024)	/* a reader rejects a longer WAL record body */
 
-/* ---------------------------------------------------------------- segment file (lb_segment.c) */
+/* ------------------------------------------------ segment file (lb_segout.c, lb_segment.c) */
 /*
  * <day>/index/<first>-<last>.seg: header | postings | dictionary | block index (FORMAT.md §4).
  * Offsets below are byte offsets in the 128-byte header; all integers little-endian.

@@ -49,29 +49,4 @@ void	lb_penc_init(struct lb_penc *e, uint64_t base);
 size_t	lb_penc_add(struct lb_penc *e, uint64_t id, uint8_t *out);
 size_t	lb_penc_finish(struct lb_penc *e, uint8_t *out);
 
-/*
- * The streaming segment writer (lb_segment.c) that lb_segw_write() and lb_segment_merge()
- * feed: terms in strictly ascending order, each with its encoded id list (base first_id).
- * lb_segout_finish() writes the index and header, fsyncs and renames path.tmp to path; it and
- * lb_segout_abort() free so (abort removes the temporary files).
- */
-struct lb_segout;
-struct lb_segmeta {
-	uint64_t	 first_id;
-	uint64_t	 last_id;
-	uint64_t	 count;
-	int64_t		 tmin, tmax;
-};
-int	lb_segout_begin(const char *path, const struct lb_segmeta *meta, struct lb_segout **out);
-int	lb_segout_term(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df,
-	    const uint8_t *list, size_t listlen);
-/*
- * The same for a list too long to hold: lb_segout_ids() any number of times with the term's
- * ids in ascending order, then lb_segout_ids_end() with the term. Memory stays constant.
- */
-int	lb_segout_ids(struct lb_segout *so, const uint64_t *ids, size_t n);
-int	lb_segout_ids_end(struct lb_segout *so, const uint8_t *term, size_t len);
-int	lb_segout_finish(struct lb_segout *so);
-void	lb_segout_abort(struct lb_segout *so);
-
 #endif /* LB_POSTINGS_H */

@@ -1,8 +1,8 @@
 /*
- * lb_segment.c — segment files (FORMAT.md §4): the streaming writer that lb_segw_write() and
- * lb_segment_merge() feed, the reader (mmap, binary search of the block index, prefix-compressed
- * dictionary blocks, delta-coded id lists), full verification, and the merge. It does not know
- * how terms are made from messages (lb_segw.c) or what a query is.
+ * lb_segment.c — reading segment files (FORMAT.md §4): the reader (mmap, binary search of the
+ * block index, prefix-compressed dictionary blocks, delta-coded id lists), wildcard scans, full
+ * verification, and the merge (which feeds lb_segout.c, the writer). It does not know how
+ * terms are made from messages (lb_segw.c) or what a query is.
  *
  * The one idea: nothing read from the file is trusted. Open checks the header and the block
  * index (both small, both checksummed); a dictionary block is checked against its CRC before
@@ -18,8 +18,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <isa-l/crc.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -28,431 +26,9 @@
 #include "lb_format.h"
 #include "lb_util.h"
 #include "lb_postings.h"
+#include "lb_segout.h"
 
-#define OBUF_SIZE	(256 * 1024)
-#define BLK_HDR_MAX	(2 * LB_VARINT_MAX + 4)
-#define ENTRY_MAX	(4 * LB_VARINT_MAX + LB_SEG_TERM_MAX + 4)
-#define ZLEVEL		6	/* segments are written once per interval: spend CPU on size */
 
-#if BLK_HDR_MAX + LB_SEG_BLOCK_BYTES - 1 + ENTRY_MAX > LB_SEG_BLOCK_RAW_MAX
-#error "a full dictionary block must fit LB_SEG_BLOCK_RAW_MAX"
-#endif
-
-/* zlib's crc32() continued over p[0..len) (ISA-L's, the same values, several times faster). */
-static uint32_t
-crc_update(uint32_t crc, const uint8_t *p, size_t len)
-{
-	return (crc32_gzip_refl(crc, p, len));
-}
-
-static int
-term_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-	int c = memcmp(a, b, alen < blen ? alen : blen);
-
-	if (c != 0)
-		return (c);
-	return (alen < blen ? -1 : alen > blen);
-}
-
-/* ---------------------------------------------------------------- writer */
-
-/* A buffered output stream that counts and checksums what goes through it. */
-struct obuf {
-	int		 fd;
-	uint8_t		*buf;
-	size_t		 n;
-	uint64_t	 total;		/* bytes written through the stream */
-	uint32_t	 crc;		/* CRC of those bytes */
-};
-
-static int
-ob_flush(struct obuf *o)
-{
-	int rc;
-
-	if (o->n > 0 && (rc = lb_write_all(o->fd, o->buf, o->n)) != 0)
-		return (rc);
-	o->n = 0;
-	return (0);
-}
-
-static int
-ob_write(struct obuf *o, const void *p, size_t len)
-{
-	int rc;
-
-	o->crc = crc_update(o->crc, p, len);
-	o->total += len;
-	if (o->n + len > OBUF_SIZE) {
-		if ((rc = ob_flush(o)) != 0)
-			return (rc);
-		if (len >= OBUF_SIZE)
-			return (lb_write_all(o->fd, p, len));
-	}
-	memcpy(o->buf + o->n, p, len);
-	o->n += len;
-	return (0);
-}
-
-struct lb_segout {
-	char		 path[PATH_MAX];
-	char		 tmp[PATH_MAX];
-	int		 fd;		/* path.tmp: header, postings, then the rest */
-	int		 dfd;		/* unlinked scratch file: the dictionary */
-	struct obuf	 post, dict;
-	struct lb_segmeta meta;
-	uint64_t	 nterms;
-	uint8_t		 blk[LB_SEG_BLOCK_BYTES + ENTRY_MAX];	/* entries of the open block */
-	size_t		 blen;
-	uint32_t	 bn;		/* terms in the open block */
-	uint64_t	 bpoff;		/* postings offset of its first term */
-	uint32_t	 bsmall;	/* CRC of its short id lists */
-	uint8_t		 prev[LB_SEG_TERM_MAX];
-	size_t		 prevlen;
-	uint8_t		*idx;		/* block index entries */
-	size_t		 idxlen, idxcap;
-	uint8_t		*keys;		/* first term of each block */
-	size_t		 keyslen, keyscap;
-	uint32_t	 nblocks;
-	uint64_t	 lstart;	/* postings offset of the list being written */
-	uint32_t	 lcrc;		/* its CRC so far */
-	uint8_t		 lhead[LB_SEG_BIGLIST];	/* its first bytes (the block's short CRC) */
-	struct lb_penc	 enc;		/* lb_segout_ids() */
-	uint8_t		 encbuf[LB_PENC_OUT];
-	z_stream	 zs;		/* raw deflate of each dictionary block */
-	int		 zinit;
-	uint8_t		 raw[BLK_HDR_MAX + LB_SEG_BLOCK_BYTES + ENTRY_MAX];
-	uint8_t		*zbuf;		/* LB_VARINT_MAX + deflateBound(raw) + 4 */
-	size_t		 zcap;
-};
-
-static int
-grow(uint8_t **buf, size_t *cap, size_t need)
-{
-	uint8_t	*b;
-	size_t	 c = *cap ? *cap : 4096;
-
-	if (need <= *cap)
-		return (0);
-	while (c < need)
-		c *= 2;
-	if ((b = realloc(*buf, c)) == NULL)
-		return (ENOMEM);
-	*buf = b;
-	*cap = c;
-	return (0);
-}
-
-void
-lb_segout_abort(struct lb_segout *so)
-{
-	if (so == NULL)
-		return;
-	if (so->fd != -1) {
-		close(so->fd);
-		unlink(so->tmp);
-	}
-	if (so->dfd != -1)
-		close(so->dfd);
-	if (so->zinit)
-		deflateEnd(&so->zs);
-	free(so->zbuf);
-	free(so->post.buf);
-	free(so->dict.buf);
-	free(so->idx);
-	free(so->keys);
-	free(so);
-}
-
-int
-lb_segout_begin(const char *path, const struct lb_segmeta *meta, struct lb_segout **out)
-{
-	struct lb_segout	*so;
-	uint8_t			 hdr[LB_SEG_HDR_SIZE];
-	char			 dtmp[PATH_MAX];
-	int			 rc;
-
-	if (meta->first_id > meta->last_id)
-		return (EINVAL);
-	if ((so = calloc(1, sizeof(*so))) == NULL)
-		return (ENOMEM);
-	so->fd = so->dfd = -1;
-	so->meta = *meta;
-	lb_penc_init(&so->enc, meta->first_id);
-	if ((rc = lb_path(so->path, sizeof(so->path), "%s", path)) != 0 ||
-	    (rc = lb_path(so->tmp, sizeof(so->tmp), "%s.tmp", path)) != 0 ||
-	    (rc = lb_path(dtmp, sizeof(dtmp), "%s.dict.tmp", path)) != 0)
-		goto fail;
-	if ((so->post.buf = malloc(OBUF_SIZE)) == NULL ||
-	    (so->dict.buf = malloc(OBUF_SIZE)) == NULL) {
-		rc = ENOMEM;
-		goto fail;
-	}
-	if ((so->fd = open(so->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640)) == -1) {
-		rc = errno;
-		goto fail;
-	}
-	if ((so->dfd = open(dtmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) == -1) {
-		rc = errno;
-		goto fail;
-	}
-	unlink(dtmp);
-	so->post.fd = so->fd;
-	so->dict.fd = so->dfd;
-	if (deflateInit2(&so->zs, ZLEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		rc = ENOMEM;
-		goto fail;
-	}
-	so->zinit = 1;
-	so->zcap = LB_VARINT_MAX + deflateBound(&so->zs, sizeof(so->raw)) + 4;
-	if ((so->zbuf = malloc(so->zcap)) == NULL) {
-		rc = ENOMEM;
-		goto fail;
-	}
-	/* The header is written last; reserve its place. */
-	memset(hdr, 0, sizeof(hdr));
-	if ((rc = lb_write_all(so->fd, hdr, sizeof(hdr))) != 0)
-		goto fail;
-	*out = so;
-	return (0);
- fail:
-	lb_segout_abort(so);
-	return (rc);
-}
-
-/*
- * Writes the open block: its raw bytes (n, post_off, short_crc, entries) deflated, framed as
- * varint raw_len | deflate stream | CRC of both.
- */
-static int
-so_flush_block(struct lb_segout *so)
-{
-	size_t		 hn, zn;
-	int		 rc;
-
-	hn = lb_varint_put(so->raw, so->bn);
-	hn += lb_varint_put(so->raw + hn, so->bpoff);
-	lb_put32(so->raw + hn, so->bsmall);
-	hn += 4;
-	memcpy(so->raw + hn, so->blk, so->blen);
-	hn += so->blen;
-	zn = lb_varint_put(so->zbuf, hn);
-	if (deflateReset(&so->zs) != Z_OK)
-		return (EIO);
-	so->zs.next_in = so->raw;
-	so->zs.avail_in = (uInt)hn;
-	so->zs.next_out = so->zbuf + zn;
-	so->zs.avail_out = (uInt)(so->zcap - zn - 4);
-	if (deflate(&so->zs, Z_FINISH) != Z_STREAM_END)
-		return (EIO);
-	zn += so->zs.total_out;
-	lb_put32(so->zbuf + zn, crc_update(0, so->zbuf, zn));
-	zn += 4;
-	if ((rc = ob_write(&so->dict, so->zbuf, zn)) != 0)
-		return (rc);
-	so->bn = 0;
-	so->blen = 0;
-	so->nblocks++;
-	return (0);
-}
-
-/* Appends bytes to the list being written. */
-static int
-so_list_bytes(struct lb_segout *so, const uint8_t *p, size_t n)
-{
-	uint64_t	 have = so->post.total - so->lstart;
-
-	if (have < LB_SEG_BIGLIST)
-		memcpy(so->lhead + have, p, n < LB_SEG_BIGLIST - have ? n : LB_SEG_BIGLIST - have);
-	so->lcrc = crc_update(so->lcrc, p, n);
-	return (ob_write(&so->post, p, n));
-}
-
-/* Adds the dictionary entry of the list just written. */
-static int
-so_entry(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df)
-{
-	size_t		 shared = 0, n;
-	uint64_t	 listlen = so->post.total - so->lstart;
-	uint8_t		*e;
-	int		 rc;
-
-	if (len == 0 || len > LB_SEG_TERM_MAX || df == 0 || listlen == 0)
-		return (EINVAL);
-	if (df > UINT32_MAX)
-		return (LB_ETOOBIG);
-	if (so->nterms > 0 && term_cmp(so->prev, so->prevlen, term, len) >= 0)
-		return (EINVAL);
-	if (so->bn == 0) {
-		if (so->nblocks == UINT32_MAX || so->keyslen + len > UINT32_MAX)
-			return (LB_ETOOBIG);
-		if ((rc = grow(&so->idx, &so->idxcap, so->idxlen + LB_SEG_IDX_ENTRY)) != 0 ||
-		    (rc = grow(&so->keys, &so->keyscap, so->keyslen + len)) != 0)
-			return (rc);
-		lb_put64(so->idx + so->idxlen, so->dict.total);
-		lb_put32(so->idx + so->idxlen + 8, (uint32_t)so->keyslen);
-		lb_put32(so->idx + so->idxlen + 12, (uint32_t)len);
-		so->idxlen += LB_SEG_IDX_ENTRY;
-		memcpy(so->keys + so->keyslen, term, len);
-		so->keyslen += len;
-		so->bpoff = so->lstart;
-		so->bsmall = 0;
-	} else {
-		n = so->prevlen < len ? so->prevlen : len;
-		while (shared < n && so->prev[shared] == term[shared])
-			shared++;
-	}
-	e = so->blk + so->blen;
-	n = lb_varint_put(e, shared);
-	n += lb_varint_put(e + n, len - shared);
-	memcpy(e + n, term + shared, len - shared);
-	n += len - shared;
-	n += lb_varint_put(e + n, df);
-	n += lb_varint_put(e + n, listlen);
-	if (listlen >= LB_SEG_BIGLIST) {
-		lb_put32(e + n, so->lcrc);
-		n += 4;
-	} else
-		so->bsmall = crc_update(so->bsmall, so->lhead, (size_t)listlen);
-	so->blen += n;
-	memcpy(so->prev, term, len);
-	so->prevlen = len;
-	so->bn++;
-	so->nterms++;
-	/* The next list starts here. */
-	so->lstart = so->post.total;
-	so->lcrc = 0;
-	lb_penc_init(&so->enc, so->meta.first_id);
-	if (so->bn == LB_SEG_BLOCK_TERMS || so->blen >= LB_SEG_BLOCK_BYTES)
-		return (so_flush_block(so));
-	return (0);
-}
-
-int
-lb_segout_term(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df,
-    const uint8_t *list, size_t listlen)
-{
-	int rc;
-
-	if (so->post.total != so->lstart || so->enc.n != 0)
-		return (EINVAL);
-	if ((rc = so_list_bytes(so, list, listlen)) != 0)
-		return (rc);
-	return (so_entry(so, term, len, df));
-}
-
-int
-lb_segout_ids(struct lb_segout *so, const uint64_t *ids, size_t n)
-{
-	size_t	k;
-	int	rc;
-
-	for (size_t i = 0; i < n; i++) {
-		if (ids[i] < so->meta.first_id || ids[i] > so->meta.last_id ||
-		    (so->enc.n > 0 && ids[i] <= (so->enc.np > 0 ?
-		    so->enc.pend[so->enc.np - 1] : so->enc.prev)))
-			return (EINVAL);
-		if ((k = lb_penc_add(&so->enc, ids[i], so->encbuf)) > 0 &&
-		    (rc = so_list_bytes(so, so->encbuf, k)) != 0)
-			return (rc);
-	}
-	return (0);
-}
-
-int
-lb_segout_ids_end(struct lb_segout *so, const uint8_t *term, size_t len)
-{
-	size_t	k;
-	int	rc;
-
-	if ((k = lb_penc_finish(&so->enc, so->encbuf)) > 0 &&
-	    (rc = so_list_bytes(so, so->encbuf, k)) != 0)
-		return (rc);
-	return (so_entry(so, term, len, so->enc.n));
-}
-
-/* Copies the dictionary scratch file to the end of the segment. */
-static int
-so_copy_dict(struct lb_segout *so)
-{
-	uint8_t		*buf = so->dict.buf;
-	uint64_t	 off = 0;
-	size_t		 n;
-	int		 rc;
-
-	while (off < so->dict.total) {
-		n = so->dict.total - off > OBUF_SIZE ? OBUF_SIZE : (size_t)(so->dict.total - off);
-		if ((rc = lb_pread_all(so->dfd, buf, n, off)) != 0 ||
-		    (rc = lb_write_all(so->fd, buf, n)) != 0)
-			return (rc);
-		off += n;
-	}
-	return (0);
-}
-
-int
-lb_segout_finish(struct lb_segout *so)
-{
-	uint8_t		 hdr[LB_SEG_HDR_SIZE];
-	char		 dir[PATH_MAX], *slash;
-	uint64_t	 dictoff, idxoff;
-	uint32_t	 idxcrc;
-	int		 rc;
-
-	if (so->bn > 0 && (rc = so_flush_block(so)) != 0)
-		goto fail;
-	if ((rc = ob_flush(&so->post)) != 0 || (rc = ob_flush(&so->dict)) != 0 ||
-	    (rc = so_copy_dict(so)) != 0)
-		goto fail;
-	idxcrc = crc_update(crc_update(0, so->idx, so->idxlen), so->keys, so->keyslen);
-	if ((so->idxlen > 0 && (rc = lb_write_all(so->fd, so->idx, so->idxlen)) != 0) ||
-	    (so->keyslen > 0 && (rc = lb_write_all(so->fd, so->keys, so->keyslen)) != 0))
-		goto fail;
-	dictoff = LB_SEG_HDR_SIZE + so->post.total;
-	idxoff = dictoff + so->dict.total;
-	memset(hdr, 0, sizeof(hdr));
-	memcpy(hdr, LB_SEG_MAGIC, LB_SEG_MAGIC_LEN);
-	lb_put32(hdr + LB_SEG_H_VERSION, LB_SEG_VERSION);
-	lb_put64(hdr + LB_SEG_H_FIRST, so->meta.first_id);
-	lb_put64(hdr + LB_SEG_H_LAST, so->meta.last_id);
-	lb_put64(hdr + LB_SEG_H_COUNT, so->meta.count);
-	lb_put64(hdr + LB_SEG_H_TMIN, (uint64_t)so->meta.tmin);
-	lb_put64(hdr + LB_SEG_H_TMAX, (uint64_t)so->meta.tmax);
-	lb_put64(hdr + LB_SEG_H_NTERMS, so->nterms);
-	lb_put64(hdr + LB_SEG_H_POSTLEN, so->post.total);
-	lb_put64(hdr + LB_SEG_H_DICTOFF, dictoff);
-	lb_put64(hdr + LB_SEG_H_DICTLEN, so->dict.total);
-	lb_put64(hdr + LB_SEG_H_IDXOFF, idxoff);
-	lb_put64(hdr + LB_SEG_H_IDXLEN, so->idxlen + so->keyslen);
-	lb_put32(hdr + LB_SEG_H_NBLOCKS, so->nblocks);
-	lb_put32(hdr + LB_SEG_H_POSTCRC, so->post.crc);
-	lb_put32(hdr + LB_SEG_H_IDXCRC, idxcrc);
-	lb_put32(hdr + LB_SEG_H_CRC, lb_crc32(hdr, LB_SEG_H_CRC));
-	if (pwrite(so->fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr)) {
-		rc = errno ? errno : EIO;
-		goto fail;
-	}
-	if (fsync(so->fd) == -1 || rename(so->tmp, so->path) == -1) {
-		rc = errno;
-		goto fail;
-	}
-	close(so->fd);
-	so->fd = -1;
-	memcpy(dir, so->path, sizeof(dir));
-	if ((slash = strrchr(dir, '/')) == NULL)
-		strcpy(dir, ".");
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
-	rc = lb_fsync_dir(dir);
-	lb_segout_abort(so);
-	return (rc);
- fail:
-	lb_segout_abort(so);
-	return (rc);
-}
 
 /* ---------------------------------------------------------------- reader */
 
@@ -531,7 +107,7 @@ idx_find(const struct lb_segment *sg, const uint8_t *term, size_t len)
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		k = idx_key(sg, mid, &klen);
-		if (term_cmp(k, klen, term, len) <= 0)
+		if (lb_term_cmp(k, klen, term, len) <= 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -555,7 +131,7 @@ blk_inflate(struct lb_segment *sg, uint64_t bi, struct blkcur *c, uint64_t *rawl
 	if (len < 1 + 1 + 4)
 		return (LB_ECORRUPT);
 	len -= 4;
-	if (crc_update(0, b, (size_t)len) != lb_get32(b + len))
+	if (lb_crc32_update(0, b, (size_t)len) != lb_get32(b + len))
 		return (LB_ECORRUPT);
 	if ((k = lb_varint_get(b, (size_t)len, &v)) == 0 || v == 0 ||
 	    v > LB_SEG_BLOCK_RAW_MAX || k >= len || len - k > UINT_MAX)
@@ -623,7 +199,7 @@ blk_next(struct blkcur *c)
 	 * the previous one is greater).
 	 */
 	if (c->i > 0 && shared < c->tlen && (c->p[0] < c->term[shared] ||
-	    (c->p[0] == c->term[shared] && term_cmp(c->p, (size_t)sfx, c->term + shared,
+	    (c->p[0] == c->term[shared] && lb_term_cmp(c->p, (size_t)sfx, c->term + shared,
 	    c->tlen - (size_t)shared) <= 0)))
 		return (LB_ECORRUPT);
 	memcpy(c->term + shared, c->p, (size_t)sfx);
@@ -634,7 +210,7 @@ blk_next(struct blkcur *c)
 		size_t		 klen;
 
 		key = idx_key(sg, c->bi, &klen);
-		if (term_cmp(key, klen, c->term, c->tlen) != 0)
+		if (lb_term_cmp(key, klen, c->term, c->tlen) != 0)
 			return (LB_ECORRUPT);
 	}
 	if ((k = lb_varint_get(c->p, (size_t)(c->end - c->p), &df)) == 0 || df == 0 ||
@@ -687,14 +263,14 @@ blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
 		e->lcrc = c.lcrc;
 		if (c.plen < LB_SEG_BIGLIST) {
 			if (runlen > 0 && run + runlen != c.lpoff) {
-				small = crc_update(small, sg->post + run, (size_t)runlen);
+				small = lb_crc32_update(small, sg->post + run, (size_t)runlen);
 				runlen = 0;
 			}
 			if (runlen == 0)
 				run = c.lpoff;
 			runlen += c.plen;
 		}
-		if (!found && (term != NULL ? term_cmp(c.term, c.tlen, term, len) == 0 :
+		if (!found && (term != NULL ? lb_term_cmp(c.term, c.tlen, term, len) == 0 :
 		    c.i - 1 == ei)) {
 			found = 1;
 			*out = *e;
@@ -703,7 +279,7 @@ blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
 	if (rc != 1)
 		return (rc);
 	if (runlen > 0)
-		small = crc_update(small, sg->post + run, (size_t)runlen);
+		small = lb_crc32_update(small, sg->post + run, (size_t)runlen);
 	if (small != c.small)
 		return (LB_ECORRUPT);
 	sg->cbi = bi;
@@ -717,7 +293,7 @@ seg_list(const struct lb_segment *sg, const struct blkent *e, struct lb_postings
 {
 	const uint8_t *p = sg->post + e->lpoff;
 
-	if (e->plen >= LB_SEG_BIGLIST && crc_update(0, p, (size_t)e->plen) != e->lcrc)
+	if (e->plen >= LB_SEG_BIGLIST && lb_crc32_update(0, p, (size_t)e->plen) != e->lcrc)
 		return (LB_ECORRUPT);
 	return (lb_postings_decode(p, (size_t)e->plen, sg->first_id, sg->last_id, e->df, out));
 }
@@ -795,7 +371,7 @@ seg_check(struct lb_segment *sg)
 		    klen > sg->keyslen - koff)
 			return (LB_ECORRUPT);
 		k = sg->keys + koff;
-		if (pk != NULL && term_cmp(pk, pklen, k, klen) >= 0)
+		if (pk != NULL && lb_term_cmp(pk, pklen, k, klen) >= 0)
 			return (LB_ECORRUPT);
 		pk = k;
 		pklen = klen;
@@ -893,12 +469,12 @@ lb_segment_terms(struct lb_segment *sg, const uint8_t *lo, size_t lolen, const u
 			return (rc);
 		while ((rc = blk_next(&c)) == 0) {
 			if (lo != NULL) {
-				if (term_cmp(c.term, c.tlen, lo, lolen) < 0)
+				if (lb_term_cmp(c.term, c.tlen, lo, lolen) < 0)
 					continue;
 				lo = NULL;	/* (terms ascend: every next one is past lo too) */
 			}
 			if (hi != NULL && (hilen == 0 || c.term[0] >= hi[0]) &&
-			    term_cmp(c.term, c.tlen, hi, hilen) >= 0)
+			    lb_term_cmp(c.term, c.tlen, hi, hilen) >= 0)
 				return (0);
 			if ((rc = fn(arg, c.term, c.tlen, bi << LB_SEG_COOKIE_SHIFT | (c.i - 1), c.df)) != 0)
 				return (rc);
@@ -1148,7 +724,7 @@ scan_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t 
 static inline int
 bl_cmp(const struct lb_segment *sg, uint64_t t, const uint8_t *key, size_t klen)
 {
-	return (term_cmp(sg->bterms + sg->boff[t], sg->boff[t + 1] - sg->boff[t], key, klen));
+	return (lb_term_cmp(sg->bterms + sg->boff[t], sg->boff[t + 1] - sg->boff[t], key, klen));
 }
 
 /* The largest i in [lo, hi) with off[i] <= at (off[lo] <= at), galloping from lo. */
@@ -1335,7 +911,7 @@ lb_segment_verify(struct lb_segment *sg, char *why, size_t whylen)
 	uint32_t		 small;
 	int			 rc = LB_ECORRUPT;
 
-	if (crc_update(0, sg->post, (size_t)sg->postlen) != sg->postcrc) {
+	if (lb_crc32_update(0, sg->post, (size_t)sg->postlen) != sg->postcrc) {
 		what = "postings section CRC mismatch (section at offset %llu)";
 		at = LB_SEG_HDR_SIZE;
 		goto fail;
@@ -1343,7 +919,7 @@ lb_segment_verify(struct lb_segment *sg, char *why, size_t whylen)
 	for (uint64_t bi = 0; bi < sg->nblocks; bi++) {
 		at = (unsigned long long)(sg->dict - sg->map + idx_off(sg, bi));
 		k = idx_key(sg, bi, &klen);
-		if (bi > 0 && term_cmp(last, lastlen, k, klen) >= 0) {
+		if (bi > 0 && lb_term_cmp(last, lastlen, k, klen) >= 0) {
 			what = "dictionary block at offset %llu out of order";
 			goto fail;
 		}
@@ -1361,7 +937,7 @@ lb_segment_verify(struct lb_segment *sg, char *why, size_t whylen)
 			struct blkent e = { c.df, c.lpoff, c.plen, c.lcrc };
 
 			if (c.plen < LB_SEG_BIGLIST)
-				small = crc_update(small, sg->post + c.lpoff, (size_t)c.plen);
+				small = lb_crc32_update(small, sg->post + c.lpoff, (size_t)c.plen);
 			p.n = 0;
 			if ((rc = seg_list(sg, &e, &p)) != 0) {
 				what = "id list at offset %llu is damaged";
@@ -1451,7 +1027,7 @@ lb_segment_merge(struct lb_segment **in, int n, const char *path)
 	struct lb_segment	**s = NULL;
 	struct mcur		 *mc = NULL;
 	struct lb_segout	 *so = NULL;
-	struct lb_segmeta	  meta;
+	struct lb_seginfo	  info;
 	struct lb_postings	  p = { NULL, 0, 0 };
 	int			  rc, i, lo;
 
@@ -1464,30 +1040,31 @@ lb_segment_merge(struct lb_segment **in, int n, const char *path)
 	}
 	memcpy(s, in, (size_t)n * sizeof(*s));
 	qsort(s, (size_t)n, sizeof(*s), sg_cmp_first);
-	meta.first_id = s[0]->first_id;
-	meta.last_id = s[n - 1]->last_id;
-	meta.count = 0;
-	meta.tmin = meta.tmax = LB_NOTIME;
+	memset(&info, 0, sizeof(info));
+	info.first_id = s[0]->first_id;
+	info.last_id = s[n - 1]->last_id;
+	info.count = 0;
+	info.tmin = info.tmax = LB_NOTIME;
 	for (i = 0; i < n; i++) {
 		if (i > 0 && s[i]->first_id <= s[i - 1]->last_id) {
 			rc = EINVAL;
 			goto fail;
 		}
-		meta.count += s[i]->count;
-		if (s[i]->tmin != LB_NOTIME && (meta.tmin == LB_NOTIME || s[i]->tmin < meta.tmin))
-			meta.tmin = s[i]->tmin;
-		if (s[i]->tmax != LB_NOTIME && (meta.tmax == LB_NOTIME || s[i]->tmax > meta.tmax))
-			meta.tmax = s[i]->tmax;
+		info.count += s[i]->count;
+		if (s[i]->tmin != LB_NOTIME && (info.tmin == LB_NOTIME || s[i]->tmin < info.tmin))
+			info.tmin = s[i]->tmin;
+		if (s[i]->tmax != LB_NOTIME && (info.tmax == LB_NOTIME || s[i]->tmax > info.tmax))
+			info.tmax = s[i]->tmax;
 		mc[i].sg = s[i];
 		if ((rc = mc_next(&mc[i])) != 0)
 			goto fail;
 	}
-	if ((rc = lb_segout_begin(path, &meta, &so)) != 0)
+	if ((rc = lb_segout_begin(path, &info, &so)) != 0)
 		goto fail;
 	for (;;) {
 		/* The smallest current term; inputs holding it are taken in id order. */
 		for (lo = -1, i = 0; i < n; i++)
-			if (!mc[i].done && (lo == -1 || term_cmp(mc[i].c.term, mc[i].c.tlen,
+			if (!mc[i].done && (lo == -1 || lb_term_cmp(mc[i].c.term, mc[i].c.tlen,
 			    mc[lo].c.term, mc[lo].c.tlen) < 0))
 				lo = i;
 		if (lo == -1)
@@ -1495,7 +1072,7 @@ lb_segment_merge(struct lb_segment **in, int n, const char *path)
 		for (i = lo; i < n; i++) {
 			struct blkent e = { mc[i].c.df, mc[i].c.lpoff, mc[i].c.plen, mc[i].c.lcrc };
 
-			if (mc[i].done || term_cmp(mc[i].c.term, mc[i].c.tlen, mc[lo].c.term,
+			if (mc[i].done || lb_term_cmp(mc[i].c.term, mc[i].c.tlen, mc[lo].c.term,
 			    mc[lo].c.tlen) != 0)
 				continue;
 			p.n = 0;
@@ -1507,7 +1084,7 @@ lb_segment_merge(struct lb_segment **in, int n, const char *path)
 			goto fail;
 		/* Advance every input that held the term (lo last: the others compare to it). */
 		for (i = n - 1; i >= lo; i--) {
-			if (mc[i].done || (i != lo && term_cmp(mc[i].c.term, mc[i].c.tlen,
+			if (mc[i].done || (i != lo && lb_term_cmp(mc[i].c.term, mc[i].c.tlen,
 			    mc[lo].c.term, mc[lo].c.tlen) != 0))
 				continue;
 			if ((rc = mc_next(&mc[i])) != 0)

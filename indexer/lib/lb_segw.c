@@ -24,6 +24,7 @@
 #include "lb_format.h"
 #include "lb_util.h"
 #include "lb_postings.h"
+#include "lb_segout.h"
 
 #define SLAB_SHIFT	20
 #define SLAB_SIZE	(1u << SLAB_SHIFT)
@@ -801,7 +802,7 @@ lb_segw_write(struct lb_segw *w, const char *path)
 {
 	struct sw_sortent	*ord = NULL;
 	struct lb_segout	*so = NULL;
-	struct lb_segmeta	 meta;
+	struct lb_seginfo	 info;
 	uint8_t			*list = NULL;
 	size_t			 maxp = 0;
 	int			 rc;
@@ -827,12 +828,13 @@ lb_segw_write(struct lb_segw *w, const char *path)
 		rc = ENOMEM;
 		goto fail;
 	}
-	meta.first_id = w->first_id;
-	meta.last_id = w->last_id;
-	meta.count = w->count;
-	meta.tmin = w->tmin;
-	meta.tmax = w->tmax;
-	if ((rc = lb_segout_begin(path, &meta, &so)) != 0)
+	memset(&info, 0, sizeof(info));
+	info.first_id = w->first_id;
+	info.last_id = w->last_id;
+	info.count = w->count;
+	info.tmin = w->tmin;
+	info.tmax = w->tmax;
+	if ((rc = lb_segout_begin(path, &info, &so)) != 0)
 		goto fail;
 	for (uint32_t i = 0; i < w->nterms; i++) {
 		const struct sw_term	*t = &w->terms[ord[i].idx];

@@ -1,7 +1,7 @@
 /*
- * lb_syslog.c — syslog headers and RFC 6587 framing (FORMAT.md §7). It owns turning one framed
- * message into a struct lb_msg (RFC 5424, RFC 3164 as devices really send it, or no header at
- * all) and splitting a byte stream into frames; it does not own the message bytes, tokens or
+ * lb_syslog.c — syslog headers (FORMAT.md §7). It owns turning one framed message into a
+ * struct lb_msg (RFC 5424, RFC 3164 as devices really send it, or no header at all); it does
+ * not own splitting a byte stream into frames (lb_syslog_frame.c), the message bytes, tokens or
  * storage. The one idea: parsing is a single forward pass that only fills slices pointing into
  * the caller's buffer. It never allocates, never fails on content, and never looks at the
  * message text after the header, so its cost does not grow with the message.
@@ -567,93 +567,4 @@ lb_syslog_parse(const uint8_t *buf, size_t len, int64_t received, struct lb_msg 
 	m->severity = 5;
 	m->flags = LB_MSG_NOHEADER;
 	set_message(m, buf, end);
-}
-
-/* LB_FRAME_LINE: bytes up to "\n". */
-static int
-frame_line(const uint8_t *buf, size_t len, int eof, size_t max, struct lb_slice *frame,
-    size_t *used)
-{
-	const uint8_t	*nl;
-	size_t		 n;
-
-	if (len == 0)
-		return (EAGAIN);
-	if ((nl = memchr(buf, '\n', len)) != NULL) {
-		n = (size_t)(nl - buf);
-		if (n > max) {
-			*used = n + 1;
-			return (LB_ETOOBIG);
-		}
-		frame->p = buf;
-		frame->len = n;
-		*used = n + 1;
-		return (0);
-	}
-	if (len > max) {
-		*used = eof ? len : 0;
-		return (LB_ETOOBIG);
-	}
-	if (!eof)
-		return (EAGAIN);
-	frame->p = buf;
-	frame->len = len;
-	*used = len;
-	return (0);
-}
-
-/* At most this many digits in an octet count (up to 9,999,999,999 bytes). */
-#define OCTET_DIGITS	10
-
-/*
- * LB_FRAME_OCTET: MSG-LEN SP SYSLOG-MSG, MSG-LEN = NONZERO-DIGIT *DIGIT. CR and LF bytes before
- * the count are skipped (senders that end each frame with a newline as well). The answer for a
- * prefix of a stream is EAGAIN or the same answer as for the whole stream.
- */
-static int
-frame_octet(const uint8_t *buf, size_t len, int eof, size_t max, struct lb_slice *frame,
-    size_t *used)
-{
-	size_t		 i = 0, s;
-	uint64_t	 n = 0, total;
-
-	while (i < len && (buf[i] == '\n' || buf[i] == '\r'))
-		i++;
-	if (i == len)
-		return (EAGAIN);
-	if (buf[i] < '1' || buf[i] > '9')
-		return (LB_EPARSE);
-	s = i;
-	while (i < len && IS_DIGIT(buf[i]) && i - s < OCTET_DIGITS)
-		n = n * 10 + (uint64_t)(buf[i++] - '0');
-	if (i == len)
-		return (eof ? LB_EPARSE : EAGAIN);
-	if (buf[i] != ' ')
-		return (LB_EPARSE);	/* a non-digit, or an eleventh digit */
-	i++;
-	total = (uint64_t)i + n;
-	if (n > max) {
-		*used = (uint64_t)len >= total ? (size_t)total : 0;
-		return (LB_ETOOBIG);
-	}
-	if ((uint64_t)len < total)
-		return (eof ? LB_EPARSE : EAGAIN);
-	frame->p = buf + i;
-	frame->len = (size_t)n;
-	*used = (size_t)total;
-	return (0);
-}
-
-int
-lb_frame_next(int framing, const uint8_t *buf, size_t len, int eof, size_t max,
-    struct lb_slice *frame, size_t *used)
-{
-	switch (framing) {
-	case LB_FRAME_LINE:
-		return (frame_line(buf, len, eof, max, frame, used));
-	case LB_FRAME_OCTET:
-		return (frame_octet(buf, len, eof, max, frame, used));
-	default:
-		return (EINVAL);
-	}
 }

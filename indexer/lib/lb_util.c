@@ -22,6 +22,12 @@ lb_crc32(const void *p, size_t len)
 	return (crc32_gzip_refl(0, p, len));
 }
 
+uint32_t
+lb_crc32_update(uint32_t crc, const void *p, size_t len)
+{
+	return (crc32_gzip_refl(crc, p, len));
+}
+
 int
 lb_write_all(int fd, const void *buf, size_t len)
 {

@@ -106,6 +106,19 @@ lb_varint_get(const uint8_t *p, size_t len, uint64_t *v)
 
 /* CRC-32 (zlib's crc32(), the ISO-HDLC polynomial) of p[0..len). */
 uint32_t	lb_crc32(const void *p, size_t len);
+/* The same CRC continued over p[0..len) from crc (the CRC of the bytes before; 0 to start). */
+uint32_t	lb_crc32_update(uint32_t crc, const void *p, size_t len);
+
+/* Byte order of terms (as memcmp, a prefix first): <0, 0 or >0. */
+static inline int
+lb_term_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (c != 0)
+		return (c);
+	return (alen < blen ? -1 : alen > blen);
+}
 
 /* write(2) all of buf at the current offset, retrying on EINTR and short writes. 0 or errno. */
 int	lb_write_all(int fd, const void *buf, size_t len);

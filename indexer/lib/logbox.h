@@ -167,10 +167,13 @@ void	lb_msg_fit(struct lb_msg *m);
  * are named YYYY). */
 #define LB_RECEIVED_MAX	INT64_C(253402300799999999)
 
+/* --------------------------------------------------------- syslog framing (lb_syslog_frame.c) */
+
 /*
- * RFC 6587 framing. Splits the next frame off buf[0..len).
- * - LB_FRAME_OCTET: "<decimal length> SP <bytes>".
- * - LB_FRAME_LINE:  bytes up to "\n" (the "\n" is not part of the frame).
+ * RFC 6587 framing (not the hand-off frame of lb_frame.c). Splits the next frame off
+ * buf[0..len) for framing:
+ * - LB_FRAMING_OCTET: "<decimal length> SP <bytes>".
+ * - LB_FRAMING_LINE:  bytes up to "\n" (the "\n" is not part of the frame).
  * On success *frame points into buf and *used is how many bytes of buf the frame took.
  * Returns EAGAIN when buf holds no complete frame yet (and eof is 0; with eof set, a final
  * unterminated line is a frame), LB_EPARSE for a malformed octet count (the caller should skip
@@ -178,9 +181,9 @@ void	lb_msg_fit(struct lb_msg *m);
  * bytes can then be skipped: *used is set to the whole frame's size when len holds it all,
  * otherwise to 0).
  */
-#define LB_FRAME_LINE	0
-#define LB_FRAME_OCTET	1
-int	lb_frame_next(int framing, const uint8_t *buf, size_t len, int eof, size_t max,
+#define LB_FRAMING_LINE		0
+#define LB_FRAMING_OCTET	1
+int	lb_syslog_frame_next(int framing, const uint8_t *buf, size_t len, int eof, size_t max,
 	    struct lb_slice *frame, size_t *used);
 
 /* ---------------------------------------------------------------- message file (lb_msgfile.c) */
@@ -526,7 +529,7 @@ struct lb_lsstate {
 int	lb_catalog_state_get(struct lb_catalog *cat, const char *ls, struct lb_lsstate *st);
 int	lb_catalog_state_put(struct lb_catalog *cat, const char *ls, const struct lb_lsstate *st);
 
-/* ---------------------------------------------------------------- store (lb_store.c) */
+/* --------------------------------------------------------------- store (lb_store*.c) */
 
 /*
  * A logspace's store: the one object indexd and the CLI write through, and the CLI reads

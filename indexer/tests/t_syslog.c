@@ -373,6 +373,14 @@ struct fr {
 	int	 last;		/* the return that ended the walk */
 };
 
+/* lb_syslog_frame_next() over a C string's bytes. */
+static int
+frame_next(int framing, const char *s, size_t len, int eof, size_t max, struct lb_slice *f,
+    size_t *used)
+{
+	return (lb_syslog_frame_next(framing, (const uint8_t *)s, len, eof, max, f, used));
+}
+
 /*
  * Walks stream[0..len) with the bytes arriving step bytes at a time (step 0: all at once,
  * with the first arrival of split bytes), the way a reader loop would.
@@ -388,7 +396,8 @@ walk(int framing, const char *stream, size_t len, size_t split, size_t step, siz
 
 	memset(&r, 0, sizeof(r));
 	for (;;) {
-		rc = lb_frame_next(framing, s + off, avail - off, avail == len, max, &f, &used);
+		rc = lb_syslog_frame_next(framing, s + off, avail - off, avail == len, max, &f,
+		    &used);
 		if (rc == 0) {
 			assert_true(r.n < 16);
 			assert_true(used > 0 && used <= avail - off);
@@ -446,32 +455,32 @@ t_frame_line(void **state)
 	size_t		 used;
 
 	(void)state;
-	assert_frames(LB_FRAME_LINE, s, sizeof(s) - 1, 1000, 5, want, wantlen);
+	assert_frames(LB_FRAMING_LINE, s, sizeof(s) - 1, 1000, 5, want, wantlen);
 
 	/* Partial: EAGAIN without eof, a frame with eof; nothing at all is EAGAIN. */
-	assert_int_equal(lb_frame_next(LB_FRAME_LINE, (const uint8_t *)"abc", 3, 0, 100, &f,
+	assert_int_equal(frame_next(LB_FRAMING_LINE, "abc", 3, 0, 100, &f,
 	    &used), EAGAIN);
-	assert_ok(lb_frame_next(LB_FRAME_LINE, (const uint8_t *)"abc", 3, 1, 100, &f, &used));
+	assert_ok(frame_next(LB_FRAMING_LINE, "abc", 3, 1, 100, &f, &used));
 	assert_int_equal(f.len, 3);
 	assert_int_equal(used, 3);
-	assert_int_equal(lb_frame_next(LB_FRAME_LINE, (const uint8_t *)"", 0, 1, 100, &f,
+	assert_int_equal(frame_next(LB_FRAMING_LINE, "", 0, 1, 100, &f,
 	    &used), EAGAIN);
 
 	/* Over max: skip the whole line when it is there, else used 0. */
 	used = 99;
-	assert_int_equal(lb_frame_next(LB_FRAME_LINE, (const uint8_t *)"abcd\nx", 6, 0, 3, &f,
+	assert_int_equal(frame_next(LB_FRAMING_LINE, "abcd\nx", 6, 0, 3, &f,
 	    &used), LB_ETOOBIG);
 	assert_int_equal(used, 5);
 	used = 99;
-	assert_int_equal(lb_frame_next(LB_FRAME_LINE, (const uint8_t *)"abcd", 4, 0, 3, &f,
+	assert_int_equal(frame_next(LB_FRAMING_LINE, "abcd", 4, 0, 3, &f,
 	    &used), LB_ETOOBIG);
 	assert_int_equal(used, 0);
-	assert_int_equal(lb_frame_next(LB_FRAME_LINE, (const uint8_t *)"abcd", 4, 1, 3, &f,
+	assert_int_equal(frame_next(LB_FRAMING_LINE, "abcd", 4, 1, 3, &f,
 	    &used), LB_ETOOBIG);
 	assert_int_equal(used, 4);
-	assert_ok(lb_frame_next(LB_FRAME_LINE, (const uint8_t *)"abc\n", 4, 0, 3, &f, &used));
+	assert_ok(frame_next(LB_FRAMING_LINE, "abc\n", 4, 0, 3, &f, &used));
 	assert_int_equal(f.len, 3);
-	assert_int_equal(lb_frame_next(7, (const uint8_t *)"abc\n", 4, 0, 3, &f, &used), EINVAL);
+	assert_int_equal(frame_next(7, "abc\n", 4, 0, 3, &f, &used), EINVAL);
 }
 
 static void
@@ -483,18 +492,18 @@ t_frame_octet(void **state)
 	size_t		 used;
 
 	(void)state;
-	assert_frames(LB_FRAME_OCTET, s, sizeof(s) - 1, 1000, 5, want, NULL);
+	assert_frames(LB_FRAMING_OCTET, s, sizeof(s) - 1, 1000, 5, want, NULL);
 
 	/* A partial count or frame: EAGAIN, or LB_EPARSE at eof. */
-	assert_int_equal(lb_frame_next(LB_FRAME_OCTET, (const uint8_t *)"12", 2, 0, 100, &f,
+	assert_int_equal(frame_next(LB_FRAMING_OCTET, "12", 2, 0, 100, &f,
 	    &used), EAGAIN);
-	assert_int_equal(lb_frame_next(LB_FRAME_OCTET, (const uint8_t *)"12 abc", 6, 0, 100, &f,
+	assert_int_equal(frame_next(LB_FRAMING_OCTET, "12 abc", 6, 0, 100, &f,
 	    &used), EAGAIN);
-	assert_int_equal(lb_frame_next(LB_FRAME_OCTET, (const uint8_t *)"12 abc", 6, 1, 100, &f,
+	assert_int_equal(frame_next(LB_FRAMING_OCTET, "12 abc", 6, 1, 100, &f,
 	    &used), LB_EPARSE);
-	assert_int_equal(lb_frame_next(LB_FRAME_OCTET, (const uint8_t *)"\r\n", 2, 1, 100, &f,
+	assert_int_equal(frame_next(LB_FRAMING_OCTET, "\r\n", 2, 1, 100, &f,
 	    &used), EAGAIN);
-	assert_int_equal(lb_frame_next(LB_FRAME_OCTET, (const uint8_t *)"1234567890", 10, 0,
+	assert_int_equal(frame_next(LB_FRAMING_OCTET, "1234567890", 10, 0,
 	    UINT32_MAX, &f, &used), EAGAIN);
 
 	/* Malformed counts. */
@@ -502,25 +511,25 @@ t_frame_octet(void **state)
 	    "12345678901 x", "<13>1 - - - - - - x", "5\thello" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		used = 77;
-		assert_int_equal(lb_frame_next(LB_FRAME_OCTET, (const uint8_t *)bad[i],
+		assert_int_equal(frame_next(LB_FRAMING_OCTET, bad[i],
 		    strlen(bad[i]), 0, 100, &f, &used), LB_EPARSE);
 		assert_int_equal(used, 77);
 	}
 
 	/* Over max: the whole frame's size when it is all there, else 0. */
 	used = 77;
-	assert_int_equal(lb_frame_next(LB_FRAME_OCTET, (const uint8_t *)"10 0123456789rest", 17,
+	assert_int_equal(frame_next(LB_FRAMING_OCTET, "10 0123456789rest", 17,
 	    0, 5, &f, &used), LB_ETOOBIG);
 	assert_int_equal(used, 13);
 	used = 77;
-	assert_int_equal(lb_frame_next(LB_FRAME_OCTET, (const uint8_t *)"10 0123", 7, 0, 5, &f,
+	assert_int_equal(frame_next(LB_FRAMING_OCTET, "10 0123", 7, 0, 5, &f,
 	    &used), LB_ETOOBIG);
 	assert_int_equal(used, 0);
 	used = 77;
-	assert_int_equal(lb_frame_next(LB_FRAME_OCTET, (const uint8_t *)"9999999999 x", 12, 0,
+	assert_int_equal(frame_next(LB_FRAMING_OCTET, "9999999999 x", 12, 0,
 	    LB_MSG_MAX, &f, &used), LB_ETOOBIG);
 	assert_int_equal(used, 0);
-	assert_ok(lb_frame_next(LB_FRAME_OCTET, (const uint8_t *)"5 01234", 7, 0, 5, &f, &used));
+	assert_ok(frame_next(LB_FRAMING_OCTET, "5 01234", 7, 0, 5, &f, &used));
 	assert_int_equal(f.len, 5);
 	assert_int_equal(used, 7);
 }
@@ -544,7 +553,7 @@ t_frame_and_parse(void **state)
 	for (int i = 0; i < 3; i++)
 		len += (size_t)sprintf(stream + len, "%zu %s", strlen(msgs[i]), msgs[i]);
 	for (int i = 0; i < 3; i++) {
-		assert_ok(lb_frame_next(LB_FRAME_OCTET, (const uint8_t *)stream + off, len - off, 0,
+		assert_ok(frame_next(LB_FRAMING_OCTET, stream + off, len - off, 0,
 		    LB_MSG_MAX, &f, &used));
 		off += used;
 		lb_syslog_parse(f.p, f.len, RECV, &m);

@@ -1,6 +1,6 @@
 /*
- * fz_syslog.c — arbitrary bytes through lb_frame_next() (both framings, eof 0 and 1, a small
- * and a large limit) and every frame through lb_syslog_parse(). Checks that frames and every
+ * fz_syslog.c — arbitrary bytes through lb_syslog_frame_next() (both framings, eof 0 and 1,
+ * a small and a large limit) and every frame through lb_syslog_parse(). Checks that frames and every
  * slice stay inside the input, that each call makes progress, and the lb_msg invariants.
  */
 #include <assert.h>
@@ -77,7 +77,7 @@ walk(int framing, const uint8_t *data, size_t size, int eof, size_t max, int64_t
 
 	while (off <= size) {
 		used = (size_t)-1;
-		rc = lb_frame_next(framing, data + off, size - off, eof, max, &f, &used);
+		rc = lb_syslog_frame_next(framing, data + off, size - off, eof, max, &f, &used);
 		if (rc == 0) {
 			assert(used > 0 && used <= size - off);
 			in_range(&f, data + off, data + off + used);
@@ -90,7 +90,7 @@ walk(int framing, const uint8_t *data, size_t size, int eof, size_t max, int64_t
 				break;
 			off += used;
 		} else if (rc == LB_EPARSE) {
-			assert(framing == LB_FRAME_OCTET);
+			assert(framing == LB_FRAMING_OCTET);
 			nl = memchr(data + off, '\n', size - off);
 			if (nl == NULL)
 				break;
@@ -114,10 +114,10 @@ split_same(int framing, const uint8_t *data, size_t size, size_t max)
 	int		 rc, rc2;
 
 	for (;;) {
-		rc = lb_frame_next(framing, data + off, size - off, 1, max, &f, &used);
+		rc = lb_syslog_frame_next(framing, data + off, size - off, 1, max, &f, &used);
 		for (;;) {
-			rc2 = lb_frame_next(framing, data + off2, avail - off2, avail == size, max,
-			    &g, &used2);
+			rc2 = lb_syslog_frame_next(framing, data + off2, avail - off2,
+			    avail == size, max, &g, &used2);
 			if (rc2 != EAGAIN || avail == size)
 				break;
 			avail++;
