@@ -65,6 +65,21 @@ lb_glob_match(const uint8_t *glob, size_t globlen, const uint8_t *s, size_t slen
 	return (gi == globlen);
 }
 
+int
+lb_qpat_match(const struct lb_qpat *pt, const uint8_t *s, size_t len)
+{
+	switch (pt->kind) {
+	case LB_QP_EXACT:
+		return (len == pt->litlen && memcmp(s, pt->lit, len) == 0);
+	case LB_QP_PREFIX:
+		return (len >= pt->litlen && memcmp(s, pt->lit, pt->litlen) == 0);
+	default:
+		if (len < pt->litlen || memcmp(s, pt->lit, pt->litlen) != 0)
+			return (0);
+		return (lb_glob_match(pt->glob, pt->globlen, s, len));
+	}
+}
+
 /* ---------------------------------------------------------------- names */
 
 static const char *const facilities[24] = {
@@ -1241,16 +1256,7 @@ term_match(const struct terms *t, size_t i, const struct lb_qnode *q,
 		s += nl + 1;
 		len -= nl + 1;
 	}
-	switch (pt->kind) {
-	case LB_QP_EXACT:
-		return (len == pt->litlen && memcmp(s, pt->lit, len) == 0);
-	case LB_QP_PREFIX:
-		return (len >= pt->litlen && memcmp(s, pt->lit, pt->litlen) == 0);
-	default:
-		if (len < pt->litlen || memcmp(s, pt->lit, pt->litlen) != 0)
-			return (0);
-		return (lb_glob_match(pt->glob, pt->globlen, s, len));
-	}
+	return (lb_qpat_match(pt, s, len));
 }
 
 static int
