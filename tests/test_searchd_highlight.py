@@ -189,7 +189,7 @@ def test_hand_picked_cases(store: Store) -> None:
 
 def test_message_with_q_has_spans(store: Store) -> None:
     s = store
-    (mid,) = [i for i, m in s.msgs.items() if m.message == HAND[0]]
+    (mid,) = (i for i, m in s.msgs.items() if m.message == HAND[0])
     r = s.sd.get(f"/v1/messages/{mid}", {"q": b"password OR NOT root"})
     assert r.status == 200 and r.json["spans"] == [[7, 15]], r.body[:300]
     r = s.sd.get(f"/v1/messages/{mid}")
