@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from lbtest import oracle, query, querygen
-from lbtest.cli import Logbox, parse_cat
+from lbtest.cli import Logbox, parse_cat, sanitizer_report
 from lbtest.query import QueryError
 from lbtest.searchd import Searchd, searchd_binary
 
@@ -62,6 +62,8 @@ def store(store_cli: Path, top: Path, tmp_path_factory: pytest.TempPathFactory) 
         yield Store(sd, {m.id: m for m in msgs}, querygen.Vocab.of(query.Corpus(msgs)))
     finally:
         sd.stop()
+    # with LOGBOX_SEARCHD_BIN set to a sanitizer build: nothing to report
+    assert not sanitizer_report(sd.log()), sd.log()[-3000:]
 
 
 def token_runs(msg: bytes) -> list[tuple[int, int]]:
