@@ -542,10 +542,11 @@ top_value_name(uint8_t ns, const struct lb_topval *tv)
 }
 
 /*
- * One query being answered: the shared steps of the four query endpoints, after
- * query_params and the endpoint's own parameters were read. query_begin opens the logspace
- * and parses q; query_search runs lb_search; query_head writes the envelope's
- * members up to "query"; query_tail adds the warnings and closes the body; query_end frees.
+ * One query being answered: the shared steps of the four query endpoints (do_query runs them
+ * around each endpoint's part, query_eps), after query_params and the endpoint's own
+ * parameters were read. query_begin opens the logspace and parses q; query_search runs
+ * lb_search; query_envelope and query_head write the envelope's members up to "query";
+ * query_tail adds the warnings and closes the body; query_end frees.
  */
 struct qrun {
 	struct lb_store		*st;
@@ -554,6 +555,9 @@ struct qrun {
 	size_t			 canonlen;
 	struct lb_searchreq	 rq;
 	struct lb_searchres	 res;
+	char			*hits;		/* search: the hits' JSON, comma-separated */
+	size_t			 hitslen;
+	uint64_t		 next_cursor;
 };
 
 /* Parses q with the logspace's settings. */
@@ -704,6 +708,7 @@ query_tail(struct req *r, struct qrun *qr, FILE *f, char **body)
 static void
 query_end(struct qrun *qr)
 {
+	free(qr->hits);
 	free(qr->canon);
 	lb_searchres_free(&qr->res);
 	lb_query_free(qr->qn);
@@ -747,19 +752,20 @@ msg_json(FILE *f, struct lb_store *st, const struct lb_qnode *q, const struct lb
 }
 
 /*
- * The hits' messages as JSON array members into *hits; sets *next_cursor where a page of
- * huge messages was cut. Messages that cannot be read are left out with a warning.
+ * The hits' messages as JSON array members into qr->hits; qr->next_cursor is where the page
+ * ends (earlier when huge messages cut it). Messages that cannot be read are left out with a
+ * warning.
  */
 static int
-search_hits(struct req *r, struct qrun *qr, char **hits, size_t *hitslen,
-    uint64_t *next_cursor)
+search_hits(struct req *r, struct qrun *qr)
 {
 	struct lb_searchres	*res = &qr->res;
 	struct lb_msg		 m;
 	FILE			*hf;
 	int			 rc;
 
-	if ((hf = open_memstream(hits, hitslen)) == NULL)
+	qr->next_cursor = res->next_cursor;
+	if ((hf = open_memstream(&qr->hits, &qr->hitslen)) == NULL)
 		return (req_fail(r, 503, "unavailable", "out of memory"));
 	for (size_t i = 0, n = 0; i < res->n; i++) {
 		if ((rc = lb_store_get(qr->st, res->ids[i], &m)) != 0) {
@@ -777,7 +783,7 @@ search_hits(struct req *r, struct qrun *qr, char **hits, size_t *hitslen,
 			goto nomem;
 		/* Huge messages: cut the page, the client continues from here. */
 		if (i + 1 < res->n && ftell(hf) > SD_HITS_BYTES_MAX) {
-			*next_cursor = res->ids[i];
+			qr->next_cursor = res->ids[i];
 			if (req_warn(r, "hits cut after %zu messages (a page holds at most %d "
 			    "bytes): continue with next_cursor", n, SD_HITS_BYTES_MAX) != 0)
 				goto nomem;
@@ -792,142 +798,159 @@ search_hits(struct req *r, struct qrun *qr, char **hits, size_t *hitslen,
 	return (req_fail(r, 503, "unavailable", "out of memory"));
 }
 
-/* /v1/search */
-static int
-do_search(struct req *r, char **body, size_t *len)
+/* /v1/search: hits after the cursor, read before the envelope (took_ms covers reading). */
+static void
+search_want(struct req *r, struct lb_searchreq *rq)
 {
-	struct qrun	 qr;
-	char		*hits = NULL, cur[24];
-	size_t		 hitslen = 0;
-	uint64_t	 next_cursor;
-	json_t		*o;
-	FILE		*f;
-	int		 ret = -1;
-
-	memset(&qr, 0, sizeof(qr));
-	if (query_params(r) != 0 || search_params(r) != 0 || query_begin(r, &qr) != 0)
-		goto done;
-	qr.rq.want = LB_WANT_HITS | (r->r_total ? LB_WANT_TOTAL : 0);
-	qr.rq.limit = r->r_limit;
-	qr.rq.order = r->r_order;
-	qr.rq.cursor = r->r_cursor;
-	if (query_search(r, &qr) != 0)
-		goto done;
-	/* The hits' messages first: took_ms covers reading them. */
-	next_cursor = qr.res.next_cursor;
-	if (search_hits(r, &qr, &hits, &hitslen, &next_cursor) != 0)
-		goto done;
-	snprintf(cur, sizeof(cur), "%llu", (unsigned long long)next_cursor);
-	if ((o = query_envelope(r, &qr)) != NULL &&
-	    ((!r->r_total && json_object_set_new(o, "total", json_null()) != 0) ||
-	    json_object_set_new(o, "next_cursor", next_cursor ? json_string(cur) :
-	    json_null()) != 0)) {
-		json_decref(o);
-		o = NULL;
-	}
-	if ((f = query_head(r, &qr, o, body, len)) == NULL)
-		goto done;
-	fputs(",\"hits\":[", f);
-	fwrite(hits, 1, hitslen, f);
-	fputc(']', f);
-	ret = query_tail(r, &qr, f, body);
- done:
-	free(hits);
-	query_end(&qr);
-	return (ret);
+	rq->want = LB_WANT_HITS | (r->r_total ? LB_WANT_TOTAL : 0);
+	rq->limit = r->r_limit;
+	rq->order = r->r_order;
+	rq->cursor = r->r_cursor;
 }
 
-/* /v1/count */
 static int
-do_count(struct req *r, char **body, size_t *len)
+search_members(struct req *r, struct qrun *qr, json_t *o)
 {
-	struct qrun	 qr;
-	FILE		*f;
-	int		 ret = -1;
+	char cur[24];
 
-	memset(&qr, 0, sizeof(qr));
-	if (query_params(r) != 0 || query_begin(r, &qr) != 0)
-		goto done;
-	qr.rq.want = LB_WANT_TOTAL;
-	if (query_search(r, &qr) != 0 ||
-	    (f = query_head(r, &qr, query_envelope(r, &qr), body, len)) == NULL)
-		goto done;
-	ret = query_tail(r, &qr, f, body);
- done:
-	query_end(&qr);
-	return (ret);
+	if (search_hits(r, qr) != 0)
+		return (-1);
+	snprintf(cur, sizeof(cur), "%llu", (unsigned long long)qr->next_cursor);
+	if ((!r->r_total && json_object_set_new(o, "total", json_null()) != 0) ||
+	    json_object_set_new(o, "next_cursor", qr->next_cursor ? json_string(cur) :
+	    json_null()) != 0)
+		return (req_fail(r, 503, "unavailable", "out of memory"));
+	return (0);
+}
+
+static void
+search_bytes(struct req *r, struct qrun *qr, FILE *f)
+{
+	(void)r;
+	fputs(",\"hits\":[", f);
+	fwrite(qr->hits, 1, qr->hitslen, f);
+	fputc(']', f);
+}
+
+/* /v1/count: the envelope alone. */
+static void
+count_want(struct req *r, struct lb_searchreq *rq)
+{
+	(void)r;
+	rq->want = LB_WANT_TOTAL;
 }
 
 /* /v1/histogram */
 static int
-do_histogram(struct req *r, char **body, size_t *len)
+histogram_params(struct req *r)
 {
-	struct qrun	 qr;
-	json_t		*o;
-	FILE		*f;
-	int		 ret = -1;
+	return (req_opt_uint(r, P_BUCKETS, 1, LB_HIST_MAX, BUCKETS_DEFAULT, &r->r_buckets));
+}
 
-	memset(&qr, 0, sizeof(qr));
-	if (query_params(r) != 0 ||
-	    req_opt_uint(r, P_BUCKETS, 1, LB_HIST_MAX, BUCKETS_DEFAULT, &r->r_buckets) != 0 ||
-	    query_begin(r, &qr) != 0)
-		goto done;
-	qr.rq.want = LB_WANT_HIST | LB_WANT_TOTAL;
-	qr.rq.nbuckets = r->r_buckets;
-	if (query_search(r, &qr) != 0)
-		goto done;
-	if ((o = query_envelope(r, &qr)) != NULL && json_object_set_new(o, "step_us",
-	    json_integer((json_int_t)qr.res.hist_step)) != 0) {
-		json_decref(o);
-		o = NULL;
-	}
-	if ((f = query_head(r, &qr, o, body, len)) == NULL)
-		goto done;
+static void
+histogram_want(struct req *r, struct lb_searchreq *rq)
+{
+	rq->want = LB_WANT_HIST | LB_WANT_TOTAL;
+	rq->nbuckets = r->r_buckets;
+}
+
+static int
+histogram_members(struct req *r, struct qrun *qr, json_t *o)
+{
+	if (json_object_set_new(o, "step_us", json_integer((json_int_t)qr->res.hist_step)) != 0)
+		return (req_fail(r, 503, "unavailable", "out of memory"));
+	return (0);
+}
+
+static void
+histogram_bytes(struct req *r, struct qrun *qr, FILE *f)
+{
+	(void)r;
 	fputs(",\"buckets\":[", f);
-	for (uint32_t k = 0; k < qr.res.nhist; k++)
+	for (uint32_t k = 0; k < qr->res.nhist; k++)
 		fprintf(f, "%s{\"from\":%lld,\"count\":%llu}", k ? "," : "",
-		    (long long)(qr.res.hist_from + (int64_t)k * qr.res.hist_step),
-		    (unsigned long long)qr.res.hist[k]);
+		    (long long)(qr->res.hist_from + (int64_t)k * qr->res.hist_step),
+		    (unsigned long long)qr->res.hist[k]);
 	fputc(']', f);
-	ret = query_tail(r, &qr, f, body);
- done:
-	query_end(&qr);
-	return (ret);
 }
 
 /* /v1/top */
-static int
-do_top(struct req *r, char **body, size_t *len)
+static void
+top_want(struct req *r, struct lb_searchreq *rq)
 {
-	struct qrun	 qr;
-	FILE		*f;
-	int		 ret = -1;
+	rq->want = LB_WANT_TOP | LB_WANT_TOTAL;
+	rq->top_ns = r->r_top_ns;
+	rq->top_sdname = r->r_top_ns == LB_NS_SD ? r->r_field : NULL;
+	rq->topk = r->r_k;
+}
 
-	memset(&qr, 0, sizeof(qr));
-	if (query_params(r) != 0 || top_params(r) != 0 || query_begin(r, &qr) != 0)
-		goto done;
-	qr.rq.want = LB_WANT_TOP | LB_WANT_TOTAL;
-	qr.rq.top_ns = r->r_top_ns;
-	qr.rq.top_sdname = r->r_top_ns == LB_NS_SD ? r->r_field : NULL;
-	qr.rq.topk = r->r_k;
-	if (query_search(r, &qr) != 0 ||
-	    (f = query_head(r, &qr, query_envelope(r, &qr), body, len)) == NULL)
-		goto done;
+static void
+top_bytes(struct req *r, struct qrun *qr, FILE *f)
+{
 	body_bytes(f, "field", r->r_field, strlen(r->r_field));
 	fputs(",\"values\":[", f);
-	for (size_t k = 0; k < qr.res.ntop; k++) {
-		const char *name = top_value_name(r->r_top_ns, &qr.res.top[k]);
+	for (size_t k = 0; k < qr->res.ntop; k++) {
+		const char *name = top_value_name(r->r_top_ns, &qr->res.top[k]);
 
 		fputs(k ? ",{\"value\":\"" : "{\"value\":\"", f);
 		if (name != NULL)
 			fputs(name, f);
 		else
-			lb_json_bytes(f, qr.res.top[k].value, qr.res.top[k].len);
-		fprintf(f, "\",\"count\":%llu}", (unsigned long long)qr.res.top[k].count);
+			lb_json_bytes(f, qr->res.top[k].value, qr->res.top[k].len);
+		fprintf(f, "\",\"count\":%llu}", (unsigned long long)qr->res.top[k].count);
 	}
 	fputc(']', f);
+}
+
+/*
+ * What each query endpoint adds to the shared steps: its own parameters (after q, from and
+ * to), what it wants of lb_search, the plain members of its envelope (after total) and the
+ * members it writes as text (after query). NULL: nothing.
+ */
+static const struct query_ep {
+	int	(*params)(struct req *);
+	void	(*want)(struct req *, struct lb_searchreq *);
+	int	(*members)(struct req *, struct qrun *, json_t *);
+	void	(*bytes)(struct req *, struct qrun *, FILE *);
+} query_eps[EP_N] = {
+	[EP_SEARCH] = { search_params, search_want, search_members, search_bytes },
+	[EP_COUNT] = { NULL, count_want, NULL, NULL },
+	[EP_HISTOGRAM] = { histogram_params, histogram_want, histogram_members, histogram_bytes },
+	[EP_TOP] = { top_params, top_want, NULL, top_bytes },
+};
+
+/* /v1/search, /v1/count, /v1/histogram, /v1/top: the shared steps around query_eps[ep]. */
+static int
+do_query(struct req *r, int ep, char **body, size_t *len)
+{
+	const struct query_ep	*e = &query_eps[ep];
+	struct qrun		 qr;
+	json_t			*o = NULL;
+	FILE			*f;
+	int			 ret = -1;
+
+	memset(&qr, 0, sizeof(qr));
+	if (query_params(r) != 0 || (e->params != NULL && e->params(r) != 0) ||
+	    query_begin(r, &qr) != 0)
+		goto done;
+	e->want(r, &qr.rq);
+	if (query_search(r, &qr) != 0)
+		goto done;
+	if ((o = query_envelope(r, &qr)) == NULL) {
+		req_fail(r, 503, "unavailable", "out of memory");
+		goto done;
+	}
+	if (e->members != NULL && e->members(r, &qr, o) != 0)
+		goto done;
+	f = query_head(r, &qr, o, body, len);
+	o = NULL;
+	if (f == NULL)
+		goto done;
+	if (e->bytes != NULL)
+		e->bytes(r, &qr, f);
 	ret = query_tail(r, &qr, f, body);
  done:
+	json_decref(o);
 	query_end(&qr);
 	return (ret);
 }
@@ -1098,16 +1121,10 @@ handle_job(struct worker *w, struct job *j)
 	if ((rc = req_params(&r)) == 0) {
 		switch (j->j_ep) {
 		case EP_SEARCH:
-			rc = do_search(&r, &body, &len);
-			break;
 		case EP_COUNT:
-			rc = do_count(&r, &body, &len);
-			break;
 		case EP_HISTOGRAM:
-			rc = do_histogram(&r, &body, &len);
-			break;
 		case EP_TOP:
-			rc = do_top(&r, &body, &len);
+			rc = do_query(&r, j->j_ep, &body, &len);
 			break;
 		case EP_MESSAGE:
 			rc = do_message(&r, &body, &len);
