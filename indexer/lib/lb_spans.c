@@ -13,16 +13,21 @@
 
 #include "logbox.h"
 
-/* The message's text tokens: folded bytes back to back, and each one's place in the text. */
+/* One text token: its folded bytes (in toks.bytes) and its place in the text. */
+struct tok {
+	size_t		 at;		/* first byte in toks.bytes */
+	size_t		 len;		/* folded (cut) length */
+	struct lb_span	 span;		/* the whole run in the text */
+};
+
+/* The message's text tokens, in order. */
 struct toks {
 	const struct lb_tokconf	*tc;
 	const uint8_t		*text;
 	size_t			 len;
 	uint8_t			*bytes;		/* folded tokens, back to back */
 	size_t			 nbytes;
-	size_t			*at;		/* at[i]: token i's first byte in bytes */
-	size_t			*tlen;		/* folded (cut) length */
-	struct lb_span		*span;		/* span[i]: token i's bytes in the text */
+	struct tok		*tok;
 	uint8_t			*mark;
 	size_t			 n;
 	size_t			 cap;
@@ -32,42 +37,35 @@ static int
 tok_add(void *arg, const uint8_t *tok, size_t len, uint32_t pos, size_t off)
 {
 	struct toks	*t = arg;
+	struct tok	*tk;
 	size_t		 end = off;
 
 	(void)pos;
 	if (t->n == t->cap) {
-		size_t	 c = t->cap ? 2 * t->cap : 64;
-		size_t	*at, *tl;
-		void	*sp;
+		size_t c = t->cap ? 2 * t->cap : 64;
 
-		if ((at = realloc(t->at, c * sizeof(*at))) == NULL)
+		if ((tk = realloc(t->tok, c * sizeof(*tk))) == NULL)
 			return (ENOMEM);
-		t->at = at;
-		if ((tl = realloc(t->tlen, c * sizeof(*tl))) == NULL)
-			return (ENOMEM);
-		t->tlen = tl;
-		if ((sp = realloc(t->span, c * sizeof(*t->span))) == NULL)
-			return (ENOMEM);
-		t->span = sp;
+		t->tok = tk;
 		t->cap = c;
 	}
-	/* Folded tokens never take more bytes than the text holds: bytes is len long. */
-	memcpy(t->bytes + t->nbytes, tok, len);
-	t->at[t->n] = t->nbytes;
-	t->tlen[t->n] = len;
-	t->nbytes += len;
 	while (end < t->len && !t->tc->delim[t->text[end]])
 		end++;
-	t->span[t->n].off = off;
-	t->span[t->n].len = end - off;
-	t->n++;
+	/* Folded tokens never take more bytes than the text holds: bytes is len long. */
+	memcpy(t->bytes + t->nbytes, tok, len);
+	tk = &t->tok[t->n++];
+	tk->at = t->nbytes;
+	tk->len = len;
+	tk->span.off = off;
+	tk->span.len = end - off;
+	t->nbytes += len;
 	return (0);
 }
 
 static int
 tok_match(const struct toks *t, size_t i, const struct lb_qpat *pt)
 {
-	return (lb_qpat_match(pt, t->bytes + t->at[i], t->tlen[i]));
+	return (lb_qpat_match(pt, t->bytes + t->tok[i].at, t->tok[i].len));
 }
 
 /* Marks what q (negated when neg) matched in the tokens. */
@@ -145,16 +143,14 @@ lb_query_spans(const struct lb_qnode *q, const struct lb_tokconf *tc, const uint
 		n = 0;
 		for (size_t i = 0; i < t.n; i++)
 			if (t.mark[i])
-				sp[n++] = t.span[i];
+				sp[n++] = t.tok[i].span;
 	}
 	*out = sp;
 	*nout = n;
 	rc = 0;
  done:
 	free(t.bytes);
-	free(t.at);
-	free(t.tlen);
-	free(t.span);
+	free(t.tok);
 	free(t.mark);
 	return (rc);
 }
