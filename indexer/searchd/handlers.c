@@ -1,9 +1,11 @@
 /*
  * handlers.c — the work behind each endpoint, run on a worker thread: reading and checking the
  * query-string parameters, parsing q with the logspace's tokenizer settings, lb_search(),
- * reading the hits' messages, and writing the JSON answer (PROTOCOL.md is the contract). It
- * owns the mapping of library errors to HTTP statuses and error codes; it never touches
- * libevent (the job comes back to the loop with a status and a body).
+ * reading the hits' messages (with their spans, lb_query_spans, when asked), and writing the
+ * JSON answer (PROTOCOL.md is the contract). The four query endpoints share one run (do_query)
+ * and differ only in their part of it (query_eps). It owns the mapping of library errors to
+ * HTTP statuses and error codes; it never touches libevent (the job comes back to the loop
+ * with a status and a body).
  *
  * The one idea about bodies: messages are bytes and lb_msg_json() writes them with \udcXX
  * escapes that jansson cannot hold, so a body is text. The plain members of an envelope are a
