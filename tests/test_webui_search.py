@@ -220,6 +220,8 @@ def test_search_page_elements(app: Flask, admin: FlaskClient, searchd: Searchd) 
     assert f'href="/messages/main/{first["id"]}?q=error"' in body
     shown = page_of(admin, f"/messages/main/{first['id']}?q=error")
     assert "<mark>error</mark>" in shown
+    # a q that does not parse leaves the message unmarked
+    assert "<mark>" not in page_of(admin, f"/messages/main/{first['id']}?q=%28error")
     # Matched tokens marked, case kept: exactly searchd's spans (highlight=1), one <mark> each.
     assert "<mark>error</mark>" in body
     spans = sd_get(searchd, "/v1/search", q="error", **{"from": "-1d"}, limit=50, highlight=1)
