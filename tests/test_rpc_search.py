@@ -6,7 +6,8 @@
 # wildcards, phrases, host:/program:/pid:/msgid: fields, severity and facility) plus a fixed list,
 # the API's search (every page, both orders, several page sizes), count, histogram and top equal
 # the CLI's answers (`logbox search --data`, in process, no searchd), refused queries are refused
-# alike (bad_query at the same byte offset), and the API's first page is searchd's answer.
+# alike (bad_query at the same byte offset), and the API's first page is searchd's answer, with
+# highlight=1 too (every hit with its spans).
 # A searcher with rights to one logspace sees only that one in GET /logspaces, and gets 403 on
 # the other.
 from __future__ import annotations
@@ -246,6 +247,14 @@ def test_api_answers_as_the_cli(stack: Stack) -> None:
         direct = st.searchd.get("/v1/search", {"logspace": "main", **params, "limit": 50}).json
         if without_took(first) != without_took(direct):
             problems.append(f"{shown!r} first page differs from searchd's: {first} != {direct}")
+        # highlight=1 is passed on: every hit carries searchd's spans
+        hl = {**params, "limit": 50, "highlight": 1}
+        first = ok(api(st.admin, f"{base}/search", **hl))
+        direct = st.searchd.get("/v1/search", {"logspace": "main", **hl}).json
+        if without_took(first) != without_took(direct) or not all(
+            "spans" in h for h in first["hits"]
+        ):
+            problems.append(f"{shown!r} highlighted page differs from searchd's: {first}")
         # histogram
         buckets = rng.choice([1, 7, 100, 500])
         body = ok(api(st.admin, f"{base}/histogram", **params, buckets=buckets))

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lbtest import oracle
 from lbtest.cli import Logbox, message_bytes
 from lbtest.oracle import fold, tokenize
 from lbtest.searchd import Searchd, UnixHTTPConnection, query_string, searchd_binary
@@ -352,8 +353,20 @@ def test_logspaces(daemon: Searchd) -> None:
     assert r.status == 200
     assert r.json == {
         "logspaces": [
-            {"name": "main", "first_id": 1, "next_id": N_MAIN + 1, "messages": N_MAIN},
-            {"name": "other", "first_id": 1, "next_id": 21, "messages": 20},
+            {
+                "name": "main",
+                "first_id": 1,
+                "next_id": N_MAIN + 1,
+                "messages": N_MAIN,
+                "delimiters": oracle.DEFAULT_DELIMS.decode(),
+            },
+            {
+                "name": "other",
+                "first_id": 1,
+                "next_id": 21,
+                "messages": 20,
+                "delimiters": oracle.DEFAULT_DELIMS.decode(),
+            },
         ]
     }
     r = daemon.get("/v1/count", {"q": "other", "logspace": "other"})
@@ -403,6 +416,8 @@ def test_health_and_metrics(daemon: Searchd) -> None:
         ("/v1/search", {"q": "*", "cursor": "-1"}, 400, "bad_parameter", "cursor"),
         ("/v1/histogram", {"q": "*", "buckets": 0}, 400, "bad_parameter", "buckets"),
         ("/v1/search", {"q": "*", "colour": "red"}, 400, "bad_parameter", "colour"),
+        ("/v1/search", {"q": "*", "highlight": 2}, 400, "bad_parameter", "highlight"),
+        ("/v1/count", {"q": "*", "highlight": 1}, 400, "bad_parameter", "highlight"),
         ("/v1/search", [("q", "a"), ("q", "b")], 400, "bad_parameter", "q"),
         ("/v1/search", {"q": "*", "logspace": "Bad/Name"}, 400, "bad_parameter", "logspace"),
         ("/v1/search", {"q": "*", "logspace": "nosuch"}, 404, "not_found", "nosuch"),

@@ -220,8 +220,18 @@ def test_search_page_elements(app: Flask, admin: FlaskClient, searchd: Searchd) 
     assert f'href="/messages/main/{first["id"]}?q=error"' in body
     shown = page_of(admin, f"/messages/main/{first['id']}?q=error")
     assert "<mark>error</mark>" in shown
-    # Matched tokens marked, case kept.
+    # a q that does not parse leaves the message unmarked
+    assert "<mark>" not in page_of(admin, f"/messages/main/{first['id']}?q=%28error")
+    # Matched tokens marked, case kept: exactly searchd's spans (highlight=1), one <mark> each.
     assert "<mark>error</mark>" in body
+    spans = sd_get(searchd, "/v1/search", q="error", **{"from": "-1d"}, limit=50, highlight=1)
+    marks = re.findall(r"<mark>([^<]*)</mark>", body)
+    want_marks = [
+        h["message"].encode("utf-8", "surrogateescape")[a:b].decode("utf-8", "replace")
+        for h in spans["hits"]
+        for a, b in h["spans"]
+    ]
+    assert [html.unescape(m) for m in marks] == want_marks and len(marks) >= 50
     # Histogram: 60 buckets whose counts add up to the total, each a zoom link.
     svg = re.search(r'<svg id="histogram".*?</svg>', body, re.S)
     assert svg

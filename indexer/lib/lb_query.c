@@ -1,7 +1,8 @@
 /*
  * lb_query.c — query text to a tree and back (FORMAT.md §10.1), and the brute-force matcher
  * that defines what a query means. It owns the lexer, the grammar, the field names and value
- * rules, the glob form of term patterns and the canonical printing; it does not touch an index
+ * rules, the glob form of term patterns, whether a term matches a pattern (lb_qpat_match, also
+ * used by lb_spans.c for highlighting) and the canonical printing; it does not touch an index
  * (lb_eval.c does) and takes what a token is from lb_tokenize.c and the terms of a message
  * from lb_terms.c.
  *
@@ -63,6 +64,21 @@ lb_glob_match(const uint8_t *glob, size_t globlen, const uint8_t *s, size_t slen
 	while (gi < globlen && glob[gi] == '*')
 		gi++;
 	return (gi == globlen);
+}
+
+int
+lb_qpat_match(const struct lb_qpat *pt, const uint8_t *s, size_t len)
+{
+	switch (pt->kind) {
+	case LB_QP_EXACT:
+		return (len == pt->litlen && memcmp(s, pt->lit, len) == 0);
+	case LB_QP_PREFIX:
+		return (len >= pt->litlen && memcmp(s, pt->lit, pt->litlen) == 0);
+	default:
+		if (len < pt->litlen || memcmp(s, pt->lit, pt->litlen) != 0)
+			return (0);
+		return (lb_glob_match(pt->glob, pt->globlen, s, len));
+	}
 }
 
 /* ---------------------------------------------------------------- names */
@@ -1241,16 +1257,7 @@ term_match(const struct terms *t, size_t i, const struct lb_qnode *q,
 		s += nl + 1;
 		len -= nl + 1;
 	}
-	switch (pt->kind) {
-	case LB_QP_EXACT:
-		return (len == pt->litlen && memcmp(s, pt->lit, len) == 0);
-	case LB_QP_PREFIX:
-		return (len >= pt->litlen && memcmp(s, pt->lit, pt->litlen) == 0);
-	default:
-		if (len < pt->litlen || memcmp(s, pt->lit, pt->litlen) != 0)
-			return (0);
-		return (lb_glob_match(pt->glob, pt->globlen, s, len));
-	}
+	return (lb_qpat_match(pt, s, len));
 }
 
 static int

@@ -899,6 +899,9 @@ int	lb_query_equal(const struct lb_qnode *a, const struct lb_qnode *b);
 /* 1 when s[0..slen) matches glob[0..globlen) (glob form above), else 0. */
 int	lb_glob_match(const uint8_t *glob, size_t globlen, const uint8_t *s, size_t slen);
 
+/* 1 when the term bytes s[0..slen) (no namespace byte) match pattern pt, else 0. */
+int	lb_qpat_match(const struct lb_qpat *pt, const uint8_t *s, size_t slen);
+
 /*
  * Brute force: 1 when message m matches q, else 0 (or a negative error code, e.g. ENOMEM).
  * The definition the index must agree with, used for messages not yet indexed and to verify
@@ -907,6 +910,24 @@ int	lb_glob_match(const uint8_t *glob, size_t globlen, const uint8_t *s, size_t 
  */
 int	lb_query_match(const struct lb_qnode *q, const struct lb_tokconf *tc,
 	    const struct lb_msg *m);
+
+/* ---------------------------------------------------------------- highlighting (lb_spans.c) */
+
+/* Bytes text[off..off+len) of a message's text. */
+struct lb_span {
+	size_t		 off;
+	size_t		 len;
+};
+
+/*
+ * The spans of text[0..len) (a message's text) that q matched, in text order: each is one
+ * whole token (the run of non-delimiter bytes, not cut at LB_TOKEN_MAX) that a text term of q
+ * matches (lb_qpat_match) or that belongs to a run where a text phrase of q matches, terms
+ * under an odd number of NOTs left out. *out is malloc'ed (the caller's: free), NULL when *n
+ * is 0. Returns 0 or ENOMEM.
+ */
+int	lb_query_spans(const struct lb_qnode *q, const struct lb_tokconf *tc,
+	    const uint8_t *text, size_t len, struct lb_span **out, size_t *n);
 
 /* ---------------------------------------------------------------- search (lb_eval.c) */
 

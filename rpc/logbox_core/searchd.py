@@ -291,7 +291,8 @@ class Searchd:
         return True
 
     def logspaces(self) -> list[dict]:
-        """GET /v1/logspaces: [{"name", "first_id", "next_id", "messages"}] in name order."""
+        """GET /v1/logspaces: [{"name", "first_id", "next_id", "messages", "delimiters"}] in
+        name order."""
         obj = self.get("/v1/logspaces")
         spaces = obj.get("logspaces")
         if not isinstance(spaces, list):

@@ -99,7 +99,30 @@ SCHEMAS: dict[str, Any] = {
             "severity": {"type": "integer", "nullable": True, "minimum": 0, "maximum": 7},
             "flags": STRS,
             "message": STR,
+            "spans": {
+                "type": "array",
+                "items": {"type": "array", "items": INT, "minItems": 2, "maxItems": 2},
+                "description": "with highlight=1: [start, end) byte offsets of the message "
+                "tokens the query matched (indexer/PROTOCOL.md §4.1)",
+            },
         },
+        [
+            "id",
+            "received",
+            "received_us",
+            "timestamp",
+            "timestamp_us",
+            "host",
+            "peer",
+            "program",
+            "pid",
+            "msgid",
+            "sd",
+            "facility",
+            "severity",
+            "flags",
+            "message",
+        ],
         description="a stored message, as `logbox cat` prints it (indexer/PROTOCOL.md §3)",
     ),
     "SearchResult": _obj(
@@ -127,7 +150,19 @@ SCHEMAS: dict[str, Any] = {
         {
             "logspaces": {
                 "type": "array",
-                "items": _obj({"name": STR, "first_id": INT, "next_id": INT, "messages": INT}),
+                "items": _obj(
+                    {
+                        "name": STR,
+                        "first_id": INT,
+                        "next_id": INT,
+                        "messages": INT,
+                        "delimiters": {
+                            **STR,
+                            "description": "the delimiters beside white space the catalog "
+                            "applies to the logspace's messages",
+                        },
+                    }
+                ),
             }
         }
     ),

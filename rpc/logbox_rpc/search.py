@@ -65,6 +65,14 @@ SEARCH_PARAMS = (
         default="1",
         enum=("1", "0"),
     ),
+    Param(
+        "highlight",
+        "string",
+        "1: each hit has `spans`, the [start, end) byte offsets of the message tokens the "
+        "query matched",
+        default="0",
+        enum=("1", "0"),
+    ),
 )
 QUERY_ERRORS = (400, 401, 403, 404, 422, 429, 500, 503, 507)
 _TOTAL = re.compile(rb'"total":(null|[0-9]+)')

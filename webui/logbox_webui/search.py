@@ -4,12 +4,9 @@ message; export; the query help (webui/UI.md "Routes", "Page elements")."""
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
 import re
-import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
 from urllib.parse import urlencode
@@ -34,7 +31,6 @@ from logbox_core.export import (
     rfc3339_us,
     start_audited,
 )
-from logbox_core.highlight import DEFAULT_DELIMITERS, Matcher, highlight, query_terms
 from logbox_core.searchd import Searchd, SearchdError
 from markupsafe import Markup, escape
 
@@ -112,6 +108,22 @@ def marked_text(segments: Iterable[tuple[str, bool]], newlines: bool = False) ->
             for t, on in segments
         )
     )
+
+
+def span_segments(message: str, spans: Iterable[Sequence[int]]) -> list[tuple[str, bool]]:
+    """message cut into (text, marked) segments at searchd's spans ([start, end) byte offsets,
+    in order); the texts join back to message, bytes outside UTF-8 stay \\udcXX."""
+    data = message.encode("utf-8", "surrogateescape")
+    out: list[tuple[str, bool]] = []
+    pos = 0
+    for a, b in spans:
+        if a > pos:
+            out.append((data[pos:a].decode("utf-8", "surrogateescape"), False))
+        out.append((data[a:b].decode("utf-8", "surrogateescape"), True))
+        pos = b
+    if pos < len(data):
+        out.append((data[pos:].decode("utf-8", "surrogateescape"), False))
+    return out
 
 
 def severity_name(n: int | None) -> str:
@@ -216,35 +228,6 @@ def readable_logspaces() -> list[dict[str, Any]]:
     return [ls for ls in searchd().logspaces() if user.can_read(ls["name"])]
 
 
-_settings_lock = threading.Lock()
-_settings_cache: dict[str, tuple[float, dict[str, Any]]] = {}
-
-
-def delimiters_of(logspace: str) -> str | bytes:
-    """The logspace's delimiters from the settings file (LOGSPACE_SETTINGS), else the default."""
-    path = str(current_app.config.get("LOGSPACE_SETTINGS") or "")
-    if not path:
-        return DEFAULT_DELIMITERS
-    try:
-        mtime = os.stat(path).st_mtime
-    except OSError:
-        return DEFAULT_DELIMITERS
-    with _settings_lock:
-        cached = _settings_cache.get(path)
-        if cached is None or cached[0] != mtime:
-            try:
-                with open(path, encoding="utf-8") as f:
-                    doc = json.load(f)
-            except (OSError, ValueError):
-                doc = {}
-            _settings_cache[path] = (mtime, doc if isinstance(doc, dict) else {})
-        doc = _settings_cache[path][1]
-    spaces = doc.get("logspaces")
-    entry = spaces.get(logspace) if isinstance(spaces, dict) else None
-    delims = entry.get("delimiters") if isinstance(entry, dict) else None
-    return delims if isinstance(delims, str) else DEFAULT_DELIMITERS
-
-
 # ---------------------------------------------------------------- views
 
 
@@ -339,7 +322,7 @@ def _run_all(sd: Searchd, form: Form) -> dict[str, Future]:
     """The page's searchd calls (search, histogram, top hosts, top programs), side by side."""
     pool = state().pool
     base = [("logspace", form.logspace), ("q", form.q), *_range_params(form)]
-    search_params = [*base, ("limit", str(form.limit)), ("order", form.order)]
+    search_params = [*base, ("limit", str(form.limit)), ("order", form.order), ("highlight", "1")]
     if form.cursor:
         search_params.append(("cursor", form.cursor))
     return {
@@ -490,8 +473,6 @@ def search() -> Any:
         return render_template("search/search.html", **ctx), status
     res = answers["search"]
     audit("search", logspace=form.logspace, query=form.q, results=res["total"], detail="web")
-    matcher = Matcher(query_terms(res["query"], delimiters_of(form.logspace)))
-    delims = delimiters_of(form.logspace)
     hits = []
     for h in res["hits"]:
         hits.append(
@@ -499,7 +480,7 @@ def search() -> Any:
                 **h,
                 "time": short_time(h["received"]),
                 "severity_name": severity_name(h["severity"]),
-                "text": marked_text(highlight(h["message"], matcher, delims)),
+                "text": marked_text(span_segments(h["message"], h["spans"])),
                 "href": message_url(form.logspace, h["id"], form.q),
             }
         )
@@ -550,8 +531,9 @@ def _chunks(pieces: Iterator[str]) -> Iterator[str]:
 @can_read_required
 def message(logspace: str, id: int) -> Any:
     """GET /messages/<logspace>/<id>: every field, the text and the raw bytes."""
+    q = request.args.get("q", "")
     try:
-        msg = searchd().get(f"/v1/messages/{id}", [("logspace", logspace)])
+        msg = _message(logspace, id, q)
     except SearchdError as e:
         audit("message", logspace=logspace, status=error_status(e), detail=f"id {id}: {e.code}")
         if e.status == 404:
@@ -559,8 +541,7 @@ def message(logspace: str, id: int) -> Any:
         raise
     audit("message", logspace=logspace, results=1, detail=f"id {id}")
     raw = msg["message"].encode("utf-8", "surrogateescape")
-    q = request.args.get("q", "")
-    segments = highlight(msg["message"], query_terms(q, delimiters_of(logspace)) if q else [])
+    segments = span_segments(msg["message"], msg.get("spans", []))
     around = {
         "from": rfc3339_s(msg["received_us"] - CONTEXT_US),
         "to": rfc3339_s(msg["received_us"] + CONTEXT_US, up=True),
@@ -581,6 +562,21 @@ def message(logspace: str, id: int) -> Any:
         facility=facility_name(msg["facility"]),
         back=request.referrer if _same_site(request.referrer) else None,
     )
+
+
+def _message(logspace: str, id: int, q: str) -> dict[str, Any]:
+    """searchd's message object; with q, its spans for q (none when q does not parse).
+
+    :raises SearchdError: searchd refuses or is down.
+    """
+    params = [("logspace", logspace)]
+    if q.strip():
+        try:
+            return searchd().get(f"/v1/messages/{id}", [*params, ("q", q)])
+        except SearchdError as e:
+            if e.code != "bad_query":
+                raise
+    return searchd().get(f"/v1/messages/{id}", params)
 
 
 def _same_site(url: str | None) -> bool:

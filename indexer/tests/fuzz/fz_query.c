@@ -2,8 +2,9 @@
  * fz_query.c — arbitrary bytes as query text through lb_query_parse() with the default and a
  * custom tokenizer setting. A parsed query must print (lb_query_fmt) as text that parses to an
  * equal tree and prints again to the same text; a refused one must say where and why. The
- * tree is matched against a small message, and the input split in two is run through
- * lb_glob_match() as a glob and a subject, checked against a plain recursive matcher.
+ * tree is matched against a small message, its spans (lb_query_spans) in the input must be
+ * whole tokens, and the input split in two is run through lb_glob_match() as a glob and a
+ * subject, checked against a plain recursive matcher.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,28 @@
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define CHECK(x)	do { if (!(x)) abort(); } while (0)
+
+/* The spans of q in text are whole tokens of it, in order, apart. */
+static void
+spans(const struct lb_tokconf *tc, const struct lb_qnode *q, const uint8_t *text, size_t len)
+{
+	struct lb_span	*sp;
+	size_t		 n, at = 0;
+
+	CHECK(lb_query_spans(q, tc, text, len, &sp, &n) == 0);
+	CHECK((n == 0) == (sp == NULL));
+	for (size_t i = 0; i < n; i++) {
+		size_t a = sp[i].off, b = sp[i].off + sp[i].len;
+
+		CHECK(a >= at && b > a && b <= len);
+		CHECK(a == 0 || tc->delim[text[a - 1]]);
+		CHECK(b == len || tc->delim[text[b]]);
+		for (size_t k = a; k < b; k++)
+			CHECK(!tc->delim[text[k]]);
+		at = b + 1;
+	}
+	free(sp);
+}
 
 static void
 roundtrip(const struct lb_tokconf *tc, const uint8_t *data, size_t size)
@@ -54,6 +77,7 @@ roundtrip(const struct lb_tokconf *tc, const uint8_t *data, size_t size)
 	r = lb_query_match(q, tc, &m);
 	CHECK(r == 0 || r == 1);
 	CHECK(lb_query_match(q2, tc, &m) == r);
+	spans(tc, q, data, size);
 	free(f);
 	free(f2);
 	lb_query_free(q);
