@@ -16,7 +16,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-DEFAULT_DELIMITERS = b"&:~?![]=,;()'\"/\\|<>{}*"
+from . import constants
+
+DEFAULT_DELIMITERS = constants.DEFAULT_DELIMITERS.encode()
 WHITESPACE = b"\t\n\v\f\r "
 TOKEN_MAX = 255
 FIELDS = frozenset(
