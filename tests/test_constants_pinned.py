@@ -95,6 +95,7 @@ def test_searchd_limits(top: Path, nums: dict[str, int]) -> None:
     assert constants.TOP_MAX == nums["LB_TOP_MAX"]
     assert constants.PARAM_MAX == own["PARAM_MAX"]
     assert constants.LIMIT_MAX == own["LIMIT_MAX"]
+    assert constants.URI_MAX == own["SD_URI_MAX"]
 
 
 def test_oracle_copies() -> None:

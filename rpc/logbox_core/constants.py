@@ -59,6 +59,7 @@ SEVERITIES = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "deb
 # ---------------------------------------------------------------- searchd's request limits
 # indexer/PROTOCOL.md; searchd answers 400 bad_parameter beyond them.
 QUERY_MAX = 16384  # bytes of q: LB_QUERY_MAX (logbox.h)
+URI_MAX = 64 * 1024  # bytes of a request target (q %-encoded): searchd's SD_URI_MAX
 PARAM_MAX = 256  # bytes of every other decoded parameter: searchd's PARAM_MAX
 LIMIT_MAX = 10000  # hits per /v1/search page: searchd's LIMIT_MAX
 BUCKETS_MAX = 10000  # /v1/histogram buckets: LB_HIST_MAX (logbox.h)
