@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from lbtest import csource, oracle, query
+from logbox_client import cli
 from logbox_core import constants
 
 
@@ -98,8 +99,10 @@ def test_searchd_limits(top: Path, nums: dict[str, int]) -> None:
     assert constants.URI_MAX == own["SD_URI_MAX"]
 
 
-def test_oracle_copies() -> None:
-    """The test oracles restate on purpose (ground truth written apart); they still agree."""
+def test_boundary_copies() -> None:
+    """Copies kept on purpose still agree: the test oracles (ground truth written apart) and
+    logbox_client (a package that depends on nothing of logbox)."""
+    assert cli.SEVERITIES == constants.SEVERITIES
     assert oracle.DEFAULT_DELIMS == constants.DEFAULT_DELIMITERS.encode()
     assert tuple(query.FACILITIES) == constants.FACILITIES
     assert tuple(query.SEVERITIES) == constants.SEVERITIES
