@@ -2,7 +2,7 @@
 """Run the logbox appliance locally, in the foreground, the way systemd runs it on the box.
 
 `make run` calls this after building. It prepares the data directory (``LOGBOX_DATA``, default
-``./var``), starts every service whose program exists so far, restarts a service that dies within
+``./var``), starts every service, restarts a service that dies within
 a second (printing the restart), and stops everything cleanly on Ctrl-C or SIGTERM.
 
 syslog-ng hands every message to logbox-indexd through the spool (indexer/FORMAT.md §13),
@@ -25,7 +25,7 @@ The web UI (webui/UI.md) runs under gunicorn as ``logbox-webui`` on
 ``https://127.0.0.1:${LOGBOX_WEBUI_PORT:-8443}``, after the RPC API, with the same certificate
 and accounts store, its session signing key in ``<data>/etc/webui-secret`` (32 random bytes in
 hex, made once, mode 0600) and the logspace settings it writes in ``<data>/etc/logspaces.json``
-(given to logbox-indexd with ``--logspaces`` when indexd has that option).
+(given to logbox-indexd with ``--logspaces``).
 
 As on the appliance, both apps' gunicorns listen on unix sockets (``<data>/run/nginx/rpc.sock``,
 ``webui.sock``, in a directory only this user may enter, with ``LOGBOX_BEHIND_PROXY=1``) behind
@@ -34,14 +34,13 @@ configuration appliance/nginxconf.py renders into ``<data>/run/nginx/nginx.conf`
 temporary files in that directory too, its log on this terminal) and serves the web UI's static
 files itself.
 
-Services are added to ``services()`` as they come to exist; a service whose program is not
-built yet is listed as "not built yet" rather than pretended.
+A service whose program is missing (``make build`` makes the C ones, ``make deps`` installs
+syslog-ng and nginx) is named and left out rather than pretended.
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 import resource
 import secrets
@@ -117,7 +116,6 @@ class Service:
     env: dict[str, str] = field(default_factory=dict)
     fds: dict[int, int] = field(default_factory=dict)  # fd in the child -> fd here
     prestart: Callable[[], None] | None = None  # run before every start (syslog-ng: render)
-    missing: str = ""  # why it cannot run although its program exists ("" = it can)
 
 
 @dataclass
@@ -444,10 +442,8 @@ def https_tls(tls: Path) -> tuple[Path, Path, bool]:
 def ensure_admin(path: Path) -> None:
     """Creates the user admin in the accounts store at path when it has no enabled admin: with
     the password in LOGBOX_ADMIN_PASSWORD (not printed), else a random one printed once and
-    flagged must_change (when the accounts store knows the flag) so that the web UI asks for a
-    new one at the first sign-in.
+    flagged must_change so that the web UI asks for a new one at the first sign-in.
 
-    :raises ImportError: logbox_core is not there (yet).
     :raises logbox_core.accounts.AccountsError: the store or the password is refused.
     """
     if str(RPC) not in sys.path:
@@ -460,11 +456,8 @@ def ensure_admin(path: Path) -> None:
             return
         given = os.environ.get("LOGBOX_ADMIN_PASSWORD")
         password = given if given else secrets.token_urlsafe(18)
-        flag: dict[str, bool] = {}
-        if not given and "must_change" in inspect.signature(acc.add_user).parameters:
-            flag["must_change"] = True
         try:
-            acc.add_user("admin", password, "admin", **flag)
+            acc.add_user("admin", password, "admin", must_change=not given)
         except Exception as e:
             why = getattr(e, "message", None) or e
             src = " with the password in LOGBOX_ADMIN_PASSWORD" if given else ""
@@ -478,16 +471,12 @@ def ensure_admin(path: Path) -> None:
         print(f"logbox: admin password (shown once): {password}", flush=True)
 
 
-def prepare_rpc(data: Path) -> Api | None:
-    """The RPC API's certificate and accounts store (with an admin); None (and a line saying
-    why) when its Python packages are not there yet."""
-    if not (RPC / "gunicorn.conf.py").exists() or not (RPC / "logbox_core").is_dir():
-        log(f"logbox-rpc: not built yet ({RPC / 'gunicorn.conf.py'})")
-        return None
+def prepare_rpc(data: Path) -> Api:
+    """The RPC API's certificate and accounts store (with an admin)."""
     crt, key, made = https_tls(data / "tls")
     if made:
         log(f"made a self-signed certificate for the RPC API: {crt} (curl --cacert {crt})")
-    accounts = data / "accounts"  # indexd reserves the name: no logspace is called so
+    accounts = data / "accounts"  # a reserved name (LB_RESERVED_NAMES): no logspace is called so
     ensure_admin(accounts)
     port = int(os.environ.get("LOGBOX_RPC_PORT") or DEFAULT_RPC_PORT)
     return Api(cert=crt, key=key, accounts=accounts, port=port)
@@ -508,16 +497,9 @@ def webui_secret(path: Path) -> bool:
     return True
 
 
-def prepare_webui(data: Path, api: Api | None) -> Webui | None:
-    """The web UI's secret key file (and its port); None (and a line saying why) when its
-    package or the RPC API's files (certificate, accounts) are not there."""
-    conf = WEBUI / "gunicorn.conf.py"
-    if not conf.exists() or not (WEBUI / "logbox_webui").is_dir():
-        log(f"logbox-webui: not built yet ({conf})")
-        return None
-    if api is None:
-        log("logbox-webui: needs the RPC API's certificate and accounts store (not built yet)")
-        return None
+def prepare_webui(data: Path, api: Api) -> Webui:
+    """The web UI's secret key file and its port (with the RPC API's certificate and accounts
+    store)."""
     secret = data / "etc" / "webui-secret"
     if webui_secret(secret):
         log(f"made the web UI's session key {secret}")
@@ -712,8 +694,8 @@ def main() -> int:
 
     running: list[Service] = []
     for svc in services(data, col, api, webui, nginx):
-        if not svc.needs.exists() or svc.missing:
-            log(f"{svc.name}: {svc.missing or f'not built yet ({svc.needs})'}")
+        if not svc.needs.exists():
+            log(f"{svc.name}: {svc.needs} does not exist")
             if svc.name == "logbox-indexd" and col is not None:
                 log(f"messages wait in the spool {col.spool} until it runs")
             continue
@@ -721,7 +703,7 @@ def main() -> int:
         running.append(svc)
         log(f"started {svc.name} (pid {svc.proc.pid if svc.proc else '?'}): {svc.serves}")
     if not running:
-        log("no daemon exists yet; the CLI is at build/bin/logbox")
+        log("no daemon could start (make build); the CLI is at build/bin/logbox")
     log("press Ctrl-C to stop")
 
     while not stopping:

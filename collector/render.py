@@ -30,6 +30,14 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# The rules render.py shares with indexd and the web UI (logspace names, facility names) are
+# logbox_core's: rpc/ in a checkout, /usr/lib/logbox/python beside this file's folder on the
+# appliance (appliance/install.sh).
+for _d in (Path(__file__).resolve().parent.parent / d for d in ("rpc", "python")):
+    if (_d / "logbox_core").is_dir() and str(_d) not in sys.path:
+        sys.path.append(str(_d))
+from logbox_core.constants import FACILITIES, logspace_name_problem  # noqa: E402
+
 MIB = 1024 * 1024
 
 # Flow-control windows (messages in syslog-ng between the socket and the spool write).
@@ -67,7 +75,6 @@ TIME_REAP = 3
 # sit in its buffer (a SIGKILL loses them: collector/README.md "What each failure can lose").
 FLUSH_LINES = 100
 
-LOGSPACE_RE = re.compile(r"[a-z0-9_-]{1,64}")
 VERIFY = {
     # settings value -> syslog-ng peer-verify(); "none" does not ask for a client certificate,
     # "optional" asks and verifies one that is presented, "required" refuses a client without.
@@ -75,10 +82,6 @@ VERIFY = {
     "optional": "optional-trusted",
     "required": "required-trusted",
 }
-FACILITIES = (
-    "kern user mail daemon auth syslog lpr news uucp cron authpriv ftp ntp security console "
-    "solaris-cron local0 local1 local2 local3 local4 local5 local6 local7"
-).split()
 
 
 class SettingsError(ValueError):
@@ -188,8 +191,8 @@ def _route(item: object, index: int) -> Route:
     if name is None:
         raise SettingsError(f"{where}name: missing")
     assert isinstance(name, str)
-    if not LOGSPACE_RE.fullmatch(name):
-        raise SettingsError(f"{where}name: {name!r} is not 1..64 characters of [a-z0-9_-]")
+    if (why := logspace_name_problem(name)) is not None:
+        raise SettingsError(f"{where}name: {name!r}: {why}")
     regexes: dict[str, str | None] = {}
     for key in ("host", "program", "message"):
         value = _take(t, key, str, where)

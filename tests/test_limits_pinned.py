@@ -4,10 +4,9 @@
 # C without its Python copy fails here instead of making the ingest tests check the wrong cut.
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from lbtest import frames
+from lbtest import csource, frames
 
 PINS = {
     "LB_FRAME_HDR_MAX": frames.HDR_MAX,
@@ -16,20 +15,11 @@ PINS = {
     "LB_FIELD_MAX": frames.FIELD_MAX,
     "LB_SD_MAX": frames.SD_MAX,
 }
-DEFINE = re.compile(r"^#define\s+(LB_[A-Z0-9_]+)\s+([0-9()*+ ]+?)\s*(?:/\*.*)?$", re.M)
-
-
-def c_defines(top: Path) -> dict[str, int]:
-    """Every #define of a plain arithmetic value in liblogbox's two public headers."""
-    out: dict[str, int] = {}
-    for h in ("lb_format.h", "logbox.h"):
-        for name, expr in DEFINE.findall((top / "indexer" / "lib" / h).read_text()):
-            out[name] = eval(expr, {"__builtins__": {}})  # digits, parentheses, * and + only
-    return out
 
 
 def test_python_copies_match_the_headers(top: Path) -> None:
-    defs = c_defines(top)
+    lib = top / "indexer" / "lib"
+    defs = csource.numbers(lib / "lb_format.h", lib / "logbox.h")
     for name, value in PINS.items():
         assert name in defs, f"{name} is not defined in indexer/lib/lb_format.h or logbox.h"
         assert defs[name] == value, f"{name} is {defs[name]} in C, {value} in lbtest/frames.py"

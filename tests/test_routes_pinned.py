@@ -5,17 +5,10 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
 from lbtest.appliance import render_module
-
-
-def c_names(path: Path, array: str) -> list[str]:
-    """The string literals of `array[] = { ... };` in a C file."""
-    m = re.search(re.escape(array) + r"\[[0-9]*\]\s*=\s*\{(.*?)\};", path.read_text(), re.S)
-    assert m, f"no {array}[] in {path}"
-    return re.findall(r'"([^"]*)"', m.group(1))
+from lbtest.csource import array as c_names
 
 
 def test_facility_names(top: Path) -> None:

@@ -29,6 +29,7 @@ from lbtest.apps import accounts_of as accounts
 from lbtest.cli import Logbox
 from lbtest.htmlpage import Node, Page
 from lbtest.searchd import Searchd
+from logbox_core import constants
 from logbox_core.accounts import TokenError
 from logbox_webui import create_app
 from logbox_webui import settings as ls_settings
@@ -456,7 +457,7 @@ def test_logspaces_page(app: Flask, admin: Browser) -> None:
     assert values(forms["future"])["delimiters"] == ":"
     assert values(forms["main"])["retention_days"] == "14"
     assert values(forms["main"])["delimiters"] == "=,;"
-    assert values(forms["other"])["delimiters"] == ls_settings.DEFAULT_DELIMITERS
+    assert values(forms["other"])["delimiters"] == constants.DEFAULT_DELIMITERS
     assert forms["main"].attrs["action"] == "/admin/logspaces/main"
     assert "newly stored" in p.root.text or "stored from then on" in p.root.text
     # ?new= shows a form for a logspace that does not exist yet
@@ -508,6 +509,7 @@ def test_write_settings(app: Flask, admin: Browser) -> None:
         ("main", {"retention_days": "1", "delimiters": ":" * 64}, "at most 63"),
         ("Bad.Name", {"retention_days": "1", "delimiters": ":"}, "logspace"),
         ("<script>", {"retention_days": "1", "delimiters": ":"}, "logspace"),
+        ("catalog", {"retention_days": "1", "delimiters": ":"}, "reserved logspace name"),
     ],
 )
 def test_bad_settings_change_nothing(

@@ -286,7 +286,7 @@ batch_build(struct indexd *env, size_t limit, const struct ix_intent *replay, si
 				*bigneed = need;
 			break;
 		}
-		if (rc == 0 && !ls_name_ok(f.ls.p, f.ls.len, &why))
+		if (rc == 0 && !lb_logspace_name_ok(f.ls.p, f.ls.len, &why))
 			rc = EINVAL;	/* a whole frame, refused: skip it */
 		if (rc != 0) {
 			size_t skip;
@@ -469,7 +469,7 @@ big_store(struct indexd *env)
 
 	memset(&f, 0, sizeof(f));
 	rc = bigframe_msg(&fi->big, &f, &why);
-	if (rc == 0 && !ls_name_ok(f.ls.p, f.ls.len, &why))
+	if (rc == 0 && !lb_logspace_name_ok(f.ls.p, f.ls.len, &why))
 		rc = LB_EPARSE;
 	if (rc != 0) {
 		malformed(env, fi->in, fi->big.off, why, fi->big.buf, fi->big.keep);

@@ -6,7 +6,6 @@
  *   fifo.c    the FIFO input: tee(), the intent record's protocol, replay, streamed big frames
  *   sock.c    unix socket inputs: accept, read, decode, store
  *   store.c   logspace routing (one writer store each), appends, commits, memory, holding
- *   lsname.c  the logspace name rule (with the reserved names)
  *   state.c   the intent record in <data>/indexd/state (FORMAT.md §11.3)
  *   settings.c the --logspaces settings file and retention
  *   routes.c  the --routes rule file ([[logspace]] tables) and routing a message by it
@@ -309,9 +308,6 @@ size_t	ls_mem_total(struct indexd *env);
 int	ls_close_all(struct indexd *env);
 void	hold(struct indexd *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void	hold_retry_cb(int fd, short what, void *arg);
-
-/* lsname.c: 1 when name[0..len) may name a logspace; else 0 and *why (a static string). */
-int	ls_name_ok(const uint8_t *name, size_t len, const char **why);
 
 /* disk.c */
 struct json_t;

@@ -610,7 +610,7 @@ rule_key(struct rd *d, const char *key, const struct tval *v)
 	if (strcmp(key, "name") == 0) {
 		if (v->type != TV_STRING)
 			return (rd_err(d, "[[logspace]] name: expected a string"));
-		if (!ls_name_ok((const uint8_t *)v->s, v->slen, &why))
+		if (!lb_logspace_name_ok((const uint8_t *)v->s, v->slen, &why))
 			return (rd_err(d, "[[logspace]] name '%s': %s",
 		    shown(d->sh, sizeof(d->sh), v->s, v->slen), why));
 		memcpy(ru->name, v->s, v->slen + 1);

@@ -129,7 +129,7 @@ settings_parse(FILE *f, struct lsset **out, size_t *n, char *err, size_t errlen)
 		json_object_foreach(lss, name, lv) {
 			struct lsset *e = &a[na];
 
-			if (!ls_name_ok((const uint8_t *)name, strlen(name), &why)) {
+			if (!lb_logspace_name_ok((const uint8_t *)name, strlen(name), &why)) {
 				snprintf(err, errlen, "logspace '%s': %s",
 				    shown(sh, sizeof(sh), name), why);
 				goto bad;

@@ -130,7 +130,7 @@ conn_big_done(struct indexd *env, struct input *in)
 
 	memset(&f, 0, sizeof(f));
 	rc = bigframe_msg(&in->in_big, &f, &why);
-	if (rc == 0 && !ls_name_ok(f.ls.p, f.ls.len, &why))
+	if (rc == 0 && !lb_logspace_name_ok(f.ls.p, f.ls.len, &why))
 		rc = LB_EPARSE;
 	if (rc != 0) {
 		malformed(env, in, in->in_big.off, why, in->in_big.buf, in->in_big.keep);
@@ -227,7 +227,7 @@ conn_process(struct indexd *env, struct input *in)
 			}
 			continue;
 		}
-		if (rc == 0 && !ls_name_ok(f.ls.p, f.ls.len, &why)) {
+		if (rc == 0 && !lb_logspace_name_ok(f.ls.p, f.ls.len, &why)) {
 			malformed(env, in, in->in_bytes + pos, why, in->in_buf + pos,
 			    in->in_len - pos);
 			pos += f.size;

@@ -18,7 +18,7 @@
 #include "indexd.h"
 
 /*
- * The logspace called name[0..len) (already checked by ls_name_ok), its store opened (and the
+ * The logspace called name[0..len) (already checked by lb_logspace_name_ok), its store opened (and the
  * logspace created) on first use.
  */
 int

@@ -46,7 +46,18 @@ struct lb_catalog {
 
 /* ---------------------------------------------------------------- names and keys */
 
-/* Length of a valid logspace name ([a-z0-9_-]{1,64}), or 0. */
+/*
+ * A logspace name of the right form (lb_logspace_name_ok(), reserved names let through: a
+ * catalog written before they were refused stays readable). Only a new logspace must also
+ * not be reserved (ls_write()).
+ */
+static int
+name_ok_bytes(const uint8_t *p, size_t n)
+{
+	return (lb_logspace_name_ok(p, n, NULL) || lb_logspace_name_reserved(p, n));
+}
+
+/* Length of a well-formed logspace name (name_ok_bytes()), or 0. */
 static size_t
 name_len(const char *name)
 {
@@ -54,31 +65,8 @@ name_len(const char *name)
 
 	if (name == NULL)
 		return (0);
-	for (n = 0; name[n] != '\0'; n++) {
-		char c = name[n];
-
-		if (n >= LB_NAME_MAX)
-			return (0);
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-		    c == '-'))
-			return (0);
-	}
-	return (n);
-}
-
-static int
-name_ok_bytes(const uint8_t *p, size_t n)
-{
-	if (n == 0 || n > LB_NAME_MAX)
-		return (0);
-	for (size_t i = 0; i < n; i++) {
-		uint8_t c = p[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-		    c == '-'))
-			return (0);
-	}
-	return (1);
+	n = strnlen(name, LB_NAME_MAX + 1);
+	return (name_ok_bytes((const uint8_t *)name, n) ? n : 0);
 }
 
 static void
@@ -666,7 +654,7 @@ ls_write(struct lb_catalog *cat, const char *name, const struct lb_lsconf *conf,
 	size_t			 nlen;
 	int			 rc;
 
-	if ((nlen = name_len(name)) == 0)
+	if ((nlen = name_len(name)) == 0 || (create && lb_logspace_name_reserved(name, nlen)))
 		return (LB_EBADCONF);
 	if ((rc = lsconf_ok(conf)) != 0)
 		return (rc);

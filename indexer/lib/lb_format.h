@@ -14,6 +14,20 @@
 #define LB_DIR_INDEX		"index"		/* <day>/index/: segment files */
 #define LB_SEG_SUFFIX		".seg"		/* <day>/index/<first>-<last>.seg, ids in hex */
 
+/*
+ * The data directory's own folders. A logspace lives in <data>/<name>/, so none may take one
+ * of these names: LB_RESERVED_NAMES lists them for lb_logspace_name_ok() (and, parsed from this
+ * file, for the Python copy in rpc/logbox_core/constants.py).
+ */
+#define LB_DIR_INDEXD		"indexd"	/* indexd's state, lock, reserve, dead letters */
+#define LB_DIR_SPOOL		"spool"		/* the collector's spool files (FORMAT.md §13) */
+#define LB_DIR_COLLECTOR	"collector"	/* syslog-ng's persist file (make run) */
+#define LB_DIR_ACCOUNTS		"accounts"	/* the web UI's and the API's accounts store */
+#define LB_DIR_RUN		"run"		/* sockets and pid files (make run) */
+#define LB_DIR_TLS		"tls"		/* keys and certificates (make run) */
+#define LB_RESERVED_NAMES	LB_DIR_INDEXD, LB_DIR_CATALOG, LB_DIR_COLLECTOR, \
+				LB_DIR_ACCOUNTS, LB_DIR_RUN, LB_DIR_TLS, LB_DIR_SPOOL
+
 /* ---------------------------------------------------------------- limits */
 #define LB_MSG_MAX		(256 * 1024)	/* message bytes kept; longer ones are cut */
 #define LB_FIELD_MAX		255		/* host, program, pid, msgid bytes kept */

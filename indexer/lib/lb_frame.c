@@ -131,16 +131,14 @@ hdr_byte(uint8_t c)
 	return (is_digit(c) || c == ' ' || c == '.' || c == '-' || c == '+' || c == ':');
 }
 
+/*
+ * A logspace name of the right form. A reserved name is well-formed: the frame's reader refuses
+ * it (indexd asks lb_logspace_name_ok()) and skips the whole frame.
+ */
 static int
 valid_ls(const uint8_t *p, size_t n)
 {
-	if (n == 0 || n > LB_NAME_MAX)
-		return (0);
-	for (size_t i = 0; i < n; i++)
-		if (!((p[i] >= 'a' && p[i] <= 'z') || is_digit(p[i]) || p[i] == '_' ||
-		    p[i] == '-'))
-			return (0);
-	return (1);
+	return (lb_logspace_name_ok(p, n, NULL) || lb_logspace_name_reserved(p, n));
 }
 
 /* Parses the header line h[0..end) (LF excluded) into f and lens[]. NULL or the reason. */

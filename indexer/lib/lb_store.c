@@ -42,20 +42,13 @@ lb_store_day_dir(const struct lb_store *st, uint32_t day, char *buf, size_t len)
 	    day / 100 % 100, day % 100));
 }
 
+/* A logspace name of the right form (a reserved one is the catalog's to refuse on creation). */
 static int
 valid_name(const char *ls)
 {
 	size_t n = strlen(ls);
 
-	if (n == 0 || n > LB_NAME_MAX)
-		return (0);
-	for (size_t i = 0; i < n; i++) {
-		char c = ls[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-			return (0);
-	}
-	return (1);
+	return (lb_logspace_name_ok(ls, n, NULL) || lb_logspace_name_reserved(ls, n));
 }
 
 /* ---------------------------------------------------------------- the day list */

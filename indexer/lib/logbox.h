@@ -430,6 +430,22 @@ void	lb_catalog_close(struct lb_catalog *cat);
 
 #define LB_NAME_MAX	64	/* logspace name: [a-z0-9_-]{1,64} */
 
+/*
+ * The one logspace name rule (lb_name.c), asked by every input that names a logspace. 1 when
+ * name[0..len) may name one: 1..LB_NAME_MAX bytes of [a-z0-9_-], and not one of the data
+ * directory's own folders (LB_RESERVED_NAMES in lb_format.h), since a logspace lives in
+ * <data>/<name>/. Else 0 and, when why is not NULL, *why is a static string naming the rule
+ * broken: "logspace name length not 1..64", "logspace name not [a-z0-9_-]" or "reserved
+ * logspace name". The bytes need not end in NUL (a NUL byte breaks the rule).
+ */
+int	lb_logspace_name_ok(const void *name, size_t len, const char **why);
+/*
+ * 1 when name[0..len) is one of LB_RESERVED_NAMES: well-formed, but no new logspace's. Readers
+ * that only need the form (the hand-off frame, catalog keys) accept
+ * lb_logspace_name_ok() || lb_logspace_name_reserved().
+ */
+int	lb_logspace_name_reserved(const void *name, size_t len);
+
 /* Logspace settings (stored; fixed layout in FORMAT.md). */
 struct lb_lsconf {
 	char		 delims[64];	/* the delimiters beside whitespace, NUL-terminated */
@@ -443,7 +459,8 @@ void	lb_lsconf_default(struct lb_lsconf *c);
 /*
  * Creates logspace name with conf if it does not exist (then EEXIST), with the state
  * { next_id 1, indexed_id 1, last_received LB_NOTIME }. Settings the tokenizer refuses, or a
- * zero flush_ms or mem_limit, are LB_EBADCONF (also for _set).
+ * zero flush_ms or mem_limit, are LB_EBADCONF (also for _set), and so is a reserved name
+ * (lb_logspace_name_ok(); the other calls still take one, so an older catalog stays readable).
  */
 int	lb_catalog_logspace_create(struct lb_catalog *cat, const char *name,
 	    const struct lb_lsconf *conf);

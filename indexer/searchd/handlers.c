@@ -251,20 +251,6 @@ req_uint(struct req *r, int p, uint64_t lo, uint64_t hi, uint64_t *out)
 	    "'%.64s'", p_names[p], (unsigned long long)lo, (unsigned long long)hi, r->r_val[p]));
 }
 
-static int
-ls_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > LB_NAME_MAX)
-		return (0);
-	for (; *s != '\0'; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' ||
-		    *s == '-'))
-			return (0);
-	return (1);
-}
-
 /* An SD parameter name as the query language takes it: <sd-id>.<param>. */
 static int
 sdname_ok(const char *s)
@@ -306,7 +292,7 @@ req_params(struct req *r)
 	if (req_split(r, j->j_query, ep_params[j->j_ep]) != 0)
 		return (-1);
 	r->r_ls = r->r_val[P_LOGSPACE] != NULL ? r->r_val[P_LOGSPACE] : "main";
-	if (!ls_name_ok(r->r_ls))
+	if (!lb_logspace_name_ok(r->r_ls, strlen(r->r_ls), NULL))
 		return (req_fail(r, 400, "bad_parameter", "logspace: '%.64s' is not a logspace "
 		    "name ([a-z0-9_-]{1,64})", r->r_ls));
 	return (0);

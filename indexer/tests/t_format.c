@@ -21,6 +21,12 @@ struct konst {
 static const struct konst konsts[] = {
 	/* directory tree and limits */
 	STR(LB_DIR_CATALOG),
+	STR(LB_DIR_INDEXD),
+	STR(LB_DIR_SPOOL),
+	STR(LB_DIR_COLLECTOR),
+	STR(LB_DIR_ACCOUNTS),
+	STR(LB_DIR_RUN),
+	STR(LB_DIR_TLS),
 	NUM(LB_MSG_MAX),
 	NUM(LB_FIELD_MAX),
 	NUM(LB_SD_MAX),

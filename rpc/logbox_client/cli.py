@@ -23,6 +23,8 @@ from .client import Client, Export, LogboxError
 
 PROG = "logbox-remote"
 DEFAULT_URL = "https://127.0.0.1:8444"
+# liblogbox's severity names (restated: this package depends on nothing of logbox; pinned by
+# tests/test_constants_pinned.py)
 SEVERITIES = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
 _LONE_SURROGATE = re.compile("[\udc80-\udcff]")
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f]")

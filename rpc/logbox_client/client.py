@@ -26,7 +26,9 @@ _TAIL = 64 * 1024  # of an export's record, what is kept to tell a warning or er
 _SEVERAL = re.compile(r"\s+")
 _TAG = re.compile(r"<[^>]*>")
 
-# A code for a non-2xx answer whose body is not the API's error (a proxy in the way).
+# A code for a non-2xx answer whose body is not the API's error (a proxy in the way): the API's
+# own table (logbox_rpc/errors.py STATUS_CODES, restated since this package depends on nothing
+# of logbox; tests/test_error_codes_pinned.py keeps the two equal) and a gateway's 502 and 504.
 _STATUS_CODES = {
     400: "bad_parameter",
     401: "unauthorized",
@@ -42,6 +44,7 @@ _STATUS_CODES = {
     502: "unavailable",
     503: "unavailable",
     504: "unavailable",
+    507: "insufficient_storage",
 }
 
 Time = str | int | float | dt.datetime

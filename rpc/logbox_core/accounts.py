@@ -40,6 +40,8 @@ from typing import Any
 import argon2
 import lmdb
 
+from .constants import logspace_name_problem
+
 ROLES = ("admin", "searcher")
 TOKEN_KINDS = ("api", "session", "web")  # web: a web UI sign-in (webui/UI.md)
 SCHEMA_VERSION = 1
@@ -47,7 +49,6 @@ MAP_SIZE = 1 << 30
 DB_NAMES = (b"users", b"tokens", b"failures", b"audit", b"meta")
 
 NAME_RE = re.compile(r"[a-z0-9_.-]{1,64}")
-LOGSPACE_RE = re.compile(r"[a-z0-9_-]{1,64}")
 TOKEN_RE = re.compile(r"lbx_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
 PASSWORD_MIN, PASSWORD_MAX = 12, 1024
 
@@ -310,8 +311,8 @@ def _check_logspaces(logspaces: object) -> list[str]:
         raise Invalid('logspaces: expected a list of logspace names or "*"')
     out: list[str] = []
     for ls in logspaces:
-        if not isinstance(ls, str) or not (ls == "*" or LOGSPACE_RE.fullmatch(ls)):
-            raise Invalid(f'logspaces: expected names of 1 to 64 of a-z 0-9 _ - or "*", got {ls!r}')
+        if ls != "*" and (why := logspace_name_problem(ls)) is not None:
+            raise Invalid(f'logspaces: expected logspace names or "*", got {ls!r}: {why}')
         if ls not in out:
             out.append(ls)
     return out

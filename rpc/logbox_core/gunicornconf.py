@@ -20,10 +20,11 @@ from typing import Any
 import gunicorn.http.message
 
 import logbox_core.tls
+from logbox_core.constants import URI_MAX
 
-# searchd takes request targets of up to 64 KiB (a q of 16384 bytes, %-encoded); gunicorn 20.1
-# caps the request line at 8190 bytes unless its module constant is raised.
-REQUEST_LINE = 65536 + 64
+# searchd takes request targets of up to URI_MAX bytes (a q of QUERY_MAX bytes, %-encoded);
+# gunicorn 20.1 caps the request line at 8190 bytes unless its module constant is raised.
+REQUEST_LINE = URI_MAX + 64
 
 
 def settings(

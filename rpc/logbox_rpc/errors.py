@@ -8,13 +8,17 @@ from typing import Any
 
 from flask import Flask, Response, json
 from logbox_core.accounts import AccountsError
+from logbox_core.export import error_status
 from logbox_core.searchd import SearchdError
 from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger("logbox_rpc")
 
-# werkzeug's status -> our code
-HTTP_CODES = {
+# The one table of the API's error codes (API.md §3): an answer's status -> its code. werkzeug's
+# errors, searchd's and the accounts store's are answered by it; openapi.py describes the
+# statuses from it; logbox_client restates it (it depends on nothing of logbox),
+# pinned by tests/test_error_codes_pinned.py.
+STATUS_CODES = {
     400: "bad_parameter",
     401: "unauthorized",
     403: "forbidden",
@@ -29,15 +33,9 @@ HTTP_CODES = {
     503: "unavailable",
     507: "insufficient_storage",
 }
-# accounts error code -> status
-ACCOUNTS_STATUS = {
-    "bad_parameter": 400,
-    "not_found": 404,
-    "conflict": 409,
-    "unauthorized": 401,
-    "insufficient_storage": 507,
-    "unavailable": 503,
-}
+# accounts error code -> status: the statuses the accounts store's errors (AccountsError.code)
+# take, read backwards
+ACCOUNTS_STATUS = {STATUS_CODES[s]: s for s in (400, 401, 404, 409, 503, 507)}
 WWW_AUTHENTICATE = 'Bearer realm="logbox"'
 # a route that writes the accounts store (a change, or the audit entry of a read) may answer
 # these: 503 unavailable (it cannot be written), 507 insufficient_storage (no space)
@@ -87,12 +85,12 @@ def error_response(status: int, code: str, message: str, **extra: Any) -> Respon
 def searchd_error_response(e: SearchdError) -> Response:
     """searchd's error, same status and shape (bad_query keeps its position, a 429 or busy 503
     its Retry-After; a 5xx is logged)."""
-    status = e.status
-    if status >= 500:
-        log.error("searchd: %s %s: %s", status, e.code, e.message)
-        if status != 503:
-            return error_response(500, "internal", "internal error (logged)")
-    if status not in HTTP_CODES and status != 414:
+    if e.status >= 500:
+        log.error("searchd: %s %s: %s", e.status, e.code, e.message)
+    status = error_status(e)
+    if status == 500:
+        return error_response(500, "internal", "internal error (logged)")
+    if status not in STATUS_CODES and status != 414:
         log.error("searchd: unexpected %s %s: %s", status, e.code, e.message)
         return error_response(500, "internal", "internal error (logged)")
     extra = {"position": e.position} if e.position is not None else {}
@@ -119,7 +117,7 @@ def accounts_error_response(e: AccountsError) -> Response:
 def http_error_response(e: HTTPException) -> Response:
     """werkzeug's HTTP errors (routing 404/405, 413, 415, bad JSON...) in our shape."""
     status = e.code or 500
-    code = HTTP_CODES.get(status, "internal" if status >= 500 else "bad_parameter")
+    code = STATUS_CODES.get(status, "internal" if status >= 500 else "bad_parameter")
     message = {
         404: "no such route",
         405: "method not allowed",

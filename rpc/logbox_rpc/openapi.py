@@ -9,29 +9,24 @@ from typing import Any
 from flask import Blueprint, Flask, current_app, jsonify
 from logbox_core.origin import UNSAFE_METHODS
 
+from .errors import STATUS_CODES
 from .params import Spec, declare, spec_of
 
 bp = Blueprint("openapi", __name__)
 
 PREFIX = "/api/v1"
-ERROR_TEXT = {
-    400: "bad_query or bad_parameter",
-    401: "unauthorized (WWW-Authenticate: Bearer)",
-    403: "forbidden; password_change_required (an authenticated route, or login, for a user "
+# What an error status's description says besides its code (errors.STATUS_CODES, as {code}).
+_ERROR_MORE = {
+    400: "bad_query or {code}",
+    401: "{code} (WWW-Authenticate: Bearer)",
+    403: "{code}; password_change_required (an authenticated route, or login, for a user "
     "whose generated password must be changed first); a POST, PATCH or DELETE whose Origin is "
     "another site",
-    404: "not_found",
-    405: "method_not_allowed",
-    409: "conflict",
-    413: "too_large",
-    415: "unsupported_media_type",
-    422: "too_broad",
-    429: "locked_out (login) or too_many_requests (searches waiting) (Retry-After)",
-    500: "internal",
-    503: "unavailable",
-    507: "insufficient_storage (the accounts store has no space for the change or its audit "
+    429: "{code} (login) or too_many_requests (searches waiting) (Retry-After)",
+    507: "{code} (the accounts store has no space for the change or its audit "
     "entry; nothing was changed)",
 }
+ERROR_TEXT = {s: _ERROR_MORE.get(s, "{code}").format(code=c) for s, c in STATUS_CODES.items()}
 
 
 def _obj(props: dict[str, Any], required: list[str] | None = None, **kw: Any) -> dict[str, Any]:

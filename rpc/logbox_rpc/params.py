@@ -14,11 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flask import request
+from logbox_core.constants import PARAM_MAX, QUERY_MAX
 
 from .errors import ApiError, bad_parameter
-
-MAX_VALUE_BYTES = 256  # searchd's limit for every value but q
-MAX_QUERY_BYTES = 16384
 
 
 @dataclass(frozen=True)
@@ -42,7 +40,7 @@ class Param:
 
         :raises ApiError: 400 bad_parameter, the message starting with the name.
         """
-        limit = MAX_QUERY_BYTES if self.type == "query" else MAX_VALUE_BYTES
+        limit = QUERY_MAX if self.type == "query" else PARAM_MAX
         if len(raw.encode("utf-8", "surrogateescape")) > limit:
             raise bad_parameter(f"{self.name}: longer than {limit} bytes")
         if self.type != "query" and "\0" in raw:
@@ -87,9 +85,9 @@ class Param:
         if self.pattern is not None:
             s["pattern"] = f"^{self.pattern}$"
         if self.type == "query":
-            s["maxLength"] = MAX_QUERY_BYTES
+            s["maxLength"] = QUERY_MAX
         elif self.type != "integer":
-            s["maxLength"] = MAX_VALUE_BYTES
+            s["maxLength"] = PARAM_MAX
         return s
 
     def openapi(self) -> dict[str, Any]:

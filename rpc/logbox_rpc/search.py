@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from flask import Blueprint, Response, g
+from logbox_core.constants import BUCKETS_MAX, LIMIT_MAX, LOGSPACE_PATTERN, QUERY_MAX, TOP_MAX
 from logbox_core.export import (
     UnknownLogspace,
     audited_export,
@@ -27,12 +28,15 @@ bp = Blueprint("search", __name__)
 LOGSPACE = Param(
     "logspace",
     "string",
-    "the logspace (`[a-z0-9_-]{1,64}`)",
+    f"the logspace (`{LOGSPACE_PATTERN}`)",
     where="path",
-    pattern="[a-z0-9_-]{1,64}",
+    pattern=LOGSPACE_PATTERN,
 )
 Q = Param(
-    "q", "query", 'the query (DESIGN.md "Query language"), at most 16384 bytes', required=True
+    "q",
+    "query",
+    f'the query (DESIGN.md "Query language"), at most {QUERY_MAX} bytes',
+    required=True,
 )
 FROM = Param(
     "from",
@@ -53,7 +57,7 @@ SEARCH_PARAMS = (
     Q,
     FROM,
     TO,
-    Param("limit", "integer", "hits per page", default=100, minimum=1, maximum=10000),
+    Param("limit", "integer", "hits per page", default=100, minimum=1, maximum=LIMIT_MAX),
     ORDER,
     Param(
         "cursor", "integer", "the next_cursor of the previous page (0: the first page)", minimum=0
@@ -174,7 +178,7 @@ def count(logspace: str, args: dict[str, Any]) -> Response:
                 "at most this many buckets",
                 default=100,
                 minimum=1,
-                maximum=10000,
+                maximum=BUCKETS_MAX,
             ),
         ),
         answer="Histogram",
@@ -202,7 +206,7 @@ def histogram(logspace: str, args: dict[str, Any]) -> Response:
                 "SD parameter `<sd-id>.<param>`",
                 required=True,
             ),
-            Param("k", "integer", "how many values", default=10, minimum=1, maximum=1000),
+            Param("k", "integer", "how many values", default=10, minimum=1, maximum=TOP_MAX),
         ),
         answer="Top",
         errors=QUERY_ERRORS,

@@ -166,7 +166,7 @@ def make_certs(d: Path) -> Certs:
 def render_module() -> ModuleType:
     """collector/render.py, imported."""
     if not RENDER.is_file():
-        raise AssertionError(f"{RENDER} does not exist (the collector is not merged yet?)")
+        raise AssertionError(f"{RENDER} does not exist")
     spec = importlib.util.spec_from_file_location("logbox_collector_render", RENDER)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

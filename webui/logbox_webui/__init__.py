@@ -38,8 +38,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.logger.setLevel("INFO")
     security.install(app)
     auth.install(app)
+    # one blueprint per area (webui/UI.md): search, the status dashboard, the admin pages
     app.register_blueprint(search.bp)
-    # --- the status dashboard and admin pages (webui/UI.md) are registered here:
     app.register_blueprint(status.bp)
     app.register_blueprint(admin.bp)
     app.jinja_env.finalize = _printable

@@ -30,6 +30,12 @@ from logbox_core.accounts import (
     User,
     rfc3339,
 )
+from logbox_core.constants import (
+    DEFAULT_DELIMITERS,
+    DELIMITERS_MAX,
+    RETENTION_MAX,
+    logspace_name_ok,
+)
 from logbox_core.searchd import SearchdError
 
 from . import settings as ls_settings
@@ -341,7 +347,7 @@ def _logspaces_page(
     new = request.args.get("new", "").strip()
     if form and form.get("name"):
         new = form["name"]
-    if new and ls_settings.LOGSPACE_RE.fullmatch(new):
+    if new and logspace_name_ok(new):
         names.add(new)
     rows = []
     for name in sorted(names):
@@ -362,7 +368,7 @@ def _logspaces_page(
     body = render_template(
         "admin/logspaces.html",
         rows=rows,
-        default_delimiters=ls_settings.DEFAULT_DELIMITERS,
+        default_delimiters=DEFAULT_DELIMITERS,
         settings_path=c.get("LOGSPACE_SETTINGS"),
         file_error=file_error,
         searchd_error=searchd_error,
@@ -370,8 +376,8 @@ def _logspaces_page(
         error=error,
         form=form or {},
         new=new,
-        retention_max=ls_settings.RETENTION_MAX,
-        delimiters_max=ls_settings.DELIMITERS_MAX,
+        retention_max=RETENTION_MAX,
+        delimiters_max=DELIMITERS_MAX,
     )
     return body, status
 
@@ -399,7 +405,7 @@ def logspace(name: str) -> Any:
     except ls_settings.SettingsError as e:
         audit(
             "logspace_settings",
-            logspace=name if ls_settings.LOGSPACE_RE.fullmatch(name) else None,
+            logspace=name if logspace_name_ok(name) else None,
             status=400,
             detail=f"refused: {e}",
         )

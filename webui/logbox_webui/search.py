@@ -23,6 +23,7 @@ from flask import (
     stream_template,
     url_for,
 )
+from logbox_core.constants import FACILITIES, SEVERITIES
 from logbox_core.export import (
     UnknownLogspace,
     audited_export,
@@ -48,12 +49,6 @@ STREAM_MARK = Markup("<!-- results end -->")
 TOP_K = 10
 CONTEXT_US = 5 * 60 * 1_000_000  # a message's "around it" links: 5 minutes either side
 MAX_LIMIT = 1000
-SEVERITIES = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
-FACILITIES = (
-    "kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron",
-    "authpriv", "ftp", "ntp", "security", "console", "solaris-cron",
-    "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
-)  # fmt: skip
 _LOCAL_MINUTE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
 _CURSOR = re.compile(r"[0-9]{1,20}")
 # What a top value needs quoting for in a query: white space, grammar bytes, wildcards, escapes.

@@ -18,11 +18,16 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+# indexd's rules for this file (liblogbox's and indexd's, stated for Python once).
+from logbox_core.constants import (
+    DELIMITERS_MAX,
+    RESERVED_LOGSPACES,
+    RETENTION_MAX,
+    logspace_name_problem,
+)
+
+RESERVED = ", ".join(RESERVED_LOGSPACES)
 VERSION = 1
-RETENTION_MAX = 36500  # days; 0 keeps messages forever
-DELIMITERS_MAX = 63  # bytes (the catalog's field holds 64 with its NUL)
-DEFAULT_DELIMITERS = "&:~?![]=,;()'\"/\\|<>{}*"  # LB_DEFAULT_DELIMS (indexer/lib/logbox.h)
-LOGSPACE_RE = re.compile(r"[a-z0-9_-]{1,64}")
 MAX_FILE_BYTES = 1 << 20
 
 # One writer at a time: a lock in this process, and flock on the file's directory across the
@@ -52,12 +57,12 @@ class LogspaceSettings:
 
 
 def check_logspace(name: object) -> str:
-    """name when it is a valid logspace name.
+    """name when it may name a logspace (lb_logspace_name_ok(): reserved names are refused).
 
     :raises SettingsError: otherwise.
     """
-    if not isinstance(name, str) or not LOGSPACE_RE.fullmatch(name):
-        raise SettingsError(f"logspace: expected 1 to 64 of a-z 0-9 _ -, got {name!r}")
+    if (why := logspace_name_problem(name)) is not None:
+        raise SettingsError(f"logspace: {name!r}: {why} (1 to 64 of a-z 0-9 _ -, not {RESERVED})")
     return name
 
 

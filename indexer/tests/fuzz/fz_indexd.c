@@ -102,7 +102,7 @@ oracle(const uint8_t *buf, size_t len, uint64_t *good, uint64_t *bad)
 			continue;
 		}
 		pos += f.size;
-		if (!ls_name_ok(f.ls.p, f.ls.len, &why))
+		if (!lb_logspace_name_ok(f.ls.p, f.ls.len, &why))
 			continue;
 		if (!((f.ls.len == 4 && memcmp(f.ls.p, "main", 4) == 0) ||
 		    (f.ls.len == 1 && (f.ls.p[0] == 'a' || f.ls.p[0] == 'b'))))

@@ -55,7 +55,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char	*why;
 
 		assert(ls != NULL);
-		assert(strcmp(ls, "main") == 0 || ls_name_ok((const uint8_t *)ls, strlen(ls), &why));
+		assert(strcmp(ls, "main") == 0 || lb_logspace_name_ok((const uint8_t *)ls, strlen(ls), &why));
 	}
 	assert(routes_count(r) <= 1024);
 	routes_free(r);
