@@ -1,5 +1,5 @@
 /*
- * logbox.c — the logbox admin tool: ingest, cat, lookup, verify, stats, dump, reindex and
+ * main.c — the logbox admin tool: ingest, cat, lookup, verify, stats, dump, reindex and
  * deadletter over a data directory, and the dispatch to search (search.c). This file owns argument handling,
  * progress and output formats (text and NDJSON); every storage decision is liblogbox's. Errors
  * go to stderr as "logbox: ..." with exit status 1; usage errors exit 2.
