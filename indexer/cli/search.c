@@ -10,8 +10,9 @@
  * search would round them to anyway; --top fields are checked here), the --data path prints
  * hits with lb_msg_json() and searchd's hits are lb_msg_json() objects that are copied through
  * untouched, and every other value is decoded to bytes and printed by the same functions.
- * searchd's JSON is read by a small scanner rather than jansson because message bytes that
- * are not UTF-8 arrive as lone surrogates (\udcXX), which jansson refuses.
+ * libcurl speaks HTTP on the unix socket and jansson reads the answers; jansson refuses the
+ * lone surrogates (\udcXX) that stand for bytes that are not UTF-8, so the body is rewritten
+ * for it first (sj_rewrite) and its strings are turned back into bytes (sj_bytes).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -21,11 +22,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
 
 #include "logbox.h"
 #include "search.h"
@@ -643,505 +645,285 @@ run_data(const struct sopts *o)
 	return (status);
 }
 
-/* ---------------------------------------------------------------- JSON scanner */
+/* ---------------------------------------------------------------- through searchd (--socket) */
 
 /*
- * A JSON value as a span of the response text. The scanner checks bounds everywhere and is
- * lax about the grammar: searchd is trusted to send JSON, not to send it without bugs.
+ * searchd's strings carry bytes (PROTOCOL.md): a byte that is not UTF-8 arrives as a lone
+ * surrogate \udcXX, which jansson refuses, and NUL as \u0000, which it takes only with
+ * JSON_ALLOW_NUL. So before jansson reads the body, every \udcXX becomes \u0000\u00XX and every
+ * \u0000 becomes \u0000\u0000: a NUL in a decoded string is then an escape only this rewrite
+ * writes, and sj_bytes() undoes it. A backslash stands in JSON text only inside strings, so
+ * the rewrite needs no parser.
  */
-struct jv {
-	const char	*p;
-	size_t		 len;
-};
-
-static const char *
-j_ws(const char *p, const char *e)
+static int
+sj_rewrite(const uint8_t *p, size_t len, struct buf *out)
 {
-	while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-		p++;
-	return (p);
-}
+	char		 hex[5];
+	unsigned long	 v;
+	int		 rc = 0;
 
-/* The end of the string whose opening quote is at p, just past its closing quote, or NULL. */
-static const char *
-j_strend(const char *p, const char *e)
-{
-	for (p++; p < e; p++) {
-		if (*p == '\\')
-			p++;
-		else if (*p == '"')
-			return (p + 1);
-	}
-	return (NULL);
-}
-
-/* Skips the value at p (no leading white space); returns its end or NULL. */
-static const char *
-j_skip(const char *p, const char *e)
-{
-	size_t depth = 0;
-
-	if (p >= e)
-		return (NULL);
-	if (*p == '"')
-		return (j_strend(p, e));
-	if (*p != '{' && *p != '[') {
-		const char *s = p;
-
-		while (p < e && strchr(",]}: \t\r\n", *p) == NULL)
-			p++;
-		return (p > s ? p : NULL);
-	}
-	while (p < e) {
-		if (*p == '"') {
-			if ((p = j_strend(p, e)) == NULL)
-				return (NULL);
+	for (size_t i = 0; i < len && rc == 0; i++) {
+		if (p[i] != '\\' || i + 1 >= len) {
+			rc = buf_add(out, p + i, 1);
 			continue;
 		}
-		if (*p == '{' || *p == '[')
-			depth++;
-		else if (*p == '}' || *p == ']') {
-			if (--depth == 0)
-				return (p + 1);
+		if (p[i + 1] != 'u' || len - i < 6 || !isxdigit(p[i + 2]) || !isxdigit(p[i + 3]) ||
+		    !isxdigit(p[i + 4]) || !isxdigit(p[i + 5])) {
+			rc = buf_add(out, p + i, 2);	/* (jansson judges the rest) */
+			i++;
+			continue;
 		}
-		p++;
+		memcpy(hex, p + i + 2, 4);
+		hex[4] = '\0';
+		v = strtoul(hex, NULL, 16);
+		if (v == 0)
+			rc = buf_str(out, "\\u0000\\u0000");
+		else if (v >= 0xdc80 && v <= 0xdcff) {
+			if ((rc = buf_str(out, "\\u0000\\u00")) == 0)
+				rc = buf_add(out, p + i + 4, 2);
+		} else
+			rc = buf_add(out, p + i, 6);
+		i += 5;
 	}
-	return (NULL);
+	return (rc);
 }
 
-/* The member key of object obj. Returns 0 and *out, or -1 when absent or malformed. */
+/* The bytes of string s (appended to out), sj_rewrite() undone. Returns 0 or -1. */
 static int
-j_member(struct jv obj, const char *key, struct jv *out)
+sj_bytes(const json_t *s, struct buf *out)
 {
-	const char	*p = obj.p, *e = obj.p + obj.len, *k, *ke, *v;
-	size_t		 klen = strlen(key);
+	const uint8_t	*p = (const uint8_t *)json_string_value(s);
+	size_t		 n = json_string_length(s);
+	uint8_t		 c;
 
-	if (obj.len == 0 || *p != '{')
+	if (p == NULL)
 		return (-1);
-	p = j_ws(p + 1, e);
-	while (p < e && *p != '}') {
-		if (*p != '"' || (ke = j_strend(p, e)) == NULL)
-			return (-1);
-		k = p + 1;
-		p = j_ws(ke, e);
-		if (p >= e || *p != ':')
-			return (-1);
-		v = j_ws(p + 1, e);
-		if ((p = j_skip(v, e)) == NULL)
-			return (-1);
-		if ((size_t)(ke - 1 - k) == klen && memcmp(k, key, klen) == 0) {
-			out->p = v;
-			out->len = (size_t)(p - v);
-			return (0);
+	for (size_t i = 0; i < n; i++) {
+		c = p[i];
+		if (c == 0) {
+			/* NUL NUL is a NUL; NUL and U+0080..U+00FF (C2/C3 xx) is that byte. */
+			if (i + 1 < n && p[i + 1] == 0)
+				i++;
+			else if (i + 2 < n && (p[i + 1] == 0xc2 || p[i + 1] == 0xc3)) {
+				c = (uint8_t)((p[i + 1] & 0x03) << 6 | (p[i + 2] & 0x3f));
+				i += 2;
+			} else
+				return (-1);
 		}
-		p = j_ws(p, e);
-		if (p < e && *p == ',')
-			p = j_ws(p + 1, e);
-	}
-	return (-1);
-}
-
-/*
- * The next element of array arr: *it is NULL at the start. Returns 1 and *out for an element,
- * 0 at the end, -1 when arr is not an array.
- */
-static int
-j_next(struct jv arr, const char **it, struct jv *out)
-{
-	const char *p, *e = arr.p + arr.len, *v;
-
-	if (arr.len == 0 || arr.p[0] != '[')
-		return (-1);
-	p = j_ws(*it == NULL ? arr.p + 1 : *it, e);
-	if (p < e && *p == ',')
-		p = j_ws(p + 1, e);
-	if (p >= e || *p == ']')
-		return (0);
-	v = p;
-	if ((p = j_skip(v, e)) == NULL)
-		return (-1);
-	out->p = v;
-	out->len = (size_t)(p - v);
-	*it = p;
-	return (1);
-}
-
-static int
-j_hex4(const char *p, const char *e, uint32_t *out)
-{
-	uint32_t v = 0;
-
-	if (e - p < 4)
-		return (-1);
-	for (int i = 0; i < 4; i++) {
-		int c = (unsigned char)p[i];
-
-		v <<= 4;
-		if (c >= '0' && c <= '9')
-			v |= (uint32_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v |= (uint32_t)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			v |= (uint32_t)(c - 'A' + 10);
-		else
+		if (buf_add(out, &c, 1) != 0)
 			return (-1);
 	}
-	*out = v;
 	return (0);
 }
 
-/*
- * Decodes string v into bytes (appended to out): the inverse of lb_json_bytes, so \udc80 to
- * \udcff that stand alone are the bytes 0x80 to 0xff. Returns 0 or -1.
- */
+/* The string member key of obj as bytes into b (emptied first). Returns 0 or -1. */
 static int
-j_bytes(struct jv v, struct buf *out)
+sj_str(const json_t *obj, const char *key, struct buf *b)
 {
-	const char	*p = v.p, *e = v.p + v.len;
-	uint8_t		 u[4];
-
-	if (v.len < 2 || *p != '"' || e[-1] != '"')
-		return (-1);
-	p++;
-	e--;
-	while (p < e) {
-		const char	*s = p;
-		uint32_t	 cp, lo;
-		size_t		 n;
-
-		while (p < e && *p != '\\')
-			p++;
-		if (p > s && buf_add(out, s, (size_t)(p - s)) != 0)
-			return (-1);
-		if (p >= e)
-			break;
-		if (++p >= e)
-			return (-1);
-		switch (*p++) {
-		case '"': u[0] = '"'; n = 1; break;
-		case '\\': u[0] = '\\'; n = 1; break;
-		case '/': u[0] = '/'; n = 1; break;
-		case 'b': u[0] = '\b'; n = 1; break;
-		case 'f': u[0] = '\f'; n = 1; break;
-		case 'n': u[0] = '\n'; n = 1; break;
-		case 'r': u[0] = '\r'; n = 1; break;
-		case 't': u[0] = '\t'; n = 1; break;
-		case 'u':
-			if (j_hex4(p, e, &cp) != 0)
-				return (-1);
-			p += 4;
-			if (cp >= 0xd800 && cp <= 0xdbff && e - p >= 6 && p[0] == '\\' &&
-			    p[1] == 'u' && j_hex4(p + 2, e, &lo) == 0 && lo >= 0xdc00 &&
-			    lo <= 0xdfff) {
-				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-				p += 6;
-			} else if (cp >= 0xdc80 && cp <= 0xdcff) {
-				u[0] = (uint8_t)(cp & 0xff);
-				n = 1;
-				break;
-			} else if (cp >= 0xd800 && cp <= 0xdfff)
-				return (-1);
-			if (cp < 0x80) {
-				u[0] = (uint8_t)cp;
-				n = 1;
-			} else if (cp < 0x800) {
-				u[0] = (uint8_t)(0xc0 | cp >> 6);
-				u[1] = (uint8_t)(0x80 | (cp & 0x3f));
-				n = 2;
-			} else if (cp < 0x10000) {
-				u[0] = (uint8_t)(0xe0 | cp >> 12);
-				u[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-				u[2] = (uint8_t)(0x80 | (cp & 0x3f));
-				n = 3;
-			} else {
-				u[0] = (uint8_t)(0xf0 | cp >> 18);
-				u[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
-				u[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-				u[3] = (uint8_t)(0x80 | (cp & 0x3f));
-				n = 4;
-			}
-			break;
-		default:
-			return (-1);
-		}
-		if (buf_add(out, u, n) != 0)
-			return (-1);
-	}
-	return (0);
+	b->len = 0;
+	return (sj_bytes(json_object_get(obj, key), b));
 }
 
 /* An integer member (a JSON number, or a string of digits as next_cursor is). */
 static int
-j_int(struct jv obj, const char *key, int64_t *out)
+sj_int(const json_t *obj, const char *key, int64_t *out)
 {
-	struct jv	 v;
-	char		 tmp[32], *end;
-	long long	 n;
+	const json_t	*v = json_object_get(obj, key);
+	const char	*s;
+	char		*end;
 
-	if (j_member(obj, key, &v) != 0)
-		return (-1);
-	if (v.len >= 2 && v.p[0] == '"') {
-		v.p++;
-		v.len -= 2;
+	if (json_is_integer(v)) {
+		*out = (int64_t)json_integer_value(v);
+		return (0);
 	}
-	if (v.len == 0 || v.len >= sizeof(tmp))
+	if ((s = json_string_value(v)) == NULL || *s < '0' || *s > '9')
 		return (-1);
-	memcpy(tmp, v.p, v.len);
-	tmp[v.len] = '\0';
 	errno = 0;
-	n = strtoll(tmp, &end, 10);
-	if (errno != 0 || *end != '\0')
+	*out = (int64_t)strtoll(s, &end, 10);
+	return (errno != 0 || *end != '\0' ? -1 : 0);
+}
+
+/*
+ * The objects of the "hits" array in searchd's body text: --json copies them (lb_msg_json()'s
+ * bytes) through untouched, and jansson keeps no positions, so these find them, braces counted
+ * outside strings. hits_start() gives the array's '[' (the key "hits" cannot stand inside a
+ * string: a quote there is escaped). hit_next() takes *p at the '[' or just past the object
+ * before; it returns 1 and the object's span, 0 at the end of the array, -1 when the text is
+ * not what searchd writes.
+ */
+static const char *
+hits_start(const char *p, const char *e)
+{
+	static const char	 key[] = "\"hits\":[";
+	const char		*k = memmem(p, (size_t)(e - p), key, sizeof(key) - 1);
+
+	return (k == NULL ? NULL : k + sizeof(key) - 2);
+}
+
+static int
+hit_next(const char **p, const char *e, const char **start, size_t *len)
+{
+	const char	*q = *p;
+	int		 depth = 0;
+
+	if (q == NULL || q >= e || (*q != '[' && *q != ',' && *q != ']'))
 		return (-1);
-	*out = n;
-	return (0);
+	if (*q == ']' || (*q == '[' && q + 1 < e && q[1] == ']'))
+		return (0);
+	if (++q >= e || *q != '{')
+		return (-1);
+	*start = q;
+	for (; q < e; q++) {
+		if (*q == '"') {
+			for (q++; q < e && *q != '"'; q++)
+				if (*q == '\\')
+					q++;
+		} else if (*q == '{')
+			depth++;
+		else if (*q == '}' && --depth == 0) {
+			*len = (size_t)(q + 1 - *start);
+			*p = q + 1;
+			return (1);
+		}
+	}
+	return (-1);
 }
 
-static int
-j_isnull(struct jv v)
+/* Collects the body libcurl reads. */
+static size_t
+curl_body(char *p, size_t size, size_t n, void *arg)
 {
-	return (v.len == 4 && memcmp(v.p, "null", 4) == 0);
+	return (buf_add(arg, p, size * n) == 0 ? size * n : 0);
 }
 
-/* ---------------------------------------------------------------- HTTP over a unix socket */
-
+/*
+ * GET url (NUL-terminated) with handle c from the searchd listening on sock. On success
+ * *status is the HTTP status and body holds the body. On failure prints why and returns 1.
+ */
 static int
-url_add(struct buf *b, const char *key, const char *val, size_t len)
+http_get(CURL *c, const char *sock, const struct buf *url, long *status, struct buf *body)
 {
-	static const char	hex[] = "0123456789ABCDEF";
-	int			rc;
+	CURLcode	 cc;
+	char		 err[CURL_ERROR_SIZE] = "";
 
-	if ((rc = buf_str(b, b->len > 0 && memchr(b->p, '?', b->len) ? "&" : "?")) != 0 ||
-	    (rc = buf_str(b, key)) != 0 || (rc = buf_str(b, "=")) != 0)
-		return (rc);
-	for (size_t i = 0; i < len; i++) {
-		uint8_t c = (uint8_t)val[i];
-		char	e[3] = { '%', hex[c >> 4], hex[c & 15] };
-
-		if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~')
-			rc = buf_add(b, &c, 1);
+	if (strlen(sock) >= sizeof(((struct sockaddr_un *)NULL)->sun_path)) {
+		errmsg("%s: socket path too long", sock);
+		return (1);
+	}
+	/* Plain HTTP on the unix socket alone: no proxy from the environment, no other scheme. */
+	if (curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, sock) != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_URL, (const char *)url->p) != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_USERAGENT, "logbox/" LB_VERSION) != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, curl_body) != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_WRITEDATA, body) != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err) != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L) != CURLE_OK ||
+	    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)IO_TIMEOUT_S) != CURLE_OK) {
+		errmsg("libcurl: cannot set the request up");
+		return (1);
+	}
+	if ((cc = curl_easy_perform(c)) != CURLE_OK) {
+		if (cc == CURLE_COULDNT_CONNECT)
+			errmsg("searchd unavailable at %s: %s", sock,
+			    err[0] ? err : curl_easy_strerror(cc));
 		else
-			rc = buf_add(b, e, 3);
-		if (rc != 0)
-			return (rc);
+			errmsg("searchd at %s: %s", sock, err[0] ? err : curl_easy_strerror(cc));
+		return (1);
+	}
+	if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status) != CURLE_OK) {
+		errmsg("searchd at %s: not an HTTP response", sock);
+		return (1);
 	}
 	return (0);
 }
 
+/* Appends "&key=value" (the first "?key=value") to url, value percent-encoded. */
 static int
-url_num(struct buf *b, const char *key, int64_t v)
+url_add(CURL *c, struct buf *url, const char *key, const char *val, size_t len)
+{
+	char	*e;
+	int	 rc;
+
+	if ((e = curl_easy_escape(c, val, (int)len)) == NULL)
+		return (ENOMEM);
+	if ((rc = buf_str(url, memchr(url->p, '?', url->len) ? "&" : "?")) == 0 &&
+	    (rc = buf_str(url, key)) == 0 && (rc = buf_str(url, "=")) == 0)
+		rc = buf_str(url, e);
+	curl_free(e);
+	return (rc);
+}
+
+static int
+url_num(CURL *c, struct buf *url, const char *key, int64_t v)
 {
 	char tmp[32];
 
 	snprintf(tmp, sizeof(tmp), "%" PRId64, v);
-	return (url_add(b, key, tmp, strlen(tmp)));
+	return (url_add(c, url, key, tmp, strlen(tmp)));
 }
 
-/* Finds header name (case-insensitive) in hdr[0..len); returns its value or NULL. */
-static const char *
-http_header(const char *hdr, size_t len, const char *name, size_t *vlen)
-{
-	const char	*p = hdr, *e = hdr + len, *nl;
-	size_t		 n = strlen(name);
-
-	while (p < e) {
-		if ((nl = memchr(p, '\n', (size_t)(e - p))) == NULL)
-			nl = e;
-		if ((size_t)(nl - p) > n && p[n] == ':' && strncasecmp(p, name, n) == 0) {
-			const char *v = p + n + 1, *ve = nl;
-
-			while (v < ve && (*v == ' ' || *v == '\t'))
-				v++;
-			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
-				ve--;
-			*vlen = (size_t)(ve - v);
-			return (v);
-		}
-		p = nl + 1;
-	}
-	return (NULL);
-}
-
-/* Decodes a chunked body in place: b[0..*len) becomes the payload. Returns 0 or -1. */
+/* The URL of o's request (c escapes the values), NUL-terminated. */
 static int
-http_unchunk(uint8_t *b, size_t *len)
+request_url(CURL *c, const struct sopts *o, struct buf *url)
 {
-	size_t	in = 0, out = 0, n = *len;
+	const char	*path;
+	int		 rc;
 
-	for (;;) {
-		size_t	size = 0, digits = 0;
-		uint8_t	*nl;
-
-		while (in < n && isxdigit(b[in])) {
-			int c = b[in++];
-
-			if (size > (SIZE_MAX >> 4))
-				return (-1);
-			size = size * 16 + (size_t)(isdigit(c) ? c - '0' : (tolower(c) - 'a' + 10));
-			digits++;
-		}
-		if (digits == 0 || (nl = memchr(b + in, '\n', n - in)) == NULL)
-			return (-1);
-		in = (size_t)(nl - b) + 1;	/* chunk extensions are ignored */
-		if (size == 0)
-			break;
-		if (size > n - in)
-			return (-1);
-		memmove(b + out, b + in, size);
-		out += size;
-		in += size;
-		if (in < n && b[in] == '\r')
-			in++;
-		if (in >= n || b[in] != '\n')
-			return (-1);
-		in++;
+	switch (o->what) {
+	case W_HITS: path = "/v1/search"; break;
+	case W_COUNT: path = "/v1/count"; break;
+	case W_HIST: path = "/v1/histogram"; break;
+	default: path = "/v1/top"; break;
 	}
-	*len = out;
-	return (0);
-}
-
-/*
- * GET target from the searchd listening on sock. On success *status is the HTTP status and
- * body holds the (de-chunked) body. On failure prints why and returns 1.
- */
-static int
-http_get(const char *sock, const struct buf *target, int *status, struct buf *body)
-{
-	struct sockaddr_un	 sun;
-	struct timeval		 tv = { IO_TIMEOUT_S, 0 };
-	struct buf		 req = { 0 }, resp = { 0 };
-	const char		*hdr_end, *v;
-	size_t			 off, vlen, hlen;
-	ssize_t			 r;
-	int			 fd = -1, rc = 1, code;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(sock) >= sizeof(sun.sun_path)) {
-		errmsg("%s: socket path too long", sock);
-		return (1);
+	rc = buf_str(url, "http://localhost");
+	if (rc == 0)
+		rc = buf_str(url, path);
+	if (rc == 0)
+		rc = url_add(c, url, "logspace", o->ls, strlen(o->ls));
+	if (rc == 0)
+		rc = url_add(c, url, "q", o->query, o->qlen);
+	if (rc == 0)
+		rc = url_num(c, url, "from", o->from / 1000000);
+	if (rc == 0)
+		rc = url_num(c, url, "to", o->to / 1000000);
+	if (rc == 0 && o->what == W_HITS) {
+		rc = url_num(c, url, "limit", o->limit);
+		if (rc == 0)
+			rc = url_add(c, url, "order", o->order == LB_ORDER_OLDEST ? "oldest" :
+			    "newest", 6);
+		if (rc == 0 && o->cursor != 0)
+			rc = url_num(c, url, "cursor", (int64_t)o->cursor);
 	}
-	memcpy(sun.sun_path, sock, strlen(sock));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
-		errmsg("socket: %s", strerror(errno));
-		return (1);
+	if (rc == 0 && o->what == W_HIST)
+		rc = url_num(c, url, "buckets", o->nbuckets);
+	if (rc == 0 && o->what == W_TOP) {
+		rc = url_add(c, url, "field", o->top_field, strlen(o->top_field));
+		if (rc == 0)
+			rc = url_num(c, url, "k", o->limit);
 	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		errmsg("searchd unavailable at %s: %s", sock, strerror(errno));
-		goto done;
-	}
-	if (buf_str(&req, "GET ") != 0 || buf_add(&req, target->p, target->len) != 0 ||
-	    buf_str(&req, " HTTP/1.1\r\nHost: localhost\r\nUser-Agent: logbox/" LB_VERSION
-	    "\r\nAccept: application/json\r\nConnection: close\r\n\r\n") != 0) {
-		errmsg("out of memory");
-		goto done;
-	}
-	for (off = 0; off < req.len; off += (size_t)r) {
-		if ((r = send(fd, req.p + off, req.len - off, MSG_NOSIGNAL)) == -1) {
-			if (errno == EINTR) {
-				r = 0;
-				continue;
-			}
-			errmsg("searchd at %s: sending the request: %s", sock, strerror(errno));
-			goto done;
-		}
-	}
-	for (;;) {
-		if (resp.cap - resp.len < 65536) {
-			uint8_t *np;
-			size_t	 cap = resp.cap ? resp.cap * 2 : 65536 * 2;
-
-			if ((np = realloc(resp.p, cap)) == NULL) {
-				errmsg("out of memory");
-				goto done;
-			}
-			resp.p = np;
-			resp.cap = cap;
-		}
-		if ((r = read(fd, resp.p + resp.len, resp.cap - resp.len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			errmsg("searchd at %s: reading the response: %s", sock,
-			    errno == EAGAIN ? "timed out" : strerror(errno));
-			goto done;
-		}
-		if (r == 0)
-			break;
-		resp.len += (size_t)r;
-	}
-	/* Status line and headers. */
-	hdr_end = resp.len > 0 ? memmem(resp.p, resp.len, "\r\n\r\n", 4) : NULL;
-	if (hdr_end == NULL || resp.len < 12 || memcmp(resp.p, "HTTP/1.", 7) != 0 ||
-	    sscanf((const char *)resp.p + 8, " %3d", &code) != 1) {
-		errmsg("searchd at %s: not an HTTP response", sock);
-		goto done;
-	}
-	hlen = (size_t)(hdr_end - (const char *)resp.p) + 4;
-	off = hlen;
-	vlen = 0;
-	if ((v = http_header((const char *)resp.p, hlen, "Transfer-Encoding", &vlen)) != NULL &&
-	    vlen >= 7 && strncasecmp(v + vlen - 7, "chunked", 7) == 0) {
-		size_t blen = resp.len - hlen;
-
-		if (http_unchunk(resp.p + hlen, &blen) != 0) {
-			errmsg("searchd at %s: a malformed chunked body", sock);
-			goto done;
-		}
-		resp.len = hlen + blen;
-	} else if ((v = http_header((const char *)resp.p, hlen, "Content-Length", &vlen)) !=
-	    NULL) {
-		char			 tmp[24], *end;
-		unsigned long long	 cl;
-
-		if (vlen == 0 || vlen >= sizeof(tmp))
-			goto badlen;
-		memcpy(tmp, v, vlen);
-		tmp[vlen] = '\0';
-		errno = 0;
-		cl = strtoull(tmp, &end, 10);
-		if (errno != 0 || *end != '\0' || cl > resp.len - hlen) {
- badlen:
-			errmsg("searchd at %s: the response is shorter than its Content-Length",
-			    sock);
-			goto done;
-		}
-		resp.len = hlen + (size_t)cl;
-	}
-	buf_free(body);
-	if (buf_add(body, resp.p + off, resp.len - off) != 0 || buf_add(body, "", 1) != 0) {
-		errmsg("out of memory");
-		goto done;
-	}
-	body->len--;	/* a NUL after the body, not part of it */
-	*status = code;
-	rc = 0;
- done:
-	if (fd != -1)
-		close(fd);
-	buf_free(&req);
-	buf_free(&resp);
+	if (rc == 0)
+		rc = buf_add(url, "", 1);
 	return (rc);
 }
 
-/* ---------------------------------------------------------------- through searchd (--socket) */
-
 /* Prints searchd's error body; returns the exit status. */
 static int
-searchd_error(const struct sopts *o, int status, struct jv body)
+searchd_error(const struct sopts *o, long status, const json_t *body)
 {
-	struct jv	 err, code, msg;
+	const json_t	*err = json_object_get(body, "error");
 	struct buf	 c = { 0 }, m = { 0 };
 	int64_t		 pos;
 	int		 rc = 1;
 
-	if (j_member(body, "error", &err) != 0 || j_member(err, "code", &code) != 0 ||
-	    j_member(err, "message", &msg) != 0 || j_bytes(code, &c) != 0 ||
-	    j_bytes(msg, &m) != 0 || buf_add(&c, "", 1) != 0 || buf_add(&m, "", 1) != 0) {
-		errmsg("searchd at %s: HTTP status %d", o->sock, status);
+	if (sj_str(err, "code", &c) != 0 || sj_str(err, "message", &m) != 0 ||
+	    buf_add(&c, "", 1) != 0 || buf_add(&m, "", 1) != 0) {
+		errmsg("searchd at %s: HTTP status %ld", o->sock, status);
 		goto done;
 	}
-	if (strcmp((char *)c.p, "bad_query") == 0 && j_int(err, "position", &pos) == 0 &&
+	if (strcmp((char *)c.p, "bad_query") == 0 && sj_int(err, "position", &pos) == 0 &&
 	    pos >= 0)
 		rc = print_bad_query(o, (size_t)pos, (char *)m.p);
 	else if (strcmp((char *)c.p, "too_broad") == 0)
@@ -1156,56 +938,70 @@ searchd_error(const struct sopts *o, int status, struct jv body)
 	return (rc);
 }
 
-/* The string member key of obj decoded as bytes into b (emptied first). */
+/* The hits of searchd's answer root, printed; body is its text (for --json). */
 static int
-j_strmember(struct jv obj, const char *key, struct buf *b)
+print_hits(const struct sopts *o, const json_t *root, const struct buf *body, size_t *n)
 {
-	struct jv v;
-
-	b->len = 0;
-	return (j_member(obj, key, &v) != 0 ? -1 : j_bytes(v, b));
-}
-
-static int
-print_hits_json_obj(const struct sopts *o, struct jv hit, struct buf *tmp)
-{
-	struct buf	*host = &tmp[0], *prog = &tmp[1], *pid = &tmp[2], *msg = &tmp[3];
+	const json_t	*arr = json_object_get(root, "hits"), *hit;
+	const char	*e = (const char *)body->p + body->len, *p, *start = NULL;
+	struct buf	 tmp[4];
 	struct lb_slice	 s[4];
+	static const char *const keys[4] = { "host", "program", "pid", "message" };
 	int64_t		 received;
+	size_t		 i, len = 0;
+	int		 rc = -1;
 
-	if (o->json) {
-		fwrite(hit.p, 1, hit.len, stdout);
-		putchar('\n');
-		return (0);
-	}
-	if (j_int(hit, "received_us", &received) != 0 || j_strmember(hit, "host", host) != 0 ||
-	    j_strmember(hit, "program", prog) != 0 || j_strmember(hit, "pid", pid) != 0 ||
-	    j_strmember(hit, "message", msg) != 0)
+	if (!json_is_array(arr))
 		return (-1);
-	for (int i = 0; i < 4; i++) {
-		s[i].p = tmp[i].p;
-		s[i].len = tmp[i].len;
+	p = hits_start((const char *)body->p, e);
+	memset(tmp, 0, sizeof(tmp));
+	json_array_foreach(arr, i, hit) {
+		if (o->json) {
+			if (hit_next(&p, e, &start, &len) != 1)
+				goto done;
+			fwrite(start, 1, len, stdout);
+			putchar('\n');
+			continue;
+		}
+		if (sj_int(hit, "received_us", &received) != 0)
+			goto done;
+		for (int k = 0; k < 4; k++) {
+			if (sj_str(hit, keys[k], &tmp[k]) != 0)
+				goto done;
+			s[k].p = tmp[k].p;
+			s[k].len = tmp[k].len;
+		}
+		print_hit(stdout, received, s[0], s[1], s[2], s[3]);
 	}
-	print_hit(stdout, received, s[0], s[1], s[2], s[3]);
-	return (0);
+	if (o->json && hit_next(&p, e, &start, &len) != 0)
+		goto done;
+	*n = json_array_size(arr);
+	rc = 0;
+ done:
+	for (int k = 0; k < 4; k++)
+		buf_free(&tmp[k]);
+	return (rc);
 }
 
 static int
 run_socket(const struct sopts *o)
 {
-	struct buf	 target = { 0 }, body = { 0 }, tmp[4], val = { 0 };
-	struct jv	 root, arr, el, v;
-	const char	*it = NULL, *path;
+	struct buf	 url = { 0 }, body = { 0 }, text = { 0 }, val = { 0 };
+	CURL		*c = NULL;
+	json_t		*root = NULL;
+	const json_t	*arr, *el;
+	json_error_t	 jerr;
 	int64_t		 total = 0, next = 0, n64;
-	size_t		 n = 0;
-	int		 status, rc, res = 1, r;
+	size_t		 n = 0, i;
+	long		 status;
+	int		 res = 1;
 
-	memset(tmp, 0, sizeof(tmp));
 	/* A query over the size limit never leaves: the same error as in process. */
 	if (o->qlen > LB_QUERY_MAX) {
 		struct lb_tokconf	 tc;
 		struct lb_qnode		*q = NULL;
 		struct lb_qerr		 qe;
+		int			 rc;
 
 		lb_tokconf_default(&tc);
 		memset(&qe, 0, sizeof(qe));
@@ -1214,106 +1010,71 @@ run_socket(const struct sopts *o)
 		if (rc == LB_EQUERY || rc == LB_ETOOBIG)
 			return (print_bad_query(o, qe.pos, qe.msg));
 	}
-	switch (o->what) {
-	case W_HITS: path = "/v1/search"; break;
-	case W_COUNT: path = "/v1/count"; break;
-	case W_HIST: path = "/v1/histogram"; break;
-	default: path = "/v1/top"; break;
+	if (curl_global_init(CURL_GLOBAL_NOTHING) != 0 || (c = curl_easy_init()) == NULL) {
+		errmsg("libcurl: cannot start");
+		goto done;
 	}
-	rc = buf_str(&target, path);
-	if (rc == 0)
-		rc = url_add(&target, "logspace", o->ls, strlen(o->ls));
-	if (rc == 0)
-		rc = url_add(&target, "q", o->query, o->qlen);
-	if (rc == 0)
-		rc = url_num(&target, "from", o->from / 1000000);
-	if (rc == 0)
-		rc = url_num(&target, "to", o->to / 1000000);
-	if (rc == 0 && o->what == W_HITS) {
-		rc = url_num(&target, "limit", o->limit);
-		if (rc == 0)
-			rc = url_add(&target, "order", o->order == LB_ORDER_OLDEST ? "oldest" :
-			    "newest", 6);
-		if (rc == 0 && o->cursor != 0) {
-			char c[24];
-
-			snprintf(c, sizeof(c), "%" PRIu64, o->cursor);
-			rc = url_add(&target, "cursor", c, strlen(c));
-		}
-	}
-	if (rc == 0 && o->what == W_HIST)
-		rc = url_num(&target, "buckets", o->nbuckets);
-	if (rc == 0 && o->what == W_TOP) {
-		rc = url_add(&target, "field", o->top_field, strlen(o->top_field));
-		if (rc == 0)
-			rc = url_num(&target, "k", o->limit);
-	}
-	if (rc != 0) {
+	if (request_url(c, o, &url) != 0) {
 		errmsg("out of memory");
 		goto done;
 	}
-	if (http_get(o->sock, &target, &status, &body) != 0)
+	if (http_get(c, o->sock, &url, &status, &body) != 0)
 		goto done;
-	root.p = (const char *)body.p;
-	root.len = body.len;
-	root.p = j_ws(root.p, root.p + root.len);
-	root.len = (size_t)((const char *)body.p + body.len - root.p);
+	if (sj_rewrite(body.p, body.len, &text) != 0) {
+		errmsg("out of memory");
+		goto done;
+	}
+	if ((root = json_loadb((const char *)text.p, text.len, JSON_ALLOW_NUL, &jerr)) == NULL ||
+	    !json_is_object(root)) {
+		if (status != 200)
+			errmsg("searchd at %s: HTTP status %ld", o->sock, status);
+		else
+			goto bad;
+		goto done;
+	}
 	if (status != 200) {
 		res = searchd_error(o, status, root);
 		goto done;
 	}
-	if (j_member(root, "warnings", &arr) == 0) {
-		while ((r = j_next(arr, &it, &el)) == 1) {
-			val.len = 0;
-			if (j_bytes(el, &val) == 0) {
-				fputs("logbox: warning: ", stderr);
-				put_text(stderr, val.p, val.len);
-				fputc('\n', stderr);
-			}
+	json_array_foreach(json_object_get(root, "warnings"), i, el) {
+		val.len = 0;
+		if (sj_bytes(el, &val) == 0) {
+			fputs("logbox: warning: ", stderr);
+			put_text(stderr, val.p, val.len);
+			fputc('\n', stderr);
 		}
-		it = NULL;
 	}
 	switch (o->what) {
 	case W_HITS:
-		if (j_member(root, "hits", &arr) != 0 || j_int(root, "total", &total) != 0 ||
-		    j_member(root, "next_cursor", &v) != 0 ||
-		    (!j_isnull(v) && j_int(root, "next_cursor", &next) != 0))
-			goto bad;
-		while ((r = j_next(arr, &it, &el)) == 1) {
-			if (print_hits_json_obj(o, el, tmp) != 0)
-				goto bad;
-			n++;
-		}
-		if (r != 0)
+		/* next_cursor: null on the last page, else a string of digits */
+		if (sj_int(root, "total", &total) != 0 ||
+		    (!json_is_null(json_object_get(root, "next_cursor")) &&
+		    sj_int(root, "next_cursor", &next) != 0) ||
+		    print_hits(o, root, &body, &n) != 0)
 			goto bad;
 		break;
 	case W_COUNT:
-		if (j_int(root, "total", &total) != 0)
+		if (sj_int(root, "total", &total) != 0)
 			goto bad;
 		printf("%" PRId64 "\n", total);
 		break;
 	case W_HIST:
-		if (j_member(root, "buckets", &arr) != 0)
+		if (!json_is_array(arr = json_object_get(root, "buckets")))
 			goto bad;
-		while ((r = j_next(arr, &it, &el)) == 1) {
-			if (j_int(el, "from", &n64) != 0 || j_int(el, "count", &total) != 0)
+		json_array_foreach(arr, i, el) {
+			if (sj_int(el, "from", &n64) != 0 || sj_int(el, "count", &total) != 0)
 				goto bad;
 			print_bucket(o, n64, (uint64_t)total);
 		}
-		if (r != 0)
-			goto bad;
 		break;
 	case W_TOP:
-		if (j_member(root, "values", &arr) != 0)
+		if (!json_is_array(arr = json_object_get(root, "values")))
 			goto bad;
-		while ((r = j_next(arr, &it, &el)) == 1) {
-			if (j_strmember(el, "value", &val) != 0 ||
-			    j_int(el, "count", &total) != 0)
+		json_array_foreach(arr, i, el) {
+			if (sj_str(el, "value", &val) != 0 || sj_int(el, "count", &total) != 0)
 				goto bad;
 			print_top(o, val.p, val.len, (uint64_t)total);
 		}
-		if (r != 0)
-			goto bad;
 		break;
 	}
 	if ((res = flush_stdout()) != 0)
@@ -1327,10 +1088,11 @@ run_socket(const struct sopts *o)
 	errmsg("searchd at %s: an answer logbox does not understand", o->sock);
 	res = 1;
  done:
-	for (int i = 0; i < 4; i++)
-		buf_free(&tmp[i]);
+	curl_easy_cleanup(c);
+	json_decref(root);
 	buf_free(&val);
-	buf_free(&target);
+	buf_free(&text);
+	buf_free(&url);
 	buf_free(&body);
 	return (res);
 }
