@@ -1,7 +1,7 @@
 /*
  * lb_json.c — a message as one JSON object, the shape the CLI's NDJSON output and searchd's
  * responses share, and RFC 3339 time stamps. It owns the escaping rule for bytes that are not
- * UTF-8 (FORMAT.md §10.6); it does not build whole responses (searchd does that).
+ * UTF-8 (FORMAT.md §10.4); it does not build whole responses (searchd does that).
  *
  * The one idea: messages are bytes, JSON strings are Unicode. Valid UTF-8 passes through and
  * every other byte becomes a lone surrogate \udcXX, as Python's "surrogateescape" does, so

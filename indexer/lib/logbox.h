@@ -811,7 +811,7 @@ int	lb_time_parse(const char *s, int64_t now_us, int64_t *out);
 /* ---------------------------------------------------------------- queries (lb_query.c) */
 
 /*
- * A query (DESIGN.md "Query language", FORMAT.md §10) parsed into a tree of nodes. The tree is
+ * A query (DESIGN.md "Query language", QUERY.md) parsed into a tree of nodes. The tree is
  * plain data owned by whoever parsed it: lb_query_free() frees a whole tree.
  *
  * Term patterns are kept in "glob form": the bytes of the term, where an unescaped '*' matches
