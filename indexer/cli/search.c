@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "logbox.h"
 #include "search.h"
 #include "search_int.h"
@@ -313,15 +314,6 @@ parse_count(const char *s, const char *what, uint64_t max, uint64_t *out)
 }
 
 static int64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
-}
-
-static int64_t
 floor_s(int64_t us)
 {
 	int64_t s = us / 1000000;
@@ -364,7 +356,7 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 	};
 	const char	*from = NULL, *to = NULL, *limit = NULL;
 	uint64_t	 v;
-	int64_t		 now = now_us();
+	int64_t		 now = now_real_us();
 	int		 c, nwhat = 0;
 	size_t		 len = 0;
 

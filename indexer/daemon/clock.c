@@ -1,7 +1,7 @@
 /*
- * clock.c — the daemons' two clocks, in microseconds: monotonic for intervals, deadlines and
- * uptime (it never jumps), real for what is shown or stored as a time of day. Nothing here
- * fails: clock_gettime() on these two clocks cannot, on Linux.
+ * clock.c — the two clocks of the daemons and the logbox CLI, in microseconds: monotonic for
+ * intervals, deadlines and uptime (it never jumps), real for what is shown or stored as a time
+ * of day. Nothing here fails: clock_gettime() on these two clocks cannot, on Linux.
  */
 #include <stdint.h>
 #include <time.h>

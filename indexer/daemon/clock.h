@@ -1,5 +1,5 @@
 /*
- * clock.h — the daemons' clocks (daemon/clock.c), shared by logbox-indexd and logbox-searchd.
+ * clock.h — the clocks (daemon/clock.c) of logbox-indexd, logbox-searchd and the logbox CLI.
  */
 #ifndef LB_DAEMON_CLOCK_H
 #define LB_DAEMON_CLOCK_H
