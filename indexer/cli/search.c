@@ -100,31 +100,6 @@ buf_free(struct buf *b)
 
 /* ---------------------------------------------------------------- output */
 
-/* The length of the valid UTF-8 sequence at p[0..len), or 0 (the rule of lb_json_bytes). */
-static size_t
-utf8_seq(const uint8_t *p, size_t len)
-{
-	uint8_t	c = p[0];
-	size_t	n = 0;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	if (n == 0 || n > len)
-		return (0);
-	for (size_t k = 1; k < n; k++)
-		if ((p[k] & 0xc0) != 0x80)
-			return (0);
-	if (n == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0)))
-		return (0);
-	if (n == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)))
-		return (0);
-	return (n);
-}
-
 /*
  * Writes bytes for a human: printable ASCII and valid UTF-8 as they are, a backslash as "\\",
  * tab, newline and carriage return as \t \n \r, every other byte as \xNN.
@@ -138,7 +113,7 @@ put_text(FILE *f, const uint8_t *p, size_t len)
 		uint8_t c = p[i];
 
 		if (c >= 0x80) {
-			if ((n = utf8_seq(p + i, len - i)) > 0) {
+			if ((n = lb_utf8_len(p + i, len - i)) > 0) {
 				fwrite(p + i, 1, n, f);
 				i += n;
 			} else
