@@ -59,11 +59,21 @@ static int
 config_read(const char *path, const struct ix_conf *base, struct ix_conf *out, char *err,
     size_t errlen)
 {
+	static const struct {
+		const char	*key;
+		uint64_t	 lo, hi;
+	} nums[] = {			/* the number keys and their ranges */
+		{ "max_memory_mb",	1, 1048576 },
+		{ "status_interval_ms",	100, 3600000 },
+		{ "reserve_percent",	0, 50 },
+		{ "reserve_mb",		0, 1048576 },
+	};
 	struct ix_conf	 c = *base;
 	FILE		*f;
+	size_t		 i;
 	char		 line[1024], *k, *v, *e;
 	unsigned	 lineno = 0;
-	uint64_t	 n;
+	uint64_t	 n = 0;
 
 	if ((f = fopen(path, "re")) == NULL) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -89,35 +99,23 @@ config_read(const char *path, const struct ix_conf *base, struct ix_conf *out, c
 		for (e = v + strlen(v); e > v && isspace((unsigned char)e[-1]); e--)
 			;
 		*e = '\0';
-		if (strcmp(k, "max_memory_mb") == 0) {
-			if (parse_num(v, 1, 1048576, &n) != 0) {
-				snprintf(err, errlen, "%s:%u: max_memory_mb: expected 1..1048576",
-				    path, lineno);
-				goto bad;
-			}
+		for (i = 0; i < sizeof(nums) / sizeof(nums[0]) && strcmp(k, nums[i].key) != 0; i++)
+			;
+		if (i < sizeof(nums) / sizeof(nums[0]) &&
+		    parse_num(v, nums[i].lo, nums[i].hi, &n) != 0) {
+			snprintf(err, errlen, "%s:%u: %s: expected %llu..%llu", path, lineno, nums[i].key,
+			    (unsigned long long)nums[i].lo, (unsigned long long)nums[i].hi);
+			goto bad;
+		}
+		if (strcmp(k, "max_memory_mb") == 0)
 			c.max_memory_mb = n;
-		} else if (strcmp(k, "status_interval_ms") == 0) {
-			if (parse_num(v, 100, 3600000, &n) != 0) {
-				snprintf(err, errlen, "%s:%u: status_interval_ms: expected "
-				    "100..3600000", path, lineno);
-				goto bad;
-			}
+		else if (strcmp(k, "status_interval_ms") == 0)
 			c.status_interval_ms = (uint32_t)n;
-		} else if (strcmp(k, "reserve_percent") == 0) {
-			if (parse_num(v, 0, 50, &n) != 0) {
-				snprintf(err, errlen, "%s:%u: reserve_percent: expected 0..50",
-				    path, lineno);
-				goto bad;
-			}
+		else if (strcmp(k, "reserve_percent") == 0)
 			c.reserve_percent = (uint32_t)n;
-		} else if (strcmp(k, "reserve_mb") == 0) {
-			if (parse_num(v, 0, 1048576, &n) != 0) {
-				snprintf(err, errlen, "%s:%u: reserve_mb: expected 0..1048576",
-				    path, lineno);
-				goto bad;
-			}
+		else if (strcmp(k, "reserve_mb") == 0)
 			c.reserve_mb = n;
-		} else if (strcmp(k, "log_level") == 0) {
+		else if (strcmp(k, "log_level") == 0) {
 			if (strcmp(v, "debug") == 0)
 				c.log_level = LOGL_DEBUG;
 			else if (strcmp(v, "info") == 0)
