@@ -297,6 +297,8 @@ struct indexd {
 };
 
 /* main.c */
+/* An empty runtime state: nothing open (every fd -1), no inputs. main() and the fuzz targets. */
+void	indexd_init(struct indexd *env);
 void	inputs_pause(struct indexd *env);
 void	inputs_resume(struct indexd *env);
 

@@ -418,6 +418,16 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+void
+indexd_init(struct indexd *env)
+{
+	memset(env, 0, sizeof(*env));
+	TAILQ_INIT(&env->inputs);
+	env->lockfd = -1;
+	env->fifo.statefd = -1;
+	env->fifo.priv[0] = env->fifo.priv[1] = -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -428,11 +438,7 @@ main(int argc, char **argv)
 	int			 rc, status = 0;
 
 	log_init(IX_NAME, LOGL_INFO);
-	memset(&env, 0, sizeof(env));
-	TAILQ_INIT(&env.inputs);
-	env.lockfd = -1;
-	env.fifo.statefd = -1;
-	env.fifo.priv[0] = env.fifo.priv[1] = -1;
+	indexd_init(&env);
 	parse_options(&env, argc, argv);
 	log_setlevel(env.conf.log_level);
 	priv_check(env.user, env.allow_root);
