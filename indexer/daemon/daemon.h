@@ -24,7 +24,10 @@ void	priv_check(const char *user, int allow_root);
  */
 void	priv_drop(const char *user, const char *const *paths, int npaths);
 
-/* evs[i] (n of them) call cb(sig, EV_SIGNAL, arg) on sigs[i]; the caller frees each with event_free(). */
+/*
+ * evs[i] (n of them) call cb(sig, EV_SIGNAL, arg) on sigs[i]; the caller frees each with
+ * event_free(). Errors are fatal (start-up).
+ */
 void	signals_watch(struct event_base *base, const int *sigs, int n, struct event **evs,
 	    void (*cb)(evutil_socket_t, short, void *), void *arg);
 
