@@ -171,7 +171,7 @@ def test_big_corpus_writes_the_requested_count(tmp_path: Path) -> None:
     assert len(set(lines)) > 0.8 * n
 
 
-# ---------------------------------------------------------------- lbtest.query (SEARCH.md §A, §B)
+# -------------------------------------------------------------- lbtest.query (QUERY.md §1 to §3)
 
 T, P = query.Term, query.Phrase
 

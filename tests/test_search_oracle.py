@@ -1,5 +1,5 @@
 # Scenario: `logbox search` answers exactly what the plain Python oracle (lbtest/query.py, written
-# from SEARCH.md) answers. A store is built with `ingest --received header` from loghub lines and
+# from QUERY.md) answers. A store is built with `ingest --received header` from loghub lines and
 # seeded hostile RFC 5424 messages (structured data, odd hosts/programs/pids, bytes outside
 # UTF-8, punctuation, long tokens, the SSB examples), re-stamped so that receive times spread
 # over five days, sorted by time; the last few hundred messages are acked and the ingest killed
@@ -515,7 +515,7 @@ def test_paging_with_cursor_visits_every_match_once(stored: Stored) -> None:
         assert seen == sorted(seen, reverse=order == "newest"), text
 
 
-# Hand-picked queries at the corners of SEARCH.md §A that random generation rarely hits.
+# Hand-picked queries at the corners of QUERY.md §1 that random generation rarely hits.
 EDGE_QUERIES = [
     b"X" * 300,  # cut at 255 like the message's token
     b"x" * 255,
@@ -657,7 +657,7 @@ EDGE_QUERIES = [
     b"*tion:*ror",
 ]
 
-# The limits of SEARCH.md §A: nesting, nodes and bytes, each side of the line.
+# The limits of QUERY.md §1: nesting, nodes and bytes, each side of the line.
 LIMIT_QUERIES = [
     b"(" * 64 + b"user" + b")" * 64,
     b"(" * 65 + b"user" + b")" * 65,

@@ -443,7 +443,7 @@ def test_refused(
 
 
 def test_bad_query_positions(daemon: Searchd) -> None:
-    # SEARCH.md §A: the offset of the offending token.
+    # QUERY.md §1: the offset of the offending token.
     assert daemon.get("/v1/count", {"q": "error AND )"}).error()["position"] == 10
     assert daemon.get("/v1/count", {"q": "disk error)"}).error()["position"] == 10
     assert daemon.get("/v1/count", {"q": 'a "open'}).error()["position"] == 2

@@ -1,12 +1,12 @@
 /*
- * search.h — the one entry point search.c gives logbox.c.
+ * search.h — the one entry point search.c gives main.c.
  */
 #ifndef LOGBOX_CLI_SEARCH_H
 #define LOGBOX_CLI_SEARCH_H
 
 #include <stdarg.h>
 
-/* Prints "logbox: <message>" and a newline on stderr (logbox.c; every verb's errors). */
+/* Prints "logbox: <message>" and a newline on stderr (main.c; every verb's errors). */
 void	cli_verr(const char *fmt, va_list ap);
 
 /* The search verb's usage lines, for logbox's usage text. */

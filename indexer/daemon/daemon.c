@@ -1,7 +1,7 @@
 /*
  * daemon.c — what logbox-indexd and logbox-searchd do alike at start-up: their listening unix
- * sockets, refusing root unless told, and dropping privileges for good. Errors are fatal (these
- * run before the daemon serves anything).
+ * sockets, refusing root unless told, dropping privileges for good, watching their signals and
+ * arming systemd's watchdog. Errors are fatal (these run before the daemon serves anything).
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <event2/event.h>
+#include <systemd/sd-daemon.h>
 
 #include "daemon.h"
 #include "log.h"
@@ -113,4 +116,39 @@ priv_drop(const char *user, const char *const *paths, int npaths)
 	if (setuid(0) != -1 || geteuid() == 0)
 		fatalx("%s: still root after dropping privileges", __func__);
 	log_info("running as %s (uid %u, gid %u)", user, (unsigned)uid, (unsigned)gid);
+}
+
+void
+signals_watch(struct event_base *base, const int *sigs, int n, struct event **evs,
+    void (*cb)(evutil_socket_t, short, void *), void *arg)
+{
+	for (int i = 0; i < n; i++)
+		if ((evs[i] = evsignal_new(base, sigs[i], cb, arg)) == NULL ||
+		    evsignal_add(evs[i], NULL) == -1)
+			fatalx("%s: cannot watch signal %d", __func__, sigs[i]);
+}
+
+static void
+watchdog_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	sd_notify(0, "WATCHDOG=1");
+}
+
+void
+watchdog_start(struct event_base *base, struct event **out)
+{
+	struct timeval	tv;
+	uint64_t	wdusec = 0;
+
+	*out = NULL;
+	if (sd_watchdog_enabled(0, &wdusec) <= 0 || wdusec == 0)
+		return;
+	tv.tv_sec = (time_t)(wdusec / 2 / 1000000);
+	tv.tv_usec = (suseconds_t)(wdusec / 2 % 1000000);
+	if ((*out = event_new(base, -1, EV_PERSIST, watchdog_cb, NULL)) == NULL ||
+	    evtimer_add(*out, &tv) == -1)
+		fatalx("%s: cannot arm the watchdog timer", __func__);
 }

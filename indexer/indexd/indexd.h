@@ -13,7 +13,9 @@
  *   disk.c    the data directory's free space: the reserve, the hold that keeps it, status
  *   quarantine.c  frames that can never be stored: the dead-letter file
  *   spool.c   the spool input: taking, reading and deleting spool files, the position state
- *   ../daemon/log.c  one line per event on stderr (shared with searchd)
+ *   ../daemon/  shared with searchd: log.c (one line per event on stderr), clock.c (now_mono_us,
+ *             now_real_us), opt.c (numbers from options and settings), daemon.c (socket,
+ *             privileges, signals, systemd's watchdog)
  */
 #ifndef INDEXD_H
 #define INDEXD_H
@@ -29,6 +31,7 @@
 #include "logbox.h"
 #include "lb_format.h"
 #include "daemon.h"
+#include "clock.h"
 #include "log.h"
 
 struct event_base;
@@ -293,8 +296,8 @@ struct indexd {
 };
 
 /* main.c */
-int64_t	now_mono_us(void);
-int64_t	now_real_us(void);
+/* An empty runtime state: nothing open (every fd -1), no inputs. main() and the fuzz targets. */
+void	indexd_init(struct indexd *env);
 void	inputs_pause(struct indexd *env);
 void	inputs_resume(struct indexd *env);
 

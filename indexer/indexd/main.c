@@ -22,9 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +34,7 @@
 
 #include "indexd.h"
 #include "lb_util.h"
+#include "opt.h"
 
 #define TICK_MS		100	/* group commits are checked this often */
 
@@ -45,58 +44,6 @@ static const char *usage_text =
     "                     [--config FILE] [--logspaces FILE] [--max-memory MB]\n"
     "                     [--reserve-percent P] [--reserve-mb MB] [--user USER]\n"
     "                     [--allow-root] [--foreground] [-v]\n";
-
-static void usage(void) __attribute__((noreturn));
-
-static void
-usage(void)
-{
-	fputs(usage_text, stderr);
-	exit(2);
-}
-
-int64_t
-now_mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
-}
-
-int64_t
-now_real_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
-}
-
-static int
-parse_num(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	char			*end;
-	unsigned long long	 v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < lo || v > hi)
-		return (EINVAL);
-	*out = v;
-	return (0);
-}
-
-static uint64_t
-opt_num(const char *name, const char *s, uint64_t lo, uint64_t hi)
-{
-	uint64_t v;
-
-	if (parse_num(s, lo, hi, &v) != 0)
-		fatalx("--%s: expected an integer %llu..%llu, got '%s'", name,
-		    (unsigned long long)lo, (unsigned long long)hi, s);
-	return (v);
-}
 
 static const char *
 level_name(int l)
@@ -112,11 +59,21 @@ static int
 config_read(const char *path, const struct ix_conf *base, struct ix_conf *out, char *err,
     size_t errlen)
 {
+	static const struct {
+		const char	*key;
+		uint64_t	 lo, hi;
+	} nums[] = {			/* the number keys and their ranges */
+		{ "max_memory_mb",	1, 1048576 },
+		{ "status_interval_ms",	100, 3600000 },
+		{ "reserve_percent",	0, 50 },
+		{ "reserve_mb",		0, 1048576 },
+	};
 	struct ix_conf	 c = *base;
 	FILE		*f;
+	size_t		 i;
 	char		 line[1024], *k, *v, *e;
 	unsigned	 lineno = 0;
-	uint64_t	 n;
+	uint64_t	 n = 0;
 
 	if ((f = fopen(path, "re")) == NULL) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -142,35 +99,23 @@ config_read(const char *path, const struct ix_conf *base, struct ix_conf *out, c
 		for (e = v + strlen(v); e > v && isspace((unsigned char)e[-1]); e--)
 			;
 		*e = '\0';
-		if (strcmp(k, "max_memory_mb") == 0) {
-			if (parse_num(v, 1, 1048576, &n) != 0) {
-				snprintf(err, errlen, "%s:%u: max_memory_mb: expected 1..1048576",
-				    path, lineno);
-				goto bad;
-			}
+		for (i = 0; i < sizeof(nums) / sizeof(nums[0]) && strcmp(k, nums[i].key) != 0; i++)
+			;
+		if (i < sizeof(nums) / sizeof(nums[0]) &&
+		    parse_num(v, nums[i].lo, nums[i].hi, &n) != 0) {
+			snprintf(err, errlen, "%s:%u: %s: expected %llu..%llu", path, lineno, nums[i].key,
+			    (unsigned long long)nums[i].lo, (unsigned long long)nums[i].hi);
+			goto bad;
+		}
+		if (strcmp(k, "max_memory_mb") == 0)
 			c.max_memory_mb = n;
-		} else if (strcmp(k, "status_interval_ms") == 0) {
-			if (parse_num(v, 100, 3600000, &n) != 0) {
-				snprintf(err, errlen, "%s:%u: status_interval_ms: expected "
-				    "100..3600000", path, lineno);
-				goto bad;
-			}
+		else if (strcmp(k, "status_interval_ms") == 0)
 			c.status_interval_ms = (uint32_t)n;
-		} else if (strcmp(k, "reserve_percent") == 0) {
-			if (parse_num(v, 0, 50, &n) != 0) {
-				snprintf(err, errlen, "%s:%u: reserve_percent: expected 0..50",
-				    path, lineno);
-				goto bad;
-			}
+		else if (strcmp(k, "reserve_percent") == 0)
 			c.reserve_percent = (uint32_t)n;
-		} else if (strcmp(k, "reserve_mb") == 0) {
-			if (parse_num(v, 0, 1048576, &n) != 0) {
-				snprintf(err, errlen, "%s:%u: reserve_mb: expected 0..1048576",
-				    path, lineno);
-				goto bad;
-			}
+		else if (strcmp(k, "reserve_mb") == 0)
 			c.reserve_mb = n;
-		} else if (strcmp(k, "log_level") == 0) {
+		else if (strcmp(k, "log_level") == 0) {
 			if (strcmp(v, "debug") == 0)
 				c.log_level = LOGL_DEBUG;
 			else if (strcmp(v, "info") == 0)
@@ -257,11 +202,11 @@ parse_options(struct indexd *env, int argc, char **argv)
 		case 'v': env->base.log_level = LOGL_DEBUG; break;
 		case 'V': printf("logbox-indexd %s\n", LB_VERSION); exit(0);
 		case 'h': fputs(usage_text, stdout); exit(0);
-		default: usage();
+		default: opt_usage(usage_text);
 		}
 	}
 	if (optind != argc || env->data == NULL)
-		usage();
+		opt_usage(usage_text);
 	if (env->spool_dir == NULL) {
 		static char dflt[PATH_MAX];
 
@@ -473,13 +418,14 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-static void
-watchdog_cb(evutil_socket_t fd, short what, void *arg)
+void
+indexd_init(struct indexd *env)
 {
-	(void)fd;
-	(void)what;
-	(void)arg;
-	sd_notify(0, "WATCHDOG=1");
+	memset(env, 0, sizeof(*env));
+	TAILQ_INIT(&env->inputs);
+	env->lockfd = -1;
+	env->fifo.statefd = -1;
+	env->fifo.priv[0] = env->fifo.priv[1] = -1;
 }
 
 int
@@ -489,15 +435,10 @@ main(int argc, char **argv)
 	struct indexd		 env;
 	struct input		*in, *next;
 	struct timeval		 tv;
-	uint64_t		 wdusec = 0;
 	int			 rc, status = 0;
 
 	log_init(IX_NAME, LOGL_INFO);
-	memset(&env, 0, sizeof(env));
-	TAILQ_INIT(&env.inputs);
-	env.lockfd = -1;
-	env.fifo.statefd = -1;
-	env.fifo.priv[0] = env.fifo.priv[1] = -1;
+	indexd_init(&env);
 	parse_options(&env, argc, argv);
 	log_setlevel(env.conf.log_level);
 	priv_check(env.user, env.allow_root);
@@ -528,23 +469,14 @@ main(int argc, char **argv)
 	spool_recover(&env);
 	log_info("input: the spool %s", env.spool_dir);
 
-	for (int i = 0; i < 3; i++)
-		if ((env.ev_sig[i] = evsignal_new(env.base_ev, sigs[i], sig_cb, &env)) == NULL ||
-		    evsignal_add(env.ev_sig[i], NULL) == -1)
-			fatalx("%s: cannot watch signal %d", __func__, sigs[i]);
+	signals_watch(env.base_ev, sigs, 3, env.ev_sig, sig_cb, &env);
 	tv.tv_sec = 0;
 	tv.tv_usec = TICK_MS * 1000;
 	if ((env.ev_tick = event_new(env.base_ev, -1, EV_PERSIST, tick_cb, &env)) == NULL ||
 	    evtimer_add(env.ev_tick, &tv) == -1)
 		fatalx("%s: cannot arm the tick timer", __func__);
 	settings_init(&env);
-	if (sd_watchdog_enabled(0, &wdusec) > 0 && wdusec > 0) {
-		tv.tv_sec = (time_t)(wdusec / 2 / 1000000);
-		tv.tv_usec = (suseconds_t)(wdusec / 2 % 1000000);
-		if ((env.ev_wd = event_new(env.base_ev, -1, EV_PERSIST, watchdog_cb,
-		    &env)) == NULL || evtimer_add(env.ev_wd, &tv) == -1)
-			fatalx("%s: cannot arm the watchdog timer", __func__);
-	}
+	watchdog_start(env.base_ev, &env.ev_wd);
 	if (env.holding[0] == '\0')
 		inputs_resume(&env);
 	env.last_status = now_mono_us();

@@ -1,7 +1,7 @@
 /*
  * lb_eval.c — the search evaluator: a query tree (lb_query.c) over one logspace's store between
  * two receive times gives hits in order with a cursor, an exact total, a histogram and the top
- * values of a field (FORMAT.md §10.2, §10.3). It owns the id-list algebra (unions, galloping
+ * values of a field (QUERY.md §2, §3). It owns the id-list algebra (unions, galloping
  * intersections, differences), wildcard expansion in a segment's dictionary and the brute
  * force over messages not yet indexed. It does not parse queries, decode files or read the
  * catalog itself: lb_query.c, lb_segment.c and the store (lb_store_int.h) do.

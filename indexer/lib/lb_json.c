@@ -1,7 +1,7 @@
 /*
  * lb_json.c — a message as one JSON object, the shape the CLI's NDJSON output and searchd's
  * responses share, and RFC 3339 time stamps. It owns the escaping rule for bytes that are not
- * UTF-8 (FORMAT.md §10.6); it does not build whole responses (searchd does that).
+ * UTF-8 (FORMAT.md §10.4); it does not build whole responses (searchd does that).
  *
  * The one idea: messages are bytes, JSON strings are Unicode. Valid UTF-8 passes through and
  * every other byte becomes a lone surrogate \udcXX, as Python's "surrogateescape" does, so
@@ -14,6 +14,33 @@
 #include <errno.h>
 
 #include "logbox.h"
+
+size_t
+lb_utf8_len(const uint8_t *p, size_t len)
+{
+	uint8_t	c;
+	size_t	n = 0;
+
+	if (len == 0)
+		return (0);
+	c = p[0];
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4;
+	if (n == 0 || n > len)
+		return (0);
+	for (size_t k = 1; k < n; k++)
+		if ((p[k] & 0xc0) != 0x80)
+			return (0);
+	if (n == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0)))
+		return (0);	/* overlong, or a surrogate */
+	if (n == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)))
+		return (0);	/* overlong, or past U+10FFFF */
+	return (n);
+}
 
 void
 lb_json_bytes(FILE *f, const uint8_t *p, size_t len)
@@ -40,26 +67,7 @@ lb_json_bytes(FILE *f, const uint8_t *p, size_t len)
 			i++;
 			continue;
 		}
-		/* The length of a valid sequence starting here, or 0. */
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 2;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 3;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 4;
-		if (n > 0 && i + n <= len) {
-			for (size_t k = 1; k < n; k++)
-				if ((p[i + k] & 0xc0) != 0x80)
-					n = 0;
-			if (n == 3 && ((c == 0xe0 && p[i + 1] < 0xa0) ||
-			    (c == 0xed && p[i + 1] >= 0xa0)))
-				n = 0;
-			if (n == 4 && ((c == 0xf0 && p[i + 1] < 0x90) ||
-			    (c == 0xf4 && p[i + 1] >= 0x90)))
-				n = 0;
-		} else
-			n = 0;
-		if (n == 0) {
+		if ((n = lb_utf8_len(p + i, len - i)) == 0) {
 			fprintf(f, "\\udc%02x", c);
 			i++;
 		} else {

@@ -1,5 +1,5 @@
 /*
- * lb_query.c — query text to a tree and back (FORMAT.md §10.1), and the brute-force matcher
+ * lb_query.c — query text to a tree and back (QUERY.md §1), and the brute-force matcher
  * that defines what a query means. It owns the lexer, the grammar, the field names and value
  * rules, the glob form of term patterns, whether a term matches a pattern (lb_qpat_match, also
  * used by lb_spans.c for highlighting) and the canonical printing; it does not touch an index

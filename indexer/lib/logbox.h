@@ -812,6 +812,13 @@ int	lb_msg_json(FILE *f, const struct lb_msg *m);
 void	lb_json_bytes(FILE *f, const uint8_t *p, size_t len);
 
 /*
+ * The length (2 to 4) of the valid UTF-8 sequence of a non-ASCII character at p[0..len), or 0
+ * when the bytes there are not one (overlong forms, surrogates and code points past U+10FFFF
+ * are not valid): the rule lb_json_bytes() escapes by.
+ */
+size_t	lb_utf8_len(const uint8_t *p, size_t len);
+
+/*
  * Formats us (µs since the epoch) as RFC 3339 with microseconds in the UTC offset tzoff
  * (minutes; 0 prints "Z"): "2026-11-22T12:00:00.000001Z". buf should hold 40 bytes.
  */
@@ -831,7 +838,7 @@ int	lb_time_parse(const char *s, int64_t now_us, int64_t *out);
 /* ---------------------------------------------------------------- queries (lb_query.c) */
 
 /*
- * A query (DESIGN.md "Query language", FORMAT.md §10) parsed into a tree of nodes. The tree is
+ * A query (DESIGN.md "Query language", QUERY.md) parsed into a tree of nodes. The tree is
  * plain data owned by whoever parsed it: lb_query_free() frees a whole tree.
  *
  * Term patterns are kept in "glob form": the bytes of the term, where an unescaped '*' matches

@@ -10,23 +10,19 @@
  * Stop (SIGTERM, SIGINT): close the listener and remove the socket, send every answer still
  * owed, exit 0. SIGHUP: every worker closes its store handles before its next job.
  */
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 
 #include <errno.h>
 #include <getopt.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
+#include "opt.h"
 #include "searchd.h"
 
 static const char *usage_text =
@@ -35,47 +31,6 @@ static const char *usage_text =
     "                      [--max-terms N] [--cache-segments N] [--term-cache-mb N]\n"
     "                      [--user USER]\n"
     "                      [--allow-root] [-v]\n";
-
-static void usage(void) __attribute__((noreturn));
-
-static void
-usage(void)
-{
-	fputs(usage_text, stderr);
-	exit(2);
-}
-
-int64_t
-now_mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
-}
-
-int64_t
-now_real_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
-}
-
-static uint64_t
-opt_num(const char *name, const char *s, uint64_t lo, uint64_t hi)
-{
-	char			*end;
-	unsigned long long	 v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v < lo || v > hi)
-		fatalx("--%s: expected an integer %llu..%llu, got '%s'", name,
-		    (unsigned long long)lo, (unsigned long long)hi, s);
-	return (v);
-}
 
 static void
 parse_options(struct searchd *env, int argc, char **argv)
@@ -131,11 +86,11 @@ parse_options(struct searchd *env, int argc, char **argv)
 		case 'v': env->sd_verbose = 1; break;
 		case 'V': printf("logbox-searchd %s\n", LB_VERSION); exit(0);
 		case 'h': fputs(usage_text, stdout); exit(0);
-		default: usage();
+		default: opt_usage(usage_text);
 		}
 	}
 	if (optind != argc || env->sd_data == NULL || env->sd_sock == NULL)
-		usage();
+		opt_usage(usage_text);
 	/* One caller alone never takes every worker: another's request starts at once. */
 	if (env->sd_max_per_caller == 0)
 		env->sd_max_per_caller = env->sd_threads > 1 ? env->sd_threads - 1 : 1;
@@ -164,15 +119,6 @@ sig_cb(evutil_socket_t sig, short what, void *arg)
 	http_stop(env);
 }
 
-static void
-watchdog_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	sd_notify(0, "WATCHDOG=1");
-}
-
 int
 main(int argc, char **argv)
 {
@@ -180,8 +126,6 @@ main(int argc, char **argv)
 	struct searchd		 env;
 	struct lb_catalog	*cat;
 	struct stat		 sb;
-	struct timeval		 tv;
-	uint64_t		 wdusec = 0;
 	int			 fd, rc;
 
 	memset(&env, 0, sizeof(env));
@@ -220,17 +164,8 @@ main(int argc, char **argv)
 		fatalx("%s: http_init: %s", __func__, strerror(rc));
 	if ((rc = pool_start(&env)) != 0)
 		fatalx("%s: pool_start: %s", __func__, strerror(rc));
-	for (int i = 0; i < 3; i++)
-		if ((env.sd_ev_sig[i] = evsignal_new(env.sd_base, sigs[i], sig_cb, &env)) == NULL ||
-		    evsignal_add(env.sd_ev_sig[i], NULL) == -1)
-			fatalx("%s: cannot watch signal %d", __func__, sigs[i]);
-	if (sd_watchdog_enabled(0, &wdusec) > 0 && wdusec > 0) {
-		tv.tv_sec = (time_t)(wdusec / 2 / 1000000);
-		tv.tv_usec = (suseconds_t)(wdusec / 2 % 1000000);
-		if ((env.sd_ev_wd = event_new(env.sd_base, -1, EV_PERSIST, watchdog_cb,
-		    &env)) == NULL || evtimer_add(env.sd_ev_wd, &tv) == -1)
-			fatalx("%s: cannot arm the watchdog timer", __func__);
-	}
+	signals_watch(env.sd_base, sigs, 3, env.sd_ev_sig, sig_cb, &env);
+	watchdog_start(env.sd_base, &env.sd_ev_wd);
 	env.sd_started = now_mono_us();
 	log_info("listening on %s: data %s, %d threads (%d per caller, %d waiting per caller), "
 	    "deadline %lld ms", env.sd_sock, env.sd_data, env.sd_threads, env.sd_max_per_caller,

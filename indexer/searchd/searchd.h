@@ -8,7 +8,9 @@
  *   sched.c     the fair scheduler: per-caller queues taken in turn, the per-caller cap
  *   handlers.c  the work of each endpoint (runs on a worker): parameters, search, JSON bodies
  *   metrics.c   counters and the Prometheus text of /metrics
- *   log.c       one line per event on stderr
+ *   ../daemon/  shared with indexd: log.c (one line per event on stderr), clock.c (now_mono_us,
+ *               now_real_us), opt.c (numbers from options), daemon.c (socket, privileges,
+ *               signals, systemd's watchdog)
  */
 #ifndef SEARCHD_H
 #define SEARCHD_H
@@ -23,6 +25,7 @@
 
 #include "logbox.h"
 #include "daemon.h"
+#include "clock.h"
 #include "log.h"
 #include "sched.h"
 
@@ -146,10 +149,6 @@ struct searchd {
 
 	struct metrics		*sd_metrics;
 };
-
-/* main.c */
-int64_t	now_mono_us(void);
-int64_t	now_real_us(void);
 
 /* http.c */
 int	http_init(struct searchd *env, int fd);

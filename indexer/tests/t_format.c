@@ -1,8 +1,9 @@
 /*
- * t_format.c — lib/lb_format.h and FORMAT.md agree. Each row of the table names a constant of
- * the headers and its value; FORMAT.md must define it as "`NAME` = value" (a number in decimal
- * or 0x hex, or a `backquoted` string: the convention of FORMAT.md §2), and every such
- * occurrence must carry the header's value. Modules add their rows to the table.
+ * t_format.c — lib/lb_format.h and FORMAT.md agree, and logbox.h's query limits and QUERY.md.
+ * Each row of a table names a constant of the headers and its value; the document must define
+ * it as "`NAME` = value" (a number in decimal or 0x hex, or a `backquoted` string: the
+ * convention of FORMAT.md §2), and every such occurrence must carry the header's value. Modules
+ * add their rows to the tables.
  */
 #include "t_helper.h"
 #include "lb_format.h"
@@ -64,12 +65,20 @@ static const struct konst konsts[] = {
 	NUM(LB_DL_FRAME_MAX),
 };
 
+/* The limits of the query language and of a search (QUERY.md). */
+static const struct konst query_konsts[] = {
+	NUM(LB_QUERY_MAX),
+	NUM(LB_QUERY_DEPTH),
+	NUM(LB_QUERY_NODES),
+	NUM(LB_MAX_TERMS),
+};
+
 /*
  * Checks doc for k. Returns the number of occurrences found with the right value, or -1 (and
  * prints where) when one carries another value.
  */
 static int
-check_one(const char *doc, const struct konst *k, int quiet)
+check_one(const char *name, const char *doc, const struct konst *k, int quiet)
 {
 	char		 pat[128];
 	const char	*p = doc;
@@ -87,7 +96,7 @@ check_one(const char *doc, const struct konst *k, int quiet)
 
 			if (v[0] != '`' || strncmp(v + 1, k->str, n) != 0 || v[n + 1] != '`') {
 				if (!quiet)
-					print_error("FORMAT.md:%d: %s is not `%s`\n", line,
+					print_error("%s:%d: %s is not `%s`\n", name, line,
 					    k->name, k->str);
 				return (-1);
 			}
@@ -97,14 +106,14 @@ check_one(const char *doc, const struct konst *k, int quiet)
 
 			if (!isdigit((unsigned char)v[0])) {
 				if (!quiet)
-					print_error("FORMAT.md:%d: %s: no number\n", line,
+					print_error("%s:%d: %s: no number\n", name, line,
 					    k->name);
 				return (-1);
 			}
 			x = strtoull(v, &end, 0);
 			if (x != k->num || isalnum((unsigned char)*end)) {
 				if (!quiet)
-					print_error("FORMAT.md:%d: %s is not %llu\n", line,
+					print_error("%s:%d: %s is not %llu\n", name, line,
 					    k->name, k->num);
 				return (-1);
 			}
@@ -134,23 +143,34 @@ slurp(const char *path)
 	return (buf);
 }
 
+/* Every row of ks is defined in the document name (read from ../name) with its value. */
 static void
-t_constants(void **state)
+check_doc(const char *name, const struct konst *ks, size_t nks)
 {
-	char	*doc = slurp("../FORMAT.md");
+	char	 path[64];
+	char	*doc;
 	int	 bad = 0;
 
-	(void)state;
-	for (size_t i = 0; i < sizeof(konsts) / sizeof(konsts[0]); i++) {
-		int n = check_one(doc, &konsts[i], 0);
+	snprintf(path, sizeof(path), "../%s", name);
+	doc = slurp(path);
+	for (size_t i = 0; i < nks; i++) {
+		int n = check_one(name, doc, &ks[i], 0);
 
 		if (n == 0)
-			print_error("FORMAT.md does not define `%s` = ...\n", konsts[i].name);
+			print_error("%s does not define `%s` = ...\n", name, ks[i].name);
 		if (n <= 0)
 			bad++;
 	}
 	free(doc);
 	assert_int_equal(bad, 0);
+}
+
+static void
+t_constants(void **state)
+{
+	(void)state;
+	check_doc("FORMAT.md", konsts, sizeof(konsts) / sizeof(konsts[0]));
+	check_doc("QUERY.md", query_konsts, sizeof(query_konsts) / sizeof(query_konsts[0]));
 }
 
 /* The checker itself: it finds the convention, and catches wrong or missing values. */
@@ -161,14 +181,14 @@ t_checker(void **state)
 	static const struct konst s = { "X_STR", "abc", 0 };
 
 	(void)state;
-	assert_int_equal(check_one("a `X_NUM` = 42 b `X_NUM` = 0x2a.", &n, 1), 2);
-	assert_int_equal(check_one("`X_NUM` = 43", &n, 1), -1);
-	assert_int_equal(check_one("`X_NUM` = 42x", &n, 1), -1);
-	assert_int_equal(check_one("`X_NUM` = many", &n, 1), -1);
-	assert_int_equal(check_one("`X_NUM` is 42", &n, 1), 0);
-	assert_int_equal(check_one("`X_STR` = `abc` and `X_STR` = `abc`", &s, 1), 2);
-	assert_int_equal(check_one("`X_STR` = `abcd`", &s, 1), -1);
-	assert_int_equal(check_one("`X_STR` = abc", &s, 1), -1);
+	assert_int_equal(check_one("X.md", "a `X_NUM` = 42 b `X_NUM` = 0x2a.", &n, 1), 2);
+	assert_int_equal(check_one("X.md", "`X_NUM` = 43", &n, 1), -1);
+	assert_int_equal(check_one("X.md", "`X_NUM` = 42x", &n, 1), -1);
+	assert_int_equal(check_one("X.md", "`X_NUM` = many", &n, 1), -1);
+	assert_int_equal(check_one("X.md", "`X_NUM` is 42", &n, 1), 0);
+	assert_int_equal(check_one("X.md", "`X_STR` = `abc` and `X_STR` = `abc`", &s, 1), 2);
+	assert_int_equal(check_one("X.md", "`X_STR` = `abcd`", &s, 1), -1);
+	assert_int_equal(check_one("X.md", "`X_STR` = abc", &s, 1), -1);
 }
 
 int

@@ -1,4 +1,4 @@
-"""The query language and search semantics of SEARCH.md §A and §B in plain Python: the oracle
+"""The query language and search of indexer/QUERY.md (§1; §2, §3) in plain Python: the oracle
 the C implementation (lb_query.c, lb_eval.c, `logbox search`) is compared with.
 
 - parse(text) -> a small tree (All, Term, Phrase, Set, And, Or, Not) or QueryError(pos, msg).
@@ -157,7 +157,7 @@ def _read_escaped(text: bytes, i: int) -> int:
 
 
 def lex(text: bytes) -> list[Lexeme]:
-    """The query's lexemes (SEARCH.md §A "Lexing"); raises QueryError."""
+    """The query's lexemes (QUERY.md §1 "Lexing"); raises QueryError."""
     out, err = lex_until_error(text)
     if err is not None:
         raise err
@@ -230,7 +230,7 @@ def _elem(c: int, esc: bool) -> Elem:
 
 def _cut_runs(elems: list[Elem]) -> list[Elem]:
     """A token longer than TOKEN_MAX is cut there, the rest skipped, as the tokenizer cuts a
-    message's token. SEARCH.md says "a literal run longer than LB_TOKEN_MAX is cut there";
+    message's token. QUERY.md §1 says "a literal run longer than LB_TOKEN_MAX is cut there";
     with wildcards that is open: here every element (a byte or a wildcard) counts as one,
     so `y{300}*` is `y{255}` and `a*b{300}` is `a*b{253}` (what lb_query.c does too)."""
     return elems[:TOKEN_MAX]
@@ -313,7 +313,7 @@ class _Parser:
         return lx
 
     def node(self, n: Node, pos: int) -> Node:
-        """n, counted against QUERY_NODES. SEARCH.md leaves open in which order nodes count
+        """n, counted against QUERY_NODES. QUERY.md §1 leaves open in which order nodes count
         (and so where "too many" points): here a term when it is read, NOT after its operand,
         AND/OR when their second operand starts; the error points at that node's token."""
         self.count(pos)
@@ -554,7 +554,7 @@ def _escape(glob: bytes, table: frozenset[int]) -> bytes:
 
 
 def fmt(q: Node, table: frozenset[int] = DEFAULT_TABLE) -> bytes:
-    """The canonical text of a tree (SEARCH.md §A "Canonical form")."""
+    """The canonical text of a tree (QUERY.md §1 "Canonical form")."""
     if isinstance(q, All):
         return b"*"
     if isinstance(q, Term):

@@ -57,11 +57,7 @@ setup(void)
 	int		 p[2];
 
 	log_init(IX_NAME, LOGL_WARN);
-	memset(&env, 0, sizeof(env));
-	TAILQ_INIT(&env.inputs);
-	env.lockfd = -1;
-	env.fifo.statefd = -1;
-	env.fifo.priv[0] = env.fifo.priv[1] = -1;
+	indexd_init(&env);
 	env.conf.max_memory_mb = 64;
 	env.started = now_real_us();
 	env.started_mono = now_mono_us();

@@ -1,5 +1,5 @@
 /*
- * logbox.c — the logbox admin tool: ingest, cat, lookup, verify, stats, dump, reindex and
+ * main.c — the logbox admin tool: ingest, cat, lookup, verify, stats, dump, reindex and
  * deadletter over a data directory, and the dispatch to search (search.c). This file owns argument handling,
  * progress and output formats (text and NDJSON); every storage decision is liblogbox's. Errors
  * go to stderr as "logbox: ..." with exit status 1; usage errors exit 2.
@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "logbox.h"
 #include "lb_format.h"
 #include "lb_util.h"
@@ -98,22 +99,11 @@ usage(void)
 	exit(2);
 }
 
+/* Seconds on the monotonic clock, for rates and progress. */
 static double
 now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec + ts.tv_nsec / 1e9);
-}
-
-static int64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+	return ((double)now_mono_us() / 1e6);
 }
 
 static uint64_t
@@ -275,7 +265,7 @@ ingest_one(struct ingest *in, const uint8_t *p, size_t len)
 	uint64_t	first, next;
 	int		rc;
 
-	lb_syslog_parse(p, len, now_us(), &m);
+	lb_syslog_parse(p, len, now_real_us(), &m);
 	if (in->header_time && m.timestamp != LB_NOTIME)
 		m.received = m.timestamp;
 	if ((rc = lb_store_append(in->st, &m)) != 0) {
