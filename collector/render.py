@@ -56,6 +56,11 @@ DYNAMIC_WINDOW_PER_CONNECTION = 10
 # Messages a connection reads per wake-up (3.38's default is 10: a one-connection replay cost
 # 11.9 CPU µs per message in syslog-ng with 10, 6.2 with 100); the window still bounds it.
 FETCH_LIMIT = 1000
+# The UDP source's window. Flow control cannot hold a UDP sender: while the window is full,
+# syslog-ng stops reading and the kernel drops what overflows the receive buffer (~170 datagrams
+# at its default size). 3.38's default of 100 (one writer batch) dropped datagrams from bursts of
+# 100 that the kernel buffer alone would have held; the window bounds syslog-ng's memory for them.
+UDP_WINDOW = 10_000
 
 # The listeners, named as collector.toml's [ports] keys: the syslog-ng source of each is named
 # so, and the record template writes ${SOURCE}, so a record's listener is exactly this name.
@@ -435,7 +440,8 @@ def render(
         sources.append(
             (
                 "udp",
-                f'network(ip({ip}) flags(no-parse) port({s.udp_port}) transport("udp")'
+                f'network(ip({ip}) flags(no-parse) port({s.udp_port}) transport("udp") '
+                f"log-iw-size({UDP_WINDOW}) log-fetch-limit({FETCH_LIMIT})"
                 + (" ip-protocol(6)" if ipv6 else "")
                 + rcvbuf
                 + ")",
