@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from lbtest.appliance import Appliance
+from lbtest.wait import wait_until
 
 PER_SENDER = 40_000
 SENDERS = 2
@@ -207,10 +208,50 @@ def test_full_disk_survived(tmp_path: Path, data_tmpfs: Path, reserve: str) -> N
             f"nothing stored {RECOVER_S} s after the space returned: {_status(app)}\n"
             f"{app.stderr_of('indexd')[-2000:]}\n{app.stderr_of('syslog-ng')[-2000:]}"
         )
-        st = _status(app)
-        assert not (st.get("disk") or {}).get("full") and not st.get("holding"), st
+        # (The status file is rewritten every status interval: the one read first may be older.)
+        wait_until(
+            lambda: not (_status(app).get("disk") or {}).get("full")
+            and not _status(app).get("holding"),
+            "the status no longer says the disk is full",
+            timeout=15,
+            detail=lambda: f"{_status(app)}\n{app.stderr_of('indexd')[-3000:]}",
+        )
         print(
             f"\n{reserve}: {stalled_at} stored when full, senders held at {sent_when_full}; the "
             f"store grew again {ended_after:.1f} s after the space returned; syslog-ng's rewritten "
             f"batches (first, length, copies) per sender {dup_runs}"
         )
+
+
+def test_full_and_free_again_seen_while_idle(tmp_path: Path, data_tmpfs: Path) -> None:
+    """The disk fills and empties while nothing arrives: the status follows both, and the
+    reserve is given up and taken back, without a message to wake indexd."""
+    app = Appliance(tmp_path, udp=False)
+    (app.data / "run").mkdir()
+    app.status_file = app.data / "run" / "indexd.status.json"
+    filler = app.data / "filler"
+    with app:
+        app.send(b"".join(_line(0, n) for n in range(100)))
+        app.wait_count(100)
+        reserve = _status(app)["disk"]["reserve_bytes"]
+        assert reserve > 0
+        _fill(filler)
+        disk = wait_until(
+            lambda: (d := _status(app)["disk"])["full"] and d["reserve_given_up"] and d,
+            "the status says the disk is full",
+            timeout=15,
+            detail=lambda: str(_status(app)),
+        )
+        assert disk["since"] and disk["reserve_held_bytes"] == 0
+        filler.unlink()
+        disk = wait_until(
+            lambda: not (d := _status(app)["disk"])["full"] and not d["reserve_given_up"] and d,
+            "the status says the disk has room again",
+            timeout=15,
+            detail=lambda: str(_status(app)),
+        )
+        assert disk["reserve_held_bytes"] == reserve and disk["since"] is None
+        assert (app.data / "indexd" / "reserve").stat().st_blocks * 512 >= reserve
+        app.send(b"".join(_line(1, n) for n in range(100)))
+        app.wait_count(200)
+        app.assert_alive()

@@ -411,6 +411,13 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (env->holding[0] == '\0')
 		ls_sync_due(env);
+	/*
+	 * The disk's state is otherwise looked at only before more is read: once the inputs are
+	 * idle, a "full" seen during the last batch would stay in the status, and the reserve
+	 * given up would not be taken back, until the next message came.
+	 */
+	if (env->holding[0] == '\0' && now - env->disk.checked >= 1000000)
+		(void)disk_check(env);
 	malformed_second(env);
 	if (now - env->last_status >= (int64_t)env->conf.status_interval_ms * 1000) {
 		env->last_status = now;
