@@ -173,6 +173,14 @@ disk_check(struct indexd *env)
 
 	if (disk_stat(env) != 0)
 		return (0);
+	/*
+	 * A write that met ENOSPC holds (store.c) until it works, and the hold's end clears the
+	 * mark. Not holding, no write is failing: a mark left by a failure that did not hold (a
+	 * logspace that could not be opened is tried again in the next batch, spool.c) would keep
+	 * the status saying "full" and the reserve given up for good.
+	 */
+	if (d->enospc && env->holding[0] == '\0')
+		d->enospc = 0;
 	if (d->rheld > 0 && (d->free < disk_floor(d) || d->enospc)) {
 		snprintf(b, sizeof(b), "%s free", human(a, sizeof(a), d->free));
 		reserve_give(env, d->enospc ? "a write met ENOSPC" : b);
