@@ -326,6 +326,10 @@ def load_settings(path: Path | None) -> Settings:
 # ---------------------------------------------------------------------------- rendering
 
 
+# quote(): the characters written as an escape of their own (other control characters: \xHH)
+_QUOTE_ESCAPES = {"\\": "\\\\", '"': '\\"', "`": "``", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def quote(value: str) -> str:
     """value as a syslog-ng double-quoted string literal that reads back as exactly value.
     The lexer turns \\x, \\n... escapes into bytes and substitutes `name` (backticks) even
@@ -334,18 +338,8 @@ def quote(value: str) -> str:
         raise SettingsError(f"{value!r}: a NUL cannot be written into the configuration")
     out = ['"']
     for ch in value:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == '"':
-            out.append('\\"')
-        elif ch == "`":
-            out.append("``")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
+        if ch in _QUOTE_ESCAPES:
+            out.append(_QUOTE_ESCAPES[ch])
         elif ord(ch) < 0x20 or ord(ch) == 0x7F:
             out.append(f"\\x{ord(ch):02x}")
         else:
