@@ -177,6 +177,21 @@ def _text(value: str, what: str) -> str:
     return value
 
 
+def _names(table: dict, key: str, allowed: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """table[key], one name or a non-empty list of names each in allowed; () when absent."""
+    value = _take(table, key, (list, str), where)
+    if value is None:
+        return ()
+    names = [value] if isinstance(value, str) else value
+    assert isinstance(names, list)
+    for n in names:
+        if not isinstance(n, str) or n not in allowed:
+            raise SettingsError(f"{where}{key}: {n!r} is not one of {', '.join(allowed)}")
+    if not names:
+        raise SettingsError(f"{where}{key}: empty list")
+    return tuple(names)
+
+
 def _path(table: dict, key: str, where: str, base: Path) -> Path | None:
     value = _take(table, key, str, where)
     if value is None:
@@ -211,30 +226,8 @@ def _route(item: object, index: int) -> Route:
                 if not _pcre_only(value):
                     raise SettingsError(f"{where}{key}: bad regular expression: {e}") from None
         regexes[key] = value
-    facility = _take(t, "facility", (list, str), where)
-    facilities: tuple[str, ...] = ()
-    if facility is not None:
-        names = [facility] if isinstance(facility, str) else facility
-        assert isinstance(names, list)
-        for f in names:
-            if not isinstance(f, str) or f not in FACILITIES:
-                raise SettingsError(f"{where}facility: {f!r} is not one of {', '.join(FACILITIES)}")
-        facilities = tuple(names)
-        if not facilities:
-            raise SettingsError(f"{where}facility: empty list")
-    listener = _take(t, "listener", (list, str), where)
-    listeners: tuple[str, ...] = ()
-    if listener is not None:
-        names = [listener] if isinstance(listener, str) else listener
-        assert isinstance(names, list)
-        for n in names:
-            if not isinstance(n, str) or n not in (*LISTENERS, INTERNAL):
-                raise SettingsError(
-                    f"{where}listener: {n!r} is not one of {', '.join((*LISTENERS, INTERNAL))}"
-                )
-        listeners = tuple(names)
-        if not listeners:
-            raise SettingsError(f"{where}listener: empty list")
+    facilities = _names(t, "facility", FACILITIES, where)
+    listeners = _names(t, "listener", (*LISTENERS, INTERNAL), where)
     _no_rest(t, where)
     return Route(name=name, facility=facilities, listener=listeners, **regexes)
 
@@ -333,6 +326,10 @@ def load_settings(path: Path | None) -> Settings:
 # ---------------------------------------------------------------------------- rendering
 
 
+# quote(): the characters written as an escape of their own (other control characters: \xHH)
+_QUOTE_ESCAPES = {"\\": "\\\\", '"': '\\"', "`": "``", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def quote(value: str) -> str:
     """value as a syslog-ng double-quoted string literal that reads back as exactly value.
     The lexer turns \\x, \\n... escapes into bytes and substitutes `name` (backticks) even
@@ -341,18 +338,8 @@ def quote(value: str) -> str:
         raise SettingsError(f"{value!r}: a NUL cannot be written into the configuration")
     out = ['"']
     for ch in value:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == '"':
-            out.append('\\"')
-        elif ch == "`":
-            out.append("``")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
+        if ch in _QUOTE_ESCAPES:
+            out.append(_QUOTE_ESCAPES[ch])
         elif ord(ch) < 0x20 or ord(ch) == 0x7F:
             out.append(f"\\x{ord(ch):02x}")
         else:

@@ -16,7 +16,7 @@ import math
 import re
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
-from typing import IO, Any
+from typing import IO, Any, Self
 
 import requests
 
@@ -134,7 +134,21 @@ def _snippet(body: bytes, html: bool = False, limit: int = 200) -> str:
     return text[:limit] + ("..." if len(text) > limit else "") if text else "(empty body)"
 
 
-class Client:
+class _Closing:
+    """`with` for Client and Export: the block's end calls close()."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Releases what the object holds (each class says what)."""
+        raise NotImplementedError
+
+
+class Client(_Closing):
     """The logbox RPC API at `url` ("https://host:port"; the /api/v1 prefix is added).
 
     :param token: a session or API token (`login` sets one).
@@ -161,12 +175,6 @@ class Client:
         self.verify = verify
         self.session = requests.Session()
         self.session.headers["User-Agent"] = "logbox-client/1"
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Closes the connections (the token stays valid: see logout)."""
@@ -555,7 +563,7 @@ class _Rows:
         return 0
 
 
-class Export:
+class Export(_Closing):
     """A streaming export (GET .../export), read once, in constant memory.
 
     `total` is X-Logbox-Total (None when absent), `rows` the messages read so far. Read it with
@@ -579,12 +587,6 @@ class Export:
         self.rows = 0
         self.warnings: list[str] = []
         self._started = False
-
-    def __enter__(self) -> Export:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Closes the response (a partly read export is abandoned)."""

@@ -1,6 +1,7 @@
 """Per-process singletons of an app (the accounts store, the searchd client), made on first use:
 after gunicorn forks its workers, never in the master (LMDB handles must not cross a fork).
-logbox_rpc.state and logbox_webui.state build on ProcState."""
+logbox_rpc.state and logbox_webui.state build on ProcState; each app's create_app keeps its
+instance in app.extensions["logbox"], where the view accessors at the end of this file find it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from flask import current_app, g, has_app_context
 
 from logbox_core.accounts import MAP_SIZE, Accounts, User
 from logbox_core.searchd import Searchd, caller_name
@@ -73,3 +76,24 @@ class ProcState:
         shares its workers fairly between users); as no caller when user is None."""
         client = self.searchd
         return client if user is None else client.as_caller(caller_name("user", user.name))
+
+
+# ---------------------------------------------------------------- the current app's objects
+# The one copy of the accessors both apps' views use (logbox_rpc.state, logbox_webui.state).
+
+
+def state() -> ProcState:
+    """The current app's ProcState (its app.extensions["logbox"])."""
+    return current_app.extensions["logbox"]
+
+
+def accounts() -> Accounts:
+    """The current app's accounts store."""
+    return state().accounts
+
+
+def searchd() -> Searchd:
+    """The current app's searchd client, asking as the signed-in user (X-Logbox-Caller:
+    user:<name>, so that searchd shares its workers fairly between users); before sign-in,
+    as no caller."""
+    return state().searchd_for(getattr(g, "user", None) if has_app_context() else None)

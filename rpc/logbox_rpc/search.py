@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, g
@@ -135,37 +136,22 @@ def logspaces(args: dict[str, Any]) -> Response:
     return Response(json.dumps(doc), mimetype="application/json")
 
 
-@bp.route("/logspaces/<logspace>/search", methods=["GET"])
-@declare(
-    Spec(
+# The query endpoints whose answer is searchd's own: GET /logspaces/{logspace}/<name> is
+# searchd's /v1/<name>, passed on as it sent it and audited as <name> (forward).
+FORWARDED = {
+    "search": Spec(
         "Messages that match a query, one page (searchd /v1/search)",
         SEARCH_PARAMS,
         answer="SearchResult",
         errors=QUERY_ERRORS,
-    )
-)
-def search(logspace: str, args: dict[str, Any]) -> Response:
-    """GET /logspaces/{logspace}/search."""
-    return forward("search", "/v1/search", logspace, args)
-
-
-@bp.route("/logspaces/<logspace>/count", methods=["GET"])
-@declare(
-    Spec(
+    ),
+    "count": Spec(
         "How many messages match a query",
         (LOGSPACE, Q, FROM, TO),
         answer="Count",
         errors=QUERY_ERRORS,
-    )
-)
-def count(logspace: str, args: dict[str, Any]) -> Response:
-    """GET /logspaces/{logspace}/count."""
-    return forward("count", "/v1/count", logspace, args)
-
-
-@bp.route("/logspaces/<logspace>/histogram", methods=["GET"])
-@declare(
-    Spec(
+    ),
+    "histogram": Spec(
         "Matches per time bucket",
         (
             LOGSPACE,
@@ -183,16 +169,8 @@ def count(logspace: str, args: dict[str, Any]) -> Response:
         ),
         answer="Histogram",
         errors=QUERY_ERRORS,
-    )
-)
-def histogram(logspace: str, args: dict[str, Any]) -> Response:
-    """GET /logspaces/{logspace}/histogram."""
-    return forward("histogram", "/v1/histogram", logspace, args)
-
-
-@bp.route("/logspaces/<logspace>/top", methods=["GET"])
-@declare(
-    Spec(
+    ),
+    "top": Spec(
         "The most frequent values of a field among the matches",
         (
             LOGSPACE,
@@ -210,11 +188,27 @@ def histogram(logspace: str, args: dict[str, Any]) -> Response:
         ),
         answer="Top",
         errors=QUERY_ERRORS,
+    ),
+}
+
+
+def forwarding_view(name: str) -> Callable[..., Response]:
+    """The view of GET /logspaces/{logspace}/<name>: searchd's /v1/<name> (forward)."""
+
+    def view(logspace: str, args: dict[str, Any]) -> Response:
+        return forward(name, f"/v1/{name}", logspace, args)
+
+    view.__name__ = name
+    view.__doc__ = f"GET /logspaces/{{logspace}}/{name}."
+    return view
+
+
+for _name, _spec in FORWARDED.items():
+    bp.add_url_rule(
+        f"/logspaces/<logspace>/{_name}",
+        methods=["GET"],
+        view_func=declare(_spec)(forwarding_view(_name)),
     )
-)
-def top(logspace: str, args: dict[str, Any]) -> Response:
-    """GET /logspaces/{logspace}/top."""
-    return forward("top", "/v1/top", logspace, args)
 
 
 @bp.route("/logspaces/<logspace>/messages/<id>", methods=["GET"])

@@ -1,16 +1,17 @@
 """Per-process singletons (the accounts store, the searchd client, the search thread pool), made
 on first use: after gunicorn forks its workers, never in the master (LMDB handles and threads
-must not cross a fork). The first two are logbox_core.procstate's."""
+must not cross a fork). The first two, and the accessors that find them in the current app, are
+logbox_core.procstate's; state() here gives this app's State, with its pool."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
-from flask import current_app, g, has_app_context
-from logbox_core.accounts import Accounts
-from logbox_core.procstate import ProcState
-from logbox_core.searchd import Searchd
+from logbox_core import procstate
+from logbox_core.procstate import ProcState, accounts, searchd
+
+__all__ = ["State", "accounts", "searchd", "state"]
 
 POOL_THREADS = 8  # searchd calls of one search page run side by side (results, histogram, tops)
 
@@ -37,16 +38,4 @@ class State(ProcState):
 
 def state() -> State:
     """The current app's State."""
-    return current_app.extensions["logbox"]
-
-
-def accounts() -> Accounts:
-    """The current app's accounts store."""
-    return state().accounts
-
-
-def searchd() -> Searchd:
-    """The current app's searchd client, asking as the signed-in user (X-Logbox-Caller:
-    user:<name>, so that searchd shares its workers fairly between users); before sign-in,
-    as no caller."""
-    return state().searchd_for(getattr(g, "user", None) if has_app_context() else None)
+    return cast(State, procstate.state())
