@@ -111,7 +111,7 @@ def test_boundary_copies() -> None:
 
 # What a Python file spells when it writes one of the constants again.
 COPIES = {
-    "the logspace name pattern": re.compile(r"\[a-z0-9_-\]\{1,64\}"),
+    "the logspace name pattern": re.compile(r"\[a-z0-9_\\?-\]\{1,64\}"),
     "the default delimiters": re.compile(re.escape(r"&:~?![]=,;()'\"/\\|<>{}*")),
     "the facility names": re.compile(r"solaris-cron"),
     "a reserved-name list": re.compile(r"[\"']collector[\"'],\s*[\"']accounts[\"']"),
@@ -122,7 +122,7 @@ def test_no_python_copies(top: Path) -> None:
     owner = top / "rpc" / "logbox_core" / "constants.py"
     found = []
     for folder in ("appliance", "collector", "rpc", "webui"):
-        for path in sorted((top / folder).rglob("*.py")):
+        for path in sorted(p for ext in ("*.py", "*.html") for p in (top / folder).rglob(ext)):
             if path == owner:
                 continue
             text = path.read_text()
@@ -130,3 +130,10 @@ def test_no_python_copies(top: Path) -> None:
                 f"{path.relative_to(top)}: {what}" for what, rx in COPIES.items() if rx.search(text)
             ]
     assert not found, "copies of logbox_core.constants: " + "; ".join(found)
+
+
+def test_html_pattern() -> None:
+    """The form's pattern is the name rule, with the one escape the "v" flag needs."""
+    assert constants.LOGSPACE_HTML_PATTERN.endswith("_\\-]{1,64}")
+    assert re.fullmatch(constants.LOGSPACE_HTML_PATTERN, "web-01_a")
+    assert not re.fullmatch(constants.LOGSPACE_HTML_PATTERN, "Web.01")

@@ -460,6 +460,10 @@ def test_logspaces_page(app: Flask, admin: Browser) -> None:
     assert values(forms["other"])["delimiters"] == constants.DEFAULT_DELIMITERS
     assert forms["main"].attrs["action"] == "/admin/logspaces/main"
     assert "newly stored" in p.root.text or "stored from then on" in p.root.text
+    # The new-logspace field states the name rule as logbox_core.constants has it.
+    new = p.by_id("new-logspace").attrs
+    assert new["pattern"] == constants.LOGSPACE_HTML_PATTERN
+    assert new["maxlength"] == str(constants.LOGSPACE_NAME_MAX)
     # ?new= shows a form for a logspace that does not exist yet
     assert "brand-new" in forms_of(page(admin.get("/admin/logspaces?new=brand-new")))
 

@@ -18,6 +18,9 @@ import re
 LOGSPACE_NAME_MAX = 64  # LB_NAME_MAX (logbox.h)
 LOGSPACE_PATTERN = "[a-z0-9_-]{1,64}"  # the form alone (OpenAPI's pattern, a path's shape)
 LOGSPACE_RE = re.compile(LOGSPACE_PATTERN)
+# The same for an HTML form's pattern attribute, which browsers compile with the "v" flag: there a
+# "-" that ends a class must be escaped.
+LOGSPACE_HTML_PATTERN = LOGSPACE_PATTERN.replace("_-]", "_\\-]")
 RESERVED_LOGSPACES = ("indexd", "catalog", "collector", "accounts", "run", "tls", "spool")
 
 

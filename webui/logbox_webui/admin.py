@@ -33,6 +33,8 @@ from logbox_core.accounts import (
 from logbox_core.constants import (
     DEFAULT_DELIMITERS,
     DELIMITERS_MAX,
+    LOGSPACE_HTML_PATTERN,
+    LOGSPACE_NAME_MAX,
     RETENTION_MAX,
     logspace_name_ok,
 )
@@ -378,6 +380,8 @@ def _logspaces_page(
         new=new,
         retention_max=RETENTION_MAX,
         delimiters_max=DELIMITERS_MAX,
+        logspace_pattern=LOGSPACE_HTML_PATTERN,
+        logspace_name_max=LOGSPACE_NAME_MAX,
     )
     return body, status
 
