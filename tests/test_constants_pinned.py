@@ -112,6 +112,7 @@ def test_boundary_copies() -> None:
 # What a Python file spells when it writes one of the constants again.
 COPIES = {
     "the logspace name pattern": re.compile(r"\[a-z0-9_\\?-\]\{1,64\}"),
+    "the user name pattern": re.compile(r"\[a-z0-9_\.\\?-\]\{1,64\}"),
     "the default delimiters": re.compile(re.escape(r"&:~?![]=,;()'\"/\\|<>{}*")),
     "the facility names": re.compile(r"solaris-cron"),
     "a reserved-name list": re.compile(r"[\"']collector[\"'],\s*[\"']accounts[\"']"),
@@ -137,3 +138,6 @@ def test_html_pattern() -> None:
     assert constants.LOGSPACE_HTML_PATTERN.endswith("_\\-]{1,64}")
     assert re.fullmatch(constants.LOGSPACE_HTML_PATTERN, "web-01_a")
     assert not re.fullmatch(constants.LOGSPACE_HTML_PATTERN, "Web.01")
+    assert re.fullmatch(constants.USER_NAME_PATTERN, "j.doe-2")
+    assert constants.USER_NAME_HTML_PATTERN.endswith("_.\\-]{1,64}")
+    assert re.fullmatch(constants.USER_NAME_HTML_PATTERN, "j.doe-2")

@@ -216,6 +216,7 @@ def test_users_page_lists_and_offers_every_logspace(admin: Browser) -> None:
         s.attrs["name"] for s in form.all("select")
     }
     assert {"name", "password", "role", "logspaces", "csrf_token"} <= names
+    assert p.by_id("new-name").attrs["pattern"] == constants.USER_NAME_HTML_PATTERN
     boxes = [i.attrs["value"] for i in form.all("input") if i.attrs.get("name") == "logspaces"]
     assert boxes == ["*", "future", "main", "other", "secret"]  # settings-only "future" too
     roles = [o.attrs["value"] for o in p.by_id("new-role").all("option")]

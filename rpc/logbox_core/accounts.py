@@ -40,7 +40,7 @@ from typing import Any
 import argon2
 import lmdb
 
-from .constants import logspace_name_problem
+from .constants import USER_NAME_PATTERN, logspace_name_problem
 
 ROLES = ("admin", "searcher")
 TOKEN_KINDS = ("api", "session", "web")  # web: a web UI sign-in (webui/UI.md)
@@ -48,7 +48,7 @@ SCHEMA_VERSION = 1
 MAP_SIZE = 1 << 30
 DB_NAMES = (b"users", b"tokens", b"failures", b"audit", b"meta")
 
-NAME_RE = re.compile(r"[a-z0-9_.-]{1,64}")
+NAME_RE = re.compile(USER_NAME_PATTERN)
 TOKEN_RE = re.compile(r"lbx_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
 PASSWORD_MIN, PASSWORD_MAX = 12, 1024
 

@@ -21,6 +21,11 @@ LOGSPACE_RE = re.compile(LOGSPACE_PATTERN)
 # The same for an HTML form's pattern attribute, which browsers compile with the "v" flag: there a
 # "-" that ends a class must be escaped.
 LOGSPACE_HTML_PATTERN = LOGSPACE_PATTERN.replace("_-]", "_\\-]")
+
+# ---------------------------------------------------------------- user names
+# The accounts store's rule (logbox_core.accounts); "." is allowed in user names, not in logspaces.
+USER_NAME_PATTERN = "[a-z0-9_.-]{1,64}"
+USER_NAME_HTML_PATTERN = USER_NAME_PATTERN.replace(".-]", ".\\-]")
 RESERVED_LOGSPACES = ("indexd", "catalog", "collector", "accounts", "run", "tls", "spool")
 
 

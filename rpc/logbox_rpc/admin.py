@@ -6,6 +6,7 @@ from typing import Any
 
 from flask import Blueprint, g, jsonify
 from logbox_core.accounts import ROLES, NotFound
+from logbox_core.constants import USER_NAME_PATTERN
 
 from .auth import audit
 from .errors import STORE_ERRORS, ApiError, bad_parameter
@@ -150,7 +151,7 @@ def list_users(args: dict[str, Any]) -> Any:
 def create_user(args: dict[str, Any]) -> Any:
     """POST /users: body {"name", "password", "role" (searcher), "logspaces" (["*"])}."""
     body = json_body(("name", "password", "role", "logspaces"), ("name", "password"))
-    name = member(body, "name", str, "a user name [a-z0-9_.-]{1,64}")
+    name = member(body, "name", str, f"a user name {USER_NAME_PATTERN}")
     password = member(body, "password", str, "a string of at least 12 characters")
     role = _role(body) or "searcher"
     logspaces = _logspaces(body)

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from flask import Blueprint, Flask, current_app, jsonify
+from logbox_core.constants import USER_NAME_PATTERN
 from logbox_core.origin import UNSAFE_METHODS
 
 from .errors import STATUS_CODES
@@ -301,7 +302,7 @@ SCHEMAS: dict[str, Any] = {
     "UserList": _obj({"users": {"type": "array", "items": _ref("User")}}),
     "UserCreate": _obj(
         {
-            "name": {"type": "string", "pattern": "^[a-z0-9_.-]{1,64}$"},
+            "name": {"type": "string", "pattern": f"^{USER_NAME_PATTERN}$"},
             "password": {"type": "string", "minLength": 12},
             "role": {"type": "string", "enum": ["admin", "searcher"], "default": "searcher"},
             "logspaces": {**STRS, "default": ["*"]},

@@ -36,6 +36,7 @@ from logbox_core.constants import (
     LOGSPACE_HTML_PATTERN,
     LOGSPACE_NAME_MAX,
     RETENTION_MAX,
+    USER_NAME_HTML_PATTERN,
     logspace_name_ok,
 )
 from logbox_core.searchd import SearchdError
@@ -128,6 +129,7 @@ def _users_page(status: int = 200, error: str | None = None, form: dict | None =
         when=when,
         logspaces=known_logspaces(),
         roles=ROLES,
+        user_name_pattern=USER_NAME_HTML_PATTERN,
         error=error,
         form=form or {"name": "", "role": "searcher", "logspaces": []},
     )
