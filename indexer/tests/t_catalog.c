@@ -1400,25 +1400,19 @@ t_empty_env_is_no_catalog(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(t_logspace_roundtrip, setup, teardown),
-		cmocka_unit_test(t_empty_env_is_no_catalog),
-		cmocka_unit_test_setup_teardown(t_bad_names, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_state, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_publish, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_publish_atomic, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_segments_random, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_days, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_timemap, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_golden, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_corrupt, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_version, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_two_handles, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_fork_reader, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_stale_reader, setup, teardown),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test_setup_teardown(t_logspace_roundtrip, setup, teardown),
+	cmocka_unit_test(t_empty_env_is_no_catalog),
+	cmocka_unit_test_setup_teardown(t_bad_names, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_state, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_publish, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_publish_atomic, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_segments_random, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_days, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_timemap, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_golden, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_corrupt, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_version, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_two_handles, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_fork_reader, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_stale_reader, setup, teardown))

@@ -1223,20 +1223,13 @@ t_many(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_random),
-		cmocka_unit_test(t_parsed),
-		cmocka_unit_test(t_paging),
-		cmocka_unit_test(t_corrupt),
-		cmocka_unit_test(t_limits),
-		cmocka_unit_test(t_tail),
-		cmocka_unit_test(t_wide),
-		cmocka_unit_test(t_reader),
-		cmocka_unit_test(t_many),
-	};
-
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_random),
+	cmocka_unit_test(t_parsed),
+	cmocka_unit_test(t_paging),
+	cmocka_unit_test(t_corrupt),
+	cmocka_unit_test(t_limits),
+	cmocka_unit_test(t_tail),
+	cmocka_unit_test(t_wide),
+	cmocka_unit_test(t_reader),
+	cmocka_unit_test(t_many))

@@ -1,6 +1,7 @@
 /*
- * t_helper.h — what every C unit test includes: cmocka, and a fresh temporary directory per
- * test that is removed afterwards. Tests run from indexer/tests/ (golden files are relative).
+ * t_helper.h — what every C unit test includes: cmocka, a fresh temporary directory per test
+ * that is removed afterwards, and the test program's main(). Tests run from indexer/tests/
+ * (golden files are relative).
  */
 #ifndef T_HELPER_H
 #define T_HELPER_H
@@ -42,6 +43,25 @@ t_rmtree(const char *dir)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
+}
+
+/*
+ * The main() of a test file: runs the tests listed (cmocka_unit_test(name), ...) as one group
+ * and exits with the number that failed. T_FILTER=name runs only the tests it matches
+ * (cmocka's filter: * and ? wildcards).
+ */
+#define T_MAIN(...)	T_MAIN_SETUP(NULL, __VA_ARGS__)
+
+/* The same, with setup (int setup(void **state)) run once before the first test. */
+#define T_MAIN_SETUP(setup, ...)					\
+int									\
+main(void)								\
+{									\
+	const struct CMUnitTest tests[] = { __VA_ARGS__ };		\
+									\
+	if (getenv("T_FILTER") != NULL)					\
+		cmocka_set_test_filter(getenv("T_FILTER"));		\
+	return (cmocka_run_group_tests(tests, setup, NULL));		\
 }
 
 #endif /* T_HELPER_H */

@@ -1427,36 +1427,33 @@ t_enospc_recovers(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
+/*
+ * The crash tests recover thousands of times and every recovery fdatasync()s: run on tmpfs
+ * when there is one and TMPDIR does not say otherwise (the files are as real).
+ */
+static int
+on_tmpfs(void **state)
 {
 	struct stat	 st;
 
-	/*
-	 * The crash tests recover thousands of times and every recovery fdatasync()s: run on
-	 * tmpfs when there is one and TMPDIR does not say otherwise (the files are as real).
-	 */
+	(void)state;
 	if (getenv("TMPDIR") == NULL && stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) &&
 	    access("/dev/shm", W_OK) == 0)
 		setenv("TMPDIR", "/dev/shm", 0);
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_golden),
-		cmocka_unit_test(t_limits),
-		cmocka_unit_test(t_peer),
-		cmocka_unit_test(t_roundtrip),
-		cmocka_unit_test(t_reader_follows),
-		cmocka_unit_test(t_middle_damage),
-		cmocka_unit_test(t_refusals),
-		cmocka_unit_test(t_crash_every_byte),
-		cmocka_unit_test(t_crash_stale_wal),
-		cmocka_unit_test(t_flip_every_byte),
-		cmocka_unit_test(t_threaded),
-		cmocka_unit_test(t_thread_write_error),
-		cmocka_unit_test(t_enospc_recovers),
-	};
-
-	/* T_FILTER=t_roundtrip runs one test. */
-	if (getenv("T_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("T_FILTER"));
-	return (cmocka_run_group_tests(tests, NULL, NULL));
+	return (0);
 }
+
+T_MAIN_SETUP(on_tmpfs,
+	cmocka_unit_test(t_golden),
+	cmocka_unit_test(t_limits),
+	cmocka_unit_test(t_peer),
+	cmocka_unit_test(t_roundtrip),
+	cmocka_unit_test(t_reader_follows),
+	cmocka_unit_test(t_middle_damage),
+	cmocka_unit_test(t_refusals),
+	cmocka_unit_test(t_crash_every_byte),
+	cmocka_unit_test(t_crash_stale_wal),
+	cmocka_unit_test(t_flip_every_byte),
+	cmocka_unit_test(t_threaded),
+	cmocka_unit_test(t_thread_write_error),
+	cmocka_unit_test(t_enospc_recovers))

@@ -213,15 +213,9 @@ t_packed(void **state)
 	free(buf);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_roundtrip),
-		cmocka_unit_test(t_worked_example),
-		cmocka_unit_test(t_damage),
-		cmocka_unit_test(t_packed),
-		cmocka_unit_test(t_exceptions),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_roundtrip),
+	cmocka_unit_test(t_worked_example),
+	cmocka_unit_test(t_damage),
+	cmocka_unit_test(t_packed),
+	cmocka_unit_test(t_exceptions))

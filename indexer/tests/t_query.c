@@ -757,26 +757,19 @@ t_match_big(void **state)
 	free(s);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_glob),
-		cmocka_unit_test(t_glob_fast),
-		cmocka_unit_test(t_shapes_ssb),
-		cmocka_unit_test(t_shapes_fields),
-		cmocka_unit_test(t_shapes_grammar),
-		cmocka_unit_test(t_shapes_escapes),
-		cmocka_unit_test(t_custom_delims),
-		cmocka_unit_test(t_long_token),
-		cmocka_unit_test(t_errors),
-		cmocka_unit_test(t_limits),
-		cmocka_unit_test(t_roundtrip_words),
-		cmocka_unit_test(t_roundtrip_bytes),
-		cmocka_unit_test(t_match_text),
-		cmocka_unit_test(t_match_fields),
-		cmocka_unit_test(t_match_big),
-	};
-
-	return (cmocka_run_group_tests(tests, setup, NULL));
-}
+T_MAIN_SETUP(setup,
+	cmocka_unit_test(t_glob),
+	cmocka_unit_test(t_glob_fast),
+	cmocka_unit_test(t_shapes_ssb),
+	cmocka_unit_test(t_shapes_fields),
+	cmocka_unit_test(t_shapes_grammar),
+	cmocka_unit_test(t_shapes_escapes),
+	cmocka_unit_test(t_custom_delims),
+	cmocka_unit_test(t_long_token),
+	cmocka_unit_test(t_errors),
+	cmocka_unit_test(t_limits),
+	cmocka_unit_test(t_roundtrip_words),
+	cmocka_unit_test(t_roundtrip_bytes),
+	cmocka_unit_test(t_match_text),
+	cmocka_unit_test(t_match_fields),
+	cmocka_unit_test(t_match_big))

@@ -1195,19 +1195,13 @@ t_no_terms(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_golden),
-		cmocka_unit_test(t_builder_rules),
-		cmocka_unit_test(t_batches),
-		cmocka_unit_test(t_oracle),
-		cmocka_unit_test(t_merge),
-		cmocka_unit_test(t_big_lists),
-		cmocka_unit_test(t_no_terms),
-		cmocka_unit_test(t_damage),
-		cmocka_unit_test(t_scan),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_golden),
+	cmocka_unit_test(t_builder_rules),
+	cmocka_unit_test(t_batches),
+	cmocka_unit_test(t_oracle),
+	cmocka_unit_test(t_merge),
+	cmocka_unit_test(t_big_lists),
+	cmocka_unit_test(t_no_terms),
+	cmocka_unit_test(t_damage),
+	cmocka_unit_test(t_scan))

@@ -174,11 +174,5 @@ t_segw_equals_msg_terms(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_segw_equals_msg_terms),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_segw_equals_msg_terms))
