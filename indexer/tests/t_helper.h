@@ -25,6 +25,34 @@
 	assert_int_equal(_rc, 0);					\
 } while (0)
 
+/*
+ * Makes room for one more element at v[n] in a growing array of cap elements: doubles cap
+ * (first: the first size) and reallocs v when n has reached it. Fails the test without memory.
+ */
+#define T_GROW(v, n, cap, first) do {					\
+	if ((n) == (cap)) {						\
+		(cap) = (cap) != 0 ? (cap) * 2 : (first);		\
+		assert_non_null((v) = realloc((v), (cap) * sizeof(*(v))));	\
+	}								\
+} while (0)
+
+/*
+ * The order of (term, id) pairs in a segment, as the tests' oracles sort them: terms in byte
+ * order (a prefix first), then ids. <0, 0 or >0.
+ */
+static inline int
+t_term_id_cmp(const uint8_t *a, size_t alen, uint64_t aid, const uint8_t *b, size_t blen,
+    uint64_t bid)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (c != 0)
+		return (c);
+	if (alen != blen)
+		return (alen < blen ? -1 : 1);
+	return (aid < bid ? -1 : aid > bid);
+}
+
 /* Makes a fresh directory under $TMPDIR; writes its path into buf (at least 256 bytes). */
 static inline void
 t_mkdtemp(char *buf, size_t len)

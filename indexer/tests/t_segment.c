@@ -200,10 +200,7 @@ or_add(struct oracle *o, const uint8_t *a, size_t alen, const uint8_t *b, size_t
 		o->acap = (o->acap + alen + blen) * 2;
 		assert_non_null(o->arena = realloc(o->arena, o->acap));
 	}
-	if (o->np == o->pcap) {
-		o->pcap = o->pcap ? o->pcap * 2 : 1024;
-		assert_non_null(o->pairs = realloc(o->pairs, o->pcap * sizeof(*o->pairs)));
-	}
+	T_GROW(o->pairs, o->np, o->pcap, 1024);
 	memcpy(o->arena + o->alen, a, alen);
 	memcpy(o->arena + o->alen + alen, b, blen);
 	o->pairs[o->np++] = (struct opair){ (uint32_t)o->alen, (uint16_t)(alen + blen), o->cur };
@@ -240,14 +237,8 @@ static int
 pair_cmp(const void *a, const void *b)
 {
 	const struct opair *x = a, *y = b;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(g_arena + x->off, g_arena + y->off, n);
 
-	if (c != 0)
-		return (c);
-	if (x->len != y->len)
-		return (x->len < y->len ? -1 : 1);
-	return (x->id < y->id ? -1 : x->id > y->id);
+	return (t_term_id_cmp(g_arena + x->off, x->len, x->id, g_arena + y->off, y->len, y->id));
 }
 
 /* Every (term, id) of msgs computed the plain way, then grouped. */
@@ -764,11 +755,7 @@ shit_add(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t d
 	if (s->glob != NULL && (len < s->skip ||
 	    !lb_glob_match(s->glob, s->globlen, term + s->skip, len - s->skip)))
 		return (0);
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 64;
-		s->h = realloc(s->h, s->cap * sizeof(*s->h));
-		assert_non_null(s->h);
-	}
+	T_GROW(s->h, s->n, s->cap, 64);
 	assert_true(len <= sizeof(s->h[0].t));
 	memcpy(s->h[s->n].t, term, len);
 	s->h[s->n].len = len;
