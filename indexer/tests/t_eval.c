@@ -52,10 +52,7 @@ static uint64_t rng = 88172645463325252ULL;
 static uint32_t
 rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return ((uint32_t)(rng % n));
+	return ((uint32_t)(t_rnd(&rng) % n));
 }
 
 static void

@@ -25,6 +25,16 @@
 	assert_int_equal(_rc, 0);					\
 } while (0)
 
+/* The tests' random numbers: one xorshift64 step of *s (never 0 once seeded), returned. */
+static inline uint64_t
+t_rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (*s);
+}
+
 /*
  * Makes room for one more element at v[n] in a growing array of cap elements: doubles cap
  * (first: the first size) and reallocs v when n has reached it. Fails the test without memory.

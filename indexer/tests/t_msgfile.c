@@ -21,19 +21,10 @@ struct ref {
 	uint8_t		*mem;
 };
 
-static uint64_t
-rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return (*s);
-}
-
 static size_t
 pick_len(uint64_t *s, size_t max)
 {
-	switch (rnd(s) % 6) {
+	switch (t_rnd(s) % 6) {
 	case 0:
 		return (0);
 	case 1:
@@ -41,7 +32,7 @@ pick_len(uint64_t *s, size_t max)
 	case 2:
 		return (1);
 	default:
-		return (rnd(s) % (max < 24 ? max + 1 : 24));
+		return (t_rnd(s) % (max < 24 ? max + 1 : 24));
 	}
 }
 
@@ -53,16 +44,16 @@ fill(uint64_t *s, uint8_t *p, size_t len, int kind)
 	for (size_t i = 0; i < len; i++) {
 		switch (kind) {
 		case 0:		/* text */
-			p[i] = (uint8_t)text[(i + rnd(s) % 3) % (sizeof(text) - 1)];
+			p[i] = (uint8_t)text[(i + t_rnd(s) % 3) % (sizeof(text) - 1)];
 			break;
 		case 1:		/* multi-line */
-			p[i] = rnd(s) % 9 == 0 ? '\n' : (uint8_t)text[i % (sizeof(text) - 1)];
+			p[i] = t_rnd(s) % 9 == 0 ? '\n' : (uint8_t)text[i % (sizeof(text) - 1)];
 			break;
 		case 2:		/* binary with NULs */
-			p[i] = rnd(s) % 4 == 0 ? 0 : (uint8_t)rnd(s);
+			p[i] = t_rnd(s) % 4 == 0 ? 0 : (uint8_t)t_rnd(s);
 			break;
 		default:	/* 0x80-0xff */
-			p[i] = (uint8_t)(0x80 | rnd(s));
+			p[i] = (uint8_t)(0x80 | t_rnd(s));
 			break;
 		}
 	}
@@ -79,7 +70,7 @@ gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
 	size_t		 lens[7], max[6] = { LB_FIELD_MAX, LB_FIELD_MAX, LB_FIELD_MAX,
 	    LB_FIELD_MAX, LB_SD_MAX, LB_FIELD_MAX }, total = 0, off;
 	uint8_t		*p;
-	int		 kind = (int)(rnd(s) % 4);
+	int		 kind = (int)(t_rnd(s) % 4);
 
 	memset(r, 0, sizeof(*r));
 	f[0] = &r->m.host;
@@ -89,12 +80,12 @@ gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
 	f[4] = &r->m.sd;
 	f[5] = &r->m.peer;
 	for (int i = 0; i < 6; i++) {
-		lens[i] = small ? rnd(s) % 6 : pick_len(s, max[i]);
-		if (i == 4 && !small && rnd(s) % 4 != 0)
-			lens[i] = rnd(s) % 40;
+		lens[i] = small ? t_rnd(s) % 6 : pick_len(s, max[i]);
+		if (i == 4 && !small && t_rnd(s) % 4 != 0)
+			lens[i] = t_rnd(s) % 40;
 		total += lens[i];
 	}
-	switch (small ? 9 : rnd(s) % 12) {
+	switch (small ? 9 : t_rnd(s) % 12) {
 	case 0:
 		lens[6] = 0;
 		break;
@@ -102,10 +93,10 @@ gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
 		lens[6] = big ? LB_MSG_MAX : 3000;
 		break;
 	case 2:
-		lens[6] = 1000 + rnd(s) % 4000;
+		lens[6] = 1000 + t_rnd(s) % 4000;
 		break;
 	default:
-		lens[6] = small ? rnd(s) % 30 : rnd(s) % 300;
+		lens[6] = small ? t_rnd(s) % 30 : t_rnd(s) % 300;
 		break;
 	}
 	total += lens[6];
@@ -123,21 +114,21 @@ gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
 	r->m.message.len = lens[6];
 	r->m.id = id;
 	r->m.received = recv;
-	switch (rnd(s) % 5) {
+	switch (t_rnd(s) % 5) {
 	case 0:
 		r->m.timestamp = LB_NOTIME;
 		break;
 	case 1:
-		r->m.timestamp = (int64_t)rnd(s);
+		r->m.timestamp = (int64_t)t_rnd(s);
 		break;
 	default:
-		r->m.timestamp = recv - (int64_t)(rnd(s) % 5000000);
+		r->m.timestamp = recv - (int64_t)(t_rnd(s) % 5000000);
 		break;
 	}
-	r->m.tzoff = (int16_t)rnd(s);
-	r->m.facility = (uint8_t)(rnd(s) % 3 == 0 ? LB_NOVALUE : rnd(s) % 24);
-	r->m.severity = (uint8_t)(rnd(s) % 3 == 0 ? rnd(s) : rnd(s) % 8);
-	r->m.flags = (uint16_t)rnd(s) & (uint16_t)~LB_MSG_PEER;	/* the record's, not m's */
+	r->m.tzoff = (int16_t)t_rnd(s);
+	r->m.facility = (uint8_t)(t_rnd(s) % 3 == 0 ? LB_NOVALUE : t_rnd(s) % 24);
+	r->m.severity = (uint8_t)(t_rnd(s) % 3 == 0 ? t_rnd(s) : t_rnd(s) % 8);
+	r->m.flags = (uint16_t)t_rnd(s) & (uint16_t)~LB_MSG_PEER;	/* the record's, not m's */
 }
 
 static void
@@ -232,7 +223,7 @@ check_all(struct lb_msgfile *mf, const struct ref *refs, uint64_t first, size_t 
 	for (size_t i = 0; i < n; i++)
 		order[i] = i;
 	for (size_t i = n; i > 1; i--) {
-		size_t j = (size_t)(rnd(s) % i), t = order[i - 1];
+		size_t j = (size_t)(t_rnd(s) % i), t = order[i - 1];
 
 		order[i - 1] = order[j];
 		order[j] = t;
@@ -268,7 +259,7 @@ t_roundtrip(void **state)
 	assert_non_null(refs = calloc(n, sizeof(*refs)));
 	for (size_t i = 0; i < n; i++) {
 		/* Receive times mostly rise, sometimes step back or jump to extremes. */
-		t += (int64_t)(rnd(&s) % 3000) - (rnd(&s) % 10 == 0 ? 5000 : 0);
+		t += (int64_t)(t_rnd(&s) % 3000) - (t_rnd(&s) % 10 == 0 ? 5000 : 0);
 		gen(&s, &refs[i], first_id + i, i == 7 ? INT64_MIN : i == 8 ? INT64_MAX : t,
 		    i % 1500 == 3, 0);
 	}
@@ -277,12 +268,12 @@ t_roundtrip(void **state)
 	assert_true(first == first_id && next == first_id);
 	for (size_t i = 0; i < n; i++) {
 		assert_ok(lb_msgfile_append(mf, &refs[i].m));
-		if (rnd(&s) % 50 == 0)
-			assert_ok(lb_msgfile_commit(mf, (int)(rnd(&s) % 2)));
-		if (rnd(&s) % 700 == 0)
+		if (t_rnd(&s) % 50 == 0)
+			assert_ok(lb_msgfile_commit(mf, (int)(t_rnd(&s) % 2)));
+		if (t_rnd(&s) % 700 == 0)
 			assert_ok(lb_msgfile_seal(mf));
-		if (rnd(&s) % 20 == 0) {
-			size_t	 k = (size_t)(rnd(&s) % (i + 1));
+		if (t_rnd(&s) % 20 == 0) {
+			size_t	 k = (size_t)(t_rnd(&s) % (i + 1));
 
 			assert_ok(lb_msgfile_get(mf, first_id + k, &m));
 			assert_msg(&m, &refs[k].m);
@@ -400,7 +391,7 @@ t_reader_follows(void **state)
 	assert_true(first == 1 && next == 1);
 	assert_int_equal(lb_msgfile_get(r, 1, &m), LB_ENOTFOUND);
 	while (done < n) {
-		size_t	 k = 1 + (size_t)(rnd(&s) % 200), op = (size_t)(rnd(&s) % 4);
+		size_t	 k = 1 + (size_t)(t_rnd(&s) % 200), op = (size_t)(t_rnd(&s) % 4);
 
 		for (size_t i = 0; i < k && done < n; i++, done++)
 			assert_ok(lb_msgfile_append(w, &refs[done].m));
@@ -412,7 +403,7 @@ t_reader_follows(void **state)
 		assert_ok(lb_msgfile_get(r, done, &m));
 		assert_msg(&m, &refs[done - 1].m);
 		for (int j = 0; j < 5; j++) {
-			size_t	 i = (size_t)(rnd(&s) % done);
+			size_t	 i = (size_t)(t_rnd(&s) % done);
 
 			assert_ok(lb_msgfile_get(r, 1 + i, &m));
 			assert_msg(&m, &refs[i].m);
@@ -678,7 +669,7 @@ t_flip_every_byte(void **state)
 			uint8_t	 save = buf[pos];
 			int	 rc;
 
-			buf[pos] ^= (uint8_t)(1 + rnd(&s) % 255);
+			buf[pos] ^= (uint8_t)(1 + t_rnd(&s) % 255);
 			write_file(sn.work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
 			write_file(sn.work, LB_FILE_WAL, sn.wal, sn.wlen);
 			buf[pos] = save;
@@ -1143,30 +1134,30 @@ t_threaded(void **state)
 	assert_non_null(refs = calloc(n, sizeof(*refs)));
 	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
 	for (size_t i = 0; i < n; i++) {
-		t += (int64_t)(rnd(&s) % 1000);
+		t += (int64_t)(t_rnd(&s) % 1000);
 		gen(&s, &refs[i], first_id + i, t, 0, 0);
 		assert_ok(lb_msgfile_append(mf, &refs[i].m));
-		switch (rnd(&s) % 64) {
+		switch (t_rnd(&s) % 64) {
 		case 0:
 			assert_ok(lb_msgfile_commit(mf, 0));
 			break;
 		case 1:
-			if (rnd(&s) % 4 == 0)
+			if (t_rnd(&s) % 4 == 0)
 				assert_ok(lb_msgfile_commit(mf, 1));
 			break;
 		case 2:
 		case 3: {
 			/* The newest ids are the likeliest to sit in a queued block. */
-			size_t j = i - (size_t)(rnd(&s) % (i < 2000 ? i + 1 : 2000));
+			size_t j = i - (size_t)(t_rnd(&s) % (i < 2000 ? i + 1 : 2000));
 
-			if (rnd(&s) % 8 == 0)
-				j = (size_t)(rnd(&s) % (i + 1));
+			if (t_rnd(&s) % 8 == 0)
+				j = (size_t)(t_rnd(&s) % (i + 1));
 			assert_ok(lb_msgfile_get(mf, first_id + j, &m));
 			assert_msg(&m, &refs[j].m);
 			break;
 		}
 		case 4:
-			if (rnd(&s) % 16 == 0)
+			if (t_rnd(&s) % 16 == 0)
 				assert_ok(lb_msgfile_seal(mf));
 			break;
 		}

@@ -494,10 +494,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static uint32_t
 rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return ((uint32_t)(rng >> 11) % n);
+	return ((uint32_t)(t_rnd(&rng) >> 11) % n);
 }
 
 /* Returns 1 when s parsed; then fmt -> parse is the same tree and fmt again the same text. */
