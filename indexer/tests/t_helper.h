@@ -73,6 +73,40 @@ t_mkdtemp(char *buf, size_t len)
 	assert_non_null(mkdtemp(buf));
 }
 
+/* The whole file at path, in memory the caller frees (with a byte to spare after *len). */
+static inline uint8_t *
+t_read_file(const char *path, size_t *len)
+{
+	FILE	*f;
+	uint8_t	*b;
+	long	 n;
+
+	assert_non_null(f = fopen(path, "rb"));
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	assert_true((n = ftell(f)) >= 0);
+	assert_int_equal(fseek(f, 0, SEEK_SET), 0);
+	assert_non_null(b = malloc((size_t)n + 1));
+	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+	assert_int_equal(fclose(f), 0);
+	*len = (size_t)n;
+	return (b);
+}
+
+/*
+ * Writes b[0..len) as the file at path. A new file each time: truncating one makes ext4 flush
+ * it (auto_da_alloc), which the tests that write thousands of copies cannot afford.
+ */
+static inline void
+t_write_file(const char *path, const void *b, size_t len)
+{
+	FILE	*f;
+
+	(void)remove(path);
+	assert_non_null(f = fopen(path, "wb"));
+	assert_int_equal(fwrite(b, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
 /* rm -rf dir. */
 static inline void
 t_rmtree(const char *dir)

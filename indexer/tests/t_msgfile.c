@@ -185,30 +185,14 @@ free_refs(struct ref *r, size_t n)
 	free(r);
 }
 
-static void
-read_file(const char *path, uint8_t **buf, size_t *len)
-{
-	struct stat	 st;
-	int		 fd;
-
-	assert_true((fd = open(path, O_RDONLY)) != -1);
-	assert_int_equal(fstat(fd, &st), 0);
-	assert_non_null(*buf = malloc((size_t)st.st_size + 1));
-	assert_ok(lb_pread_all(fd, *buf, (size_t)st.st_size, 0));
-	*len = (size_t)st.st_size;
-	close(fd);
-}
-
+/* Writes buf[0..len) as the file name in dir. */
 static void
 write_file(const char *dir, const char *name, const uint8_t *buf, size_t len)
 {
 	char	 path[512];
-	int	 fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	assert_true((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0640)) != -1);
-	assert_ok(lb_write_all(fd, buf, len));
-	close(fd);
+	t_write_file(path, buf, len);
 }
 
 /* Gets nrand ids in random order, then all n in order, and the ids either side. */
@@ -513,9 +497,9 @@ snap_take(struct snap *sn)
 	char	 path[512];
 
 	snprintf(path, sizeof(path), "%s/%s", sn->dir, LB_FILE_MESSAGES);
-	read_file(path, &sn->msgs, &sn->mlen);
+	sn->msgs = t_read_file(path, &sn->mlen);
 	snprintf(path, sizeof(path), "%s/%s", sn->dir, LB_FILE_WAL);
-	read_file(path, &sn->wal, &sn->wlen);
+	sn->wal = t_read_file(path, &sn->wlen);
 }
 
 /*
@@ -631,7 +615,7 @@ t_crash_stale_wal(void **state)
 		char	 path[512];
 
 		snprintf(path, sizeof(path), "%s/%s", sn.dir, LB_FILE_WAL);
-		read_file(path, &sn.wal, &sn.wlen);
+		sn.wal = t_read_file(path, &sn.wlen);
 	}
 	assert_true(sn.wlen < 8 * (8 * 1024 + 64));
 	snap_end(&sn);
@@ -912,7 +896,7 @@ t_golden(void **state)
 	lb_msgfile_close(mf);
 
 	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
-	read_file(path, &buf, &len);
+	buf = t_read_file(path, &len);
 	assert_int_equal(len, LB_FHDR_SIZE);
 	assert_memory_equal(buf, fhdr, LB_FHDR_CRC);
 	assert_int_equal(lb_get32(buf + LB_FHDR_CRC), lb_crc32(buf, LB_FHDR_CRC));
@@ -920,7 +904,7 @@ t_golden(void **state)
 
 	/* The WAL record: frame, then id 7, time 1000000, and the fields (FORMAT.md §3). */
 	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
-	read_file(path, &buf, &len);
+	buf = t_read_file(path, &len);
 	{
 		static const uint8_t body[] = {
 			0x07,				/* id 7 */
@@ -1056,7 +1040,7 @@ t_peer(void **state)
 	assert_ok(lb_msgfile_commit(mf, 1));
 	lb_msgfile_close(mf);
 	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
-	read_file(path, &buf, &len);
+	buf = t_read_file(path, &len);
 	memcpy(b, old_body, sizeof(old_body));
 	b[9] = 0x44;
 	memcpy(b + sizeof(old_body), peer, sizeof(peer));

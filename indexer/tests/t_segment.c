@@ -314,38 +314,6 @@ build(const struct lb_tokconf *tc, const struct tmsg *msgs, size_t n, const char
 	lb_segw_free(w);
 }
 
-static uint8_t *
-slurp(const char *path, size_t *len)
-{
-	FILE	*f = fopen(path, "rb");
-	uint8_t	*b;
-	long	 n;
-
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	assert_non_null(b = malloc((size_t)n + 1));
-	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return (b);
-}
-
-static void
-spit(const char *path, const uint8_t *b, size_t len)
-{
-	FILE *f;
-
-	/* A new file each time: truncating one makes ext4 flush it (auto_da_alloc). */
-	(void)unlink(path);
-	f = fopen(path, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(b, 1, len, f), len);
-	fclose(f);
-}
-
 /* A walk that checks each term against the oracle's terms [next, end) in order. */
 struct walk {
 	struct lb_segment	*sg;
@@ -585,9 +553,9 @@ t_merge(void **state)
 	assert_memory_equal(&a, &b, sizeof(a));
 	/* The encoding is canonical: the merged file is the one-pass file, byte for byte. */
 	snprintf(path, sizeof(path), "%s/merged.seg", dir);
-	fa = slurp(path, &la);
+	fa = t_read_file(path, &la);
 	snprintf(path, sizeof(path), "%s/one.seg", dir);
-	fb = slurp(path, &lb);
+	fb = t_read_file(path, &lb);
 	assert_int_equal(la, lb);
 	assert_memory_equal(fa, fb, la);
 	free(fa);
@@ -679,7 +647,7 @@ t_damage(void **state)
 	}
 	or_build(&o, &tc, msgs, n);
 	build(&tc, msgs, n, path);
-	orig = slurp(path, &len);
+	orig = t_read_file(path, &len);
 	assert_true(len > 600);
 	/* Some lists are long enough to be bit-packed and to carry their own CRC. */
 	{
@@ -691,7 +659,7 @@ t_damage(void **state)
 	}
 	/* Every truncation fails to open. */
 	for (size_t k = 0; k < len; k++) {
-		spit(bad, orig, k);
+		t_write_file(bad, orig, k);
 		assert_int_not_equal(lb_segment_open(bad, &sg), 0);
 	}
 	/*
@@ -703,15 +671,15 @@ t_damage(void **state)
 		uint8_t f = x[k % 3];
 
 		orig[k] ^= f;
-		spit(bad, orig, len);
+		t_write_file(bad, orig, len);
 		if (!damaged_check(bad, &o))
 			fail_msg("byte %zu ^ %02x not detected", k, f);
 		orig[k] ^= f;
 	}
 	/* Not a segment at all. */
-	spit(bad, (const uint8_t *)"hello, world", 12);
+	t_write_file(bad, (const uint8_t *)"hello, world", 12);
 	assert_int_equal(lb_segment_open(bad, &sg), LB_EFORMAT);
-	spit(bad, (const uint8_t *)"", 0);
+	t_write_file(bad, (const uint8_t *)"", 0);
 	assert_int_equal(lb_segment_open(bad, &sg), LB_EFORMAT);
 	assert_int_equal(lb_segment_open("/nonexistent/x.seg", &sg), ENOENT);
 	free(orig);
@@ -918,8 +886,8 @@ t_batches(void **state)
 	assert_int_equal(last, m.id);
 	lb_segw_terms_free(b);
 	lb_segw_free(w);
-	fa = slurp(pa, &la);
-	fb = slurp(pb, &lb);
+	fa = t_read_file(pa, &la);
+	fb = t_read_file(pb, &lb);
 	assert_int_equal(la, lb);
 	assert_memory_equal(fa, fb, la);
 	free(fa);
@@ -1112,7 +1080,7 @@ t_golden(void **state)
 	assert_ok(lb_segw_add_term(w, (const uint8_t *)"\x01" "error", 6, 1301));
 	assert_ok(lb_segw_add_term(w, (const uint8_t *)"\x07\x03", 2, 1001));
 	assert_ok(lb_segw_write(w, path));
-	got = slurp(path, &len);
+	got = t_read_file(path, &len);
 	assert_int_equal(len, sizeof(want));
 	assert_memory_equal(got, want, len);
 	free(got);
