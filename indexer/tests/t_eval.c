@@ -123,6 +123,21 @@ gen_msgs(void)
 /* ---------------------------------------------------------------- brute force */
 
 
+/* A request for q over receive times [T0, to): want, at most limit hits, the rest zero. */
+static struct lb_searchreq
+req(const struct lb_qnode *q, int64_t to, uint32_t want, uint32_t limit)
+{
+	struct lb_searchreq	 rq;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.q = q;
+	rq.from = T0;
+	rq.to = to;
+	rq.want = want;
+	rq.limit = limit;
+	return (rq);
+}
+
 /* ---------------------------------------------------------------- trees */
 
 static struct lb_qnode *
@@ -152,33 +167,32 @@ mkpat(struct lb_qpat *p, const char *glob)
 		p->kind = LB_QP_WILD;
 }
 
+/* A term or phrase node (kind) of the n patterns globs[] on field ns (sdname for sd). */
 static struct lb_qnode *
-qterm(uint8_t ns, const char *sdname, const char *glob)
+qpats(int kind, uint8_t ns, const char *sdname, size_t n, const char *const *globs)
 {
-	struct lb_qnode *q = qn(LB_Q_TERM);
+	struct lb_qnode *q = qn(kind);
 
 	q->ns = ns;
 	if (sdname != NULL)
 		q->sdname = strdup(sdname);
-	q->pats = calloc(1, sizeof(*q->pats));
-	q->npats = 1;
-	mkpat(&q->pats[0], glob);
+	q->pats = calloc(n, sizeof(*q->pats));
+	q->npats = n;
+	for (size_t i = 0; i < n; i++)
+		mkpat(&q->pats[i], globs[i]);
 	return (q);
+}
+
+static struct lb_qnode *
+qterm(uint8_t ns, const char *sdname, const char *glob)
+{
+	return (qpats(LB_Q_TERM, ns, sdname, 1, &glob));
 }
 
 static struct lb_qnode *
 qphrase(uint8_t ns, const char *sdname, const char *a, const char *b)
 {
-	struct lb_qnode *q = qn(LB_Q_PHRASE);
-
-	q->ns = ns;
-	if (sdname != NULL)
-		q->sdname = strdup(sdname);
-	q->pats = calloc(2, sizeof(*q->pats));
-	q->npats = 2;
-	mkpat(&q->pats[0], a);
-	mkpat(&q->pats[1], b);
-	return (q);
+	return (qpats(LB_Q_PHRASE, ns, sdname, 2, (const char *const[]){ a, b }));
 }
 
 static struct lb_qnode *
@@ -681,12 +695,7 @@ t_paging(void **state)
 		for (int order = 0; order < 2; order++) {
 			size_t got = 0;
 
-			memset(&rq, 0, sizeof(rq));
-			rq.q = q;
-			rq.from = T0;
-			rq.to = T0 + 2 * DAY_US;
-			rq.want = LB_WANT_HITS;
-			rq.limit = 1 + rnd(90);
+			rq = req(q, T0 + 2 * DAY_US, LB_WANT_HITS, 1 + rnd(90));
 			rq.order = order;
 			brute(&rq, NMSG, x);
 			for (;;) {
@@ -750,12 +759,7 @@ t_corrupt(void **state)
 
 	assert_ok(lb_store_open_reader(cat, dir, "main", &st));
 	q = qterm(LB_NS_TEXT, NULL, "alpha");
-	memset(&rq, 0, sizeof(rq));
-	rq.q = q;
-	rq.from = T0;
-	rq.to = T0 + 2 * DAY_US;
-	rq.want = LB_WANT_HITS | LB_WANT_TOTAL;
-	rq.limit = 10000;
+	rq = req(q, T0 + 2 * DAY_US, LB_WANT_HITS | LB_WANT_TOTAL, 10000);
 	brute(&rq, NMSG, x);
 	assert_ok(lb_search(st, &rq, &r));
 	assert_int_equal(r.nwarnings, 1);
@@ -885,12 +889,7 @@ t_tail(void **state)
 	m.facility = m.severity = LB_NOVALUE;
 	assert_ok(lb_store_append(st, &m));
 	q = qterm(LB_NS_TEXT, NULL, "needle");
-	memset(&rq, 0, sizeof(rq));
-	rq.q = q;
-	rq.from = T0;
-	rq.to = T0 + 2 * DAY_US;
-	rq.want = LB_WANT_HITS | LB_WANT_TOTAL;
-	rq.limit = 5;
+	rq = req(q, T0 + 2 * DAY_US, LB_WANT_HITS | LB_WANT_TOTAL, 5);
 	assert_ok(lb_search(st, &rq, &r));
 	assert_int_equal(r.total, 1);
 	assert_int_equal(r.n, 1);
@@ -979,13 +978,8 @@ t_wide(void **state)
 			int	order = run % 2;
 			size_t	got = 0;
 
-			memset(&rq, 0, sizeof(rq));
-			rq.q = q;
-			rq.from = T0;
-			rq.to = T0 + DAY_US;
-			rq.want = LB_WANT_HITS;
+			rq = req(q, T0 + DAY_US, LB_WANT_HITS, limits[run / 2]);
 			rq.order = order;
-			rq.limit = limits[run / 2];
 			for (;;) {
 				assert_ok(lb_search(st, &rq, &r));
 				for (size_t j = 0; j < r.n; j++, got++) {
@@ -1004,11 +998,7 @@ t_wide(void **state)
 	}
 	/* A deadline of 1 ms is far too short for counting "*" with its top tokens here. */
 	assert_ok(lb_query_parse(&tc, "*", 1, &q, &err));
-	memset(&rq, 0, sizeof(rq));
-	rq.q = q;
-	rq.from = T0;
-	rq.to = T0 + DAY_US;
-	rq.want = LB_WANT_TOTAL | LB_WANT_TOP;
+	rq = req(q, T0 + DAY_US, LB_WANT_TOTAL | LB_WANT_TOP, 0);
 	rq.top_ns = LB_NS_TEXT;
 	rq.topk = 10;
 	rq.deadline_ms = 1;
@@ -1106,12 +1096,7 @@ t_reader(void **state)
 	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
 	assert_ok(lb_store_open_reader(cat, dir, "main", &st));
 	assert_ok(lb_query_parse(&tc, "k3", 2, &q, &err));
-	memset(&rq, 0, sizeof(rq));
-	rq.q = q;
-	rq.from = T0;
-	rq.to = T0 + DAY_US;
-	rq.want = LB_WANT_TOTAL | LB_WANT_HITS | LB_WANT_HIST;
-	rq.limit = 3;
+	rq = req(q, T0 + DAY_US, LB_WANT_TOTAL | LB_WANT_HITS | LB_WANT_HIST, 3);
 	rq.nbuckets = 5;
 	while (!done || searches == 0 || status == 0) {
 		uint64_t want;
