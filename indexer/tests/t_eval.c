@@ -64,18 +64,12 @@ tm_fill(struct lb_msg *m, const struct tmsg *t)
 	m->timestamp = LB_NOTIME;
 	m->facility = t->fac;
 	m->severity = t->sev;
-	m->message.p = (const uint8_t *)t->text;
-	m->message.len = strlen(t->text);
-	m->host.p = (const uint8_t *)t->host;
-	m->host.len = strlen(t->host);
-	m->program.p = (const uint8_t *)t->prog;
-	m->program.len = strlen(t->prog);
-	m->peer.p = (const uint8_t *)t->peer;
-	m->peer.len = strlen(t->peer);
-	m->pid.p = (const uint8_t *)t->pid;
-	m->pid.len = strlen(t->pid);
-	m->sd.p = (const uint8_t *)t->sd;
-	m->sd.len = strlen(t->sd);
+	m->message = t_str(t->text);
+	m->host = t_str(t->host);
+	m->program = t_str(t->prog);
+	m->peer = t_str(t->peer);
+	m->pid = t_str(t->pid);
+	m->sd = t_str(t->sd);
 }
 
 static void

@@ -63,6 +63,13 @@ t_term_id_cmp(const uint8_t *a, size_t alen, uint64_t aid, const uint8_t *b, siz
 	return (aid < bid ? -1 : aid > bid);
 }
 
+/* The bytes of the C string s, without its NUL. */
+static inline struct lb_slice
+t_str(const char *s)
+{
+	return ((struct lb_slice){ (const uint8_t *)s, strlen(s) });
+}
+
 /* Makes a fresh directory under $TMPDIR; writes its path into buf (at least 256 bytes). */
 static inline void
 t_mkdtemp(char *buf, size_t len)

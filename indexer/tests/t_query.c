@@ -610,13 +610,6 @@ msg(const char *text)
 	return (m);
 }
 
-static void
-slice(struct lb_slice *s, const char *v)
-{
-	s->p = (const uint8_t *)v;
-	s->len = strlen(v);
-}
-
 static int
 qm(const char *query, const struct lb_msg *m)
 {
@@ -680,11 +673,11 @@ t_match_fields(void **state)
 	struct lb_msg	 m = msg("Accepted password for bob");
 
 	(void)state;
-	slice(&m.host, "Web-01");
-	slice(&m.program, "sshd");
-	slice(&m.pid, "4242");
-	slice(&m.msgid, "ID47");
-	slice(&m.sd, "[exampleSDID@32473 iut=\"3\" eventSource=\"Application Log\"]"
+	m.host = t_str("Web-01");
+	m.program = t_str("sshd");
+	m.pid = t_str("4242");
+	m.msgid = t_str("ID47");
+	m.sd = t_str("[exampleSDID@32473 iut=\"3\" eventSource=\"Application Log\"]"
 	    "[meta sequenceId=\"17\"]");
 	m.facility = 4;
 	m.severity = 6;
@@ -717,7 +710,7 @@ t_match_fields(void **state)
 	assert_true(qm("host:web-01 program:sshd bob severity:info", &m));
 	/* peer: like host: (the whole address, folded; no peer matches nothing). */
 	assert_false(qm("peer:*", &m));
-	slice(&m.peer, "10.0.0.7");
+	m.peer = t_str("10.0.0.7");
 	assert_true(qm("peer:10.0.0.7", &m));
 	assert_true(qm("peer:10.0.0.*", &m));
 	assert_false(qm("peer:10.0.0", &m));

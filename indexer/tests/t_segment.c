@@ -132,10 +132,10 @@ gen_msg(uint64_t *seed, struct tmsg *t, uint64_t id)
 	t->m.timestamp = LB_NOTIME;
 	t->m.facility = t_rnd(seed) % 10 == 0 ? LB_NOVALUE : (uint8_t)(t_rnd(seed) % 24);
 	t->m.severity = t_rnd(seed) % 10 == 0 ? LB_NOVALUE : (uint8_t)(t_rnd(seed) % 8);
-	t->m.host = (struct lb_slice){ (const uint8_t *)t->host, strlen(t->host) };
-	t->m.program = (struct lb_slice){ (const uint8_t *)t->prog, strlen(t->prog) };
-	t->m.pid = (struct lb_slice){ (const uint8_t *)t->pid, strlen(t->pid) };
-	t->m.msgid = (struct lb_slice){ (const uint8_t *)t->msgid, strlen(t->msgid) };
+	t->m.host = t_str(t->host);
+	t->m.program = t_str(t->prog);
+	t->m.pid = t_str(t->pid);
+	t->m.msgid = t_str(t->msgid);
 	t->m.sd = (struct lb_slice){ (const uint8_t *)t->sd, sn };
 	t->m.message = (struct lb_slice){ (const uint8_t *)t->text, t->textlen };
 }
