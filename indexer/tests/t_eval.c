@@ -134,6 +134,11 @@ req(const struct lb_qnode *q, int64_t to, uint32_t want, uint32_t limit)
 
 /* ---------------------------------------------------------------- trees */
 
+/*
+ * Query trees built by hand, of plain malloc'ed data as lb_query_parse() builds them, so that
+ * lb_query_free() frees them too.
+ */
+
 static struct lb_qnode *
 qn(int kind)
 {
@@ -198,23 +203,6 @@ qkids(int kind, int n, struct lb_qnode **k)
 	memcpy(q->kids, k, (size_t)n * sizeof(*k));
 	q->nkids = (size_t)n;
 	return (q);
-}
-
-static void
-qfree(struct lb_qnode *q)
-{
-	if (q == NULL)
-		return;
-	for (size_t i = 0; i < q->npats; i++) {
-		free(q->pats[i].glob);
-		free(q->pats[i].lit);
-	}
-	free(q->pats);
-	for (size_t i = 0; i < q->nkids; i++)
-		qfree(q->kids[i]);
-	free(q->kids);
-	free(q->sdname);
-	free(q);
 }
 
 static const char *text_pats[] = {
@@ -581,7 +569,7 @@ check_random(struct lb_store *st, int ntrees, int nmsg)
 		tail += r.tail > 0;
 		lb_searchres_free(&r);
 		expect_free(x);
-		qfree(q);
+		lb_query_free(q);
 	}
 	/* The trees must not be trivially empty, and both the index and the tail must be used. */
 	assert_true(nonempty > ntrees / 3);
@@ -707,7 +695,7 @@ t_paging(void **state)
 			assert_int_equal(got, x->n);
 			expect_free(x);
 		}
-		qfree(q);
+		lb_query_free(q);
 	}
 	free(x);
 	assert_ok(lb_store_close(st));
@@ -772,7 +760,7 @@ t_corrupt(void **state)
 	lb_searchres_free(&r);
 	expect_free(x);
 	free(x);
-	qfree(q);
+	lb_query_free(q);
 	free(refs);
 	lb_store_close(st);
 	lb_catalog_close(cat);
@@ -836,11 +824,11 @@ t_limits(void **state)
 	rq.max_terms = 1000;
 	assert_ok(lb_search(st, &rq, &r));
 	lb_searchres_free(&r);
-	qfree(w);
+	lb_query_free(w);
 	w = qterm(LB_NS_TEXT, NULL, "e*");
 	rq = ok; rq.q = w; rq.max_terms = 1;
 	assert_int_equal(lb_search(st, &rq, &r), LB_ETOOBROAD);
-	qfree(w);
+	lb_query_free(w);
 
 	/* An empty time range, and one before every message. */
 	rq = ok; rq.from = rq.to = T0 + 5 * 1000000;
@@ -858,7 +846,7 @@ t_limits(void **state)
 	assert_true(r.total > 0);
 	lb_searchres_free(&r);
 
-	qfree(q);
+	lb_query_free(q);
 	assert_ok(lb_store_close(st));
 	t_rmtree(dir);
 }
@@ -896,7 +884,7 @@ t_tail(void **state)
 	assert_int_equal(r.ids[0], m.id);
 	assert_int_equal(r.tail, 0);
 	lb_searchres_free(&r);
-	qfree(q);
+	lb_query_free(q);
 	assert_ok(lb_store_close(st));
 	t_rmtree(dir);
 }
