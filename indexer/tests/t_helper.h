@@ -1,7 +1,9 @@
 /*
- * t_helper.h — what every C unit test includes: cmocka, a fresh temporary directory per test
- * that is removed afterwards, and the test program's main(). Tests run from indexer/tests/
- * (golden files are relative).
+ * t_helper.h — what every C unit test includes: cmocka, the small helpers more than one test
+ * needs (random numbers, slices, growing arrays, the segment order of (term, id) pairs, whole
+ * files), a fresh temporary directory per test that is removed afterwards, and the test
+ * program's main(). A helper that one test alone uses stays in that test. Tests run from
+ * indexer/tests/ (golden files are relative).
  */
 #ifndef T_HELPER_H
 #define T_HELPER_H
