@@ -499,6 +499,14 @@ build(void)
 	return (st);
 }
 
+/* Closes the store that build() made and removes its directory. */
+static void
+build_done(struct lb_store *st)
+{
+	assert_ok(lb_store_close(st));
+	t_rmtree(dir);
+}
+
 static void
 random_req(struct lb_searchreq *rq, struct lb_qnode *q)
 {
@@ -624,8 +632,7 @@ t_parsed(void **state)
 		lb_query_free(q);
 	}
 	free(x);
-	assert_ok(lb_store_close(st));
-	t_rmtree(dir);
+	build_done(st);
 }
 
 static void
@@ -698,8 +705,7 @@ t_paging(void **state)
 		lb_query_free(q);
 	}
 	free(x);
-	assert_ok(lb_store_close(st));
-	t_rmtree(dir);
+	build_done(st);
 }
 
 /* A damaged segment is skipped with a warning; the others still answer. */
@@ -847,8 +853,7 @@ t_limits(void **state)
 	lb_searchres_free(&r);
 
 	lb_query_free(q);
-	assert_ok(lb_store_close(st));
-	t_rmtree(dir);
+	build_done(st);
 }
 
 /* A message is found as soon as the writer has it; a later flush gives the same answer. */
@@ -885,8 +890,7 @@ t_tail(void **state)
 	assert_int_equal(r.tail, 0);
 	lb_searchres_free(&r);
 	lb_query_free(q);
-	assert_ok(lb_store_close(st));
-	t_rmtree(dir);
+	build_done(st);
 }
 
 /*
