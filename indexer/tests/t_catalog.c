@@ -45,15 +45,6 @@ teardown(void **state)
 	return (0);
 }
 
-static uint64_t
-rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return (*s);
-}
-
 static void
 mkls(struct lb_catalog *cat, const char *name)
 {
@@ -577,9 +568,9 @@ static void
 t_segments_random(void **state)
 {
 	struct fix		*f = *state;
-	struct lb_segref	 segs[200], want[200], *got;
+	struct lb_segref	 segs[200], want[200];
 	uint64_t		 r = 0x9e3779b97f4a7c15ULL, id = 1;
-	size_t			 nsegs = 0, n;
+	size_t			 nsegs = 0;
 
 	mkls(f->cat, "aa");
 	mkls(f->cat, "main");
@@ -593,12 +584,12 @@ t_segments_random(void **state)
 	    .day = 20260101, .file = "x.seg" }, 1));
 
 	while (nsegs < 200) {
-		int	 k = 1 + (int)(rnd(&r) % 8);
+		int	 k = 1 + (int)(t_rnd(&r) % 8);
 		struct lb_segref batch[8];
 
 		for (int i = 0; i < k && nsegs < 200; i++) {
-			id += rnd(&r) % 3 == 0 ? rnd(&r) % 50 : 0;	/* sometimes a gap */
-			uint64_t len = 1 + rnd(&r) % 40;
+			id += t_rnd(&r) % 3 == 0 ? t_rnd(&r) % 50 : 0;	/* sometimes a gap */
+			uint64_t len = 1 + t_rnd(&r) % 40;
 
 			segs[nsegs] = seg(id, id + len - 1, 20260101 + (uint32_t)(nsegs / 50));
 			batch[i] = segs[nsegs++];
@@ -607,7 +598,7 @@ t_segments_random(void **state)
 		}
 		/* Publish in a shuffled order: the catalog sorts. */
 		for (int i = k - 1; i > 0; i--) {
-			int j = (int)(rnd(&r) % (uint64_t)(i + 1));
+			int j = (int)(t_rnd(&r) % (uint64_t)(i + 1));
 			struct lb_segref t = batch[i];
 
 			batch[i] = batch[j];
@@ -616,7 +607,7 @@ t_segments_random(void **state)
 		assert_ok(lb_catalog_publish(f->cat, "main", NULL, 0, batch, k));
 	}
 	for (int q = 0; q < 3000; q++) {
-		uint64_t lo = rnd(&r) % (id + 20), hi = lo + rnd(&r) % (q % 2 ? 10 : 500);
+		uint64_t lo = t_rnd(&r) % (id + 20), hi = lo + t_rnd(&r) % (q % 2 ? 10 : 500);
 		size_t nw = 0;
 
 		if (q == 0) {
@@ -626,11 +617,7 @@ t_segments_random(void **state)
 		for (size_t i = 0; i < nsegs; i++)
 			if (segs[i].last_id >= lo && segs[i].first_id <= hi)
 				want[nw++] = segs[i];
-		assert_ok(lb_catalog_segments(f->cat, "main", lo, hi, &got, &n));
-		assert_int_equal(n, nw);
-		for (size_t i = 0; i < n; i++)
-			assert_seg_equal(&got[i], &want[i]);
-		free(got);
+		assert_segs(f->cat, "main", lo, hi, want, nw);
 	}
 }
 
@@ -748,8 +735,8 @@ t_timemap(void **state)
 
 	/* Messages arrive; the first of each step is put, and sometimes a later one too. */
 	while (nent < 600) {
-		t += (int64_t)(rnd(&r) % (3 * LB_TIMEMAP_STEP));
-		id += 1 + rnd(&r) % 100;
+		t += (int64_t)(t_rnd(&r) % (3 * LB_TIMEMAP_STEP));
+		id += 1 + t_rnd(&r) % 100;
 		if (nent == 0 || ent[nent - 1].step != floor_step(t)) {
 			ent[nent].step = floor_step(t);
 			ent[nent].id = id;
@@ -760,7 +747,7 @@ t_timemap(void **state)
 	reopen(f, LB_RDONLY);
 	for (int q = 0; q < 5000; q++) {
 		int64_t	 x = ent[0].step - 5 * LB_TIMEMAP_STEP +
-		    (int64_t)(rnd(&r) % (uint64_t)(t - ent[0].step + 10 * LB_TIMEMAP_STEP));
+		    (int64_t)(t_rnd(&r) % (uint64_t)(t - ent[0].step + 10 * LB_TIMEMAP_STEP));
 		int	 i;
 
 		if (q == 0)
@@ -911,7 +898,7 @@ t_corrupt(void **state)
 	};
 
 	for (size_t i = 0; i < sizeof(garbage); i++)
-		garbage[i] = (uint8_t)rnd(&r);
+		garbage[i] = (uint8_t)t_rnd(&r);
 	mkls(f->cat, "main");
 	assert_ok(lb_catalog_publish(f->cat, "main", NULL, 0, &s, 1));
 	assert_ok(lb_catalog_timemap_put(f->cat, "main", 0, 10));
@@ -942,7 +929,7 @@ t_corrupt(void **state)
 					memcpy(bad, garbage, vl);
 					break;
 				case 1:
-					bad[(rnd(&r) % vl)] ^= 1 << (rnd(&r) % 8);
+					bad[(t_rnd(&r) % vl)] ^= 1 << (t_rnd(&r) % 8);
 					break;
 				case 2:
 					bl = vl - 1;
@@ -1400,25 +1387,19 @@ t_empty_env_is_no_catalog(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(t_logspace_roundtrip, setup, teardown),
-		cmocka_unit_test(t_empty_env_is_no_catalog),
-		cmocka_unit_test_setup_teardown(t_bad_names, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_state, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_publish, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_publish_atomic, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_segments_random, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_days, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_timemap, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_golden, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_corrupt, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_version, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_two_handles, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_fork_reader, setup, teardown),
-		cmocka_unit_test_setup_teardown(t_stale_reader, setup, teardown),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test_setup_teardown(t_logspace_roundtrip, setup, teardown),
+	cmocka_unit_test(t_empty_env_is_no_catalog),
+	cmocka_unit_test_setup_teardown(t_bad_names, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_state, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_publish, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_publish_atomic, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_segments_random, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_days, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_timemap, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_golden, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_corrupt, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_version, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_two_handles, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_fork_reader, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_stale_reader, setup, teardown))

@@ -103,11 +103,5 @@ t_roundtrip_and_torn_tail(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_roundtrip_and_torn_tail),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_roundtrip_and_torn_tail))

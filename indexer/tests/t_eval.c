@@ -52,10 +52,7 @@ static uint64_t rng = 88172645463325252ULL;
 static uint32_t
 rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return ((uint32_t)(rng % n));
+	return ((uint32_t)(t_rnd(&rng) % n));
 }
 
 static void
@@ -67,18 +64,12 @@ tm_fill(struct lb_msg *m, const struct tmsg *t)
 	m->timestamp = LB_NOTIME;
 	m->facility = t->fac;
 	m->severity = t->sev;
-	m->message.p = (const uint8_t *)t->text;
-	m->message.len = strlen(t->text);
-	m->host.p = (const uint8_t *)t->host;
-	m->host.len = strlen(t->host);
-	m->program.p = (const uint8_t *)t->prog;
-	m->program.len = strlen(t->prog);
-	m->peer.p = (const uint8_t *)t->peer;
-	m->peer.len = strlen(t->peer);
-	m->pid.p = (const uint8_t *)t->pid;
-	m->pid.len = strlen(t->pid);
-	m->sd.p = (const uint8_t *)t->sd;
-	m->sd.len = strlen(t->sd);
+	m->message = t_str(t->text);
+	m->host = t_str(t->host);
+	m->program = t_str(t->prog);
+	m->peer = t_str(t->peer);
+	m->pid = t_str(t->pid);
+	m->sd = t_str(t->sd);
 }
 
 static void
@@ -126,7 +117,27 @@ gen_msgs(void)
 /* ---------------------------------------------------------------- brute force */
 
 
+/* A request for q over receive times [T0, to): want, at most limit hits, the rest zero. */
+static struct lb_searchreq
+req(const struct lb_qnode *q, int64_t to, uint32_t want, uint32_t limit)
+{
+	struct lb_searchreq	 rq;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.q = q;
+	rq.from = T0;
+	rq.to = to;
+	rq.want = want;
+	rq.limit = limit;
+	return (rq);
+}
+
 /* ---------------------------------------------------------------- trees */
+
+/*
+ * Query trees built by hand, of plain malloc'ed data as lb_query_parse() builds them, so that
+ * lb_query_free() frees them too.
+ */
 
 static struct lb_qnode *
 qn(int kind)
@@ -155,33 +166,32 @@ mkpat(struct lb_qpat *p, const char *glob)
 		p->kind = LB_QP_WILD;
 }
 
+/* A term or phrase node (kind) of the n patterns globs[] on field ns (sdname for sd). */
 static struct lb_qnode *
-qterm(uint8_t ns, const char *sdname, const char *glob)
+qpats(int kind, uint8_t ns, const char *sdname, size_t n, const char *const *globs)
 {
-	struct lb_qnode *q = qn(LB_Q_TERM);
+	struct lb_qnode *q = qn(kind);
 
 	q->ns = ns;
 	if (sdname != NULL)
 		q->sdname = strdup(sdname);
-	q->pats = calloc(1, sizeof(*q->pats));
-	q->npats = 1;
-	mkpat(&q->pats[0], glob);
+	q->pats = calloc(n, sizeof(*q->pats));
+	q->npats = n;
+	for (size_t i = 0; i < n; i++)
+		mkpat(&q->pats[i], globs[i]);
 	return (q);
+}
+
+static struct lb_qnode *
+qterm(uint8_t ns, const char *sdname, const char *glob)
+{
+	return (qpats(LB_Q_TERM, ns, sdname, 1, &glob));
 }
 
 static struct lb_qnode *
 qphrase(uint8_t ns, const char *sdname, const char *a, const char *b)
 {
-	struct lb_qnode *q = qn(LB_Q_PHRASE);
-
-	q->ns = ns;
-	if (sdname != NULL)
-		q->sdname = strdup(sdname);
-	q->pats = calloc(2, sizeof(*q->pats));
-	q->npats = 2;
-	mkpat(&q->pats[0], a);
-	mkpat(&q->pats[1], b);
-	return (q);
+	return (qpats(LB_Q_PHRASE, ns, sdname, 2, (const char *const[]){ a, b }));
 }
 
 static struct lb_qnode *
@@ -193,23 +203,6 @@ qkids(int kind, int n, struct lb_qnode **k)
 	memcpy(q->kids, k, (size_t)n * sizeof(*k));
 	q->nkids = (size_t)n;
 	return (q);
-}
-
-static void
-qfree(struct lb_qnode *q)
-{
-	if (q == NULL)
-		return;
-	for (size_t i = 0; i < q->npats; i++) {
-		free(q->pats[i].glob);
-		free(q->pats[i].lit);
-	}
-	free(q->pats);
-	for (size_t i = 0; i < q->nkids; i++)
-		qfree(q->kids[i]);
-	free(q->kids);
-	free(q->sdname);
-	free(q);
 }
 
 static const char *text_pats[] = {
@@ -506,6 +499,14 @@ build(void)
 	return (st);
 }
 
+/* Closes the store that build() made and removes its directory. */
+static void
+build_done(struct lb_store *st)
+{
+	assert_ok(lb_store_close(st));
+	t_rmtree(dir);
+}
+
 static void
 random_req(struct lb_searchreq *rq, struct lb_qnode *q)
 {
@@ -576,7 +577,7 @@ check_random(struct lb_store *st, int ntrees, int nmsg)
 		tail += r.tail > 0;
 		lb_searchres_free(&r);
 		expect_free(x);
-		qfree(q);
+		lb_query_free(q);
 	}
 	/* The trees must not be trivially empty, and both the index and the tail must be used. */
 	assert_true(nonempty > ntrees / 3);
@@ -631,8 +632,7 @@ t_parsed(void **state)
 		lb_query_free(q);
 	}
 	free(x);
-	assert_ok(lb_store_close(st));
-	t_rmtree(dir);
+	build_done(st);
 }
 
 static void
@@ -684,12 +684,7 @@ t_paging(void **state)
 		for (int order = 0; order < 2; order++) {
 			size_t got = 0;
 
-			memset(&rq, 0, sizeof(rq));
-			rq.q = q;
-			rq.from = T0;
-			rq.to = T0 + 2 * DAY_US;
-			rq.want = LB_WANT_HITS;
-			rq.limit = 1 + rnd(90);
+			rq = req(q, T0 + 2 * DAY_US, LB_WANT_HITS, 1 + rnd(90));
 			rq.order = order;
 			brute(&rq, NMSG, x);
 			for (;;) {
@@ -707,11 +702,10 @@ t_paging(void **state)
 			assert_int_equal(got, x->n);
 			expect_free(x);
 		}
-		qfree(q);
+		lb_query_free(q);
 	}
 	free(x);
-	assert_ok(lb_store_close(st));
-	t_rmtree(dir);
+	build_done(st);
 }
 
 /* A damaged segment is skipped with a warning; the others still answer. */
@@ -753,12 +747,7 @@ t_corrupt(void **state)
 
 	assert_ok(lb_store_open_reader(cat, dir, "main", &st));
 	q = qterm(LB_NS_TEXT, NULL, "alpha");
-	memset(&rq, 0, sizeof(rq));
-	rq.q = q;
-	rq.from = T0;
-	rq.to = T0 + 2 * DAY_US;
-	rq.want = LB_WANT_HITS | LB_WANT_TOTAL;
-	rq.limit = 10000;
+	rq = req(q, T0 + 2 * DAY_US, LB_WANT_HITS | LB_WANT_TOTAL, 10000);
 	brute(&rq, NMSG, x);
 	assert_ok(lb_search(st, &rq, &r));
 	assert_int_equal(r.nwarnings, 1);
@@ -777,7 +766,7 @@ t_corrupt(void **state)
 	lb_searchres_free(&r);
 	expect_free(x);
 	free(x);
-	qfree(q);
+	lb_query_free(q);
 	free(refs);
 	lb_store_close(st);
 	lb_catalog_close(cat);
@@ -841,11 +830,11 @@ t_limits(void **state)
 	rq.max_terms = 1000;
 	assert_ok(lb_search(st, &rq, &r));
 	lb_searchres_free(&r);
-	qfree(w);
+	lb_query_free(w);
 	w = qterm(LB_NS_TEXT, NULL, "e*");
 	rq = ok; rq.q = w; rq.max_terms = 1;
 	assert_int_equal(lb_search(st, &rq, &r), LB_ETOOBROAD);
-	qfree(w);
+	lb_query_free(w);
 
 	/* An empty time range, and one before every message. */
 	rq = ok; rq.from = rq.to = T0 + 5 * 1000000;
@@ -863,9 +852,8 @@ t_limits(void **state)
 	assert_true(r.total > 0);
 	lb_searchres_free(&r);
 
-	qfree(q);
-	assert_ok(lb_store_close(st));
-	t_rmtree(dir);
+	lb_query_free(q);
+	build_done(st);
 }
 
 /* A message is found as soon as the writer has it; a later flush gives the same answer. */
@@ -888,12 +876,7 @@ t_tail(void **state)
 	m.facility = m.severity = LB_NOVALUE;
 	assert_ok(lb_store_append(st, &m));
 	q = qterm(LB_NS_TEXT, NULL, "needle");
-	memset(&rq, 0, sizeof(rq));
-	rq.q = q;
-	rq.from = T0;
-	rq.to = T0 + 2 * DAY_US;
-	rq.want = LB_WANT_HITS | LB_WANT_TOTAL;
-	rq.limit = 5;
+	rq = req(q, T0 + 2 * DAY_US, LB_WANT_HITS | LB_WANT_TOTAL, 5);
 	assert_ok(lb_search(st, &rq, &r));
 	assert_int_equal(r.total, 1);
 	assert_int_equal(r.n, 1);
@@ -906,9 +889,8 @@ t_tail(void **state)
 	assert_int_equal(r.ids[0], m.id);
 	assert_int_equal(r.tail, 0);
 	lb_searchres_free(&r);
-	qfree(q);
-	assert_ok(lb_store_close(st));
-	t_rmtree(dir);
+	lb_query_free(q);
+	build_done(st);
 }
 
 /*
@@ -982,13 +964,8 @@ t_wide(void **state)
 			int	order = run % 2;
 			size_t	got = 0;
 
-			memset(&rq, 0, sizeof(rq));
-			rq.q = q;
-			rq.from = T0;
-			rq.to = T0 + DAY_US;
-			rq.want = LB_WANT_HITS;
+			rq = req(q, T0 + DAY_US, LB_WANT_HITS, limits[run / 2]);
 			rq.order = order;
-			rq.limit = limits[run / 2];
 			for (;;) {
 				assert_ok(lb_search(st, &rq, &r));
 				for (size_t j = 0; j < r.n; j++, got++) {
@@ -1007,11 +984,7 @@ t_wide(void **state)
 	}
 	/* A deadline of 1 ms is far too short for counting "*" with its top tokens here. */
 	assert_ok(lb_query_parse(&tc, "*", 1, &q, &err));
-	memset(&rq, 0, sizeof(rq));
-	rq.q = q;
-	rq.from = T0;
-	rq.to = T0 + DAY_US;
-	rq.want = LB_WANT_TOTAL | LB_WANT_TOP;
+	rq = req(q, T0 + DAY_US, LB_WANT_TOTAL | LB_WANT_TOP, 0);
 	rq.top_ns = LB_NS_TEXT;
 	rq.topk = 10;
 	rq.deadline_ms = 1;
@@ -1109,12 +1082,7 @@ t_reader(void **state)
 	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
 	assert_ok(lb_store_open_reader(cat, dir, "main", &st));
 	assert_ok(lb_query_parse(&tc, "k3", 2, &q, &err));
-	memset(&rq, 0, sizeof(rq));
-	rq.q = q;
-	rq.from = T0;
-	rq.to = T0 + DAY_US;
-	rq.want = LB_WANT_TOTAL | LB_WANT_HITS | LB_WANT_HIST;
-	rq.limit = 3;
+	rq = req(q, T0 + DAY_US, LB_WANT_TOTAL | LB_WANT_HITS | LB_WANT_HIST, 3);
 	rq.nbuckets = 5;
 	while (!done || searches == 0 || status == 0) {
 		uint64_t want;
@@ -1223,20 +1191,13 @@ t_many(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_random),
-		cmocka_unit_test(t_parsed),
-		cmocka_unit_test(t_paging),
-		cmocka_unit_test(t_corrupt),
-		cmocka_unit_test(t_limits),
-		cmocka_unit_test(t_tail),
-		cmocka_unit_test(t_wide),
-		cmocka_unit_test(t_reader),
-		cmocka_unit_test(t_many),
-	};
-
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_random),
+	cmocka_unit_test(t_parsed),
+	cmocka_unit_test(t_paging),
+	cmocka_unit_test(t_corrupt),
+	cmocka_unit_test(t_limits),
+	cmocka_unit_test(t_tail),
+	cmocka_unit_test(t_wide),
+	cmocka_unit_test(t_reader),
+	cmocka_unit_test(t_many))

@@ -191,12 +191,6 @@ t_checker(void **state)
 	assert_int_equal(check_one("X.md", "`X_STR` = abc", &s, 1), -1);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_checker),
-		cmocka_unit_test(t_constants),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_checker),
+	cmocka_unit_test(t_constants))

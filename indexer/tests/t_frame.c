@@ -312,16 +312,10 @@ t_resync(void **state)
 	    sizeof(s) - 1);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_syslog_ng),
-		cmocka_unit_test(t_roundtrip),
-		cmocka_unit_test(t_splits),
-		cmocka_unit_test(t_malformed),
-		cmocka_unit_test(t_limits),
-		cmocka_unit_test(t_resync),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_syslog_ng),
+	cmocka_unit_test(t_roundtrip),
+	cmocka_unit_test(t_splits),
+	cmocka_unit_test(t_malformed),
+	cmocka_unit_test(t_limits),
+	cmocka_unit_test(t_resync))

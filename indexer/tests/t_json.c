@@ -53,13 +53,6 @@ t_json_bytes(void **state)
 	free(out);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_utf8_len),
-		cmocka_unit_test(t_json_bytes),
-	};
-
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_utf8_len),
+	cmocka_unit_test(t_json_bytes))

@@ -21,19 +21,10 @@ struct ref {
 	uint8_t		*mem;
 };
 
-static uint64_t
-rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return (*s);
-}
-
 static size_t
 pick_len(uint64_t *s, size_t max)
 {
-	switch (rnd(s) % 6) {
+	switch (t_rnd(s) % 6) {
 	case 0:
 		return (0);
 	case 1:
@@ -41,7 +32,7 @@ pick_len(uint64_t *s, size_t max)
 	case 2:
 		return (1);
 	default:
-		return (rnd(s) % (max < 24 ? max + 1 : 24));
+		return (t_rnd(s) % (max < 24 ? max + 1 : 24));
 	}
 }
 
@@ -53,16 +44,16 @@ fill(uint64_t *s, uint8_t *p, size_t len, int kind)
 	for (size_t i = 0; i < len; i++) {
 		switch (kind) {
 		case 0:		/* text */
-			p[i] = (uint8_t)text[(i + rnd(s) % 3) % (sizeof(text) - 1)];
+			p[i] = (uint8_t)text[(i + t_rnd(s) % 3) % (sizeof(text) - 1)];
 			break;
 		case 1:		/* multi-line */
-			p[i] = rnd(s) % 9 == 0 ? '\n' : (uint8_t)text[i % (sizeof(text) - 1)];
+			p[i] = t_rnd(s) % 9 == 0 ? '\n' : (uint8_t)text[i % (sizeof(text) - 1)];
 			break;
 		case 2:		/* binary with NULs */
-			p[i] = rnd(s) % 4 == 0 ? 0 : (uint8_t)rnd(s);
+			p[i] = t_rnd(s) % 4 == 0 ? 0 : (uint8_t)t_rnd(s);
 			break;
 		default:	/* 0x80-0xff */
-			p[i] = (uint8_t)(0x80 | rnd(s));
+			p[i] = (uint8_t)(0x80 | t_rnd(s));
 			break;
 		}
 	}
@@ -79,7 +70,7 @@ gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
 	size_t		 lens[7], max[6] = { LB_FIELD_MAX, LB_FIELD_MAX, LB_FIELD_MAX,
 	    LB_FIELD_MAX, LB_SD_MAX, LB_FIELD_MAX }, total = 0, off;
 	uint8_t		*p;
-	int		 kind = (int)(rnd(s) % 4);
+	int		 kind = (int)(t_rnd(s) % 4);
 
 	memset(r, 0, sizeof(*r));
 	f[0] = &r->m.host;
@@ -89,12 +80,12 @@ gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
 	f[4] = &r->m.sd;
 	f[5] = &r->m.peer;
 	for (int i = 0; i < 6; i++) {
-		lens[i] = small ? rnd(s) % 6 : pick_len(s, max[i]);
-		if (i == 4 && !small && rnd(s) % 4 != 0)
-			lens[i] = rnd(s) % 40;
+		lens[i] = small ? t_rnd(s) % 6 : pick_len(s, max[i]);
+		if (i == 4 && !small && t_rnd(s) % 4 != 0)
+			lens[i] = t_rnd(s) % 40;
 		total += lens[i];
 	}
-	switch (small ? 9 : rnd(s) % 12) {
+	switch (small ? 9 : t_rnd(s) % 12) {
 	case 0:
 		lens[6] = 0;
 		break;
@@ -102,10 +93,10 @@ gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
 		lens[6] = big ? LB_MSG_MAX : 3000;
 		break;
 	case 2:
-		lens[6] = 1000 + rnd(s) % 4000;
+		lens[6] = 1000 + t_rnd(s) % 4000;
 		break;
 	default:
-		lens[6] = small ? rnd(s) % 30 : rnd(s) % 300;
+		lens[6] = small ? t_rnd(s) % 30 : t_rnd(s) % 300;
 		break;
 	}
 	total += lens[6];
@@ -123,21 +114,21 @@ gen(uint64_t *s, struct ref *r, uint64_t id, int64_t recv, int big, int small)
 	r->m.message.len = lens[6];
 	r->m.id = id;
 	r->m.received = recv;
-	switch (rnd(s) % 5) {
+	switch (t_rnd(s) % 5) {
 	case 0:
 		r->m.timestamp = LB_NOTIME;
 		break;
 	case 1:
-		r->m.timestamp = (int64_t)rnd(s);
+		r->m.timestamp = (int64_t)t_rnd(s);
 		break;
 	default:
-		r->m.timestamp = recv - (int64_t)(rnd(s) % 5000000);
+		r->m.timestamp = recv - (int64_t)(t_rnd(s) % 5000000);
 		break;
 	}
-	r->m.tzoff = (int16_t)rnd(s);
-	r->m.facility = (uint8_t)(rnd(s) % 3 == 0 ? LB_NOVALUE : rnd(s) % 24);
-	r->m.severity = (uint8_t)(rnd(s) % 3 == 0 ? rnd(s) : rnd(s) % 8);
-	r->m.flags = (uint16_t)rnd(s) & (uint16_t)~LB_MSG_PEER;	/* the record's, not m's */
+	r->m.tzoff = (int16_t)t_rnd(s);
+	r->m.facility = (uint8_t)(t_rnd(s) % 3 == 0 ? LB_NOVALUE : t_rnd(s) % 24);
+	r->m.severity = (uint8_t)(t_rnd(s) % 3 == 0 ? t_rnd(s) : t_rnd(s) % 8);
+	r->m.flags = (uint16_t)t_rnd(s) & (uint16_t)~LB_MSG_PEER;	/* the record's, not m's */
 }
 
 static void
@@ -194,30 +185,14 @@ free_refs(struct ref *r, size_t n)
 	free(r);
 }
 
-static void
-read_file(const char *path, uint8_t **buf, size_t *len)
-{
-	struct stat	 st;
-	int		 fd;
-
-	assert_true((fd = open(path, O_RDONLY)) != -1);
-	assert_int_equal(fstat(fd, &st), 0);
-	assert_non_null(*buf = malloc((size_t)st.st_size + 1));
-	assert_ok(lb_pread_all(fd, *buf, (size_t)st.st_size, 0));
-	*len = (size_t)st.st_size;
-	close(fd);
-}
-
+/* Writes buf[0..len) as the file name in dir. */
 static void
 write_file(const char *dir, const char *name, const uint8_t *buf, size_t len)
 {
 	char	 path[512];
-	int	 fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	assert_true((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0640)) != -1);
-	assert_ok(lb_write_all(fd, buf, len));
-	close(fd);
+	t_write_file(path, buf, len);
 }
 
 /* Gets nrand ids in random order, then all n in order, and the ids either side. */
@@ -232,7 +207,7 @@ check_all(struct lb_msgfile *mf, const struct ref *refs, uint64_t first, size_t 
 	for (size_t i = 0; i < n; i++)
 		order[i] = i;
 	for (size_t i = n; i > 1; i--) {
-		size_t j = (size_t)(rnd(s) % i), t = order[i - 1];
+		size_t j = (size_t)(t_rnd(s) % i), t = order[i - 1];
 
 		order[i - 1] = order[j];
 		order[j] = t;
@@ -268,7 +243,7 @@ t_roundtrip(void **state)
 	assert_non_null(refs = calloc(n, sizeof(*refs)));
 	for (size_t i = 0; i < n; i++) {
 		/* Receive times mostly rise, sometimes step back or jump to extremes. */
-		t += (int64_t)(rnd(&s) % 3000) - (rnd(&s) % 10 == 0 ? 5000 : 0);
+		t += (int64_t)(t_rnd(&s) % 3000) - (t_rnd(&s) % 10 == 0 ? 5000 : 0);
 		gen(&s, &refs[i], first_id + i, i == 7 ? INT64_MIN : i == 8 ? INT64_MAX : t,
 		    i % 1500 == 3, 0);
 	}
@@ -277,12 +252,12 @@ t_roundtrip(void **state)
 	assert_true(first == first_id && next == first_id);
 	for (size_t i = 0; i < n; i++) {
 		assert_ok(lb_msgfile_append(mf, &refs[i].m));
-		if (rnd(&s) % 50 == 0)
-			assert_ok(lb_msgfile_commit(mf, (int)(rnd(&s) % 2)));
-		if (rnd(&s) % 700 == 0)
+		if (t_rnd(&s) % 50 == 0)
+			assert_ok(lb_msgfile_commit(mf, (int)(t_rnd(&s) % 2)));
+		if (t_rnd(&s) % 700 == 0)
 			assert_ok(lb_msgfile_seal(mf));
-		if (rnd(&s) % 20 == 0) {
-			size_t	 k = (size_t)(rnd(&s) % (i + 1));
+		if (t_rnd(&s) % 20 == 0) {
+			size_t	 k = (size_t)(t_rnd(&s) % (i + 1));
 
 			assert_ok(lb_msgfile_get(mf, first_id + k, &m));
 			assert_msg(&m, &refs[k].m);
@@ -400,7 +375,7 @@ t_reader_follows(void **state)
 	assert_true(first == 1 && next == 1);
 	assert_int_equal(lb_msgfile_get(r, 1, &m), LB_ENOTFOUND);
 	while (done < n) {
-		size_t	 k = 1 + (size_t)(rnd(&s) % 200), op = (size_t)(rnd(&s) % 4);
+		size_t	 k = 1 + (size_t)(t_rnd(&s) % 200), op = (size_t)(t_rnd(&s) % 4);
 
 		for (size_t i = 0; i < k && done < n; i++, done++)
 			assert_ok(lb_msgfile_append(w, &refs[done].m));
@@ -412,7 +387,7 @@ t_reader_follows(void **state)
 		assert_ok(lb_msgfile_get(r, done, &m));
 		assert_msg(&m, &refs[done - 1].m);
 		for (int j = 0; j < 5; j++) {
-			size_t	 i = (size_t)(rnd(&s) % done);
+			size_t	 i = (size_t)(t_rnd(&s) % done);
 
 			assert_ok(lb_msgfile_get(r, 1 + i, &m));
 			assert_msg(&m, &refs[i].m);
@@ -428,8 +403,14 @@ t_reader_follows(void **state)
 	t_rmtree(dir);
 }
 
-/* The state of a day directory saved as bytes, and the messages it should hold. */
+/*
+ * A snapshot test: the day directory a writer fills, its state saved as bytes, the messages it
+ * should hold, and a work directory where the cut and damaged copies go.
+ */
 struct snap {
+	char		 dir[256];
+	char		 work[300];	/* dir/w */
+	uint64_t	 first_id;
 	uint8_t		*msgs, *wal;
 	size_t		 mlen, wlen;
 	struct ref	*refs;
@@ -438,9 +419,9 @@ struct snap {
 
 /* The ids a writer must keep after messages is cut to mcut and the WAL to wcut. */
 static uint64_t
-expect_next(const struct snap *sn, size_t mcut, size_t wcut, uint64_t first_id)
+expect_next(const struct snap *sn, size_t mcut, size_t wcut)
 {
-	uint64_t	 next = first_id, id;
+	uint64_t	 next = sn->first_id, id;
 	size_t		 off = LB_FHDR_SIZE;
 
 	if (mcut < LB_FHDR_SIZE)
@@ -473,34 +454,33 @@ expect_next(const struct snap *sn, size_t mcut, size_t wcut, uint64_t first_id)
 
 /* Writes the snapshot cut at mcut/wcut into dir, recovers, checks, appends, verifies. */
 static void
-recover_one(const struct snap *sn, const char *dir, size_t mcut, size_t wcut,
-    uint64_t first_id)
+recover_one(const struct snap *sn, size_t mcut, size_t wcut)
 {
 	char			 why[256];
 	struct lb_msgfile	*mf;
 	struct lb_msg		 m;
 	struct ref		 extra;
-	uint64_t		 first, next, want = expect_next(sn, mcut, wcut, first_id), s = mcut;
+	uint64_t		 first, next, want = expect_next(sn, mcut, wcut), s = mcut;
 
-	write_file(dir, LB_FILE_MESSAGES, sn->msgs, mcut);
-	write_file(dir, LB_FILE_WAL, sn->wal, wcut);
-	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	write_file(sn->work, LB_FILE_MESSAGES, sn->msgs, mcut);
+	write_file(sn->work, LB_FILE_WAL, sn->wal, wcut);
+	assert_ok(lb_msgfile_open(sn->work, LB_RDWR, sn->first_id, &mf));
 	lb_msgfile_range(mf, &first, &next);
-	if (first != first_id || next != want)
+	if (first != sn->first_id || next != want)
 		print_error("mcut %zu wcut %zu: range [%llu, %llu), want next %llu\n", mcut,
 		    wcut, (unsigned long long)first, (unsigned long long)next,
 		    (unsigned long long)want);
-	assert_true(first == first_id && next == want);
+	assert_true(first == sn->first_id && next == want);
 	for (uint64_t id = first; id < next; id++) {
 		assert_ok(lb_msgfile_get(mf, id, &m));
-		assert_msg(&m, &sn->refs[id - first_id].m);
+		assert_msg(&m, &sn->refs[id - sn->first_id].m);
 	}
 	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
 	gen(&s, &extra, next, 5, 0, 1);
 	assert_ok(lb_msgfile_append(mf, &extra.m));
 	assert_ok(lb_msgfile_commit(mf, 0));
 	lb_msgfile_close(mf);
-	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	assert_ok(lb_msgfile_open(sn->work, LB_RDONLY, 0, &mf));
 	if (lb_msgfile_verify(mf, why, sizeof(why)) != 0)
 		print_error("mcut %zu wcut %zu: %s\n", mcut, wcut, why);
 	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
@@ -510,15 +490,43 @@ recover_one(const struct snap *sn, const char *dir, size_t mcut, size_t wcut,
 	free(extra.mem);
 }
 
+/* Saves the bytes of sn's day directory. */
 static void
-snap_take(struct snap *sn, const char *dir)
+snap_take(struct snap *sn)
 {
 	char	 path[512];
 
-	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
-	read_file(path, &sn->msgs, &sn->mlen);
-	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
-	read_file(path, &sn->wal, &sn->wlen);
+	snprintf(path, sizeof(path), "%s/%s", sn->dir, LB_FILE_MESSAGES);
+	sn->msgs = t_read_file(path, &sn->mlen);
+	snprintf(path, sizeof(path), "%s/%s", sn->dir, LB_FILE_WAL);
+	sn->wal = t_read_file(path, &sn->wlen);
+}
+
+/*
+ * Starts a snapshot test of n messages from first_id: fresh directories, and a writer on the
+ * day directory in *mf.
+ */
+static void
+snap_begin(struct snap *sn, size_t n, uint64_t first_id, struct lb_msgfile **mf)
+{
+	memset(sn, 0, sizeof(*sn));
+	t_mkdtemp(sn->dir, sizeof(sn->dir));
+	snprintf(sn->work, sizeof(sn->work), "%s/w", sn->dir);
+	assert_int_equal(mkdir(sn->work, 0750), 0);
+	sn->first_id = first_id;
+	sn->n = n;
+	assert_non_null(sn->refs = calloc(n, sizeof(*sn->refs)));
+	assert_ok(lb_msgfile_open(sn->dir, LB_RDWR, first_id, mf));
+}
+
+/* Frees what sn holds and removes its directories. */
+static void
+snap_end(struct snap *sn)
+{
+	free(sn->msgs);
+	free(sn->wal);
+	free_refs(sn->refs, sn->n);
+	t_rmtree(sn->dir);
 }
 
 /*
@@ -528,38 +536,27 @@ snap_take(struct snap *sn, const char *dir)
 static void
 t_crash_every_byte(void **state)
 {
-	char			 dir[256], work[300];
 	struct lb_msgfile	*mf;
 	struct snap		 sn;
 	uint64_t		 s = 3;
-	const uint64_t		 first_id = 77;
 
 	(void)state;
-	t_mkdtemp(dir, sizeof(dir));
-	snprintf(work, sizeof(work), "%s/w", dir);
-	assert_int_equal(mkdir(work, 0750), 0);
-	memset(&sn, 0, sizeof(sn));
-	sn.n = 40;
-	assert_non_null(sn.refs = calloc(sn.n, sizeof(*sn.refs)));
-	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	snap_begin(&sn, 40, 77, &mf);
 	for (size_t i = 0; i < sn.n; i++) {
-		gen(&s, &sn.refs[i], first_id + i, 1000 + 7 * (int64_t)i, 0, 1);
+		gen(&s, &sn.refs[i], sn.first_id + i, 1000 + 7 * (int64_t)i, 0, 1);
 		assert_ok(lb_msgfile_append(mf, &sn.refs[i].m));
 		assert_ok(lb_msgfile_commit(mf, 0));
 		if (i % 10 == 9 && i < 30)
 			assert_ok(lb_msgfile_seal(mf));
 	}
 	lb_msgfile_close(mf);
-	snap_take(&sn, dir);
+	snap_take(&sn);
 	assert_true(sn.wlen > LB_FHDR_SIZE);
 	for (size_t cut = 0; cut <= sn.mlen; cut++)
-		recover_one(&sn, work, cut, sn.wlen, first_id);
+		recover_one(&sn, cut, sn.wlen);
 	for (size_t cut = 0; cut <= sn.wlen; cut++)
-		recover_one(&sn, work, sn.mlen, cut, first_id);
-	free(sn.msgs);
-	free(sn.wal);
-	free_refs(sn.refs, sn.n);
-	t_rmtree(dir);
+		recover_one(&sn, sn.mlen, cut);
+	snap_end(&sn);
 }
 
 /*
@@ -569,24 +566,16 @@ t_crash_every_byte(void **state)
 static void
 t_crash_stale_wal(void **state)
 {
-	char			 dir[256], work[300];
 	struct lb_msgfile	*mf;
 	struct snap		 sn;
 	uint64_t		 s = 11;
-	const uint64_t		 first_id = 1;
 
 	(void)state;
-	t_mkdtemp(dir, sizeof(dir));
-	snprintf(work, sizeof(work), "%s/w", dir);
-	assert_int_equal(mkdir(work, 0750), 0);
-	memset(&sn, 0, sizeof(sn));
-	sn.n = 30;
-	assert_non_null(sn.refs = calloc(sn.n, sizeof(*sn.refs)));
-	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	snap_begin(&sn, 30, 1, &mf);
 	for (size_t i = 0; i < sn.n; i++) {
 		struct ref	*r = &sn.refs[i];
 
-		gen(&s, r, first_id + i, 50 + (int64_t)i, 0, 1);
+		gen(&s, r, sn.first_id + i, 50 + (int64_t)i, 0, 1);
 		/* 8 KiB of compressible text: a block every eight messages. */
 		free(r->mem);
 		assert_non_null(r->mem = malloc(8 * 1024));
@@ -598,41 +587,38 @@ t_crash_stale_wal(void **state)
 		assert_ok(lb_msgfile_commit(mf, 0));
 	}
 	lb_msgfile_close(mf);
-	snap_take(&sn, dir);
+	snap_take(&sn);
 	assert_true(sn.wlen > 20 * 8 * 1024);	/* stale records are still there */
 	/* A dense sample of messages cuts, and every block boundary with a byte either side. */
 	for (size_t cut = 0; cut <= sn.mlen; cut += cut < LB_FHDR_SIZE + 2 ? 1 : 5)
-		recover_one(&sn, work, cut, sn.wlen, first_id);
+		recover_one(&sn, cut, sn.wlen);
 	for (size_t off = LB_FHDR_SIZE; off < sn.mlen; off += LB_BHDR_SIZE +
 	    lb_get32(sn.msgs + off + LB_BHDR_COMP_LEN))
 		for (size_t d = off - 1; d <= off + 1; d++)
-			recover_one(&sn, work, d, sn.wlen, first_id);
-	recover_one(&sn, work, sn.mlen - 1, sn.wlen, first_id);
+			recover_one(&sn, d, sn.wlen);
+	recover_one(&sn, sn.mlen - 1, sn.wlen);
 	for (size_t cut = 0; cut <= sn.wlen; cut += cut < 64 ? 1 : 1021)
-		recover_one(&sn, work, sn.mlen, cut, first_id);
+		recover_one(&sn, sn.mlen, cut);
 	/* Every record boundary, and one byte either side. */
 	for (size_t off = LB_FHDR_SIZE; off < sn.wlen; off += LB_WREC_HDR +
 	    lb_get32(sn.wal + off))
 		for (size_t d = off - 1; d <= off + 1 && d <= sn.wlen; d++)
-			recover_one(&sn, work, sn.mlen, d, first_id);
-	recover_one(&sn, work, sn.mlen, sn.wlen - 1, first_id);
+			recover_one(&sn, sn.mlen, d);
+	recover_one(&sn, sn.mlen, sn.wlen - 1);
 
 	/* A sync commit replaces the WAL with the open block's records only. */
-	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	assert_ok(lb_msgfile_open(sn.dir, LB_RDWR, sn.first_id, &mf));
 	assert_ok(lb_msgfile_commit(mf, 1));
 	lb_msgfile_close(mf);
 	free(sn.wal);
 	{
 		char	 path[512];
 
-		snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
-		read_file(path, &sn.wal, &sn.wlen);
+		snprintf(path, sizeof(path), "%s/%s", sn.dir, LB_FILE_WAL);
+		sn.wal = t_read_file(path, &sn.wlen);
 	}
 	assert_true(sn.wlen < 8 * (8 * 1024 + 64));
-	free(sn.msgs);
-	free(sn.wal);
-	free_refs(sn.refs, sn.n);
-	t_rmtree(dir);
+	snap_end(&sn);
 }
 
 /*
@@ -642,30 +628,23 @@ t_crash_stale_wal(void **state)
 static void
 t_flip_every_byte(void **state)
 {
-	char			 dir[256], work[300], why[256];
+	char			 why[256];
 	struct lb_msgfile	*mf;
 	struct lb_msg		 m;
 	struct snap		 sn;
 	uint64_t		 s = 5, first, next;
-	const uint64_t		 first_id = 10;
 
 	(void)state;
-	t_mkdtemp(dir, sizeof(dir));
-	snprintf(work, sizeof(work), "%s/w", dir);
-	assert_int_equal(mkdir(work, 0750), 0);
-	memset(&sn, 0, sizeof(sn));
-	sn.n = 30;
-	assert_non_null(sn.refs = calloc(sn.n, sizeof(*sn.refs)));
-	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	snap_begin(&sn, 30, 10, &mf);
 	for (size_t i = 0; i < sn.n; i++) {
-		gen(&s, &sn.refs[i], first_id + i, 1000 + 7 * (int64_t)i, 0, 1);
+		gen(&s, &sn.refs[i], sn.first_id + i, 1000 + 7 * (int64_t)i, 0, 1);
 		assert_ok(lb_msgfile_append(mf, &sn.refs[i].m));
 		if (i % 8 == 7)
 			assert_ok(lb_msgfile_seal(mf));
 	}
 	assert_ok(lb_msgfile_commit(mf, 1));
 	lb_msgfile_close(mf);
-	snap_take(&sn, dir);
+	snap_take(&sn);
 	for (int which = 0; which < 2; which++) {
 		uint8_t	*buf = which == 0 ? sn.msgs : sn.wal;
 		size_t	 len = which == 0 ? sn.mlen : sn.wlen;
@@ -674,11 +653,11 @@ t_flip_every_byte(void **state)
 			uint8_t	 save = buf[pos];
 			int	 rc;
 
-			buf[pos] ^= (uint8_t)(1 + rnd(&s) % 255);
-			write_file(work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
-			write_file(work, LB_FILE_WAL, sn.wal, sn.wlen);
+			buf[pos] ^= (uint8_t)(1 + t_rnd(&s) % 255);
+			write_file(sn.work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
+			write_file(sn.work, LB_FILE_WAL, sn.wal, sn.wlen);
 			buf[pos] = save;
-			rc = lb_msgfile_open(work, LB_RDONLY, 0, &mf);
+			rc = lb_msgfile_open(sn.work, LB_RDONLY, 0, &mf);
 			if (rc != 0) {
 				assert_true(rc == LB_EFORMAT || rc == LB_ECORRUPT);
 				continue;
@@ -694,8 +673,8 @@ t_flip_every_byte(void **state)
 				 * WAL still holds the block's records). The gets below check every
 				 * message that is served. Everything else must be reported.
 				 */
-				assert_true((which == 1 && next == first_id + sn.n - 1) ||
-				    next == first_id + sn.n);
+				assert_true((which == 1 && next == sn.first_id + sn.n - 1) ||
+				    next == sn.first_id + sn.n);
 			} else {
 				assert_int_equal(rc, LB_ECORRUPT);
 				assert_non_null(strstr(why, "offset"));
@@ -703,8 +682,8 @@ t_flip_every_byte(void **state)
 			for (uint64_t id = first; id < next + 2; id++) {
 				rc = lb_msgfile_get(mf, id, &m);
 				if (rc == 0) {
-					assert_true(id >= first_id && id < first_id + sn.n);
-					assert_true(msg_eq(&m, &sn.refs[id - first_id].m));
+					assert_true(id >= sn.first_id && id < sn.first_id + sn.n);
+					assert_true(msg_eq(&m, &sn.refs[id - sn.first_id].m));
 				} else {
 					assert_true(rc == LB_ECORRUPT || rc == LB_ENOTFOUND);
 				}
@@ -712,16 +691,31 @@ t_flip_every_byte(void **state)
 			lb_msgfile_close(mf);
 		}
 		/* The flip was undone: the copy is sound again. */
-		write_file(work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
-		write_file(work, LB_FILE_WAL, sn.wal, sn.wlen);
-		assert_ok(lb_msgfile_open(work, LB_RDONLY, 0, &mf));
+		write_file(sn.work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
+		write_file(sn.work, LB_FILE_WAL, sn.wal, sn.wlen);
+		assert_ok(lb_msgfile_open(sn.work, LB_RDONLY, 0, &mf));
 		assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
 		lb_msgfile_close(mf);
 	}
-	free(sn.msgs);
-	free(sn.wal);
-	free_refs(sn.refs, sn.n);
-	t_rmtree(dir);
+	snap_end(&sn);
+}
+
+/* Gets every message of sn: those in [bad, bad_next) are LB_ECORRUPT, the rest as written. */
+static void
+check_but(struct lb_msgfile *mf, const struct snap *sn, uint64_t bad, uint64_t bad_next)
+{
+	struct lb_msg	 m;
+
+	for (uint64_t id = sn->first_id; id < sn->first_id + sn->n; id++) {
+		int rc = lb_msgfile_get(mf, id, &m);
+
+		if (id >= bad && id < bad_next)
+			assert_int_equal(rc, LB_ECORRUPT);
+		else {
+			assert_ok(rc);
+			assert_msg(&m, &sn->refs[id - sn->first_id].m);
+		}
+	}
 }
 
 /*
@@ -731,30 +725,22 @@ t_flip_every_byte(void **state)
 static void
 t_middle_damage(void **state)
 {
-	char			 dir[256], work[300], why[256], want[64];
+	char			 why[256], want[64];
 	struct lb_msgfile	*mf;
-	struct lb_msg		 m;
 	struct snap		 sn;
 	uint64_t		 s = 9, bfirst[8];
 	size_t			 boff[8], nb = 0;
-	const uint64_t		 first_id = 100;
 
 	(void)state;
-	t_mkdtemp(dir, sizeof(dir));
-	snprintf(work, sizeof(work), "%s/w", dir);
-	assert_int_equal(mkdir(work, 0750), 0);
-	memset(&sn, 0, sizeof(sn));
-	sn.n = 40;
-	assert_non_null(sn.refs = calloc(sn.n, sizeof(*sn.refs)));
-	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	snap_begin(&sn, 40, 100, &mf);
 	for (size_t i = 0; i < sn.n; i++) {
-		gen(&s, &sn.refs[i], first_id + i, 1000 + 7 * (int64_t)i, 0, 1);
+		gen(&s, &sn.refs[i], sn.first_id + i, 1000 + 7 * (int64_t)i, 0, 1);
 		assert_ok(lb_msgfile_append(mf, &sn.refs[i].m));
 		if (i % 10 == 9)
 			assert_ok(lb_msgfile_seal(mf));
 	}
 	lb_msgfile_close(mf);
-	snap_take(&sn, dir);
+	snap_take(&sn);
 	for (size_t off = LB_FHDR_SIZE; off < sn.mlen; nb++) {
 		boff[nb] = off;
 		bfirst[nb] = lb_get64(sn.msgs + off + LB_BHDR_FIRST_ID);
@@ -764,19 +750,10 @@ t_middle_damage(void **state)
 
 	/* Payload of block 1 damaged. */
 	sn.msgs[boff[1] + LB_BHDR_SIZE + 2] ^= 0x40;
-	write_file(work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
-	write_file(work, LB_FILE_WAL, sn.wal, sn.wlen);
-	assert_ok(lb_msgfile_open(work, LB_RDONLY, 0, &mf));
-	for (uint64_t id = first_id; id < first_id + sn.n; id++) {
-		int rc = lb_msgfile_get(mf, id, &m);
-
-		if (id >= bfirst[1] && id < bfirst[2])
-			assert_int_equal(rc, LB_ECORRUPT);
-		else {
-			assert_ok(rc);
-			assert_msg(&m, &sn.refs[id - first_id].m);
-		}
-	}
+	write_file(sn.work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
+	write_file(sn.work, LB_FILE_WAL, sn.wal, sn.wlen);
+	assert_ok(lb_msgfile_open(sn.work, LB_RDONLY, 0, &mf));
+	check_but(mf, &sn, bfirst[1], bfirst[2]);
 	assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
 	snprintf(want, sizeof(want), "offset %zu: block first id %llu", boff[1],
 	    (unsigned long long)bfirst[1]);
@@ -787,28 +764,19 @@ t_middle_damage(void **state)
 
 	/* Header of block 1 damaged: the reader resynchronises on block 2. */
 	sn.msgs[boff[1] + LB_BHDR_TMIN] ^= 0x01;
-	write_file(work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
-	assert_ok(lb_msgfile_open(work, LB_RDONLY, 0, &mf));
-	for (uint64_t id = first_id; id < first_id + sn.n; id++) {
-		int rc = lb_msgfile_get(mf, id, &m);
-
-		if (id >= bfirst[1] && id < bfirst[2])
-			assert_int_equal(rc, LB_ECORRUPT);
-		else {
-			assert_ok(rc);
-			assert_msg(&m, &sn.refs[id - first_id].m);
-		}
-	}
+	write_file(sn.work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
+	assert_ok(lb_msgfile_open(sn.work, LB_RDONLY, 0, &mf));
+	check_but(mf, &sn, bfirst[1], bfirst[2]);
 	assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
 	assert_non_null(strstr(why, "bad block header"));
 	lb_msgfile_close(mf);
-	assert_int_equal(lb_msgfile_open(work, LB_RDWR, 0, &mf), LB_ECORRUPT);
+	assert_int_equal(lb_msgfile_open(sn.work, LB_RDWR, 0, &mf), LB_ECORRUPT);
 	sn.msgs[boff[1] + LB_BHDR_TMIN] ^= 0x01;
 
 	/* The last block damaged: the writer cuts it and takes its records from nowhere. */
 	sn.msgs[sn.mlen - 1] ^= 0x01;
-	write_file(work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
-	assert_ok(lb_msgfile_open(work, LB_RDWR, 0, &mf));
+	write_file(sn.work, LB_FILE_MESSAGES, sn.msgs, sn.mlen);
+	assert_ok(lb_msgfile_open(sn.work, LB_RDWR, 0, &mf));
 	{
 		uint64_t	 first, next;
 
@@ -817,10 +785,7 @@ t_middle_damage(void **state)
 	}
 	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
 	lb_msgfile_close(mf);
-	free(sn.msgs);
-	free(sn.wal);
-	free_refs(sn.refs, sn.n);
-	t_rmtree(dir);
+	snap_end(&sn);
 }
 
 /*
@@ -831,7 +796,7 @@ t_middle_damage(void **state)
 static void
 t_refusals(void **state)
 {
-	char			 dir[256], why[256];
+	char			 why[256];
 	struct lb_msgfile	*mf;
 	struct lb_msg		 m;
 	struct snap		 sn;
@@ -839,11 +804,7 @@ t_refusals(void **state)
 	uint8_t			 junk[40];
 
 	(void)state;
-	t_mkdtemp(dir, sizeof(dir));
-	memset(&sn, 0, sizeof(sn));
-	sn.n = 12;
-	assert_non_null(sn.refs = calloc(sn.n, sizeof(*sn.refs)));
-	assert_ok(lb_msgfile_open(dir, LB_RDWR, 1, &mf));
+	snap_begin(&sn, 12, 1, &mf);
 	for (size_t i = 0; i < sn.n; i++) {
 		gen(&s, &sn.refs[i], 1 + i, 100 + (int64_t)i, 0, 1);
 		assert_ok(lb_msgfile_append(mf, &sn.refs[i].m));
@@ -852,12 +813,12 @@ t_refusals(void **state)
 	}
 	assert_ok(lb_msgfile_commit(mf, 1));
 	lb_msgfile_close(mf);
-	snap_take(&sn, dir);
+	snap_take(&sn);
 
 	sn.wal[LB_FHDR_FIRST_ID] ^= 1;
-	write_file(dir, LB_FILE_WAL, sn.wal, sn.wlen);
-	assert_int_equal(lb_msgfile_open(dir, LB_RDWR, 1, &mf), LB_ECORRUPT);
-	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	write_file(sn.dir, LB_FILE_WAL, sn.wal, sn.wlen);
+	assert_int_equal(lb_msgfile_open(sn.dir, LB_RDWR, 1, &mf), LB_ECORRUPT);
+	assert_ok(lb_msgfile_open(sn.dir, LB_RDONLY, 0, &mf));
 	lb_msgfile_range(mf, &first, &next);
 	assert_true(first == 1 && next == 9);
 	assert_ok(lb_msgfile_get(mf, 8, &m));
@@ -866,7 +827,7 @@ t_refusals(void **state)
 	assert_non_null(strstr(why, LB_FILE_WAL ": offset 0"));
 	lb_msgfile_close(mf);
 	sn.wal[LB_FHDR_FIRST_ID] ^= 1;
-	write_file(dir, LB_FILE_WAL, sn.wal, sn.wlen);
+	write_file(sn.dir, LB_FILE_WAL, sn.wal, sn.wlen);
 
 	/* Garbage after the last block. */
 	memset(junk, 0xa5, sizeof(junk));
@@ -876,24 +837,39 @@ t_refusals(void **state)
 		assert_non_null(both = malloc(sn.mlen + sizeof(junk)));
 		memcpy(both, sn.msgs, sn.mlen);
 		memcpy(both + sn.mlen, junk, sizeof(junk));
-		write_file(dir, LB_FILE_MESSAGES, both, sn.mlen + sizeof(junk));
+		write_file(sn.dir, LB_FILE_MESSAGES, both, sn.mlen + sizeof(junk));
 		free(both);
 	}
-	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	assert_ok(lb_msgfile_open(sn.dir, LB_RDONLY, 0, &mf));
 	lb_msgfile_range(mf, &first, &next);
 	assert_true(next == 1 + sn.n);
 	assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
 	lb_msgfile_close(mf);
-	assert_ok(lb_msgfile_open(dir, LB_RDWR, 1, &mf));
+	assert_ok(lb_msgfile_open(sn.dir, LB_RDWR, 1, &mf));
 	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
 	lb_msgfile_range(mf, &first, &next);
 	assert_true(next == 1 + sn.n);
 	check_all(mf, sn.refs, 1, sn.n, sn.n, &s);
 	lb_msgfile_close(mf);
-	free(sn.msgs);
-	free(sn.wal);
-	free_refs(sn.refs, sn.n);
-	t_rmtree(dir);
+	snap_end(&sn);
+}
+
+/* The message of FORMAT.md §3's example: id 7, received 1000000, from web1's sshd[42]. */
+static void
+example_msg(struct lb_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->id = 7;
+	m->received = 1000000;
+	m->timestamp = 999000;
+	m->tzoff = -60;
+	m->facility = 4;
+	m->severity = 6;
+	m->flags = LB_MSG_RFC3164;
+	m->host = (struct lb_slice){ (const uint8_t *)"web1", 4 };
+	m->program = (struct lb_slice){ (const uint8_t *)"sshd", 4 };
+	m->pid = (struct lb_slice){ (const uint8_t *)"42", 2 };
+	m->message = (struct lb_slice){ (const uint8_t *)"hi\0\n", 4 };
 }
 
 /* The file header and a WAL record byte for byte, as FORMAT.md §3 shows them. */
@@ -913,25 +889,14 @@ t_golden(void **state)
 
 	(void)state;
 	t_mkdtemp(dir, sizeof(dir));
-	memset(&m, 0, sizeof(m));
-	m.id = 7;
-	m.received = 1000000;
-	m.timestamp = 999000;
-	m.tzoff = -60;
-	m.facility = 4;
-	m.severity = 6;
-	m.flags = LB_MSG_RFC3164;
-	m.host = (struct lb_slice){ (const uint8_t *)"web1", 4 };
-	m.program = (struct lb_slice){ (const uint8_t *)"sshd", 4 };
-	m.pid = (struct lb_slice){ (const uint8_t *)"42", 2 };
-	m.message = (struct lb_slice){ (const uint8_t *)"hi\0\n", 4 };
+	example_msg(&m);
 	assert_ok(lb_msgfile_open(dir, LB_RDWR, 7, &mf));
 	assert_ok(lb_msgfile_append(mf, &m));
 	assert_ok(lb_msgfile_commit(mf, 1));
 	lb_msgfile_close(mf);
 
 	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
-	read_file(path, &buf, &len);
+	buf = t_read_file(path, &len);
 	assert_int_equal(len, LB_FHDR_SIZE);
 	assert_memory_equal(buf, fhdr, LB_FHDR_CRC);
 	assert_int_equal(lb_get32(buf + LB_FHDR_CRC), lb_crc32(buf, LB_FHDR_CRC));
@@ -939,7 +904,7 @@ t_golden(void **state)
 
 	/* The WAL record: frame, then id 7, time 1000000, and the fields (FORMAT.md §3). */
 	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
-	read_file(path, &buf, &len);
+	buf = t_read_file(path, &len);
 	{
 		static const uint8_t body[] = {
 			0x07,				/* id 7 */
@@ -970,6 +935,16 @@ static const uint8_t old_body[] = {
 	0x04, 'h', 'i', 0x00, '\n',
 };
 
+/* A file header (FORMAT.md §3.1) with magic, first id 7, at f. */
+static void
+put_fhdr(uint8_t *f, uint32_t magic)
+{
+	lb_put32(f + LB_FHDR_MAGIC, magic);
+	lb_put32(f + LB_FHDR_VERSION, LB_MSGF_VERSION);
+	lb_put64(f + LB_FHDR_FIRST_ID, 7);
+	lb_put32(f + LB_FHDR_CRC, lb_crc32(f, LB_FHDR_CRC));
+}
+
 /* Writes messages (one stored block of payload p[0..n), id 7, received 1000000) and an empty WAL. */
 static void
 write_block(const char *dir, const uint8_t *p, size_t n)
@@ -978,13 +953,9 @@ write_block(const char *dir, const uint8_t *p, size_t n)
 
 	assert_true(n <= 512);
 	memset(f, 0, sizeof(f));
-	lb_put32(f + LB_FHDR_MAGIC, LB_WAL_MAGIC);
-	lb_put32(f + LB_FHDR_VERSION, LB_MSGF_VERSION);
-	lb_put64(f + LB_FHDR_FIRST_ID, 7);
-	lb_put32(f + LB_FHDR_CRC, lb_crc32(f, LB_FHDR_CRC));
+	put_fhdr(f, LB_WAL_MAGIC);
 	write_file(dir, LB_FILE_WAL, f, LB_FHDR_SIZE);
-	lb_put32(f + LB_FHDR_MAGIC, LB_MSGF_MAGIC);
-	lb_put32(f + LB_FHDR_CRC, lb_crc32(f, LB_FHDR_CRC));
+	put_fhdr(f, LB_MSGF_MAGIC);
 	lb_put32(h + LB_BHDR_MAGIC, LB_BLK_MAGIC);
 	lb_put32(h + LB_BHDR_COUNT, 1);
 	lb_put64(h + LB_BHDR_FIRST_ID, 7);
@@ -1007,13 +978,9 @@ write_wal(const char *dir, const uint8_t *b, size_t n)
 
 	assert_true(n <= 256);
 	memset(f, 0, sizeof(f));
-	lb_put32(f + LB_FHDR_MAGIC, LB_MSGF_MAGIC);
-	lb_put32(f + LB_FHDR_VERSION, LB_MSGF_VERSION);
-	lb_put64(f + LB_FHDR_FIRST_ID, 7);
-	lb_put32(f + LB_FHDR_CRC, lb_crc32(f, LB_FHDR_CRC));
+	put_fhdr(f, LB_MSGF_MAGIC);
 	write_file(dir, LB_FILE_MESSAGES, f, LB_FHDR_SIZE);
-	lb_put32(f + LB_FHDR_MAGIC, LB_WAL_MAGIC);
-	lb_put32(f + LB_FHDR_CRC, lb_crc32(f, LB_FHDR_CRC));
+	put_fhdr(f, LB_WAL_MAGIC);
 	lb_put32(f + LB_FHDR_SIZE, (uint32_t)n);
 	lb_put32(f + LB_FHDR_SIZE + 4, lb_crc32(b, n));
 	memcpy(f + LB_FHDR_SIZE + LB_WREC_HDR, b, n);
@@ -1062,18 +1029,8 @@ t_peer(void **state)
 
 	/* The writer: flag and peer after the message; m's own LB_MSG_PEER is ignored. */
 	t_mkdtemp(dir, sizeof(dir));
-	memset(&w, 0, sizeof(w));
-	w.id = 7;
-	w.received = 1000000;
-	w.timestamp = 999000;
-	w.tzoff = -60;
-	w.facility = 4;
-	w.severity = 6;
-	w.flags = LB_MSG_RFC3164 | LB_MSG_PEER;
-	w.host = (struct lb_slice){ (const uint8_t *)"web1", 4 };
-	w.program = (struct lb_slice){ (const uint8_t *)"sshd", 4 };
-	w.pid = (struct lb_slice){ (const uint8_t *)"42", 2 };
-	w.message = (struct lb_slice){ (const uint8_t *)"hi\0\n", 4 };
+	example_msg(&w);
+	w.flags |= LB_MSG_PEER;
 	w.peer = (struct lb_slice){ (const uint8_t *)"10.0.0.7", 8 };
 	assert_ok(lb_msgfile_open(dir, LB_RDWR, 7, &mf));
 	assert_ok(lb_msgfile_append(mf, &w));
@@ -1083,7 +1040,7 @@ t_peer(void **state)
 	assert_ok(lb_msgfile_commit(mf, 1));
 	lb_msgfile_close(mf);
 	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
-	read_file(path, &buf, &len);
+	buf = t_read_file(path, &len);
 	memcpy(b, old_body, sizeof(old_body));
 	b[9] = 0x44;
 	memcpy(b + sizeof(old_body), peer, sizeof(peer));
@@ -1161,30 +1118,30 @@ t_threaded(void **state)
 	assert_non_null(refs = calloc(n, sizeof(*refs)));
 	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
 	for (size_t i = 0; i < n; i++) {
-		t += (int64_t)(rnd(&s) % 1000);
+		t += (int64_t)(t_rnd(&s) % 1000);
 		gen(&s, &refs[i], first_id + i, t, 0, 0);
 		assert_ok(lb_msgfile_append(mf, &refs[i].m));
-		switch (rnd(&s) % 64) {
+		switch (t_rnd(&s) % 64) {
 		case 0:
 			assert_ok(lb_msgfile_commit(mf, 0));
 			break;
 		case 1:
-			if (rnd(&s) % 4 == 0)
+			if (t_rnd(&s) % 4 == 0)
 				assert_ok(lb_msgfile_commit(mf, 1));
 			break;
 		case 2:
 		case 3: {
 			/* The newest ids are the likeliest to sit in a queued block. */
-			size_t j = i - (size_t)(rnd(&s) % (i < 2000 ? i + 1 : 2000));
+			size_t j = i - (size_t)(t_rnd(&s) % (i < 2000 ? i + 1 : 2000));
 
-			if (rnd(&s) % 8 == 0)
-				j = (size_t)(rnd(&s) % (i + 1));
+			if (t_rnd(&s) % 8 == 0)
+				j = (size_t)(t_rnd(&s) % (i + 1));
 			assert_ok(lb_msgfile_get(mf, first_id + j, &m));
 			assert_msg(&m, &refs[j].m);
 			break;
 		}
 		case 4:
-			if (rnd(&s) % 16 == 0)
+			if (t_rnd(&s) % 16 == 0)
 				assert_ok(lb_msgfile_seal(mf));
 			break;
 		}
@@ -1247,6 +1204,21 @@ append_until_error(struct lb_msgfile *mf, uint64_t *s, struct ref *refs, size_t 
 	return (0);
 }
 
+/* Gets ids first_id.. of refs[0..n) in order, verifies, closes mf. */
+static void
+check_in_order(struct lb_msgfile *mf, const struct ref *refs, uint64_t first_id, size_t n)
+{
+	char		 why[256];
+	struct lb_msg	 m;
+
+	for (size_t j = 0; j < n; j++) {
+		assert_ok(lb_msgfile_get(mf, first_id + j, &m));
+		assert_msg(&m, &refs[j].m);
+	}
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_close(mf);
+}
+
 /*
  * After the writer recovered: the rest go in on the same handle, every message is read back
  * byte for byte, before and after a reopen, and verify passes.
@@ -1255,30 +1227,18 @@ static void
 finish_and_check(const char *dir, struct lb_msgfile *mf, uint64_t *s, struct ref *refs,
     size_t i, size_t n, uint64_t first_id, int64_t *t)
 {
-	char		 why[256];
-	struct lb_msg	 m;
 	uint64_t	 first, next;
 	size_t		 committed = 0;
 
 	assert_ok(append_until_error(mf, s, refs, &i, n, first_id, t, &committed));
 	assert_ok(lb_msgfile_commit(mf, 1));
 	assert_ok(lb_msgfile_seal(mf));
-	for (size_t j = 0; j < n; j++) {
-		assert_ok(lb_msgfile_get(mf, first_id + j, &m));
-		assert_msg(&m, &refs[j].m);
-	}
-	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
-	lb_msgfile_close(mf);
+	check_in_order(mf, refs, first_id, n);
 	assert_ok(lb_msgfile_open(dir, LB_RDWR, 0, &mf));
 	lb_msgfile_range(mf, &first, &next);
 	assert_true(first == first_id);
 	assert_true(next == first_id + n);
-	for (size_t j = 0; j < n; j++) {
-		assert_ok(lb_msgfile_get(mf, first_id + j, &m));
-		assert_msg(&m, &refs[j].m);
-	}
-	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
-	lb_msgfile_close(mf);
+	check_in_order(mf, refs, first_id, n);
 }
 
 /*
@@ -1427,36 +1387,33 @@ t_enospc_recovers(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
+/*
+ * The crash tests recover thousands of times and every recovery fdatasync()s: run on tmpfs
+ * when there is one and TMPDIR does not say otherwise (the files are as real).
+ */
+static int
+on_tmpfs(void **state)
 {
 	struct stat	 st;
 
-	/*
-	 * The crash tests recover thousands of times and every recovery fdatasync()s: run on
-	 * tmpfs when there is one and TMPDIR does not say otherwise (the files are as real).
-	 */
+	(void)state;
 	if (getenv("TMPDIR") == NULL && stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) &&
 	    access("/dev/shm", W_OK) == 0)
 		setenv("TMPDIR", "/dev/shm", 0);
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_golden),
-		cmocka_unit_test(t_limits),
-		cmocka_unit_test(t_peer),
-		cmocka_unit_test(t_roundtrip),
-		cmocka_unit_test(t_reader_follows),
-		cmocka_unit_test(t_middle_damage),
-		cmocka_unit_test(t_refusals),
-		cmocka_unit_test(t_crash_every_byte),
-		cmocka_unit_test(t_crash_stale_wal),
-		cmocka_unit_test(t_flip_every_byte),
-		cmocka_unit_test(t_threaded),
-		cmocka_unit_test(t_thread_write_error),
-		cmocka_unit_test(t_enospc_recovers),
-	};
-
-	/* T_FILTER=t_roundtrip runs one test. */
-	if (getenv("T_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("T_FILTER"));
-	return (cmocka_run_group_tests(tests, NULL, NULL));
+	return (0);
 }
+
+T_MAIN_SETUP(on_tmpfs,
+	cmocka_unit_test(t_golden),
+	cmocka_unit_test(t_limits),
+	cmocka_unit_test(t_peer),
+	cmocka_unit_test(t_roundtrip),
+	cmocka_unit_test(t_reader_follows),
+	cmocka_unit_test(t_middle_damage),
+	cmocka_unit_test(t_refusals),
+	cmocka_unit_test(t_crash_every_byte),
+	cmocka_unit_test(t_crash_stale_wal),
+	cmocka_unit_test(t_flip_every_byte),
+	cmocka_unit_test(t_threaded),
+	cmocka_unit_test(t_thread_write_error),
+	cmocka_unit_test(t_enospc_recovers))

@@ -104,15 +104,8 @@ t_catalog(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_form),
-		cmocka_unit_test(t_length),
-		cmocka_unit_test(t_reserved),
-		cmocka_unit_test(t_catalog),
-	};
-
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_form),
+	cmocka_unit_test(t_length),
+	cmocka_unit_test(t_reserved),
+	cmocka_unit_test(t_catalog))

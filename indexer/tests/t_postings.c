@@ -169,12 +169,9 @@ t_packed(void **state)
 
 			/* Gaps of 1 + up to width bits; keep the sum within 64 bits. */
 			for (size_t i = 0; i < n; i++) {
-				uint64_t g;
+				uint64_t g = t_rnd(&seed);
 
-				seed ^= seed << 13;
-				seed ^= seed >> 7;
-				seed ^= seed << 17;
-				g = widths[w] == 0 ? 0 : seed >> (64 - widths[w]);
+				g = widths[w] == 0 ? 0 : g >> (64 - widths[w]);
 				if (widths[w] > 50)
 					g >>= 10;	/* 1000 gaps must fit in 64 bits */
 				if (i == 0)
@@ -213,15 +210,9 @@ t_packed(void **state)
 	free(buf);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_roundtrip),
-		cmocka_unit_test(t_worked_example),
-		cmocka_unit_test(t_damage),
-		cmocka_unit_test(t_packed),
-		cmocka_unit_test(t_exceptions),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_roundtrip),
+	cmocka_unit_test(t_worked_example),
+	cmocka_unit_test(t_damage),
+	cmocka_unit_test(t_packed),
+	cmocka_unit_test(t_exceptions))

@@ -494,10 +494,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static uint32_t
 rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return ((uint32_t)(rng >> 11) % n);
+	return ((uint32_t)(t_rnd(&rng) >> 11) % n);
 }
 
 /* Returns 1 when s parsed; then fmt -> parse is the same tree and fmt again the same text. */
@@ -613,13 +610,6 @@ msg(const char *text)
 	return (m);
 }
 
-static void
-slice(struct lb_slice *s, const char *v)
-{
-	s->p = (const uint8_t *)v;
-	s->len = strlen(v);
-}
-
 static int
 qm(const char *query, const struct lb_msg *m)
 {
@@ -683,11 +673,11 @@ t_match_fields(void **state)
 	struct lb_msg	 m = msg("Accepted password for bob");
 
 	(void)state;
-	slice(&m.host, "Web-01");
-	slice(&m.program, "sshd");
-	slice(&m.pid, "4242");
-	slice(&m.msgid, "ID47");
-	slice(&m.sd, "[exampleSDID@32473 iut=\"3\" eventSource=\"Application Log\"]"
+	m.host = t_str("Web-01");
+	m.program = t_str("sshd");
+	m.pid = t_str("4242");
+	m.msgid = t_str("ID47");
+	m.sd = t_str("[exampleSDID@32473 iut=\"3\" eventSource=\"Application Log\"]"
 	    "[meta sequenceId=\"17\"]");
 	m.facility = 4;
 	m.severity = 6;
@@ -720,7 +710,7 @@ t_match_fields(void **state)
 	assert_true(qm("host:web-01 program:sshd bob severity:info", &m));
 	/* peer: like host: (the whole address, folded; no peer matches nothing). */
 	assert_false(qm("peer:*", &m));
-	slice(&m.peer, "10.0.0.7");
+	m.peer = t_str("10.0.0.7");
 	assert_true(qm("peer:10.0.0.7", &m));
 	assert_true(qm("peer:10.0.0.*", &m));
 	assert_false(qm("peer:10.0.0", &m));
@@ -757,26 +747,19 @@ t_match_big(void **state)
 	free(s);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_glob),
-		cmocka_unit_test(t_glob_fast),
-		cmocka_unit_test(t_shapes_ssb),
-		cmocka_unit_test(t_shapes_fields),
-		cmocka_unit_test(t_shapes_grammar),
-		cmocka_unit_test(t_shapes_escapes),
-		cmocka_unit_test(t_custom_delims),
-		cmocka_unit_test(t_long_token),
-		cmocka_unit_test(t_errors),
-		cmocka_unit_test(t_limits),
-		cmocka_unit_test(t_roundtrip_words),
-		cmocka_unit_test(t_roundtrip_bytes),
-		cmocka_unit_test(t_match_text),
-		cmocka_unit_test(t_match_fields),
-		cmocka_unit_test(t_match_big),
-	};
-
-	return (cmocka_run_group_tests(tests, setup, NULL));
-}
+T_MAIN_SETUP(setup,
+	cmocka_unit_test(t_glob),
+	cmocka_unit_test(t_glob_fast),
+	cmocka_unit_test(t_shapes_ssb),
+	cmocka_unit_test(t_shapes_fields),
+	cmocka_unit_test(t_shapes_grammar),
+	cmocka_unit_test(t_shapes_escapes),
+	cmocka_unit_test(t_custom_delims),
+	cmocka_unit_test(t_long_token),
+	cmocka_unit_test(t_errors),
+	cmocka_unit_test(t_limits),
+	cmocka_unit_test(t_roundtrip_words),
+	cmocka_unit_test(t_roundtrip_bytes),
+	cmocka_unit_test(t_match_text),
+	cmocka_unit_test(t_match_fields),
+	cmocka_unit_test(t_match_big))

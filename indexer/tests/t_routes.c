@@ -341,9 +341,7 @@ t_files(void **state)
 	(void)state;
 	t_mkdtemp(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/nul.toml", dir);
-	assert_non_null(f = fopen(path, "wb"));
-	fwrite(nul, 1, sizeof(nul) - 1, f);
-	fclose(f);
+	t_write_file(path, nul, sizeof(nul) - 1);
 	assert_int_equal(routes_load(path, &r, err, sizeof(err)), EINVAL);
 	assert_non_null(strstr(err, "nul.toml:4: a NUL byte"));
 
@@ -353,9 +351,7 @@ t_files(void **state)
 		junk[i] = (uint8_t)random();
 	junk[0] = 0xff;
 	snprintf(path, sizeof(path), "%s/bin.toml", dir);
-	assert_non_null(f = fopen(path, "wb"));
-	fwrite(junk, 1, sizeof(junk), f);
-	fclose(f);
+	t_write_file(path, junk, sizeof(junk));
 	assert_int_equal(routes_load(path, &r, err, sizeof(err)), EINVAL);
 	assert_non_null(strstr(err, "bin.toml:1: invalid UTF-8 (byte 0xff)"));
 

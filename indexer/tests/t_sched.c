@@ -177,15 +177,8 @@ t_flush(void **state)
 	sched_free(&s);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_cap_and_turns),
-		cmocka_unit_test(t_round_robin),
-		cmocka_unit_test(t_limits),
-		cmocka_unit_test(t_flush),
-	};
-
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_cap_and_turns),
+	cmocka_unit_test(t_round_robin),
+	cmocka_unit_test(t_limits),
+	cmocka_unit_test(t_flush))

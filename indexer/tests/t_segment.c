@@ -15,15 +15,6 @@
 
 /* ---------------------------------------------------------------- random messages */
 
-static uint64_t
-rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return (*s);
-}
-
 #define SDP_MAX	4
 
 struct tmsg {
@@ -62,55 +53,55 @@ static void
 gen_msg(uint64_t *seed, struct tmsg *t, uint64_t id)
 {
 	size_t	 n = 0, sn = 0;
-	int	 ntok = 1 + (int)(rnd(seed) % 20);
+	int	 ntok = 1 + (int)(t_rnd(seed) % 20);
 
 	memset(t, 0, sizeof(*t));
 	for (int i = 0; i < ntok; i++) {
-		uint64_t r = rnd(seed) % 100;
+		uint64_t r = t_rnd(seed) % 100;
 
 		if (r < 2) {
 			/* A token longer than LB_TOKEN_MAX: only its first 255 bytes count. */
 			char	 lng[300];
-			size_t	 l = 250 + rnd(seed) % 40;
+			size_t	 l = 250 + t_rnd(seed) % 40;
 
 			memset(lng, 'L', l);
-			lng[l - 1] = (char)('a' + rnd(seed) % 3);
+			lng[l - 1] = (char)('a' + t_rnd(seed) % 3);
 			app(t->text, sizeof(t->text), &n, lng, l);
 		} else if (r < 4) {
 			app(t->text, sizeof(t->text), &n, "nul\0byte", 8);
 		} else {
-			const char *w = words[rnd(seed) % (sizeof(words) / sizeof(words[0]))];
+			const char *w = words[t_rnd(seed) % (sizeof(words) / sizeof(words[0]))];
 
 			app(t->text, sizeof(t->text), &n, w, strlen(w));
 		}
-		const char *s = seps[rnd(seed) % (sizeof(seps) / sizeof(seps[0]))];
+		const char *s = seps[t_rnd(seed) % (sizeof(seps) / sizeof(seps[0]))];
 
 		app(t->text, sizeof(t->text), &n, s, strlen(s));
 	}
 	t->textlen = n;
-	if (rnd(seed) % 50 == 0) {
+	if (t_rnd(seed) % 50 == 0) {
 		memset(t->host, 'H', 290);
 		t->host[290] = '\0';
 	} else
-		strcpy(t->host, hosts[rnd(seed) % 5]);
-	strcpy(t->prog, progs[rnd(seed) % 5]);
-	if (rnd(seed) % 3)
-		snprintf(t->pid, sizeof(t->pid), "%u", (unsigned)(rnd(seed) % 20));
-	if (rnd(seed) % 4 == 0)
-		strcpy(t->msgid, rnd(seed) % 2 ? "ID47" : "id47");
-	if (rnd(seed) % 3 == 0) {
-		int nel = 1 + (int)(rnd(seed) % 2);
+		strcpy(t->host, hosts[t_rnd(seed) % 5]);
+	strcpy(t->prog, progs[t_rnd(seed) % 5]);
+	if (t_rnd(seed) % 3)
+		snprintf(t->pid, sizeof(t->pid), "%u", (unsigned)(t_rnd(seed) % 20));
+	if (t_rnd(seed) % 4 == 0)
+		strcpy(t->msgid, t_rnd(seed) % 2 ? "ID47" : "id47");
+	if (t_rnd(seed) % 3 == 0) {
+		int nel = 1 + (int)(t_rnd(seed) % 2);
 
 		for (int e = 0; e < nel; e++) {
-			const char	*sid = sdids[rnd(seed) % 3];
-			int		 np = 1 + (int)(rnd(seed) % 2);
+			const char	*sid = sdids[t_rnd(seed) % 3];
+			int		 np = 1 + (int)(t_rnd(seed) % 2);
 
 			app(t->sd, sizeof(t->sd), &sn, "[", 1);
 			app(t->sd, sizeof(t->sd), &sn, sid, strlen(sid));
 			for (int p = 0; p < np && t->nsd < SDP_MAX; p++) {
-				const char	*nm = sdnames[rnd(seed) % 3];
+				const char	*nm = sdnames[t_rnd(seed) % 3];
 				size_t		 vl = 0;
-				int		 nv = 1 + (int)(rnd(seed) % 3);
+				int		 nv = 1 + (int)(t_rnd(seed) % 3);
 				char		*v = t->sdval[t->nsd];
 
 				snprintf(t->sdkey[t->nsd], sizeof(t->sdkey[0]), "%s.%s", sid, nm);
@@ -118,10 +109,10 @@ gen_msg(uint64_t *seed, struct tmsg *t, uint64_t id)
 				app(t->sd, sizeof(t->sd), &sn, nm, strlen(nm));
 				app(t->sd, sizeof(t->sd), &sn, "=\"", 2);
 				for (int k = 0; k < nv; k++) {
-					const char *w = words[rnd(seed) % (sizeof(words) /
+					const char *w = words[t_rnd(seed) % (sizeof(words) /
 					    sizeof(words[0]))];
 					static const char *vs[] = { " ", "\"", "\\", "]", "-" };
-					const char *s = vs[rnd(seed) % 5];
+					const char *s = vs[t_rnd(seed) % 5];
 
 					app(v, sizeof(t->sdval[0]), &vl, w, strlen(w));
 					app(t->sd, sizeof(t->sd), &sn, w, strlen(w));
@@ -139,12 +130,12 @@ gen_msg(uint64_t *seed, struct tmsg *t, uint64_t id)
 	t->m.id = id;
 	t->m.received = 1700000000000000LL + (int64_t)id * 1000;
 	t->m.timestamp = LB_NOTIME;
-	t->m.facility = rnd(seed) % 10 == 0 ? LB_NOVALUE : (uint8_t)(rnd(seed) % 24);
-	t->m.severity = rnd(seed) % 10 == 0 ? LB_NOVALUE : (uint8_t)(rnd(seed) % 8);
-	t->m.host = (struct lb_slice){ (const uint8_t *)t->host, strlen(t->host) };
-	t->m.program = (struct lb_slice){ (const uint8_t *)t->prog, strlen(t->prog) };
-	t->m.pid = (struct lb_slice){ (const uint8_t *)t->pid, strlen(t->pid) };
-	t->m.msgid = (struct lb_slice){ (const uint8_t *)t->msgid, strlen(t->msgid) };
+	t->m.facility = t_rnd(seed) % 10 == 0 ? LB_NOVALUE : (uint8_t)(t_rnd(seed) % 24);
+	t->m.severity = t_rnd(seed) % 10 == 0 ? LB_NOVALUE : (uint8_t)(t_rnd(seed) % 8);
+	t->m.host = t_str(t->host);
+	t->m.program = t_str(t->prog);
+	t->m.pid = t_str(t->pid);
+	t->m.msgid = t_str(t->msgid);
 	t->m.sd = (struct lb_slice){ (const uint8_t *)t->sd, sn };
 	t->m.message = (struct lb_slice){ (const uint8_t *)t->text, t->textlen };
 }
@@ -158,7 +149,7 @@ gen_msgs(uint64_t seed, size_t n, uint64_t first)
 	assert_non_null(t);
 	for (size_t i = 0; i < n; i++) {
 		gen_msg(&seed, &t[i], id);
-		id += 1 + rnd(&seed) % 3;
+		id += 1 + t_rnd(&seed) % 3;
 	}
 	return (t);
 }
@@ -200,10 +191,7 @@ or_add(struct oracle *o, const uint8_t *a, size_t alen, const uint8_t *b, size_t
 		o->acap = (o->acap + alen + blen) * 2;
 		assert_non_null(o->arena = realloc(o->arena, o->acap));
 	}
-	if (o->np == o->pcap) {
-		o->pcap = o->pcap ? o->pcap * 2 : 1024;
-		assert_non_null(o->pairs = realloc(o->pairs, o->pcap * sizeof(*o->pairs)));
-	}
+	T_GROW(o->pairs, o->np, o->pcap, 1024);
 	memcpy(o->arena + o->alen, a, alen);
 	memcpy(o->arena + o->alen + alen, b, blen);
 	o->pairs[o->np++] = (struct opair){ (uint32_t)o->alen, (uint16_t)(alen + blen), o->cur };
@@ -240,14 +228,8 @@ static int
 pair_cmp(const void *a, const void *b)
 {
 	const struct opair *x = a, *y = b;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(g_arena + x->off, g_arena + y->off, n);
 
-	if (c != 0)
-		return (c);
-	if (x->len != y->len)
-		return (x->len < y->len ? -1 : 1);
-	return (x->id < y->id ? -1 : x->id > y->id);
+	return (t_term_id_cmp(g_arena + x->off, x->len, x->id, g_arena + y->off, y->len, y->id));
 }
 
 /* Every (term, id) of msgs computed the plain way, then grouped. */
@@ -330,38 +312,6 @@ build(const struct lb_tokconf *tc, const struct tmsg *msgs, size_t n, const char
 		assert_ok(lb_segw_add(w, tc, &msgs[i].m));
 	assert_ok(lb_segw_write(w, path));
 	lb_segw_free(w);
-}
-
-static uint8_t *
-slurp(const char *path, size_t *len)
-{
-	FILE	*f = fopen(path, "rb");
-	uint8_t	*b;
-	long	 n;
-
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	assert_non_null(b = malloc((size_t)n + 1));
-	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return (b);
-}
-
-static void
-spit(const char *path, const uint8_t *b, size_t len)
-{
-	FILE *f;
-
-	/* A new file each time: truncating one makes ext4 flush it (auto_da_alloc). */
-	(void)unlink(path);
-	f = fopen(path, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(b, 1, len, f), len);
-	fclose(f);
 }
 
 /* A walk that checks each term against the oracle's terms [next, end) in order. */
@@ -547,15 +497,15 @@ t_oracle(void **state)
 	check_prefix(sg, &o, (const uint8_t *)"", 0);
 	/* Ranges between random oracle terms and random strings. */
 	for (int k = 0; k < 300; k++) {
-		const struct oterm	*a = &o.terms[rnd(&seed) % o.nt];
-		const struct oterm	*b = &o.terms[rnd(&seed) % o.nt];
-		uint8_t			 r[3] = { (uint8_t)(rnd(&seed) % 10),
-		    (uint8_t)('0' + rnd(&seed) % 75), (uint8_t)rnd(&seed) };
+		const struct oterm	*a = &o.terms[t_rnd(&seed) % o.nt];
+		const struct oterm	*b = &o.terms[t_rnd(&seed) % o.nt];
+		uint8_t			 r[3] = { (uint8_t)(t_rnd(&seed) % 10),
+		    (uint8_t)('0' + t_rnd(&seed) % 75), (uint8_t)t_rnd(&seed) };
 
 		check_range(sg, &o, a->t, a->len, b->t, b->len);
-		check_range(sg, &o, r, 1 + rnd(&seed) % 3, NULL, 0);
-		check_range(sg, &o, NULL, 0, r, 1 + rnd(&seed) % 3);
-		check_range(sg, &o, a->t, a->len - 1 + rnd(&seed) % 2, r, 2);
+		check_range(sg, &o, r, 1 + t_rnd(&seed) % 3, NULL, 0);
+		check_range(sg, &o, NULL, 0, r, 1 + t_rnd(&seed) % 3);
+		check_range(sg, &o, a->t, a->len - 1 + t_rnd(&seed) % 2, r, 2);
 	}
 	lb_segment_close(sg);
 	or_free(&o);
@@ -603,9 +553,9 @@ t_merge(void **state)
 	assert_memory_equal(&a, &b, sizeof(a));
 	/* The encoding is canonical: the merged file is the one-pass file, byte for byte. */
 	snprintf(path, sizeof(path), "%s/merged.seg", dir);
-	fa = slurp(path, &la);
+	fa = t_read_file(path, &la);
 	snprintf(path, sizeof(path), "%s/one.seg", dir);
-	fb = slurp(path, &lb);
+	fb = t_read_file(path, &lb);
 	assert_int_equal(la, lb);
 	assert_memory_equal(fa, fb, la);
 	free(fa);
@@ -697,7 +647,7 @@ t_damage(void **state)
 	}
 	or_build(&o, &tc, msgs, n);
 	build(&tc, msgs, n, path);
-	orig = slurp(path, &len);
+	orig = t_read_file(path, &len);
 	assert_true(len > 600);
 	/* Some lists are long enough to be bit-packed and to carry their own CRC. */
 	{
@@ -709,7 +659,7 @@ t_damage(void **state)
 	}
 	/* Every truncation fails to open. */
 	for (size_t k = 0; k < len; k++) {
-		spit(bad, orig, k);
+		t_write_file(bad, orig, k);
 		assert_int_not_equal(lb_segment_open(bad, &sg), 0);
 	}
 	/*
@@ -721,15 +671,15 @@ t_damage(void **state)
 		uint8_t f = x[k % 3];
 
 		orig[k] ^= f;
-		spit(bad, orig, len);
+		t_write_file(bad, orig, len);
 		if (!damaged_check(bad, &o))
 			fail_msg("byte %zu ^ %02x not detected", k, f);
 		orig[k] ^= f;
 	}
 	/* Not a segment at all. */
-	spit(bad, (const uint8_t *)"hello, world", 12);
+	t_write_file(bad, (const uint8_t *)"hello, world", 12);
 	assert_int_equal(lb_segment_open(bad, &sg), LB_EFORMAT);
-	spit(bad, (const uint8_t *)"", 0);
+	t_write_file(bad, (const uint8_t *)"", 0);
 	assert_int_equal(lb_segment_open(bad, &sg), LB_EFORMAT);
 	assert_int_equal(lb_segment_open("/nonexistent/x.seg", &sg), ENOENT);
 	free(orig);
@@ -764,11 +714,7 @@ shit_add(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t d
 	if (s->glob != NULL && (len < s->skip ||
 	    !lb_glob_match(s->glob, s->globlen, term + s->skip, len - s->skip)))
 		return (0);
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 64;
-		s->h = realloc(s->h, s->cap * sizeof(*s->h));
-		assert_non_null(s->h);
-	}
+	T_GROW(s->h, s->n, s->cap, 64);
 	assert_true(len <= sizeof(s->h[0].t));
 	memcpy(s->h[s->n].t, term, len);
 	s->h[s->n].len = len;
@@ -812,15 +758,15 @@ t_scan(void **state)
 	t_mkdtemp(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/s.seg", dir);
 	for (int round = 0; round < 6; round++) {
-		size_t nterms = round == 0 ? 3 : 400 + rnd(&seed) % 4000;
+		size_t nterms = round == 0 ? 3 : 400 + t_rnd(&seed) % 4000;
 
 		assert_ok(lb_segw_new(&w));
 		for (size_t i = 0; i < nterms; i++) {
-			size_t len = 2 + rnd(&seed) % (round % 2 ? 3 : 10);
+			size_t len = 2 + t_rnd(&seed) % (round % 2 ? 3 : 10);
 
-			term[0] = nss[rnd(&seed) % 3];
+			term[0] = nss[t_rnd(&seed) % 3];
 			for (size_t k = 1; k < len; k++)
-				term[k] = alpha[rnd(&seed) % sizeof(alpha)];
+				term[k] = alpha[t_rnd(&seed) % sizeof(alpha)];
 			/* ids ascend per term: one id per add, ids ascending overall. */
 			assert_ok(lb_segw_add_term(w, term, len, i + 1));
 		}
@@ -835,26 +781,26 @@ t_scan(void **state)
 		assert_true(need > 16);
 		assert_int_equal(lb_segment_blob(sg, need - 1), LB_ETOOBIG);
 		for (int pat = 0; pat < 300; pat++) {
-			size_t gl = 1 + rnd(&seed) % 8, plen = rnd(&seed) % 3, skip;
+			size_t gl = 1 + t_rnd(&seed) % 8, plen = t_rnd(&seed) % 3, skip;
 
 			for (size_t k = 0; k < gl; k++) {
-				uint64_t r = rnd(&seed) % 16;
+				uint64_t r = t_rnd(&seed) % 16;
 
-				glob[k] = r < 3 ? '*' : r < 5 ? '?' : r == 5 ? nss[rnd(&seed) % 3] :
-				    alpha[rnd(&seed) % sizeof(alpha)];
+				glob[k] = r < 3 ? '*' : r < 5 ? '?' :
+				    r == 5 ? nss[t_rnd(&seed) % 3] : alpha[t_rnd(&seed) % sizeof(alpha)];
 				if (glob[k] == '\\' && k + 1 < gl)
-					glob[++k] = alpha[rnd(&seed) % sizeof(alpha)];
+					glob[++k] = alpha[t_rnd(&seed) % sizeof(alpha)];
 			}
 			if (pat % 5 == 0) {	/* a literal that straddles: "*lp*" over "..l" "p.." */
 				gl = 4;
 				memcpy(glob, "*lp*", 4);
-				glob[1] = alpha[rnd(&seed) % 6];
-				glob[2] = alpha[rnd(&seed) % 6];
+				glob[1] = alpha[t_rnd(&seed) % 6];
+				glob[2] = alpha[t_rnd(&seed) % 6];
 			}
-			pre[0] = nss[rnd(&seed) % 3];
+			pre[0] = nss[t_rnd(&seed) % 3];
 			for (size_t k = 1; k < plen; k++)
-				pre[k] = alpha[rnd(&seed) % sizeof(alpha)];
-			skip = plen == 0 ? 0 : 1 + rnd(&seed) % plen;
+				pre[k] = alpha[t_rnd(&seed) % sizeof(alpha)];
+			skip = plen == 0 ? 0 : 1 + t_rnd(&seed) % plen;
 			if (plen == 0)
 				skip = 0;
 			want.n = str.n = blob.n = 0;
@@ -940,8 +886,8 @@ t_batches(void **state)
 	assert_int_equal(last, m.id);
 	lb_segw_terms_free(b);
 	lb_segw_free(w);
-	fa = slurp(pa, &la);
-	fb = slurp(pb, &lb);
+	fa = t_read_file(pa, &la);
+	fb = t_read_file(pb, &lb);
 	assert_int_equal(la, lb);
 	assert_memory_equal(fa, fb, la);
 	free(fa);
@@ -1134,7 +1080,7 @@ t_golden(void **state)
 	assert_ok(lb_segw_add_term(w, (const uint8_t *)"\x01" "error", 6, 1301));
 	assert_ok(lb_segw_add_term(w, (const uint8_t *)"\x07\x03", 2, 1001));
 	assert_ok(lb_segw_write(w, path));
-	got = slurp(path, &len);
+	got = t_read_file(path, &len);
 	assert_int_equal(len, sizeof(want));
 	assert_memory_equal(got, want, len);
 	free(got);
@@ -1195,19 +1141,13 @@ t_no_terms(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_golden),
-		cmocka_unit_test(t_builder_rules),
-		cmocka_unit_test(t_batches),
-		cmocka_unit_test(t_oracle),
-		cmocka_unit_test(t_merge),
-		cmocka_unit_test(t_big_lists),
-		cmocka_unit_test(t_no_terms),
-		cmocka_unit_test(t_damage),
-		cmocka_unit_test(t_scan),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_golden),
+	cmocka_unit_test(t_builder_rules),
+	cmocka_unit_test(t_batches),
+	cmocka_unit_test(t_oracle),
+	cmocka_unit_test(t_merge),
+	cmocka_unit_test(t_big_lists),
+	cmocka_unit_test(t_no_terms),
+	cmocka_unit_test(t_damage),
+	cmocka_unit_test(t_scan))

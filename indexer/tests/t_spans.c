@@ -119,16 +119,9 @@ setup(void **state)
 	return (0);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_words),
-		cmocka_unit_test(t_phrases),
-		cmocka_unit_test(t_not),
-		cmocka_unit_test(t_delims),
-		cmocka_unit_test(t_long_token),
-	};
-
-	return (cmocka_run_group_tests(tests, setup, NULL));
-}
+T_MAIN_SETUP(setup,
+	cmocka_unit_test(t_words),
+	cmocka_unit_test(t_phrases),
+	cmocka_unit_test(t_not),
+	cmocka_unit_test(t_delims),
+	cmocka_unit_test(t_long_token))

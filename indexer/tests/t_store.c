@@ -430,17 +430,11 @@ t_parse_flags_cut(void **state)
 	assert_false(m.flags & LB_MSG_FIELDCUT);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_roundtrip_flush_merge),
-		cmocka_unit_test(t_day_rollover_and_time),
-		cmocka_unit_test(t_recover_unclosed_writer),
-		cmocka_unit_test(t_reindex_and_lock),
-		cmocka_unit_test(t_writers_one_catalog),
-		cmocka_unit_test(t_fields_cut_and_flagged),
-		cmocka_unit_test(t_parse_flags_cut),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_roundtrip_flush_merge),
+	cmocka_unit_test(t_day_rollover_and_time),
+	cmocka_unit_test(t_recover_unclosed_writer),
+	cmocka_unit_test(t_reindex_and_lock),
+	cmocka_unit_test(t_writers_one_catalog),
+	cmocka_unit_test(t_fields_cut_and_flagged),
+	cmocka_unit_test(t_parse_flags_cut))

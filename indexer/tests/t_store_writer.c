@@ -316,15 +316,8 @@ test_segment_write_error(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mem_and_sync),
-		cmocka_unit_test(test_set_delims),
-		cmocka_unit_test(test_refresh_after_day_delete),
-		cmocka_unit_test(test_segment_write_error),
-	};
-
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(test_mem_and_sync),
+	cmocka_unit_test(test_set_delims),
+	cmocka_unit_test(test_refresh_after_day_delete),
+	cmocka_unit_test(test_segment_write_error))

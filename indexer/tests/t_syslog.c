@@ -571,15 +571,9 @@ t_frame_and_parse(void **state)
 	assert_int_equal(off, len);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_table),
-		cmocka_unit_test(t_limits),
-		cmocka_unit_test(t_frame_line),
-		cmocka_unit_test(t_frame_octet),
-		cmocka_unit_test(t_frame_and_parse),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_table),
+	cmocka_unit_test(t_limits),
+	cmocka_unit_test(t_frame_line),
+	cmocka_unit_test(t_frame_octet),
+	cmocka_unit_test(t_frame_and_parse))

@@ -23,11 +23,7 @@ struct pairs {
 static int
 add_pair(struct pairs *ps, const uint8_t *term, size_t len, uint64_t id)
 {
-	if (ps->n == ps->cap) {
-		ps->cap = ps->cap ? ps->cap * 2 : 1024;
-		ps->v = realloc(ps->v, ps->cap * sizeof(*ps->v));
-		assert_non_null(ps->v);
-	}
+	T_GROW(ps->v, ps->n, ps->cap, 1024);
 	assert_true(len <= sizeof(ps->v[0].term));
 	memcpy(ps->v[ps->n].term, term, len);
 	ps->v[ps->n].len = len;
@@ -48,14 +44,8 @@ static int
 cmp_pair(const void *a, const void *b)
 {
 	const struct pair *x = a, *y = b;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(x->term, y->term, n);
 
-	if (c != 0)
-		return (c);
-	if (x->len != y->len)
-		return (x->len < y->len ? -1 : 1);
-	return (x->id < y->id ? -1 : x->id > y->id);
+	return (t_term_id_cmp(x->term, x->len, x->id, y->term, y->len, y->id));
 }
 
 static void
@@ -94,10 +84,7 @@ static uint64_t rng = 88172645463325252ULL;
 static uint64_t
 rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (rng);
+	return (t_rnd(&rng));
 }
 
 static size_t
@@ -174,11 +161,5 @@ t_segw_equals_msg_terms(void **state)
 	t_rmtree(dir);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_segw_equals_msg_terms),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_segw_equals_msg_terms))

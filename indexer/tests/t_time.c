@@ -101,15 +101,8 @@ t_fmt_roundtrip(void **state)
 		}
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_rfc3339),
-		cmocka_unit_test(t_relative),
-		cmocka_unit_test(t_refused),
-		cmocka_unit_test(t_fmt_roundtrip),
-	};
-
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_rfc3339),
+	cmocka_unit_test(t_relative),
+	cmocka_unit_test(t_refused),
+	cmocka_unit_test(t_fmt_roundtrip))

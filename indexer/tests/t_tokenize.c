@@ -139,16 +139,10 @@ t_callback_stops(void **state)
 	assert_int_equal(lb_tokenize(&tc, (const uint8_t *)"a b c", 5, stop_at_two, NULL), 42);
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_design_examples),
-		cmocka_unit_test(t_every_default_delimiter),
-		cmocka_unit_test(t_fold_and_bytes),
-		cmocka_unit_test(t_long_token_cut_once),
-		cmocka_unit_test(t_custom_delims),
-		cmocka_unit_test(t_callback_stops),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_design_examples),
+	cmocka_unit_test(t_every_default_delimiter),
+	cmocka_unit_test(t_fold_and_bytes),
+	cmocka_unit_test(t_long_token_cut_once),
+	cmocka_unit_test(t_custom_delims),
+	cmocka_unit_test(t_callback_stops))

@@ -81,15 +81,9 @@ t_strerror(void **state)
 	assert_non_null(lb_strerror(-1234567));
 }
 
-int
-main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(t_varint_roundtrip),
-		cmocka_unit_test(t_varint_overflow),
-		cmocka_unit_test(t_endian),
-		cmocka_unit_test(t_crc),
-		cmocka_unit_test(t_strerror),
-	};
-	return (cmocka_run_group_tests(tests, NULL, NULL));
-}
+T_MAIN(
+	cmocka_unit_test(t_varint_roundtrip),
+	cmocka_unit_test(t_varint_overflow),
+	cmocka_unit_test(t_endian),
+	cmocka_unit_test(t_crc),
+	cmocka_unit_test(t_strerror))

@@ -14,19 +14,13 @@
  * LB_RECEIVED_MAX); in that mode every stored message is read back and checked to be cut and
  * flagged as FORMAT.md §2 says.
  */
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
-#include "indexd.h"
 #include "lb_util.h"
+#include "fz_indexd_env.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -34,42 +28,15 @@ int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define BAD_RTIME	(LB_RECEIVED_MAX + 1000000)
 #define ENC_MAX		(900 * 1024)	/* bytes encoded in message mode (the pipe holds 1 MiB) */
 
-static struct indexd	 env;
 static int		 wfd = -1;
-static char		 dir[256];
 
-static void
-cleanup(void)
-{
-	char cmd[300];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (dir[0] != '\0' && system(cmd) != 0)
-		fprintf(stderr, "fz_indexd: could not remove %s\n", dir);
-}
-
-/* indexd's start-up, the parts the FIFO input needs (main.c does the same). */
+/* indexd's start-up with the FIFO input on a pipe (main.c does the same). */
 static void
 setup(void)
 {
-	const char	*t = getenv("TMPDIR");
-	char		 sub[300];
 	int		 p[2];
 
-	log_init(IX_NAME, LOGL_WARN);
-	indexd_init(&env);
-	env.conf.max_memory_mb = 64;
-	env.started = now_real_us();
-	env.started_mono = now_mono_us();
-	snprintf(dir, sizeof(dir), "%s/fz_indexd.XXXXXX", t != NULL ? t : "/tmp");
-	assert(mkdtemp(dir) != NULL);
-	atexit(cleanup);
-	env.data = dir;
-	snprintf(sub, sizeof(sub), "%s/indexd", dir);
-	assert(mkdir(sub, 0750) == 0);	/* (main.c's lock_take makes it) */
-	assert((env.base_ev = event_base_new()) != NULL);
-	assert(lb_catalog_open(env.data, LB_RDWR, &env.cat) == 0);
-	assert((env.ev_hold = evtimer_new(env.base_ev, hold_retry_cb, &env)) != NULL);
+	fz_indexd_start("fz_indexd");
 	assert(pipe2(p, O_CLOEXEC) == 0);
 	wfd = p[1];
 	(void)fcntl(wfd, F_SETPIPE_SZ, IX_PIPE_SIZE);

@@ -9,59 +9,27 @@
  * spool_rec_parse and spool_resync, as a final file is read) whose receive time the store
  * takes, quarantines the others, and deletes the file.
  */
-#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
-#include "indexd.h"
 #include "lb_util.h"
+#include "fz_indexd_env.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct indexd	 env;
-static char		 dir[256], spool[300];
+static char		 spool[300];
 static unsigned		 serial;
 
-static void
-cleanup(void)
-{
-	char cmd[300];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (dir[0] != '\0' && system(cmd) != 0)
-		fprintf(stderr, "fz_spool: could not remove %s\n", dir);
-}
-
+/* indexd's start-up with the spool input (main.c does the same). */
 static void
 setup(void)
 {
-	const char	*t = getenv("TMPDIR");
-	char		 sub[300];
-
-	log_init(IX_NAME, LOGL_WARN);
-	indexd_init(&env);
-	env.conf.max_memory_mb = 64;
-	env.started = now_real_us();
-	env.started_mono = now_mono_us();
-	snprintf(dir, sizeof(dir), "%s/fz_spool.XXXXXX", t != NULL ? t : "/tmp");
-	assert(mkdtemp(dir) != NULL);
-	atexit(cleanup);
-	env.data = dir;
-	snprintf(sub, sizeof(sub), "%s/indexd", dir);
-	assert(mkdir(sub, 0750) == 0);
+	fz_indexd_start("fz_spool");
 	snprintf(spool, sizeof(spool), "%s/spool", dir);
 	env.spool_dir = spool;
-	assert((env.base_ev = event_base_new()) != NULL);
-	assert(lb_catalog_open(env.data, LB_RDWR, &env.cat) == 0);
-	assert((env.ev_hold = evtimer_new(env.base_ev, hold_retry_cb, &env)) != NULL);
 	assert(spool_init(&env) == 0);
 	assert(spool_recover(&env) == 0);
 	inputs_resume(&env);
