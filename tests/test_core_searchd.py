@@ -11,10 +11,8 @@ from __future__ import annotations
 import gc
 import json
 import os
-import shutil
 import signal
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -31,14 +29,6 @@ WORDS = ["alpha", "beta", "gamma", "delta", "error", "disk", "login", "failed"]
 N = 500
 # A fixed time range around the store (a relative one moves between two requests).
 T0, T1 = str(int(time.time()) - 3600), str(int(time.time()) + 3600)
-
-
-@pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    """A short directory for sockets (sun_path holds 107 bytes)."""
-    d = Path(tempfile.mkdtemp(prefix="cs", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,13 +30,6 @@ from logbox_core.searchd import Searchd
 from logbox_core.status import gather, logspace_bytes, parse_mdstat, pid_alive, raid_for_path
 
 # ---------------------------------------------------------------- real daemons
-
-
-@pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="cst", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -52,13 +52,6 @@ def corpus(base_s: int, n: int) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    """A short directory for sockets (sun_path holds 107 bytes)."""
-    with apps.sockdir("rpc") as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
     """A store: main (N_MAIN messages over the last ~6 h), other (20), secret (5)."""
     d = tmp_path_factory.mktemp("rpcstore") / "data"

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import shutil
 import subprocess
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,14 +58,6 @@ def lb(store_cli: Path, tmp_path_factory: pytest.TempPathFactory, corpus: list[E
 def s(lb: Logbox) -> Searcher:
     """Search in process (--data)."""
     return Searcher(lb)
-
-
-@pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    """A short directory for sockets (sun_path holds 107 bytes)."""
-    d = Path(tempfile.mkdtemp(prefix="lbs", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,8 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -102,12 +100,10 @@ def page(hits: list[bytes], total: int, next_cursor: str | None, warnings: str =
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeSearchd]:
-    d = Path(tempfile.mkdtemp(prefix="lbf", dir="/tmp"))  # sun_path holds 107 bytes
-    f = FakeSearchd(d / "s.sock")
+def fake(sockdir: Path) -> Iterator[FakeSearchd]:
+    f = FakeSearchd(sockdir / "s.sock")
     yield f
     f.close()
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def search(

@@ -116,14 +116,6 @@ class Truth:
 
 
 @pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    """A short directory for sockets (sun_path holds 107 bytes)."""
-    d = Path(tempfile.mkdtemp(prefix="sd", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
 def searchd_bin(top: Path) -> Path:
     return searchd_binary(top)
 

@@ -52,12 +52,6 @@ def corpus(base_s: int, n: int) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    with apps.sockdir("wui") as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
     """main (N_MAIN messages over the last ~2 h, then the hostile one), other, secret."""
     d = tmp_path_factory.mktemp("webuistore") / "data"

@@ -43,12 +43,6 @@ RECENT = {"main": 50, "other": 20, "secret": 5}  # received now (inside the char
 
 
 @pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    with apps.sockdir("wst") as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
 def appliance(
     tmp_path_factory: pytest.TempPathFactory, store_cli: Path, top: Path, sockdir: Path
 ) -> Iterator[dict[str, Any]]:
