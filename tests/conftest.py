@@ -8,9 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lbtest.apps import running_searchd
 from lbtest.apps import sockdir as short_sockdir
 from lbtest.cli import has_verb
 from lbtest.indexd import HeldFifo, Indexd
+from lbtest.searchd import Searchd
 
 # the browser tests' `driver` (a screenshot and the page's HTML when a test fails) and the hook it
 # reads the outcome from
@@ -105,6 +107,14 @@ def sockdir(request: pytest.FixtureRequest) -> Iterator[Path]:
     """A short directory under /tmp for one test module's sockets (sun_path holds 107 bytes),
     named after the module, removed after it."""
     with short_sockdir(request.module.__name__.removeprefix("test_") + "-") as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def searchd(data: Path, top: Path, sockdir: Path) -> Iterator[Searchd]:
+    """A real logbox-searchd (2 threads) over the module's own `data` store, on sockdir/sd.sock;
+    it must exit 0 on SIGTERM afterwards. A module without a `data` fixture defines its own."""
+    with running_searchd(top, data, sockdir / "sd.sock", ["--threads", "2"]) as d:
         yield d
 
 

@@ -13,7 +13,6 @@ import csv
 import io
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +64,6 @@ def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
         b"".join(b"<14>hello secret %d\n" % i for i in range(5))
     )
     return d
-
-
-@pytest.fixture(scope="module")
-def searchd(data: Path, top: Path, sockdir: Path) -> Iterator[Searchd]:
-    with apps.running_searchd(top, data, sockdir / "sd.sock", ["--threads", "2"]) as d:
-        yield d
 
 
 @pytest.fixture(scope="module")

@@ -28,9 +28,8 @@ N = 25_000  # three export pages
 
 
 @pytest.fixture(scope="module")
-def searchd(
-    tmp_path_factory: pytest.TempPathFactory, store_cli: Path, top: Path
-) -> Iterator[Searchd]:
+def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
+    """A store: main (N messages over the last ~3 h); searchd (conftest.py) is over it."""
     data = tmp_path_factory.mktemp("tls") / "data"
     data.mkdir()
     base = int(time.time()) - 3 * 3600
@@ -40,8 +39,7 @@ def searchd(
         for i in range(N)
     )
     apps.ingest_received(store_cli, data, lines)
-    with apps.sockdir("tl") as sockdir, apps.running_searchd(top, data, sockdir / "sd.sock") as d:
-        yield d
+    return data
 
 
 @pytest.fixture(scope="module")
