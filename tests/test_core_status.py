@@ -13,15 +13,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lbtest.apps import running_services
 from lbtest.cli import Logbox
 from lbtest.frames import frame
-from lbtest.indexd import HeldFifo, Indexd
 from lbtest.searchd import Searchd as Daemon
 from lbtest.searchd import searchd_binary
 from lbtest.wait import wait_until
@@ -43,31 +42,18 @@ def appliance(
     data.mkdir()
     Logbox(store_cli, data).ingest(b"".join(b"<14>app: hello %d\n" % i for i in range(300)))
     Logbox(store_cli, data, logspace="web").ingest(b"<14>web: get /\n" * 20)
-    fifo = HeldFifo(base / "indexd.fifo")
-    indexd = Indexd(
-        top / "build" / "bin" / "logbox-indexd", data, base / "indexd.status.json", fifo
-    )
-    indexd.start()
-    sd = Daemon(searchd_binary(top), data, sockdir / "st.sock", ["--threads", "1"]).start()
-    syslogng = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    pidfile = base / "syslog-ng.pid"
-    pidfile.write_text(f"{syslogng.pid}\n")
-    client = Searchd(sd.sock, timeout=10)
-    yield {
-        "data": data,
-        "indexd": indexd,
-        "fifo": fifo,
-        "searchd": sd,
-        "client": client,
-        "pidfile": pidfile,
-        "base": base,
-    }
-    client.close()
-    syslogng.kill()
-    syslogng.wait()
-    assert sd.stop() == 0
-    assert indexd.stop() == 0, indexd.stderr()[-2000:]
-    fifo.close()
+    with running_services(top, base, data, sockdir / "st.sock", ["--threads", "1"]) as s:
+        client = Searchd(s.searchd.sock, timeout=10)
+        yield {
+            "data": data,
+            "indexd": s.indexd,
+            "fifo": s.fifo,
+            "searchd": s.searchd,
+            "client": client,
+            "pidfile": s.pidfile,
+            "base": base,
+        }
+        client.close()
 
 
 def gather_all(app: dict, **kw: object) -> dict:
