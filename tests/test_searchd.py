@@ -618,10 +618,9 @@ def test_deadline_and_max_terms(big_store: Path, searchd_bin: Path, sockdir: Pat
 
 
 def test_damaged_segment_is_a_warning(
-    tmp_path: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
+    store: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
 ) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
+    data = store
     lb = Logbox(store_cli, data)
     for part in range(2):  # two ingests: two segments
         lb.ingest(b"".join(b"<14>part%d item %d common\n" % (part, i) for i in range(2000)))
@@ -652,10 +651,9 @@ def test_damaged_segment_is_a_warning(
 
 
 def test_new_messages_and_sighup(
-    tmp_path: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
+    store: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
 ) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
+    data = store
     lb = Logbox(store_cli, data)
     lb.ingest(b"<14>first batch alpha\n" * 10)
     d = Searchd(searchd_bin, data, sockdir / "hup.sock", ["--threads", "2"]).start()
@@ -672,11 +670,10 @@ def test_new_messages_and_sighup(
 
 
 def test_store_created_after_start(
-    tmp_path: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
+    store: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
 ) -> None:
     # searchd may start before indexd has created the catalog: 503 until it exists.
-    data = tmp_path / "data"
-    data.mkdir()
+    data = store
     d = Searchd(searchd_bin, data, sockdir / "late.sock").start()
     try:
         for path in ("/v1/count", "/v1/logspaces"):
