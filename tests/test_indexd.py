@@ -261,23 +261,11 @@ def test_sighup_reloads_config(indexd_bin: Path, tmp_path: Path) -> None:
     try:
         conf.write_text("max_memory_mb = 64\nlog_level = debug\n")
         d.signal(signal.SIGHUP)
-        wait_until(
-            lambda: "SIGHUP: reloaded" in d.stderr(),
-            "indexd reloaded",
-            10,
-            interval=0.05,
-            detail=d.stderr,
-        )
+        d.wait_logged("SIGHUP: reloaded", "indexd reloaded")
         assert "max_memory_mb = 64, log_level = debug" in d.stderr()
         conf.write_text("max_memory_mb = 32\nno_such_key = 1\n")
         d.signal(signal.SIGHUP)
-        wait_until(
-            lambda: "keeping the settings" in d.stderr(),
-            "indexd kept its settings",
-            10,
-            interval=0.05,
-            detail=d.stderr,
-        )
+        d.wait_logged("keeping the settings", "indexd kept its settings")
         assert "unknown key 'no_such_key'" in d.stderr()
         assert d.proc is not None and d.proc.poll() is None
     finally:
