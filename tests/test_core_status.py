@@ -28,6 +28,16 @@ from logbox_core import status
 from logbox_core.searchd import Searchd
 from logbox_core.status import gather, logspace_bytes, parse_mdstat, pid_alive, raid_for_path
 
+# indexd's service entry, but for its state, when its status file was not read
+INDEXD_UNREAD = {
+    "pid": None,
+    "uptime_s": None,
+    "holding": None,
+    "disk_full": None,
+    "held_back_bytes": None,
+    "reserve_bytes": None,
+}
+
 # ---------------------------------------------------------------- real daemons
 
 
@@ -145,15 +155,7 @@ def test_indexd_stale_missing_garbage(appliance: dict, tmp_path: Path) -> None:
         bad = tmp_path / "bad.json"
         bad.write_bytes(text)
         got = gather_all(appliance, indexd_status=bad)
-        assert got["services"]["indexd"] == {
-            "state": "down",
-            "pid": None,
-            "uptime_s": None,
-            "holding": None,
-            "disk_full": None,
-            "held_back_bytes": None,
-            "reserve_bytes": None,
-        }
+        assert got["services"]["indexd"] == {"state": "down", **INDEXD_UNREAD}
         assert any("is not a status file" in p for p in got["problems"]), got["problems"]
 
     # A fresh file naming a dead pid; one saying indexd is holding.
@@ -232,15 +234,7 @@ def test_not_configured_is_unknown(appliance: dict) -> None:
     )
     assert got["services"] == {
         "syslog-ng": {"state": "unknown", "pid": None},
-        "indexd": {
-            "state": "unknown",
-            "pid": None,
-            "uptime_s": None,
-            "holding": None,
-            "disk_full": None,
-            "held_back_bytes": None,
-            "reserve_bytes": None,
-        },
+        "indexd": {"state": "unknown", **INDEXD_UNREAD},
         "searchd": {"state": "unknown"},
     }
     assert got["problems"] == [] and got["health"] == "ok"
