@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import os
 import signal
 import socket
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from lbtest.cli import Logbox
+from lbtest.forked import in_forked_child
 from lbtest.searchd import Searchd as Daemon
 from lbtest.searchd import searchd_binary
 from logbox_core.searchd import Searchd, SearchdError
@@ -392,19 +392,12 @@ def test_sixteen_threads(client: Searchd, daemon: Daemon) -> None:
 def test_forked_child_opens_its_own(client: Searchd) -> None:
     assert client.health()
     parent_sock = client._local.conn.sock
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report what it saw, never return into pytest
-        try:
-            ok = client.get("/v1/count", {"q": "beta"})["total"] > 0
-            fresh = client._local.conn.sock is not parent_sock and client.connects == 1
-            os.write(w, json.dumps([ok, fresh]).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        got = json.loads(f.read() or b"null")
-    os.waitpid(pid, 0)
-    assert got == [True, True]
+
+    def child() -> list[bool]:
+        ok = client.get("/v1/count", {"q": "beta"})["total"] > 0
+        fresh = client._local.conn.sock is not parent_sock and client.connects == 1
+        return [ok, fresh]
+
+    assert in_forked_child(child) == [True, True]
     # The parent's connection was not disturbed by the child.
     assert client._local.conn.sock is parent_sock and client.health()
