@@ -22,7 +22,7 @@ import pytest
 from lbtest.cli import Logbox
 from lbtest.forked import in_forked_child
 from lbtest.searchd import Searchd as Daemon
-from lbtest.searchd import searchd_binary
+from lbtest.searchd import StandIn, recv_head, searchd_binary
 from logbox_core.searchd import Searchd, SearchdError
 
 WORDS = ["alpha", "beta", "gamma", "delta", "error", "disk", "login", "failed"]
@@ -208,45 +208,26 @@ def test_timeout(sockdir: Path) -> None:
         path.unlink()
 
 
-class CannedServer:
+class CannedServer(StandIn):
     """A unix listener that answers each request with the next canned answer (bytes), then
     closes the connection after close_after answers on it. Only for answers searchd never
     gives on purpose (protocol breaches) and for a close that searchd gives after 60 s idle."""
 
     def __init__(self, path: Path, answers: list[bytes], close_after: int = 1_000_000) -> None:
-        self.path = path
         self.answers = answers
         self.close_after = close_after
         self.accepted = 0
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(str(path))
-        self.sock.listen(8)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        super().__init__(path)
 
-    def _run(self) -> None:
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            with c:
-                buf = b""
-                for _ in range(self.close_after):
-                    while b"\r\n\r\n" not in buf:
-                        chunk = c.recv(65536)
-                        if not chunk:
-                            break
-                        buf += chunk
-                    if b"\r\n\r\n" not in buf:
-                        break
-                    buf = buf.split(b"\r\n\r\n", 1)[1]
-                    c.sendall(self.answers.pop(0))
-
-    def close(self) -> None:
-        self.sock.close()
-        self.path.unlink()
+    def serve(self, conn: socket.socket) -> None:
+        self.accepted += 1
+        buf = b""
+        for _ in range(self.close_after):
+            buf = recv_head(conn, buf)
+            if b"\r\n\r\n" not in buf:
+                break
+            buf = buf.split(b"\r\n\r\n", 1)[1]
+            conn.sendall(self.answers.pop(0))
 
 
 def http_answer(status: str, body: bytes, ctype: str = "application/json") -> bytes:

@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -168,6 +169,50 @@ class Searchd:
                 self.proc.wait()
                 raise AssertionError(f"searchd did not exit on SIGTERM:\n{self.log()}") from None
         return self.proc.returncode
+
+
+class StandIn:
+    """A stand-in for searchd on a unix socket, for answers the real one never gives: a thread
+    accepts connections one after the other and hands each to serve(), which a subclass
+    defines. A subclass sets its own fields before calling this __init__ (it starts the
+    thread)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        self.sock.listen(8)
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def serve(self, conn: socket.socket) -> None:
+        """Talks to one connection (closed after)."""
+        raise NotImplementedError
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                self.serve(conn)
+
+    def close(self) -> None:
+        """Stops listening and removes the socket."""
+        self.sock.close()
+        self.path.unlink(missing_ok=True)
+
+
+def recv_head(conn: socket.socket, buf: bytes = b"") -> bytes:
+    """buf and what conn sends after it, until it holds a request head's end (CR LF CR LF) or
+    the peer stops sending."""
+    while b"\r\n\r\n" not in buf:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
 
 
 def searchd_binary(top: Path) -> Path:
