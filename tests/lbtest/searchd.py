@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
 import socket
 import subprocess
 import threading
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lbtest.proc import stop_process
 from lbtest.wait import wait_until
 
 
@@ -160,14 +160,8 @@ class Searchd:
         """SIGTERM, then the exit status (SIGKILL if it hangs, which fails the caller)."""
         if self.proc is None:
             return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError(f"searchd did not exit on SIGTERM:\n{self.log()}") from None
+        if not stop_process(self.proc, timeout=timeout):
+            raise AssertionError(f"searchd did not exit on SIGTERM:\n{self.log()}")
         return self.proc.returncode
 
 
