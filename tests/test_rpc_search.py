@@ -302,14 +302,7 @@ def test_logspaces_as_admin_and_as_searcher(stack: Stack) -> None:
         assert a == b
         assert a["messages"] == len(st.stored[ls])
 
-    password = "secure-only-" + os.urandom(6).hex()
-    r = st.admin.post(
-        f"{st.rpc.base}/users",
-        json={"name": "sec", "password": password, "role": "searcher", "logspaces": ["secure"]},
-        timeout=30,
-    )
-    assert r.status_code == 201, r.text
-    sec = st.rpc.session(st.rpc.login("sec", password))
+    sec = st.rpc.new_searcher(st.admin, "sec", ["secure"])
     mine = ok(api(sec, f"{st.rpc.base}/logspaces"))["logspaces"]
     assert [x["name"] for x in mine] == ["secure"]
     r = api(sec, f"{st.rpc.base}/logspaces/main/search", q="*", **{"from": st.time_from})

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from lbtest.gunicorn import (
@@ -59,3 +60,17 @@ class RpcServer(GunicornServer):
             )
         assert r.status_code == 200, f"login {username}: {r.status_code} {r.text[:300]}"
         return r.json()["token"]
+
+    def new_searcher(
+        self, admin: requests.Session, name: str, logspaces: list[str]
+    ) -> requests.Session:
+        """Creates the searcher name of logspaces through POST /users on admin's session, with
+        a random password (asserting 201); a session signed in as them."""
+        password = f"{name}-" + os.urandom(6).hex()
+        r = admin.post(
+            self.base + "/users",
+            json={"name": name, "password": password, "role": "searcher", "logspaces": logspaces},
+            timeout=30,
+        )
+        assert r.status_code == 201, r.text
+        return self.session(self.login(name, password))
