@@ -626,6 +626,19 @@ def time_peer(
 # ---------------------------------------------------------------- report
 
 
+def time_each(
+    into: dict[tuple[str, str], dict], cls: list[QClass], timer: Callable[[QClass, str], dict]
+) -> None:
+    """timer(query class, op) for every class and op, into[(class name, op)], each said as it
+    comes (a system's column of the table)."""
+    for qc in cls:
+        for op in OPS:
+            r = into[(qc.name, op)] = timer(qc, op)
+            say(
+                f"  {qc.name:28} {OP_TITLE[op]:14} {fmt_ms(r):>22}  {r.get('result', r.get('error'))}"
+            )
+
+
 def fmt_ms(r: dict | None) -> str:
     if r is None:
         return "—"
@@ -812,13 +825,9 @@ def main(argv: list[str] | None = None) -> int:
         say(f"logbox: {args.searchd} on a unix socket, {args.repeats} runs per query ...")
         sd = Searchd(args.searchd, work / "store", work / "searchd.sock", args.threads)
         try:
-            for qc in cls:
-                for op in OPS:
-                    r = time_logbox(sd, qc, op, args.repeats, t0, t1)
-                    res["logbox"][(qc.name, op)] = r
-                    say(
-                        f"  {qc.name:28} {OP_TITLE[op]:14} {fmt_ms(r):>22}  {r.get('result', r.get('error'))}"
-                    )
+            time_each(
+                res["logbox"], cls, lambda qc, op: time_logbox(sd, qc, op, args.repeats, t0, t1)
+            )
             conn_note = (
                 "one persistent HTTP/1.1 connection"
                 if sd.reconnects <= 1
@@ -831,13 +840,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.no_rg:
         say(f"ripgrep over {path.name}, {args.baseline_repeats} runs per query ...")
-        for qc in cls:
-            for op in OPS:
-                r = time_rg(qc, op, path, args.baseline_repeats, t0, step)
-                res["rg"][(qc.name, op)] = r
-                say(
-                    f"  {qc.name:28} {OP_TITLE[op]:14} {fmt_ms(r):>22}  {r.get('result', r.get('error'))}"
-                )
+        time_each(
+            res["rg"], cls, lambda qc, op: time_rg(qc, op, path, args.baseline_repeats, t0, step)
+        )
     if py is not None:
         say(f"chDB, {args.baseline_repeats} runs per query ...")
         res["chdb"] = time_peer(py, work / "chdb", cls, args.baseline_repeats, t0, t1, step)
