@@ -1,8 +1,8 @@
-"""Both apps behind nginx for the proxy's own tests (test_proxy_*.py): the RPC API and the web UI,
-each under real gunicorn on a unix socket behind real nginx (lbtest/gunicorn.py), each with its
-own accounts store, and no searchd (what these tests ask needs none: accounts, login, health,
-static files). proxy=False gives bare gunicorn on the ports instead (how the defects were
-reproduced)."""
+"""Both apps behind nginx, without searchd (what these tests ask needs none: accounts, login,
+health, static files): the RPC API and the web UI, each under real gunicorn on a unix socket
+behind real nginx (lbtest/gunicorn.py). For the proxy's own tests (test_proxy_*.py) each has its
+own accounts store, and proxy=False gives bare gunicorn on the ports instead (how the defects
+were reproduced); for the login and session tests both share the API's store."""
 
 from __future__ import annotations
 
@@ -24,3 +24,15 @@ def both_apps(root: Path, *, proxy: bool = True) -> Iterator[tuple[RpcServer, We
     web = WebuiServer(root / "webui", searchd_socket=sock, data=data, proxy=proxy)
     with rpc, web:
         yield rpc, web
+
+
+@contextlib.contextmanager
+def sharing_accounts(root: Path) -> Iterator[tuple[RpcServer, WebuiServer]]:
+    """The API (root/rpc) and the web UI (root/web) running on one accounts store, the API's
+    (rpc.accounts()), as on the appliance; stopped after."""
+    common = {"searchd_socket": root / "no-searchd.sock", "data": root / "data"}
+    (root / "data").mkdir()
+    with RpcServer(root / "rpc", **common) as rpc:
+        env = {"LOGBOX_ACCOUNTS": str(rpc.accounts_path)}
+        with WebuiServer(root / "web", env=env, **common) as web:
+            yield rpc, web
