@@ -56,9 +56,8 @@ def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
 @pytest.fixture(scope="module")
 def daemon(data: Path, top: Path, sockdir: Path) -> Iterator[Daemon]:
     """One searchd over data for the read-only tests."""
-    d = Daemon(searchd_binary(top), data, sockdir / "ro.sock", ["--threads", "2"]).start()
-    yield d
-    assert d.stop() == 0, d.log()
+    with Daemon(searchd_binary(top), data, sockdir / "ro.sock", ["--threads", "2"]) as d:
+        yield d
 
 
 @pytest.fixture

@@ -62,9 +62,8 @@ def running_searchd(
     top: Path, data: Path, sock: Path, args: Iterable[str] = ()
 ) -> Iterator[Searchd]:
     """A real logbox-searchd over data on sock; it must exit 0 on SIGTERM afterwards."""
-    d = Searchd(searchd_binary(top), data, sock, list(args)).start()
-    yield d
-    assert d.stop() == 0, d.log()
+    with Searchd(searchd_binary(top), data, sock, list(args)) as d:
+        yield d
 
 
 @dataclass

@@ -130,6 +130,18 @@ class Searchd:
         )
         return self
 
+    def __enter__(self) -> Searchd:
+        """`with Searchd(...) as d:` starts it unless it runs, and stops it after; it must
+        exit 0 on SIGTERM then (unless the block raised)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        rc = self.stop()
+        if exc_type is None:
+            assert rc == 0, self.log()
+
     def get(self, path: str, params: Any = None, timeout: float = 30) -> Reply:
         """GET path?params."""
         return request(self.sock, path, params, timeout=timeout)
