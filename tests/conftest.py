@@ -8,8 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lbtest.apps import running_searchd
+from lbtest.apps import sockdir as short_sockdir
 from lbtest.cli import has_verb
-from lbtest.indexd import HeldFifo
+from lbtest.indexd import HeldFifo, Indexd
+from lbtest.searchd import Searchd
 
 # the browser tests' `driver` (a screenshot and the page's HTML when a test fails) and the hook it
 # reads the outcome from
@@ -99,9 +102,54 @@ def indexd_bin(top: Path) -> Path:
     return p
 
 
+@pytest.fixture(scope="module")
+def sockdir(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A short directory under /tmp for one test module's sockets (sun_path holds 107 bytes),
+    named after the module, removed after it."""
+    with short_sockdir(request.module.__name__.removeprefix("test_") + "-") as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def searchd(data: Path, top: Path, sockdir: Path) -> Iterator[Searchd]:
+    """A real logbox-searchd (2 threads) over the module's own `data` store, on sockdir/sd.sock;
+    it must exit 0 on SIGTERM afterwards. A module without a `data` fixture defines its own."""
+    with running_searchd(top, data, sockdir / "sd.sock", ["--threads", "2"]) as d:
+        yield d
+
+
 @pytest.fixture
 def fifo(tmp_path: Path) -> Iterator[HeldFifo]:
     """A FIFO held open the way the supervisor holds it (lbtest/indexd.py), closed at the end."""
     f = HeldFifo(tmp_path / "indexd.fifo")
     yield f
     f.close()
+
+
+@pytest.fixture
+def indexd(indexd_bin: Path, tmp_path: Path, fifo: HeldFifo) -> Iterator[Indexd]:
+    """indexd on tmp_path/data with the held FIFO as fd 3 and a --listen socket
+    (tmp_path/indexd.sock), started; killed at the end if still running."""
+    d = Indexd(
+        indexd_bin,
+        tmp_path / "data",
+        tmp_path / "status.json",
+        fifo=fifo,
+        args=["--listen", str(tmp_path / "indexd.sock")],
+    )
+    d.start()
+    yield d
+    if d.proc is not None and d.proc.poll() is None:
+        d.kill()
+
+
+@pytest.fixture
+def spool_indexd(indexd_bin: Path, tmp_path: Path) -> Iterator[Indexd]:
+    """indexd on tmp_path/data reading its spool, tmp_path/data/spool (made, empty), with the
+    status file tmp_path/status.json; not started (a test may write spool files first), killed
+    at the end if still running."""
+    (tmp_path / "data" / "spool").mkdir(parents=True)
+    d = Indexd(indexd_bin, tmp_path / "data", tmp_path / "status.json")
+    yield d
+    if d.proc is not None and d.proc.poll() is None:
+        d.kill()

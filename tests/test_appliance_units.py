@@ -455,6 +455,20 @@ def test_firewall_opens_ssh_only_when_enabled(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
 
 
+def run_libexec(
+    root: Path, name: str, env: dict[str, str], timeout: float = 60
+) -> subprocess.CompletedProcess:
+    """Runs the installed tool usr/lib/logbox/libexec/<name> of root with Debian's python3 and
+    env; its exit status and text output."""
+    return subprocess.run(
+        ["/usr/bin/python3", str(root / "usr/lib/logbox/libexec" / name)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 # ---------------------------------------------------------------- logbox-firstboot
 
 
@@ -462,13 +476,7 @@ def firstboot(root: Path, tree: Path) -> subprocess.CompletedProcess:
     """Run the installed logbox-firstboot on tree (a copy of root's /etc and /var)."""
     env = dict(os.environ, LOGBOX_ROOT=str(tree), LOGBOX_PYTHON=str(root / "usr/lib/logbox/python"))
     env.pop("LOGBOX_PASSWORD", None)
-    return subprocess.run(
-        ["/usr/bin/python3", str(root / "usr/lib/logbox/libexec/logbox-firstboot")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_libexec(root, "logbox-firstboot", env, timeout=120)
 
 
 @pytest.fixture
@@ -1088,13 +1096,7 @@ def test_ready_says_what_is_missing(root: Path, tmp_path: Path) -> None:
         LOGBOX_READY_API=f"127.0.0.1:{free_port()}",
         LOGBOX_READY_TIMEOUT="0",
     )
-    done = subprocess.run(
-        ["/usr/bin/python3", str(root / "usr/lib/logbox/libexec/logbox-ready")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_libexec(root, "logbox-ready", env)
     assert done.returncode == 1
     first = done.stdout.splitlines()[0]
     assert first.startswith("logbox-ready: not ready after 0 s: indexd: ")
@@ -1294,13 +1296,7 @@ def run_storage(
         st = json.loads(state.read_text())
         st["calls"] = []
         state.write_text(json.dumps(st))
-    done = subprocess.run(
-        ["/usr/bin/python3", str(root / "usr/lib/logbox/libexec/logbox-storage")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_libexec(root, "logbox-storage", env)
     assert done.returncode == rc, done.stdout + done.stderr
     status = json.loads((Path(env["LOGBOX_ROOT"]) / "run/logbox/storage.json").read_text())
     calls = [c for c in json.loads(state.read_text())["calls"] if c[0] not in ("lsblk", "udevadm")]

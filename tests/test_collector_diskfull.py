@@ -8,7 +8,6 @@ from __future__ import annotations
 import collections
 import os
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -17,19 +16,15 @@ from pathlib import Path
 import pytest
 from lbtest.collector import Collector, render
 from lbtest.spool import decode_file
+from lbtest.tmpfs import tmpfs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 
 
 @pytest.fixture
 def fs(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "fs"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mnt)], check=True)
-    try:
+    with tmpfs(tmp_path / "fs", "96m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=True)
 
 
 def test_full_spool_holds_the_sender_and_resumes(tmp_path: Path, fs: Path) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import argon2
 import lmdb
 import pytest
+from lbtest.forked import in_forked_child
 from logbox_core import accounts as acm
 from logbox_core.accounts import (
     Accounts,
@@ -639,22 +640,15 @@ def test_forked_child_opens_its_own_env(acc: Accounts) -> None:
     acc.add_user("root", PW, "admin")
     parent_env = acc._env
     assert parent_env is not None
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child reports what it saw; never returns into pytest
-        try:
-            token, _ = acc.create_token("root", "child")
-            ok = acc.verify_token(token)[1].name == "root"
-            acc.audit("login", user="root", address="child")
-            fresh = acc._env is not parent_env and parent_env in acm._inherited
-            os.write(w, json.dumps([ok, fresh, acc._pid == os.getpid()]).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        got = json.loads(f.read() or b"null")
-    os.waitpid(pid, 0)
-    assert got == [True, True, True]
+
+    def child() -> list[bool]:
+        token, _ = acc.create_token("root", "child")
+        ok = acc.verify_token(token)[1].name == "root"
+        acc.audit("login", user="root", address="child")
+        fresh = acc._env is not parent_env and parent_env in acm._inherited
+        return [ok, fresh, acc._pid == os.getpid()]
+
+    assert in_forked_child(child) == [True, True, True]
     # The parent's environment still works and sees the child's writes.
     assert acc._env is parent_env
     assert [t.name for t in acc.list_tokens()] == ["child"]

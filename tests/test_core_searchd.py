@@ -9,12 +9,9 @@
 from __future__ import annotations
 
 import gc
-import json
 import os
-import shutil
 import signal
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -23,22 +20,15 @@ from pathlib import Path
 
 import pytest
 from lbtest.cli import Logbox
+from lbtest.forked import in_forked_child
 from lbtest.searchd import Searchd as Daemon
-from lbtest.searchd import searchd_binary
+from lbtest.searchd import StandIn, recv_head, searchd_binary
 from logbox_core.searchd import Searchd, SearchdError
 
 WORDS = ["alpha", "beta", "gamma", "delta", "error", "disk", "login", "failed"]
 N = 500
 # A fixed time range around the store (a relative one moves between two requests).
 T0, T1 = str(int(time.time()) - 3600), str(int(time.time()) + 3600)
-
-
-@pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    """A short directory for sockets (sun_path holds 107 bytes)."""
-    d = Path(tempfile.mkdtemp(prefix="cs", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +56,8 @@ def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
 @pytest.fixture(scope="module")
 def daemon(data: Path, top: Path, sockdir: Path) -> Iterator[Daemon]:
     """One searchd over data for the read-only tests."""
-    d = Daemon(searchd_binary(top), data, sockdir / "ro.sock", ["--threads", "2"]).start()
-    yield d
-    assert d.stop() == 0, d.log()
+    with Daemon(searchd_binary(top), data, sockdir / "ro.sock", ["--threads", "2"]) as d:
+        yield d
 
 
 @pytest.fixture
@@ -218,45 +207,26 @@ def test_timeout(sockdir: Path) -> None:
         path.unlink()
 
 
-class CannedServer:
+class CannedServer(StandIn):
     """A unix listener that answers each request with the next canned answer (bytes), then
     closes the connection after close_after answers on it. Only for answers searchd never
     gives on purpose (protocol breaches) and for a close that searchd gives after 60 s idle."""
 
     def __init__(self, path: Path, answers: list[bytes], close_after: int = 1_000_000) -> None:
-        self.path = path
         self.answers = answers
         self.close_after = close_after
         self.accepted = 0
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(str(path))
-        self.sock.listen(8)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        super().__init__(path)
 
-    def _run(self) -> None:
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            with c:
-                buf = b""
-                for _ in range(self.close_after):
-                    while b"\r\n\r\n" not in buf:
-                        chunk = c.recv(65536)
-                        if not chunk:
-                            break
-                        buf += chunk
-                    if b"\r\n\r\n" not in buf:
-                        break
-                    buf = buf.split(b"\r\n\r\n", 1)[1]
-                    c.sendall(self.answers.pop(0))
-
-    def close(self) -> None:
-        self.sock.close()
-        self.path.unlink()
+    def serve(self, conn: socket.socket) -> None:
+        self.accepted += 1
+        buf = b""
+        for _ in range(self.close_after):
+            buf = recv_head(conn, buf)
+            if b"\r\n\r\n" not in buf:
+                break
+            buf = buf.split(b"\r\n\r\n", 1)[1]
+            conn.sendall(self.answers.pop(0))
 
 
 def http_answer(status: str, body: bytes, ctype: str = "application/json") -> bytes:
@@ -402,19 +372,12 @@ def test_sixteen_threads(client: Searchd, daemon: Daemon) -> None:
 def test_forked_child_opens_its_own(client: Searchd) -> None:
     assert client.health()
     parent_sock = client._local.conn.sock
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report what it saw, never return into pytest
-        try:
-            ok = client.get("/v1/count", {"q": "beta"})["total"] > 0
-            fresh = client._local.conn.sock is not parent_sock and client.connects == 1
-            os.write(w, json.dumps([ok, fresh]).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        got = json.loads(f.read() or b"null")
-    os.waitpid(pid, 0)
-    assert got == [True, True]
+
+    def child() -> list[bool]:
+        ok = client.get("/v1/count", {"q": "beta"})["total"] > 0
+        fresh = client._local.conn.sock is not parent_sock and client.connects == 1
+        return [ok, fresh]
+
+    assert in_forked_child(child) == [True, True]
     # The parent's connection was not disturbed by the child.
     assert client._local.conn.sock is parent_sock and client.health()

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lbtest.apps import running_services
 from lbtest.cli import Logbox
 from lbtest.frames import frame
-from lbtest.indexd import HeldFifo, Indexd
 from lbtest.searchd import Searchd as Daemon
 from lbtest.searchd import searchd_binary
 from lbtest.wait import wait_until
@@ -31,14 +28,17 @@ from logbox_core import status
 from logbox_core.searchd import Searchd
 from logbox_core.status import gather, logspace_bytes, parse_mdstat, pid_alive, raid_for_path
 
+# indexd's service entry, but for its state, when its status file was not read
+INDEXD_UNREAD = {
+    "pid": None,
+    "uptime_s": None,
+    "holding": None,
+    "disk_full": None,
+    "held_back_bytes": None,
+    "reserve_bytes": None,
+}
+
 # ---------------------------------------------------------------- real daemons
-
-
-@pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="cst", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -52,31 +52,18 @@ def appliance(
     data.mkdir()
     Logbox(store_cli, data).ingest(b"".join(b"<14>app: hello %d\n" % i for i in range(300)))
     Logbox(store_cli, data, logspace="web").ingest(b"<14>web: get /\n" * 20)
-    fifo = HeldFifo(base / "indexd.fifo")
-    indexd = Indexd(
-        top / "build" / "bin" / "logbox-indexd", data, base / "indexd.status.json", fifo
-    )
-    indexd.start()
-    sd = Daemon(searchd_binary(top), data, sockdir / "st.sock", ["--threads", "1"]).start()
-    syslogng = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    pidfile = base / "syslog-ng.pid"
-    pidfile.write_text(f"{syslogng.pid}\n")
-    client = Searchd(sd.sock, timeout=10)
-    yield {
-        "data": data,
-        "indexd": indexd,
-        "fifo": fifo,
-        "searchd": sd,
-        "client": client,
-        "pidfile": pidfile,
-        "base": base,
-    }
-    client.close()
-    syslogng.kill()
-    syslogng.wait()
-    assert sd.stop() == 0
-    assert indexd.stop() == 0, indexd.stderr()[-2000:]
-    fifo.close()
+    with running_services(top, base, data, sockdir / "st.sock", ["--threads", "1"]) as s:
+        client = Searchd(s.searchd.sock, timeout=10)
+        yield {
+            "data": data,
+            "indexd": s.indexd,
+            "fifo": s.fifo,
+            "searchd": s.searchd,
+            "client": client,
+            "pidfile": s.pidfile,
+            "base": base,
+        }
+        client.close()
 
 
 def gather_all(app: dict, **kw: object) -> dict:
@@ -168,15 +155,7 @@ def test_indexd_stale_missing_garbage(appliance: dict, tmp_path: Path) -> None:
         bad = tmp_path / "bad.json"
         bad.write_bytes(text)
         got = gather_all(appliance, indexd_status=bad)
-        assert got["services"]["indexd"] == {
-            "state": "down",
-            "pid": None,
-            "uptime_s": None,
-            "holding": None,
-            "disk_full": None,
-            "held_back_bytes": None,
-            "reserve_bytes": None,
-        }
+        assert got["services"]["indexd"] == {"state": "down", **INDEXD_UNREAD}
         assert any("is not a status file" in p for p in got["problems"]), got["problems"]
 
     # A fresh file naming a dead pid; one saying indexd is holding.
@@ -255,15 +234,7 @@ def test_not_configured_is_unknown(appliance: dict) -> None:
     )
     assert got["services"] == {
         "syslog-ng": {"state": "unknown", "pid": None},
-        "indexd": {
-            "state": "unknown",
-            "pid": None,
-            "uptime_s": None,
-            "holding": None,
-            "disk_full": None,
-            "held_back_bytes": None,
-            "reserve_bytes": None,
-        },
+        "indexd": {"state": "unknown", **INDEXD_UNREAD},
         "searchd": {"state": "unknown"},
     }
     assert got["problems"] == [] and got["health"] == "ok"

@@ -32,8 +32,8 @@ import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lbtest.cli import Logbox
+from lbtest.proxied import over_searchd
 from lbtest.rpc import RpcServer
-from lbtest.searchd import Searchd, searchd_binary
 from lbtest.webui import WebuiServer
 from logbox_core.export import csv_rows
 
@@ -120,15 +120,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory, top: Path, logbox_bin: Path)
     lb.check(lb.run("ingest", "--framing", "octet", "-", input=frames()))
     now = int(time.time())
     params = {"q": "*", "from": str(now - 3600), "to": str(now + 3600), "order": "oldest"}
-    sd = Searchd(searchd_binary(top), data, root / "searchd.sock").start()
-    try:
-        with (
-            RpcServer(root / "rpc", searchd_socket=sd.sock, data=data, workers=1) as rpc,
-            WebuiServer(root / "web", searchd_socket=sd.sock, data=data, workers=1) as web,
-        ):
-            yield Stack(rpc, web, rpc.session(rpc.login()), params, root)
-    finally:
-        sd.stop()
+    with over_searchd(top, root, data) as (rpc, web):
+        yield Stack(rpc, web, rpc.session(rpc.login()), params, root)
 
 
 def api_export(st: Stack, fmt: str) -> requests.Response:

@@ -28,8 +28,8 @@ import pytest
 import requests
 from lbtest.cli import Logbox
 from lbtest.gunicorn import RPC_DIR
+from lbtest.proxied import over_searchd
 from lbtest.rpc import RpcServer
-from lbtest.searchd import Searchd, searchd_binary
 from lbtest.wait import wait_until
 from lbtest.webui import WebuiServer
 from logbox_client import Client
@@ -88,24 +88,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory, top: Path, logbox_bin: Path)
     assert 0 < len(lost) < N // 2, lost
     now = int(time.time())
     params = {"q": "damagetok", "from": str(now - 3600), "to": str(now + 3600)}
-    sd = Searchd(searchd_binary(top), data, root / "searchd.sock").start()
-    try:
-        with (
-            RpcServer(root / "rpc", searchd_socket=sd.sock, data=data, workers=1) as rpc,
-            WebuiServer(root / "web", searchd_socket=sd.sock, data=data, workers=1) as web,
-        ):
-            for server in (rpc, web):
-                server.accounts().add_user(READER, PASSWORD, "searcher", ["main"])
-            yield Stack(
-                rpc,
-                web,
-                rpc.session(rpc.login(READER, PASSWORD)),
-                rpc.session(rpc.login()),
-                params,
-                lost,
-            )
-    finally:
-        sd.stop()
+    with over_searchd(top, root, data) as (rpc, web):
+        for server in (rpc, web):
+            server.accounts().add_user(READER, PASSWORD, "searcher", ["main"])
+        yield Stack(
+            rpc,
+            web,
+            rpc.session(rpc.login(READER, PASSWORD)),
+            rpc.session(rpc.login()),
+            params,
+            lost,
+        )
 
 
 def check_warned(st: Stack, ids: list[int], warnings: list[str]) -> None:

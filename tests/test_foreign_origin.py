@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from lbtest.proxied import sharing_accounts
 from lbtest.rpc import RpcServer
 from lbtest.webui import WebuiServer, csrf_token
 
@@ -27,15 +28,10 @@ class Apps:
 
 @pytest.fixture(scope="module")
 def apps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apps]:
-    root = tmp_path_factory.mktemp("origin")
-    common = {"searchd_socket": root / "no-searchd.sock", "data": root / "data"}
-    (root / "data").mkdir()
-    with RpcServer(root / "rpc", **common) as rpc:
+    with sharing_accounts(tmp_path_factory.mktemp("origin")) as (rpc, web):
         bob = f"bob-{secrets.token_urlsafe(12)}"
         rpc.accounts().add_user("bob", bob, "searcher")
-        env = {"LOGBOX_ACCOUNTS": str(rpc.accounts_path)}
-        with WebuiServer(root / "web", env=env, **common) as web:
-            yield Apps(rpc, web, bob)
+        yield Apps(rpc, web, bob)
 
 
 def test_api(apps: Apps) -> None:

@@ -15,7 +15,6 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,29 +25,13 @@ from lbtest.wait import wait_until
 T0 = 1795359974.984039
 
 
-@pytest.fixture
-def daemon(indexd_bin: Path, tmp_path: Path, fifo: HeldFifo) -> Iterator[Indexd]:
-    """indexd with the held FIFO as fd 3 and a --listen socket (killed at the end if running)."""
-    d = Indexd(
-        indexd_bin,
-        tmp_path / "data",
-        tmp_path / "status.json",
-        fifo=fifo,
-        args=["--listen", str(tmp_path / "indexd.sock")],
-    )
-    d.start()
-    yield d
-    if d.proc is not None and d.proc.poll() is None:
-        d.kill()
-
-
 def stop_ok(d: Indexd) -> None:
     rc = d.stop()
     assert rc == 0, d.stderr()[-3000:]
 
 
 def test_frames_land_in_their_logspace_byte_identical(
-    daemon: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
+    indexd: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
 ) -> None:
     odd = b"line1\nline2\x00nul \xff\xfe not utf-8 \xc3\xa9 ok"
     sd = b'[x@1 a="\n\x00\xff"]'
@@ -74,11 +57,11 @@ def test_frames_land_in_their_logspace_byte_identical(
     ]
     write_fifo(fifo, b"".join(via_fifo))
     send_socket(tmp_path / "indexd.sock", b"".join(via_sock))
-    daemon.wait_stored(5, timeout=20)
-    stop_ok(daemon)
+    indexd.wait_stored(5, timeout=20)
+    stop_ok(indexd)
 
-    main = messages(store_cli, daemon.data, "main")
-    sec = messages(store_cli, daemon.data, "secure")
+    main = messages(store_cli, indexd.data, "main")
+    sec = messages(store_cli, indexd.data, "secure")
     assert sorted(raw(m["message"]) for m in main) == sorted([b"plain one", b"", b"to main \x00"])
     assert sorted(raw(m["message"]) for m in sec) == sorted([odd, b"from the socket\n"])
     m = next(m for m in sec if raw(m["message"]) == odd)
@@ -95,7 +78,7 @@ def test_frames_land_in_their_logspace_byte_identical(
 
 
 def test_malformed_frames_counted_logged_and_skipped(
-    daemon: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
+    indexd: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
 ) -> None:
     good = [frame(f"good {i}", rtime=T0 + i) for i in range(4)]
     wrong_len = frame(b"twelve bytes", rtime=T0).replace(b" 12\n", b" 10\n")
@@ -113,23 +96,23 @@ def test_malformed_frames_counted_logged_and_skipped(
     )
     write_fifo(fifo, stream)
     send_socket(tmp_path / "indexd.sock", stream)
-    daemon.wait_stored(8, timeout=20)
+    indexd.wait_stored(8, timeout=20)
     time.sleep(1.2)  # one more status write
-    st = daemon.status()
+    st = indexd.status()
     assert st["malformed"] == 8, st
     fifo_in = next(i for i in st["inputs"] if i["kind"] == "fifo")
     sock_in = next(i for i in st["inputs"] if i["kind"] == "listen")
     assert fifo_in["malformed"] == 4 and sock_in["malformed"] == 4
-    stop_ok(daemon)
-    err = daemon.stderr()
+    stop_ok(indexd)
+    err = indexd.stderr()
     assert err.count("malformed frame from") == 8, err
     assert "no frame magic" in err and "bad logspace name" in err
     assert "reserved logspace name" in err and "peer pid" in err
-    got = sorted(raw(m["message"]) for m in messages(store_cli, daemon.data, "main"))
+    got = sorted(raw(m["message"]) for m in messages(store_cli, indexd.data, "main"))
     assert got == sorted([f"good {i}".encode() for i in range(4)] * 2)
 
 
-def test_partial_frame_waits_for_the_rest(daemon: Indexd, fifo: HeldFifo, store_cli: Path) -> None:
+def test_partial_frame_waits_for_the_rest(indexd: Indexd, fifo: HeldFifo, store_cli: Path) -> None:
     f = frame(b"split across writes", host="h", rtime=T0)
     w = fifo.writer()
     try:
@@ -137,34 +120,34 @@ def test_partial_frame_waits_for_the_rest(daemon: Indexd, fifo: HeldFifo, store_
         time.sleep(0.5)
         os.write(w, f[10:30])
         time.sleep(0.5)
-        assert daemon.status()["stored"] == 0
+        assert indexd.status()["stored"] == 0
         assert fifo.pending() == 30  # nothing consumed before it is stored
         os.write(w, f[30:])
     finally:
         os.close(w)
-    daemon.wait_stored(1, timeout=10)
+    indexd.wait_stored(1, timeout=10)
     time.sleep(0.3)
     assert fifo.pending() == 0
-    stop_ok(daemon)
-    assert [m["message"] for m in messages(store_cli, daemon.data)] == ["split across writes"]
+    stop_ok(indexd)
+    assert [m["message"] for m in messages(store_cli, indexd.data)] == ["split across writes"]
 
 
-def test_malformed_log_is_rate_limited(daemon: Indexd, tmp_path: Path) -> None:
+def test_malformed_log_is_rate_limited(indexd: Indexd, tmp_path: Path) -> None:
     junk = b"".join(b"LB1 x%d\n" % i for i in range(300)) + frame(b"after", rtime=T0)
     send_socket(tmp_path / "indexd.sock", junk)
-    daemon.wait_stored(1, timeout=20)
+    indexd.wait_stored(1, timeout=20)
     time.sleep(1.5)
-    st = daemon.status()
+    st = indexd.status()
     assert st["malformed"] == 300
-    stop_ok(daemon)
-    err = daemon.stderr()
+    stop_ok(indexd)
+    err = indexd.stderr()
     assert err.count("malformed frame from") <= 20
     assert "more malformed frames not logged" in err
 
 
 @pytest.mark.parametrize("via", ["fifo", "socket"])
 def test_long_messages_cut_once_and_flagged(
-    daemon: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path, via: str
+    indexd: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path, via: str
 ) -> None:
     # One just over LB_MSG_MAX (what the collector's template sends: decoded whole), one far
     # over LB_FRAME_MAX (streamed), each followed by a normal frame.
@@ -180,30 +163,30 @@ def test_long_messages_cut_once_and_flagged(
         threading.Thread(target=write_fifo, args=(fifo, data), daemon=True).start()
     else:
         send_socket(tmp_path / "indexd.sock", data)
-    daemon.wait_stored(4, timeout=30)
-    stop_ok(daemon)
-    ms = messages(store_cli, daemon.data, "main")
+    indexd.wait_stored(4, timeout=30)
+    stop_ok(indexd)
+    ms = messages(store_cli, indexd.data, "main")
     assert len(ms) == 4
     assert raw(ms[0]["message"]) == just[:MSG_MAX] and "truncated" in ms[0]["flags"]
     assert raw(ms[1]["message"]) == b"next 1" and "truncated" not in ms[1]["flags"]
     assert raw(ms[2]["message"]) == huge[:MSG_MAX] and "truncated" in ms[2]["flags"]
     assert raw(ms[3]["message"]) == b"next 2"
-    st = daemon.status()
+    st = indexd.status()
     assert st["truncated"] == 2
 
 
 def test_sigterm_exits_0_with_everything_stored(
-    daemon: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
+    indexd: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
 ) -> None:
     n = 20000
     write_fifo(fifo, b"".join(frame(f"msg {i}", rtime=T0 + i / 1000) for i in range(n)))
-    daemon.wait_stored(n, timeout=60)
-    stop_ok(daemon)
-    assert "stopped: 20000 stored" in daemon.stderr()
-    ms = messages(store_cli, daemon.data, "main")
+    indexd.wait_stored(n, timeout=60)
+    stop_ok(indexd)
+    assert "stopped: 20000 stored" in indexd.stderr()
+    ms = messages(store_cli, indexd.data, "main")
     assert [m["message"] for m in ms] == [f"msg {i}" for i in range(n)]
     st = subprocess.run(
-        [str(store_cli), "stats", "--data", str(daemon.data), "--json"],
+        [str(store_cli), "stats", "--data", str(indexd.data), "--json"],
         capture_output=True,
         text=True,
     )
@@ -211,7 +194,7 @@ def test_sigterm_exits_0_with_everything_stored(
 
 
 def test_sigterm_while_writing_then_restart(
-    daemon: Indexd, fifo: HeldFifo, store_cli: Path
+    indexd: Indexd, fifo: HeldFifo, store_cli: Path
 ) -> None:
     # SIGTERM in the middle of a stream: exit 0; what indexd did not take stays in the FIFO
     # and the next indexd stores it, every frame once.
@@ -221,13 +204,13 @@ def test_sigterm_while_writing_then_restart(
     t.start()
     for _ in range(3):
         time.sleep(0.15)
-        stop_ok(daemon)
-        daemon.start()
+        stop_ok(indexd)
+        indexd.start()
     t.join(timeout=120)
     wait_until(lambda: fifo.pending() == 0, "the FIFO is drained", 60, interval=0.05)
-    stop_ok(daemon)
-    assert daemon.stderr().count("stopped: ") == 4
-    assert [m["message"] for m in messages(store_cli, daemon.data, "main")] == [
+    stop_ok(indexd)
+    assert indexd.stderr().count("stopped: ") == 4
+    assert [m["message"] for m in messages(store_cli, indexd.data, "main")] == [
         f"m{i}" for i in range(n)
     ]
 
@@ -278,35 +261,23 @@ def test_sighup_reloads_config(indexd_bin: Path, tmp_path: Path) -> None:
     try:
         conf.write_text("max_memory_mb = 64\nlog_level = debug\n")
         d.signal(signal.SIGHUP)
-        wait_until(
-            lambda: "SIGHUP: reloaded" in d.stderr(),
-            "indexd reloaded",
-            10,
-            interval=0.05,
-            detail=d.stderr,
-        )
+        d.wait_logged("SIGHUP: reloaded", "indexd reloaded")
         assert "max_memory_mb = 64, log_level = debug" in d.stderr()
         conf.write_text("max_memory_mb = 32\nno_such_key = 1\n")
         d.signal(signal.SIGHUP)
-        wait_until(
-            lambda: "keeping the settings" in d.stderr(),
-            "indexd kept its settings",
-            10,
-            interval=0.05,
-            detail=d.stderr,
-        )
+        d.wait_logged("keeping the settings", "indexd kept its settings")
         assert "unknown key 'no_such_key'" in d.stderr()
         assert d.proc is not None and d.proc.poll() is None
     finally:
         stop_ok(d)
 
 
-def test_lock_file_and_root_refusal(daemon: Indexd, indexd_bin: Path, tmp_path: Path) -> None:
+def test_lock_file_and_root_refusal(indexd: Indexd, indexd_bin: Path, tmp_path: Path) -> None:
     p = subprocess.run(
         [
             str(indexd_bin),
             "--data",
-            str(daemon.data),
+            str(indexd.data),
             "--listen",
             str(tmp_path / "b.sock"),
             "--allow-root",
@@ -325,13 +296,13 @@ def test_lock_file_and_root_refusal(daemon: Indexd, indexd_bin: Path, tmp_path: 
             timeout=30,
         )
         assert p.returncode == 1 and "refusing to run as root" in p.stderr
-    stop_ok(daemon)
+    stop_ok(indexd)
 
 
-def test_status_file(daemon: Indexd, fifo: HeldFifo) -> None:
+def test_status_file(indexd: Indexd, fifo: HeldFifo) -> None:
     write_fifo(fifo, frame(b"one", rtime=T0) + frame(b"two", ls="other", rtime=T0 + 1))
-    daemon.wait_stored(2, timeout=20)
-    st = daemon.status()
+    indexd.wait_stored(2, timeout=20)
+    st = indexd.status()
     for k in (
         "pid",
         "started",
@@ -354,16 +325,16 @@ def test_status_file(daemon: Indexd, fifo: HeldFifo) -> None:
     assert st["logspaces"]["main"]["open"] is True
     assert st["logspaces"]["other"]["last_received"].startswith("2026-11-22T")
     assert {i["kind"] for i in st["inputs"]} == {"fifo", "listen", "spool"}
-    stop_ok(daemon)
+    stop_ok(indexd)
 
 
 def test_holds_on_a_locked_logspace_without_dropping(
-    daemon: Indexd, fifo: HeldFifo, store_cli: Path
+    indexd: Indexd, fifo: HeldFifo, store_cli: Path
 ) -> None:
     # `logbox ingest` holds logspace "busy"'s writer lock while its stdin is open: indexd cannot
     # open that store, holds (stops reading), and stores everything once the lock is free.
     ing = subprocess.Popen(
-        [str(store_cli), "ingest", "--data", str(daemon.data), "--logspace", "busy"],
+        [str(store_cli), "ingest", "--data", str(indexd.data), "--logspace", "busy"],
         stdin=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -375,19 +346,19 @@ def test_holds_on_a_locked_logspace_without_dropping(
             + frame(b"blocked", ls="busy", rtime=T0 + 1)
             + frame(b"after", rtime=T0 + 2),
         )
-        st = daemon.wait_status(lambda st: st["holding"], "indexd holds a logspace", 10)
+        st = indexd.wait_status(lambda st: st["holding"], "indexd holds a logspace", 10)
         assert st["holding"] and "busy" in st["holding"], st
         assert st["stored"] == 1
     finally:
         assert ing.stdin is not None
         ing.stdin.close()
         ing.wait(timeout=30)
-    daemon.wait_stored(3, timeout=20)
-    assert "holding ended" in daemon.stderr()
-    assert daemon.stderr().count("holding: ") == 1  # logged once, not once per retry
-    stop_ok(daemon)
-    assert [m["message"] for m in messages(store_cli, daemon.data, "busy")] == ["blocked"]
-    assert [m["message"] for m in messages(store_cli, daemon.data, "main")] == ["first", "after"]
+    indexd.wait_stored(3, timeout=20)
+    assert "holding ended" in indexd.stderr()
+    assert indexd.stderr().count("holding: ") == 1  # logged once, not once per retry
+    stop_ok(indexd)
+    assert [m["message"] for m in messages(store_cli, indexd.data, "busy")] == ["blocked"]
+    assert [m["message"] for m in messages(store_cli, indexd.data, "main")] == ["first", "after"]
 
 
 @pytest.mark.slow

@@ -12,32 +12,15 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from lbtest.frames import FIELD_MAX, SD_MAX, frame
 from lbtest.indexd import HeldFifo, Indexd, kill_while, messages, raw, send_socket, write_fifo
 from logbox_core.status import gather
 
 T0 = 1795359974.984039
 BAD_RTIME = "253402300800"  # 10000-01-01T00:00:00Z: past LB_RECEIVED_MAX
-
-
-@pytest.fixture
-def daemon(indexd_bin: Path, tmp_path: Path, fifo: HeldFifo) -> Iterator[Indexd]:
-    d = Indexd(
-        indexd_bin,
-        tmp_path / "data",
-        tmp_path / "status.json",
-        fifo=fifo,
-        args=["--listen", str(tmp_path / "indexd.sock")],
-    )
-    d.start()
-    yield d
-    if d.proc is not None and d.proc.poll() is None:
-        d.kill()
 
 
 def deadletter(cli: Path, data: Path) -> list[dict[str, Any]]:
@@ -62,9 +45,9 @@ def oversized(tag: str, rtime: float) -> list[bytes]:
 
 
 def test_oversized_fields_cut_and_flagged(
-    daemon: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
+    indexd: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
 ) -> None:
-    d = daemon
+    d = indexd
     write_fifo(fifo, b"".join(oversized("fifo", T0)) + frame("fifo after", rtime=T0))
     send_socket(tmp_path / "indexd.sock", b"".join(oversized("sock", T0 + 1)) + frame("sock after"))
     st = d.wait_stored(16)
@@ -86,9 +69,9 @@ def test_oversized_fields_cut_and_flagged(
 
 
 def test_unstorable_frame_is_quarantined(
-    daemon: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
+    indexd: Indexd, fifo: HeldFifo, tmp_path: Path, store_cli: Path
 ) -> None:
-    d = daemon
+    d = indexd
     bad_fifo = frame("bad from the fifo", ls="second", rtime=BAD_RTIME)
     bad_sock = frame("bad from the socket", rtime=BAD_RTIME)
     write_fifo(fifo, frame("fifo 1", rtime=T0) + bad_fifo + frame("fifo 2", rtime=T0))

@@ -18,13 +18,10 @@ def recs(a: int, b: int) -> bytes:
     )
 
 
-def test_spool_grows_while_indexd_is_down(
-    indexd_bin: Path, tmp_path: Path, store_cli: Path
-) -> None:
-    data = tmp_path / "data"
+def test_spool_grows_while_indexd_is_down(spool_indexd: Indexd, store_cli: Path) -> None:
+    d = spool_indexd
+    data = d.data
     spool = data / "spool"
-    spool.mkdir(parents=True)
-    d = Indexd(indexd_bin, data, tmp_path / "status.json")
     d.start()
     live = open(spool / file_name(T0, "x"), "ab", buffering=0)
     live.write(recs(0, 10_000))

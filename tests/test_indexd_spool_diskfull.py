@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from lbtest.indexd import Indexd, messages
 from lbtest.spool import file_name, record, wait_spool_empty
+from lbtest.tmpfs import tmpfs
 
 T0 = 1795359974.0
 PAD = b"x" * 120
@@ -23,13 +23,8 @@ PAD = b"x" * 120
 def small_fs(tmp_path: Path) -> Iterator[Path]:
     if os.geteuid() != 0:
         pytest.skip("mounting the small tmpfs that is filled needs root")
-    mnt = tmp_path / "fs"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], check=True)
-    try:
+    with tmpfs(tmp_path / "fs", "64m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def test_spool_fills_the_disk_and_indexd_still_stores(

@@ -14,13 +14,10 @@ from lbtest.wait import wait_until
 T0 = 1795359974.25
 
 
-def test_open_file_is_tailed_and_kept_until_closed(
-    indexd_bin: Path, tmp_path: Path, store_cli: Path
-) -> None:
-    data = tmp_path / "data"
+def test_open_file_is_tailed_and_kept_until_closed(spool_indexd: Indexd, store_cli: Path) -> None:
+    d = spool_indexd
+    data = d.data
     spool = data / "spool"
-    spool.mkdir(parents=True)
-    d = Indexd(indexd_bin, data, tmp_path / "status.json")
     d.start()
     name = file_name(T0, "w1")
     f = open(spool / name, "ab", buffering=0)

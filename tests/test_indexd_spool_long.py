@@ -14,8 +14,9 @@ from lbtest.spool import file_name, record, wait_spool_empty, write_file
 T0 = 1795359974.0
 
 
-def test_record_longer_than_a_batch(indexd_bin: Path, tmp_path: Path, store_cli: Path) -> None:
-    data = tmp_path / "data"
+def test_record_longer_than_a_batch(spool_indexd: Indexd, store_cli: Path) -> None:
+    d = spool_indexd
+    data = d.data
     spool = data / "spool"
     big = b"<13>Nov 22 10:00:00 h app: " + bytes(range(256)) * (5 * 4096)  # 5 MiB
     write_file(
@@ -31,7 +32,6 @@ def test_record_longer_than_a_batch(indexd_bin: Path, tmp_path: Path, store_cli:
         file_name(T0 + 1, "b"),
         record(big, T0 + 2)[: 2 << 20] + record(b"<13>Nov 22 10:00:00 h app: last", T0 + 3),
     )
-    d = Indexd(indexd_bin, data, tmp_path / "status.json")
     d.start()
     wait_spool_empty(spool, 60, lambda: d.stderr()[-2000:])
     assert d.stop() == 0, d.stderr()[-2000:]

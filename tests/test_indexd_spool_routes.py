@@ -11,7 +11,6 @@ from pathlib import Path
 
 from lbtest.indexd import Indexd, messages
 from lbtest.spool import file_name, record, wait_spool_empty, write_file
-from lbtest.wait import wait_until
 
 T0 = 1795359974.0
 RULES = """\
@@ -55,13 +54,7 @@ def test_spool_records_are_routed_and_keep_their_peer(
     # A good one: applies from then on.
     routes.write_text('[[logspace]]\nname = "all-udp"\nlistener = ["udp"]\n')
     d.signal(signal.SIGHUP)
-    wait_until(
-        lambda: "routes: " + str(routes) + ": 1 rule" in d.stderr(),
-        "indexd read the good routes",
-        30,
-        interval=0.05,
-        detail=lambda: d.stderr()[-3000:],
-    )
+    d.wait_logged("routes: " + str(routes) + ": 1 rule", "indexd read the good routes", 30)
     write_file(
         spool, file_name(T0 + 2, "a"), record(b"<14>Nov 22 10:00:02 sw-1 x: y", T0 + 2, "udp")
     )

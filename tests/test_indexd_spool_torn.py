@@ -14,9 +14,10 @@ T0 = 1795359974.5
 
 
 def test_torn_tail_and_garbage_are_counted_and_skipped(
-    indexd_bin: Path, tmp_path: Path, store_cli: Path
+    spool_indexd: Indexd, store_cli: Path
 ) -> None:
-    data = tmp_path / "data"
+    d = spool_indexd
+    data = d.data
     spool = data / "spool"
     recs = [record(b"<13>Nov 22 10:00:00 h1 app: rec %d" % i, T0 + i) for i in range(6)]
     torn = record(b"<13>Nov 22 10:00:00 h1 app: never finished", T0)[:-10]
@@ -25,7 +26,6 @@ def test_torn_tail_and_garbage_are_counted_and_skipped(
     # claims more bytes than follow it and is not a record.
     garbage = b"LS1 1795359974.500000 tcp - 9999\n<13>cut off"
     write_file(spool, file_name(T0 + 1, "b"), recs[2] + garbage + recs[3] + b"junk\n" + recs[4])
-    d = Indexd(indexd_bin, data, tmp_path / "status.json")
     d.start()
     write_file(spool, file_name(T0 + 2, "c"), recs[5])
     st = d.wait_status(

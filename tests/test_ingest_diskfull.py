@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from typing import Any
 
 import pytest
 from lbtest.appliance import Appliance
+from lbtest.tmpfs import tmpfs
 from lbtest.wait import wait_until
 
 PER_SENDER = 40_000
@@ -96,13 +96,8 @@ def _status(app: Appliance) -> dict[str, Any]:
 def data_tmpfs(tmp_path: Path) -> Iterator[Path]:
     if os.geteuid() != 0:
         pytest.skip("mounting the small tmpfs that is filled needs root")
-    data = tmp_path / "appliance" / "data"
-    data.mkdir(parents=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS}", "tmpfs", str(data)], check=True)
-    try:
+    with tmpfs(tmp_path / "appliance" / "data", TMPFS) as data:
         yield data
-    finally:
-        subprocess.run(["umount", "-l", str(data)], check=False)
 
 
 @pytest.mark.parametrize("reserve", ["default", "none"])

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import pytest
 import requests
+from lbtest.proxied import sharing_accounts
 from lbtest.rpc import RpcServer
 from lbtest.webui import WebuiServer, csrf_token
 
@@ -68,18 +69,13 @@ class Apps:
 
 @pytest.fixture(scope="module")
 def apps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apps]:
-    root = tmp_path_factory.mktemp("lockout")
-    common = {"searchd_socket": root / "no-searchd.sock", "data": root / "data"}
-    (root / "data").mkdir()
-    with RpcServer(root / "rpc", **common) as rpc:
+    with sharing_accounts(tmp_path_factory.mktemp("lockout")) as (rpc, web):
         acc = rpc.accounts()
         passwords = {"admin": rpc.admin_password}
         for name in ("alice", "bob", "carol"):
             passwords[name] = f"{name}-{secrets.token_urlsafe(12)}"
             acc.add_user(name, passwords[name], "searcher")
-        env = {"LOGBOX_ACCOUNTS": str(rpc.accounts_path)}  # the API's store
-        with WebuiServer(root / "web", env=env, **common) as web:
-            yield Apps(rpc, web, passwords)
+        yield Apps(rpc, web, passwords)
 
 
 def both(n: int) -> Iterator[str]:

@@ -11,16 +11,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import ssl
-import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import requests
 from lbtest.proxied import both_apps
 from lbtest.rpc import RpcServer
+from lbtest.tls import client_context, control_handshake, handshake
 from lbtest.webui import WebuiServer
 
 # the client offers TLS 1.0 and 1.1 on purpose
@@ -40,53 +38,6 @@ def apps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RpcServer, 
         yield pair
 
 
-def client(
-    cafile: Path,
-    version: ssl.TLSVersion,
-    ciphers: str | None = None,
-) -> ssl.SSLContext:
-    """A client context that offers exactly version (and ciphers, TLS 1.2 and older)."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.load_verify_locations(cafile)
-    # OpenSSL 3 offers TLS 1.0/1.1 and SHA-1 suites only at security level 0.
-    ctx.set_ciphers((ciphers or "DEFAULT") + ":@SECLEVEL=0")
-    ctx.minimum_version = version
-    ctx.maximum_version = version
-    return ctx
-
-
-def handshake(port: int, ctx: ssl.SSLContext) -> tuple[str, str]:
-    """(version, cipher) of a handshake with 127.0.0.1:port (raises ssl.SSLError)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
-            c = s.cipher()
-            return s.version() or "", c[0] if c else ""
-
-
-def control_handshake(cert: Path, key: Path, ctx: ssl.SSLContext) -> tuple[str, str]:
-    """A handshake of ctx with a server that allows everything: the client really offers it."""
-    sctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    sctx.set_ciphers("ALL:@SECLEVEL=0")
-    sctx.minimum_version = ssl.TLSVersion.TLSv1
-    sctx.load_cert_chain(cert, key)
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-
-        def serve() -> None:
-            conn, _ = listener.accept()
-            try:
-                with sctx.wrap_socket(conn, server_side=True):
-                    pass
-            except (ssl.SSLError, OSError):
-                conn.close()
-
-        t = threading.Thread(target=serve)
-        t.start()
-        try:
-            return handshake(listener.getsockname()[1], ctx)
-        finally:
-            t.join()
-
-
 def test_tls_versions_and_suites(apps: tuple[RpcServer, WebuiServer]) -> None:
     for srv in apps:
         ca, key = srv.cafile, srv.keyfile
@@ -94,21 +45,21 @@ def test_tls_versions_and_suites(apps: tuple[RpcServer, WebuiServer]) -> None:
             (ssl.TLSVersion.TLSv1_3, "TLSv1.3"),
             (ssl.TLSVersion.TLSv1_2, "TLSv1.2"),
         ):
-            got, cipher = handshake(srv.port, client(ca, version))
+            got, cipher = handshake(srv.port, client_context(ca, version))
             assert got == name
             assert "GCM" in cipher or "CHACHA20" in cipher, cipher
         for version in (ssl.TLSVersion.TLSv1, ssl.TLSVersion.TLSv1_1):
-            ctx = client(ca, version)
+            ctx = client_context(ca, version)
             assert control_handshake(ca, key, ctx)[0].startswith("TLSv1")
             with pytest.raises(ssl.SSLError):
                 handshake(srv.port, ctx)
         for suite in CBC_SUITES:
-            ctx = client(ca, ssl.TLSVersion.TLSv1_2, suite)
+            ctx = client_context(ca, ssl.TLSVersion.TLSv1_2, suite)
             assert control_handshake(ca, key, ctx) == ("TLSv1.2", suite)
             with pytest.raises(ssl.SSLError):
                 handshake(srv.port, ctx)
         # still serving
-        assert handshake(srv.port, client(ca, ssl.TLSVersion.TLSv1_2))[0] == "TLSv1.2"
+        assert handshake(srv.port, client_context(ca, ssl.TLSVersion.TLSv1_2))[0] == "TLSv1.2"
 
 
 def assert_headers(r: requests.Response) -> None:

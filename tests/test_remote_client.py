@@ -21,7 +21,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import termios
 import threading
 import time
@@ -112,14 +111,6 @@ def corpus(base_s: int, n: int, seed: int) -> bytes:
 
 def octet(msgs: list[bytes]) -> bytes:
     return b"".join(b"%d %s" % (len(m), m) for m in msgs)
-
-
-@pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    """A short directory for sockets (sun_path holds 107 bytes)."""
-    d = Path(tempfile.mkdtemp(prefix="rc", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import csv
 import io
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +51,6 @@ def corpus(base_s: int, n: int) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    """A short directory for sockets (sun_path holds 107 bytes)."""
-    with apps.sockdir("rpc") as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
     """A store: main (N_MAIN messages over the last ~6 h), other (20), secret (5)."""
     d = tmp_path_factory.mktemp("rpcstore") / "data"
@@ -72,12 +64,6 @@ def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
         b"".join(b"<14>hello secret %d\n" % i for i in range(5))
     )
     return d
-
-
-@pytest.fixture(scope="module")
-def searchd(data: Path, top: Path, sockdir: Path) -> Iterator[Searchd]:
-    with apps.running_searchd(top, data, sockdir / "sd.sock", ["--threads", "2"]) as d:
-        yield d
 
 
 @pytest.fixture(scope="module")

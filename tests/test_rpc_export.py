@@ -307,14 +307,7 @@ def test_slow_reader_and_disconnect(stack: Stack) -> None:
     st = stack
     base = st.rpc.base
     pids = st.rpc.worker_pids()
-    password = "slow-reader-" + os.urandom(6).hex()
-    r = st.admin.post(
-        f"{base}/users",
-        json={"name": "slowreader", "password": password, "role": "searcher", "logspaces": ["*"]},
-        timeout=30,
-    )
-    assert r.status_code == 201, r.text
-    slow = st.rpc.session(st.rpc.login("slowreader", password))
+    slow = st.rpc.new_searcher(st.admin, "slowreader", ["*"])
     r = slow.get(f"{base}/logspaces/main/export", params=st.params, stream=True, timeout=60)
     assert r.status_code == 200, r.text[:500]
     got = 0

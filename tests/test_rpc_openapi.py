@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +27,8 @@ PASSWORD = "correct horse battery"
 
 
 @pytest.fixture(scope="module")
-def searchd(
-    tmp_path_factory: pytest.TempPathFactory, store_cli: Path, top: Path
-) -> Iterator[Searchd]:
+def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
+    """A store: main (50 messages over the last hour, with SD); searchd (conftest.py) is over it."""
     data = tmp_path_factory.mktemp("oapi") / "data"
     data.mkdir()
     now = int(time.time())
@@ -40,8 +38,7 @@ def searchd(
         for i in range(50)
     )
     apps.ingest_received(store_cli, data, lines)
-    with apps.sockdir("oa") as sockdir, apps.running_searchd(top, data, sockdir / "sd.sock") as d:
-        yield d
+    return data
 
 
 @pytest.fixture(scope="module")

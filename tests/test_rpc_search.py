@@ -27,7 +27,7 @@ from lbtest import corpus, querygen
 from lbtest.appliance import Appliance
 from lbtest.cli import Logbox, Searcher, message_bytes, parse_bad_query
 from lbtest.query import Corpus, Msg
-from lbtest.rpc import RpcServer
+from lbtest.rpc import RpcServer, search_pages
 from lbtest.searchd import Searchd, searchd_binary
 from lbtest.wait import wait_until
 
@@ -154,25 +154,13 @@ def api_pages(
     """Every hit of q through the API, page after page with the cursor; also the totals seen."""
     hits: list[dict[str, Any]] = []
     totals: set[int] = set()
-    cursor: str | None = None
-    for _ in range(100_000):
-        params: dict[str, Any] = {
-            "q": q,
-            "from": st.time_from,
-            "to": st.time_to,
-            "order": order,
-            "limit": limit,
-        }
-        if cursor is not None:
-            params["cursor"] = cursor
-        body = ok(api(st.admin, f"{st.rpc.base}/logspaces/{ls}/search", **params))
+    params = {"q": q, "from": st.time_from, "to": st.time_to, "order": order, "limit": limit}
+    url = f"{st.rpc.base}/logspaces/{ls}/search"
+    for body in search_pages(st.admin, url, params, timeout=120):
         assert len(body["hits"]) <= limit
         hits += body["hits"]
         totals.add(body["total"])
-        cursor = body["next_cursor"]
-        if cursor is None:
-            return hits, totals
-    raise AssertionError("paging does not end")
+    return hits, totals
 
 
 def queries(st: Stack) -> list[bytes]:
@@ -302,14 +290,7 @@ def test_logspaces_as_admin_and_as_searcher(stack: Stack) -> None:
         assert a == b
         assert a["messages"] == len(st.stored[ls])
 
-    password = "secure-only-" + os.urandom(6).hex()
-    r = st.admin.post(
-        f"{st.rpc.base}/users",
-        json={"name": "sec", "password": password, "role": "searcher", "logspaces": ["secure"]},
-        timeout=30,
-    )
-    assert r.status_code == 201, r.text
-    sec = st.rpc.session(st.rpc.login("sec", password))
+    sec = st.rpc.new_searcher(st.admin, "sec", ["secure"])
     mine = ok(api(sec, f"{st.rpc.base}/logspaces"))["logspaces"]
     assert [x["name"] for x in mine] == ["secure"]
     r = api(sec, f"{st.rpc.base}/logspaces/main/search", q="*", **{"from": st.time_from})

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import requests
 from lbtest.cli import Logbox
 from lbtest.rpc import RpcServer
 from lbtest.searchd import Searchd, searchd_binary
+from lbtest.tmpfs import tmpfs
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,18 +44,6 @@ def searchd(
         yield sd
     finally:
         sd.stop()
-
-
-@contextlib.contextmanager
-def tmpfs(path: Path, size: str) -> Iterator[Path]:
-    path.mkdir(parents=True)
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)], check=True
-    )
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 def fill(fs: Path) -> Path:
@@ -100,7 +88,7 @@ READS = ("/me", "/logspaces", "/status", "/users", "/tokens", "/audit?limit=5")
 def test_file_system_full(searchd: Searchd, tmp_path: Path) -> None:
     root = tmp_path / "rpc"
     with (
-        tmpfs(root / "accounts", "4m") as fs,
+        tmpfs(root / "accounts", "4m", "0700") as fs,
         RpcServer(root, searchd_socket=searchd.sock, data=searchd.data) as rpc,
     ):
         admin = rpc.login()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,15 +21,15 @@ import requests
 from lbtest import apps
 from lbtest.rpc import RpcServer
 from lbtest.searchd import Searchd
+from lbtest.tls import client_context, control_handshake, handshake
 from lbtest.wait import wait_until
 
 N = 25_000  # three export pages
 
 
 @pytest.fixture(scope="module")
-def searchd(
-    tmp_path_factory: pytest.TempPathFactory, store_cli: Path, top: Path
-) -> Iterator[Searchd]:
+def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
+    """A store: main (N messages over the last ~3 h); searchd (conftest.py) is over it."""
     data = tmp_path_factory.mktemp("tls") / "data"
     data.mkdir()
     base = int(time.time()) - 3 * 3600
@@ -40,8 +39,7 @@ def searchd(
         for i in range(N)
     )
     apps.ingest_received(store_cli, data, lines)
-    with apps.sockdir("tl") as sockdir, apps.running_searchd(top, data, sockdir / "sd.sock") as d:
-        yield d
+    return data
 
 
 @pytest.fixture(scope="module")
@@ -50,25 +48,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, searchd: Searchd) -> Iterat
     with RpcServer(root, searchd_socket=searchd.sock, data=searchd.data, proxy=False) as srv:
         yield srv
     assert "Traceback" not in srv.log(), srv.log()
-
-
-def handshake(port: int, ctx: ssl.SSLContext) -> str:
-    """The TLS version a handshake with 127.0.0.1:port agrees on (raises ssl.SSLError)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
-            return s.version() or ""
-
-
-def client_context(cafile: Path, version: ssl.TLSVersion) -> ssl.SSLContext:
-    """A client context that offers exactly version."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.load_verify_locations(cafile)
-    if version < ssl.TLSVersion.TLSv1_2:
-        # OpenSSL 3 offers TLS 1.0/1.1 only at security level 0.
-        ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
-    ctx.minimum_version = version
-    ctx.maximum_version = version
-    return ctx
 
 
 def test_https_answers(server: RpcServer) -> None:
@@ -87,35 +66,19 @@ def test_https_answers(server: RpcServer) -> None:
     "version,name", [(ssl.TLSVersion.TLSv1_3, "TLSv1.3"), (ssl.TLSVersion.TLSv1_2, "TLSv1.2")]
 )
 def test_tls_12_and_13_accepted(server: RpcServer, version: ssl.TLSVersion, name: str) -> None:
-    assert handshake(server.port, client_context(server.cafile, version)) == name
+    assert handshake(server.port, client_context(server.cafile, version))[0] == name
 
 
 def test_tls_11_refused_by_the_server(server: RpcServer) -> None:
     ctx = client_context(server.cafile, ssl.TLSVersion.TLSv1_1)
     # Control: a server that allows TLS 1.1 completes the handshake with this very client.
-    sctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    sctx.set_ciphers("DEFAULT:@SECLEVEL=0")
-    sctx.minimum_version = ssl.TLSVersion.TLSv1
-    sctx.load_cert_chain(server.cafile, server.cafile.with_suffix(".key"))
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-
-        def serve() -> None:
-            conn, _ = listener.accept()
-            try:
-                with sctx.wrap_socket(conn, server_side=True):
-                    pass
-            except (ssl.SSLError, OSError):
-                conn.close()
-
-        t = threading.Thread(target=serve)
-        t.start()
-        assert handshake(listener.getsockname()[1], ctx) == "TLSv1.1"
-        t.join()
+    key = server.cafile.with_suffix(".key")
+    assert control_handshake(server.cafile, key, ctx)[0] == "TLSv1.1"
     with pytest.raises(ssl.SSLError) as e:
         handshake(server.port, ctx)
     assert "PROTOCOL_VERSION" in str(e.value).upper() or "UNSUPPORTED" in str(e.value).upper()
     # The server goes on serving.
-    assert handshake(server.port, client_context(server.cafile, ssl.TLSVersion.TLSv1_2))
+    assert handshake(server.port, client_context(server.cafile, ssl.TLSVersion.TLSv1_2))[0]
 
 
 def test_plain_http_refused(server: RpcServer) -> None:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import shutil
 import subprocess
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,19 +61,10 @@ def s(lb: Logbox) -> Searcher:
 
 
 @pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    """A short directory for sockets (sun_path holds 107 bytes)."""
-    d = Path(tempfile.mkdtemp(prefix="lbs", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
 def sd(lb: Logbox, top: Path, sockdir: Path) -> Iterator[Searcher]:
     """Search through a logbox-searchd on the same store (--socket)."""
-    d = Searchd(searchd_binary(top), lb.data, sockdir / "cli.sock").start()
-    yield Searcher(lb, d.sock)
-    assert d.stop() == 0, d.log()
+    with Searchd(searchd_binary(top), lb.data, sockdir / "cli.sock") as d:
+        yield Searcher(lb, d.sock)
 
 
 def ids(hits: list[dict]) -> list[int]:
@@ -407,13 +396,9 @@ def test_socket_prints_what_data_prints(s: Searcher, sd: Searcher, query: str, k
 def test_too_broad_through_searchd(
     lb: Logbox, top: Path, sockdir: Path, tokens: list[bytes]
 ) -> None:
-    d = Searchd(searchd_binary(top), lb.data, sockdir / "broad.sock", ["--max-terms", "3"])
-    d.start()
-    try:
+    with Searchd(searchd_binary(top), lb.data, sockdir / "broad.sock", ["--max-terms", "3"]) as d:
         s = Searcher(lb, d.sock)
         p = s.run("*a*", **ALL)
         assert p.returncode == 1 and p.stderr.startswith(b"logbox: query too broad"), p.stderr
         assert p.stdout == b""
         assert s.count(tokens[0].decode(), **ALL) > 0  # one term: not too broad
-    finally:
-        assert d.stop() == 0, d.log()

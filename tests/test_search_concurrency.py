@@ -12,9 +12,7 @@ and at the end every message of the stream is found, and the store verifies."""
 from __future__ import annotations
 
 import random
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -130,7 +128,7 @@ def search_ids(s: Searcher, token: bytes, order: str, lo: int) -> list[int]:
 
 
 @pytest.mark.slow
-def test_search_while_ingesting(store_cli: Path, tmp_path: Path, top: Path) -> None:
+def test_search_while_ingesting(store_cli: Path, tmp_path: Path, top: Path, sockdir: Path) -> None:
     corpus = loghub_corpus()
     random.Random(4).shuffle(corpus)
     stream = [e for e in corpus if b"\n" not in e.raw and b"\r" not in e.raw]
@@ -145,7 +143,6 @@ def test_search_while_ingesting(store_cli: Path, tmp_path: Path, top: Path) -> N
     fixed = (t0, t0 + 3)  # a time range that is in the past after 3 s
     sd_bin = searchd_binary(top)
     daemon: Searchd | None = None
-    sockdir = Path(tempfile.mkdtemp(prefix="lbc", dir="/tmp"))  # sun_path holds 107 bytes
     feed = Stream(lb, lines)
     try:
         # Searching starts once the store exists: after the first ack.
@@ -197,6 +194,5 @@ def test_search_while_ingesting(store_cli: Path, tmp_path: Path, top: Path) -> N
             feed.proc.wait()
         if daemon is not None:
             assert daemon.stop() == 0, daemon.log()
-        shutil.rmtree(sockdir, ignore_errors=True)
     rc, err = lb.verify()
     assert rc == 0, err

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import re
-import shutil
 import socket
-import tempfile
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -54,14 +52,15 @@ class Box:
 
 
 @pytest.fixture(scope="module")
-def box(store_cli: Path, top: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
+def box(
+    store_cli: Path, top: Path, tmp_path_factory: pytest.TempPathFactory, sockdir: Path
+) -> Iterator[Box]:
     root = tmp_path_factory.mktemp("fair")
     corpus = root / "corpus.log"
     big_corpus(MESSAGES, corpus)
     lb = Logbox(store_cli, root / "data")
     lb.ingest(corpus, sync="none")
     corpus.unlink()
-    sockdir = Path(tempfile.mkdtemp(prefix="lbf", dir="/tmp"))  # sun_path holds 107 bytes
     sd = Searchd(
         searchd_binary(top),
         lb.data,
@@ -87,7 +86,6 @@ def box(store_cli: Path, top: Path, tmp_path_factory: pytest.TempPathFactory) ->
             yield Box(lb.data, sd, rpc, web, tokens)
     finally:
         assert sd.stop() == 0, sd.log()
-        shutil.rmtree(sockdir, ignore_errors=True)
 
 
 def count(box: Box, user: str, q: str) -> tuple[float, float, requests.Response]:

@@ -8,55 +8,34 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from lbtest.cli import SANITIZER_ENV
+from lbtest.searchd import StandIn, recv_head
 
 RECEIVED_US = 1795132800_000001  # 2026-11-20T00:00:00.000001Z
 RECEIVED = "2026-11-20T00:00:00.000001Z"
 
 
-class FakeSearchd:
+class FakeSearchd(StandIn):
     """Answers every request on a unix socket with .reply (raw HTTP bytes, or None: close at
     once) and keeps the request lines it was sent."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
         self.reply: bytes | None = b""
         self.requests: list[str] = []
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(str(path))
-        self.sock.listen(8)
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__(path)
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with conn:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
-                self.requests.append(data.split(b"\r\n", 1)[0].decode())
-                if self.reply is not None:
-                    conn.sendall(self.reply)
-
-    def close(self) -> None:
-        self.sock.close()
+    def serve(self, conn: socket.socket) -> None:
+        data = recv_head(conn)
+        self.requests.append(data.split(b"\r\n", 1)[0].decode())
+        if self.reply is not None:
+            conn.sendall(self.reply)
 
 
 def http(status: int, body: bytes, chunked: bool = False) -> bytes:
@@ -102,12 +81,10 @@ def page(hits: list[bytes], total: int, next_cursor: str | None, warnings: str =
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeSearchd]:
-    d = Path(tempfile.mkdtemp(prefix="lbf", dir="/tmp"))  # sun_path holds 107 bytes
-    f = FakeSearchd(d / "s.sock")
+def fake(sockdir: Path) -> Iterator[FakeSearchd]:
+    f = FakeSearchd(sockdir / "s.sock")
     yield f
     f.close()
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def search(

@@ -116,14 +116,6 @@ class Truth:
 
 
 @pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    """A short directory for sockets (sun_path holds 107 bytes)."""
-    d = Path(tempfile.mkdtemp(prefix="sd", dir="/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
 def searchd_bin(top: Path) -> Path:
     return searchd_binary(top)
 
@@ -149,9 +141,8 @@ def corpus_store(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> S
 def daemon(corpus_store: Store, searchd_bin: Path, sockdir: Path) -> Iterator[Searchd]:
     """One daemon over corpus_store for the read-only tests."""
     data, _, _ = corpus_store
-    d = Searchd(searchd_bin, data, sockdir / "main.sock", ["--threads", "4"]).start()
-    yield d
-    assert d.stop() == 0, d.log()
+    with Searchd(searchd_bin, data, sockdir / "main.sock", ["--threads", "4"]) as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
@@ -602,34 +593,27 @@ def test_broad_queries_do_not_block_quick_ones(
 
 
 def test_deadline_and_max_terms(big_store: Path, searchd_bin: Path, sockdir: Path) -> None:
-    d = Searchd(searchd_bin, big_store, sockdir / "dl.sock", ["--deadline-ms", "20"]).start()
-    try:
+    with Searchd(searchd_bin, big_store, sockdir / "dl.sock", ["--deadline-ms", "20"]) as d:
         r = d.get("/v1/count", {"q": SLOW_Q})
         assert r.status == 422, r.body[:300]
         assert r.error()["code"] == "too_broad" and "deadline" in r.error()["message"]
         assert d.get("/v1/count", {"q": "host:h3"}).status == 200
         assert d.healthy()
-    finally:
-        assert d.stop() == 0, d.log()
-    d = Searchd(searchd_bin, big_store, sockdir / "mt.sock", ["--max-terms", "1000"]).start()
-    try:
+    with Searchd(searchd_bin, big_store, sockdir / "mt.sock", ["--max-terms", "1000"]) as d:
         r = d.get("/v1/search", {"q": "tok*"})
         assert r.status == 422, r.body[:300]
         assert r.error()["code"] == "too_broad" and "1000 terms" in r.error()["message"]
         assert d.get("/v1/count", {"q": "host:h3"}).json["total"] == len(range(3, BIG_N, 7))
         assert d.healthy()
-    finally:
-        assert d.stop() == 0, d.log()
 
 
 # ---------------------------------------------------------------- damage, life cycle
 
 
 def test_damaged_segment_is_a_warning(
-    tmp_path: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
+    store: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
 ) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
+    data = store
     lb = Logbox(store_cli, data)
     for part in range(2):  # two ingests: two segments
         lb.ingest(b"".join(b"<14>part%d item %d common\n" % (part, i) for i in range(2000)))
@@ -640,8 +624,7 @@ def test_damaged_segment_is_a_warning(
     with open(victim, "r+b") as f:
         f.seek(size // 2)
         f.write(b"\xa5" * 64)
-    d = Searchd(searchd_bin, data, sockdir / "dmg.sock", ["--threads", "2"]).start()
-    try:
+    with Searchd(searchd_bin, data, sockdir / "dmg.sock", ["--threads", "2"]) as d:
         # "?*" reads every text term's ids, so it meets the damaged bytes wherever they are.
         r = d.get("/v1/search", {"q": "?*", "limit": 10})
         assert r.status == 200, r.body[:300]
@@ -655,19 +638,15 @@ def test_damaged_segment_is_a_warning(
         assert (
             'logbox_searchd_errors_total{kind="damaged_segment"}' in d.get("/metrics").body.decode()
         )
-    finally:
-        assert d.stop() == 0, d.log()
 
 
 def test_new_messages_and_sighup(
-    tmp_path: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
+    store: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
 ) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
+    data = store
     lb = Logbox(store_cli, data)
     lb.ingest(b"<14>first batch alpha\n" * 10)
-    d = Searchd(searchd_bin, data, sockdir / "hup.sock", ["--threads", "2"]).start()
-    try:
+    with Searchd(searchd_bin, data, sockdir / "hup.sock", ["--threads", "2"]) as d:
         assert d.get("/v1/count", {"q": "alpha"}).json["total"] == 10
         lb.ingest(b"<14>second batch alpha\n" * 5)
         d.signal(signal.SIGHUP)
@@ -675,18 +654,14 @@ def test_new_messages_and_sighup(
         assert d.get("/v1/count", {"q": "alpha"}).json["total"] == 15
         assert d.get("/v1/logspaces").json["logspaces"][0]["next_id"] == 16
         assert "SIGHUP" in d.log()
-    finally:
-        assert d.stop() == 0, d.log()
 
 
 def test_store_created_after_start(
-    tmp_path: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
+    store: Path, store_cli: Path, searchd_bin: Path, sockdir: Path
 ) -> None:
     # searchd may start before indexd has created the catalog: 503 until it exists.
-    data = tmp_path / "data"
-    data.mkdir()
-    d = Searchd(searchd_bin, data, sockdir / "late.sock").start()
-    try:
+    data = store
+    with Searchd(searchd_bin, data, sockdir / "late.sock") as d:
         for path in ("/v1/count", "/v1/logspaces"):
             r = d.get(path, {"q": "x"} if path == "/v1/count" else None)
             assert r.status == 503 and r.error()["code"] == "unavailable", r.body
@@ -702,8 +677,6 @@ def test_store_created_after_start(
             answered, "searchd answers again", 5, interval=0.1, detail=lambda: str(seen[0].body)
         )
         assert r.status == 200 and r.json["total"] == 1
-    finally:
-        assert d.stop() == 0, d.log()
 
 
 def test_sigterm_finishes_in_flight_and_exits_0(
@@ -730,8 +703,7 @@ def test_socket_file(corpus_store: Store, searchd_bin: Path, sockdir: Path) -> N
     s = socket.socket(socket.AF_UNIX)
     s.bind(str(path))
     s.close()  # a socket file nobody listens on
-    d = Searchd(searchd_bin, data, path).start()
-    try:
+    with Searchd(searchd_bin, data, path) as d:
         assert stat.S_IMODE(path.stat().st_mode) == 0o660
         # A second daemon on a live socket refuses to start and leaves the first alone.
         p = subprocess.run(
@@ -741,8 +713,6 @@ def test_socket_file(corpus_store: Store, searchd_bin: Path, sockdir: Path) -> N
         )
         assert p.returncode == 1 and b"listening on" in p.stderr, p.stderr
         assert d.healthy()
-    finally:
-        assert d.stop() == 0, d.log()
     assert not path.exists()
 
 
@@ -773,14 +743,11 @@ def test_systemd_notify(corpus_store: Store, searchd_bin: Path, sockdir: Path) -
     ns.bind(str(sockdir / "notify"))
     ns.settimeout(5)
     env = {"NOTIFY_SOCKET": str(sockdir / "notify"), "WATCHDOG_USEC": "200000"}
-    d = Searchd(searchd_bin, data, sockdir / "notify.sock", env=env).start()
-    try:
+    with Searchd(searchd_bin, data, sockdir / "notify.sock", env=env):
         got = [ns.recv(4096).decode()]
         assert got[0].startswith("READY=1\nSTATUS=listening on")
         got += [ns.recv(4096).decode() for _ in range(2)]  # 100 ms apart
         assert got[1:] == ["WATCHDOG=1", "WATCHDOG=1"]
-    finally:
-        assert d.stop() == 0, d.log()
     while (m := ns.recv(4096).decode()) == "WATCHDOG=1":
         pass
     assert m.startswith("STOPPING=1")
@@ -799,8 +766,7 @@ def test_drops_to_user(corpus_store: Store, searchd_bin: Path) -> None:
         shutil.copytree(data, top / "data")
         for p in [top, *top.rglob("*")]:
             p.chmod(0o777 if p.is_dir() else 0o666)
-        d = Searchd(searchd_bin, top / "data", top / "u.sock", ["--user", "nobody"]).start()
-        try:
+        with Searchd(searchd_bin, top / "data", top / "u.sock", ["--user", "nobody"]) as d:
             st = (top / "u.sock").stat()
             assert (st.st_uid, st.st_gid) == (nobody.pw_uid, nobody.pw_gid)
             assert stat.S_IMODE(st.st_mode) == 0o660
@@ -810,8 +776,6 @@ def test_drops_to_user(corpus_store: Store, searchd_bin: Path) -> None:
             groups = next(line for line in status.splitlines() if line.startswith("Groups:"))
             assert groups.split()[1:] in ([], [str(nobody.pw_gid)])
             assert d.get("/v1/count", {"q": "*"}).json["total"] == N_MAIN
-        finally:
-            assert d.stop() == 0, d.log()
         assert not (top / "u.sock").exists()
     finally:
         shutil.rmtree(top, ignore_errors=True)

@@ -24,8 +24,8 @@ import pytest
 from lbtest.cli import Logbox
 from lbtest.htmlpage import Page
 from lbtest.indexd import HeldFifo, Indexd
+from lbtest.proxied import over_searchd
 from lbtest.rpc import RpcServer
-from lbtest.searchd import Searchd, searchd_binary
 from lbtest.webui import WebuiServer
 
 pytestmark = pytest.mark.slow
@@ -61,23 +61,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory, top: Path, logbox_bin: Path)
     fifo = HeldFifo(root / "indexd.fifo")
     indexd = Indexd(top / "build" / "bin" / "logbox-indexd", data, root / "indexd.status", fifo)
     indexd.start()
-    sd = Searchd(searchd_binary(top), data, root / "searchd.sock").start()
-    paths: dict[str, Any] = {
-        "searchd_socket": sd.sock,
-        "data": data,
-        "indexd_status": indexd.status_path,
-        "syslogng_pidfile": pidfile,
-        "workers": 1,
-    }
+    paths = {"indexd_status": indexd.status_path, "syslogng_pidfile": pidfile}
     try:
-        with RpcServer(root / "rpc", **paths) as rpc, WebuiServer(root / "web", **paths) as web:
+        with over_searchd(top, root, data, **paths) as (rpc, web):
             for server in (rpc, web):
                 for name, spaces in USERS.items():
                     server.accounts().add_user(name, PASSWORD, "searcher", spaces)
             assert indexd.proc is not None
             yield Stack(root, data, pidfile, gone.pid, indexd.proc.pid, rpc, web)
     finally:
-        sd.stop()
         indexd.stop()
         fifo.close()
 

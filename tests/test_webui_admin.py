@@ -45,12 +45,6 @@ HOSTILE = '<script>alert("x")</script><b>bold</b>'
 
 
 @pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    with apps.sockdir("wad") as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
 def searchd(
     tmp_path_factory: pytest.TempPathFactory, store_cli: Path, top: Path, sockdir: Path
 ) -> Iterator[Searchd]:

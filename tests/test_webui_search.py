@@ -16,7 +16,6 @@ import io
 import json
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -52,12 +51,6 @@ def corpus(base_s: int, n: int) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    with apps.sockdir("wui") as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
     """main (N_MAIN messages over the last ~2 h, then the hostile one), other, secret."""
     d = tmp_path_factory.mktemp("webuistore") / "data"
@@ -68,12 +61,6 @@ def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
     Logbox(store_cli, d, logspace="other").ingest(b"".join(b"<14>other %d\n" % i for i in range(7)))
     Logbox(store_cli, d, logspace="secret").ingest(b"<14>secret 1\n<14>secret 2\n")
     return d
-
-
-@pytest.fixture(scope="module")
-def searchd(data: Path, top: Path, sockdir: Path) -> Iterator[Searchd]:
-    with apps.running_searchd(top, data, sockdir / "sd.sock", ["--threads", "2"]) as d:
-        yield d
 
 
 @pytest.fixture(scope="module")

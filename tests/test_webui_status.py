@@ -13,8 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,8 +25,7 @@ from lbtest import apps
 from lbtest.apps import rfc3339
 from lbtest.cli import Logbox
 from lbtest.htmlpage import Node, Page
-from lbtest.indexd import HeldFifo, Indexd
-from lbtest.searchd import Searchd, searchd_binary
+from lbtest.searchd import Searchd
 from logbox_webui import create_app
 
 PASSWORD = "correct horse battery"
@@ -40,12 +37,6 @@ RECENT = {"main": 50, "other": 20, "secret": 5}  # received now (inside the char
 
 
 # ---------------------------------------------------------------- daemons and the app
-
-
-@pytest.fixture(scope="module")
-def sockdir() -> Iterator[Path]:
-    with apps.sockdir("wst") as d:
-        yield d
 
 
 @pytest.fixture(scope="module")
@@ -67,30 +58,17 @@ def appliance(
         Logbox(store_cli, data, logspace=ls).ingest(
             b"".join(b"<14>app: now %s %d\n" % (ls.encode(), i) for i in range(n))
         )
-    fifo = HeldFifo(base / "indexd.fifo")
-    indexd = Indexd(
-        top / "build" / "bin" / "logbox-indexd", data, base / "indexd.status.json", fifo
-    )
-    indexd.start()
-    sd = Searchd(searchd_binary(top), data, sockdir / "sd.sock", ["--threads", "2"]).start()
-    syslogng = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    pidfile = base / "syslog-ng.pid"
-    pidfile.write_text(f"{syslogng.pid}\n")
     settings = base / "logspaces.json"
     settings.write_text(json.dumps({"version": 1, "logspaces": {"main": {"retention_days": 30}}}))
-    yield {
-        "base": base,
-        "data": data,
-        "indexd": indexd,
-        "searchd": sd,
-        "pidfile": pidfile,
-        "settings": settings,
-    }
-    syslogng.kill()
-    syslogng.wait()
-    assert sd.stop() == 0, sd.log()
-    assert indexd.stop() == 0, indexd.stderr()[-2000:]
-    fifo.close()
+    with apps.running_services(top, base, data, sockdir / "sd.sock", ["--threads", "2"]) as s:
+        yield {
+            "base": base,
+            "data": data,
+            "indexd": s.indexd,
+            "searchd": s.searchd,
+            "pidfile": s.pidfile,
+            "settings": settings,
+        }
 
 
 def make_app(base: Path, **paths: str) -> Flask:

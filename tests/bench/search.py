@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,15 +188,39 @@ def run_ok(argv: list[str], what: str, **kw: Any) -> subprocess.CompletedProcess
 # ---------------------------------------------------------------- building (cached)
 
 
-def build_corpus(work: Path, n: int, seed: int) -> dict[str, Any]:
-    path = work / "corpus.log"
-    meta = work / "corpus.json"
-    if path.is_file() and meta.is_file():
+def cached(
+    out: Path,
+    meta: Path,
+    current: Callable[[dict[str, Any]], bool],
+    build: Callable[[], dict[str, Any]],
+) -> dict[str, Any]:
+    """The description (JSON in meta) of a built file or directory out: the cached one when out
+    exists and current(description) holds (built_s 0), else out removed, built again by
+    build() and its description written to meta (built_s: the seconds that took)."""
+    if out.exists() and meta.is_file():
         m = json.loads(meta.read_text())
-        if m.get("lines") == n and m.get("bytes") == path.stat().st_size:
+        if current(m):
             m["built_s"] = 0.0
             return m
+    shutil.rmtree(out, ignore_errors=True)
     t = time.monotonic()
+    m = build()
+    meta.write_text(json.dumps(m, indent=2) + "\n")
+    m["built_s"] = time.monotonic() - t
+    return m
+
+
+def build_corpus(work: Path, n: int, seed: int) -> dict[str, Any]:
+    path = work / "corpus.log"
+    return cached(
+        path,
+        work / "corpus.json",
+        lambda m: m.get("lines") == n and m.get("bytes") == path.stat().st_size,
+        lambda: make_corpus(work, path, n, seed),
+    )
+
+
+def make_corpus(work: Path, path: Path, n: int, seed: int) -> dict[str, Any]:
     gen = work / "gencorpus"
     run_ok(["cc", "-O2", "-o", str(gen), str(HERE / "gencorpus.c"), "-lm"], "compiling gencorpus.c")
     root = find_shared("LOGBOX_LOGHUB", "data/loghub")
@@ -231,7 +256,7 @@ def build_corpus(work: Path, n: int, seed: int) -> dict[str, Any]:
     )
     lines, size = (int(x) for x in p.stdout.split())
     tmp.rename(path)
-    m = {
+    return {
         "version": VERSION,
         "lines": lines,
         "bytes": size,
@@ -241,20 +266,19 @@ def build_corpus(work: Path, n: int, seed: int) -> dict[str, Any]:
         "span_s": SPAN,
         "hosts_per_system": HOSTS_PER_SYSTEM,
     }
-    meta.write_text(json.dumps(m, indent=2) + "\n")
-    m["built_s"] = time.monotonic() - t
-    return m
 
 
 def build_store(work: Path, logbox: Path, path: Path, n: int) -> dict[str, Any]:
     store = work / "store"
-    meta = work / "store.json"
-    if store.is_dir() and meta.is_file():
-        m = json.loads(meta.read_text())
-        if m.get("messages") == n:
-            m["built_s"] = 0.0
-            return m
-    shutil.rmtree(store, ignore_errors=True)
+    return cached(
+        store,
+        work / "store.json",
+        lambda m: m.get("messages") == n,
+        lambda: make_store(store, logbox, path, n),
+    )
+
+
+def make_store(store: Path, logbox: Path, path: Path, n: int) -> dict[str, Any]:
     t = time.monotonic()
     # The import commits the catalog's time map once per second of log time (604,800 times
     # for a week), each commit durable: on tmpfs that costs microseconds, on a disk minutes.
@@ -280,16 +304,13 @@ def build_store(work: Path, logbox: Path, path: Path, n: int) -> dict[str, Any]:
     stats = json.loads(st.stdout)
     if stats.get("messages") != n:
         sys.exit(f"bench-search: store holds {stats.get('messages')} messages, {n} sent")
-    m = {
+    return {
         "version": VERSION,
         "messages": n,
         "stats": stats,
         "ingest_s": ingest_s,
         "ingest_summary": p.stderr.decode(errors="replace").strip(),
     }
-    meta.write_text(json.dumps(m, indent=2) + "\n")
-    m["built_s"] = time.monotonic() - t
-    return m
 
 
 def peer_python(out: Path) -> Path:
@@ -313,21 +334,20 @@ def peer_python(out: Path) -> Path:
 
 def build_peer(work: Path, py: Path, path: Path, n: int) -> dict[str, Any]:
     db = work / "chdb"
-    meta = work / "chdb.json"
-    if db.is_dir() and meta.is_file():
-        m = json.loads(meta.read_text())
-        if m.get("rows") == n and m.get("peer_version") == PEER_VERSION:
-            m["built_s"] = 0.0
-            return m
-    shutil.rmtree(db, ignore_errors=True)
-    t = time.monotonic()
+    return cached(
+        db,
+        work / "chdb.json",
+        lambda m: m.get("rows") == n and m.get("peer_version") == PEER_VERSION,
+        lambda: load_peer(db, py, path, n),
+    )
+
+
+def load_peer(db: Path, py: Path, path: Path, n: int) -> dict[str, Any]:
     p = run_ok([str(py), str(HERE / "peer_chdb.py"), "load", str(db), str(path)], "chdb load")
     m = json.loads(p.stdout.decode().strip().splitlines()[-1])
     if m.get("rows") != n:
         sys.exit(f"bench-search: chdb holds {m.get('rows')} rows, {n} in the corpus")
     m["peer_version"] = PEER_VERSION
-    meta.write_text(json.dumps(m, indent=2) + "\n")
-    m["built_s"] = time.monotonic() - t
     return m
 
 
@@ -606,6 +626,19 @@ def time_peer(
 # ---------------------------------------------------------------- report
 
 
+def time_each(
+    into: dict[tuple[str, str], dict], cls: list[QClass], timer: Callable[[QClass, str], dict]
+) -> None:
+    """timer(query class, op) for every class and op, into[(class name, op)], each said as it
+    comes (a system's column of the table)."""
+    for qc in cls:
+        for op in OPS:
+            r = into[(qc.name, op)] = timer(qc, op)
+            say(
+                f"  {qc.name:28} {OP_TITLE[op]:14} {fmt_ms(r):>22}  {r.get('result', r.get('error'))}"
+            )
+
+
 def fmt_ms(r: dict | None) -> str:
     if r is None:
         return "—"
@@ -792,13 +825,9 @@ def main(argv: list[str] | None = None) -> int:
         say(f"logbox: {args.searchd} on a unix socket, {args.repeats} runs per query ...")
         sd = Searchd(args.searchd, work / "store", work / "searchd.sock", args.threads)
         try:
-            for qc in cls:
-                for op in OPS:
-                    r = time_logbox(sd, qc, op, args.repeats, t0, t1)
-                    res["logbox"][(qc.name, op)] = r
-                    say(
-                        f"  {qc.name:28} {OP_TITLE[op]:14} {fmt_ms(r):>22}  {r.get('result', r.get('error'))}"
-                    )
+            time_each(
+                res["logbox"], cls, lambda qc, op: time_logbox(sd, qc, op, args.repeats, t0, t1)
+            )
             conn_note = (
                 "one persistent HTTP/1.1 connection"
                 if sd.reconnects <= 1
@@ -811,13 +840,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.no_rg:
         say(f"ripgrep over {path.name}, {args.baseline_repeats} runs per query ...")
-        for qc in cls:
-            for op in OPS:
-                r = time_rg(qc, op, path, args.baseline_repeats, t0, step)
-                res["rg"][(qc.name, op)] = r
-                say(
-                    f"  {qc.name:28} {OP_TITLE[op]:14} {fmt_ms(r):>22}  {r.get('result', r.get('error'))}"
-                )
+        time_each(
+            res["rg"], cls, lambda qc, op: time_rg(qc, op, path, args.baseline_repeats, t0, step)
+        )
     if py is not None:
         say(f"chDB, {args.baseline_repeats} runs per query ...")
         res["chdb"] = time_peer(py, work / "chdb", cls, args.baseline_repeats, t0, t1, step)

@@ -35,6 +35,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from lbtest.proc import stop_process
 from lbtest.wait import wait_until
 
 TOP = Path(__file__).resolve().parents[2]
@@ -373,17 +374,11 @@ class Appliance:
         p = self.procs.get(name)
         if p is None:
             return 0
-        if p.poll() is None:
-            p.send_signal(sig)
-            try:
-                p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-                raise AssertionError(
-                    f"{name} did not exit within {timeout} s of signal {sig}:\n"
-                    f"{self.stderr_of(name)[-3000:]}"
-                ) from None
+        if not stop_process(p, sig, timeout, group=True):
+            raise AssertionError(
+                f"{name} did not exit within {timeout} s of signal {sig}:\n"
+                f"{self.stderr_of(name)[-3000:]}"
+            )
         return p.returncode
 
     # -- syslog-ng

@@ -1,19 +1,24 @@
 """What the tests of the apps (logbox_rpc, logbox_webui) under Flask's test client set up again
 and again: a short directory for sockets, a store ingested with its RFC 5424 timestamps as the
-received times, a real searchd over it, the app's configuration for that searchd and an accounts
-store with the usual users. The test files keep their fixtures as thin wrappers of these."""
+received times, a real searchd over it (or indexd, searchd and a stand-in syslog-ng: what the
+status page reads), the app's configuration for that searchd and an accounts store with the usual
+users. The test files keep their fixtures as thin wrappers of these."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lbtest.cli import Logbox
+from lbtest.indexd import HeldFifo, Indexd
 from lbtest.searchd import Searchd, searchd_binary
 
 if TYPE_CHECKING:
@@ -57,9 +62,43 @@ def running_searchd(
     top: Path, data: Path, sock: Path, args: Iterable[str] = ()
 ) -> Iterator[Searchd]:
     """A real logbox-searchd over data on sock; it must exit 0 on SIGTERM afterwards."""
-    d = Searchd(searchd_binary(top), data, sock, list(args)).start()
-    yield d
-    assert d.stop() == 0, d.log()
+    with Searchd(searchd_binary(top), data, sock, list(args)) as d:
+        yield d
+
+
+@dataclass
+class Services:
+    """The daemons logbox_core.status looks at, running on one store: indexd with its held FIFO,
+    searchd, and a stand-in syslog-ng (a live process named in a pid file)."""
+
+    fifo: HeldFifo
+    indexd: Indexd
+    searchd: Searchd
+    pidfile: Path
+
+
+@contextlib.contextmanager
+def running_services(
+    top: Path, base: Path, data: Path, sock: Path, searchd_args: Iterable[str] = ()
+) -> Iterator[Services]:
+    """indexd (status file base/indexd.status.json, FIFO base/indexd.fifo), searchd on sock and
+    the stand-in syslog-ng (pid file base/syslog-ng.pid, the names of status_files(base)) over
+    data; afterwards searchd and indexd must exit 0 on SIGTERM."""
+    fifo = HeldFifo(base / "indexd.fifo")
+    indexd = Indexd(
+        top / "build" / "bin" / "logbox-indexd", data, base / "indexd.status.json", fifo
+    )
+    indexd.start()
+    sd = Searchd(searchd_binary(top), data, sock, list(searchd_args)).start()
+    syslogng = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    pidfile = base / "syslog-ng.pid"
+    pidfile.write_text(f"{syslogng.pid}\n")
+    yield Services(fifo, indexd, sd, pidfile)
+    syslogng.kill()
+    syslogng.wait()
+    assert sd.stop() == 0, sd.log()
+    assert indexd.stop() == 0, indexd.stderr()[-2000:]
+    fifo.close()
 
 
 def app_config(searchd: Searchd, root: Path, **extra: Any) -> dict[str, Any]:

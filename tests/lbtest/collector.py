@@ -26,6 +26,7 @@ TOP = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(TOP / "collector"))
 render = importlib.import_module("render")
 
+from lbtest.proc import stop_process  # noqa: E402
 from lbtest.spool import Record, RecordError, SpoolReader, decode  # noqa: E402
 from lbtest.wait import wait_until  # noqa: E402
 
@@ -240,13 +241,8 @@ class Collector:
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         """Signal syslog-ng and wait for it (SIGKILL after 20 s)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop_process(self.proc, sig, 20)
         self.proc = None
 
     def close(self) -> None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import requests
 from requests.adapters import HTTPAdapter
 
+from lbtest.proc import stop_process
 from lbtest.wait import wait_until
 
 if TYPE_CHECKING:
@@ -305,14 +306,7 @@ class GunicornServer:
         """SIGQUIT (graceful) to nginx and wait for it (SIGKILL if it hangs)."""
         if self.nginx is None:
             return
-        if self.nginx.poll() is None:
-            self.nginx.send_signal(signal.SIGQUIT)
-            try:
-                self.nginx.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.nginx.pid, signal.SIGKILL)
-                self.nginx.wait()
+        stop_process(self.nginx, signal.SIGQUIT, timeout, group=True)
         self.nginx = None
 
     def nginx_log(self) -> str:
@@ -327,13 +321,8 @@ class GunicornServer:
         self.stop_nginx(timeout)
         if self.proc is None:
             return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                raise AssertionError(f"gunicorn did not exit on SIGTERM:\n{self.log()}") from None
+        if not stop_process(self.proc, timeout=timeout, group=True):
+            raise AssertionError(f"gunicorn did not exit on SIGTERM:\n{self.log()}")
         return self.proc.returncode
 
     def kill(self) -> None:

@@ -176,6 +176,16 @@ class Indexd:
         """Until the status says at least n stored (by this process); returns the status."""
         return self.wait_status(lambda st: st["stored"] >= n, f"indexd stored {n}", timeout)
 
+    def wait_logged(self, text: str, what: str, timeout: float = 10) -> None:
+        """Until stderr holds text (a reload's log line, say); the failure shows stderr's tail."""
+        wait_until(
+            lambda: text in self.stderr(),
+            what,
+            timeout,
+            interval=0.05,
+            detail=lambda: self.stderr()[-3000:],
+        )
+
     def kill(self) -> None:
         """SIGKILL and reap."""
         assert self.proc is not None

@@ -927,11 +927,20 @@ def top_values(
 ) -> list[tuple[bytes, int]]:
     """Top k (value, count) of a field over msgs: each message counts once per distinct value;
     count descending, then value bytes ascending."""
+    return top_of_terms((msg_terms(m, table) for m in msgs), ns, k, sdname)
+
+
+def top_of_terms(
+    term_lists: Iterable[Iterable[TermT]], ns: int, k: int, sdname: bytes | None = None
+) -> list[tuple[bytes, int]]:
+    """Top k (value, count) of a field over messages given by their terms, the rule of
+    top_values and corpus_top: each message counts once per distinct value; count descending,
+    then value bytes ascending."""
     head = None if sdname is None else sdname + b"\x00"
     counts: dict[bytes, int] = {}
-    for m in msgs:
+    for terms in term_lists:
         vals = set()
-        for t in msg_terms(m, table):
+        for t in terms:
             if t[0] != ns:
                 continue
             if head is None:
@@ -947,17 +956,4 @@ def corpus_top(
     c: Corpus, sel: int, ns: int, k: int, sdname: bytes | None = None
 ) -> list[tuple[bytes, int]]:
     """top_values over the messages of bit set sel, from the corpus's cached terms."""
-    head = None if sdname is None else sdname + b"\x00"
-    counts: dict[bytes, int] = {}
-    for i in bits(sel):
-        vals = set()
-        for t in c.terms[i]:
-            if t[0] != ns:
-                continue
-            if head is None:
-                vals.add(t[1])
-            elif t[1].startswith(head):
-                vals.add(t[1][len(head) :])
-        for v in vals:
-            counts[v] = counts.get(v, 0) + 1
-    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    return top_of_terms((c.terms[i] for i in bits(sel)), ns, k, sdname)

@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from lbtest.gunicorn import (
     RPC_DIR,
@@ -19,7 +21,15 @@ from lbtest.gunicorn import (
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["RPC_DIR", "TOP", "RpcServer", "free_port", "make_certificate", "venv_python"]
+__all__ = [
+    "RPC_DIR",
+    "TOP",
+    "RpcServer",
+    "free_port",
+    "make_certificate",
+    "search_pages",
+    "venv_python",
+]
 
 
 class RpcServer(GunicornServer):
@@ -59,3 +69,39 @@ class RpcServer(GunicornServer):
             )
         assert r.status_code == 200, f"login {username}: {r.status_code} {r.text[:300]}"
         return r.json()["token"]
+
+    def new_searcher(
+        self, admin: requests.Session, name: str, logspaces: list[str]
+    ) -> requests.Session:
+        """Creates the searcher name of logspaces through POST /users on admin's session, with
+        a random password (asserting 201); a session signed in as them."""
+        password = f"{name}-" + os.urandom(6).hex()
+        r = admin.post(
+            self.base + "/users",
+            json={"name": name, "password": password, "role": "searcher", "logspaces": logspaces},
+            timeout=30,
+        )
+        assert r.status_code == 201, r.text
+        return self.session(self.login(name, password))
+
+
+def search_pages(
+    s: requests.Session,
+    url: str,
+    params: dict[str, Any],
+    timeout: float = 60,
+    most: int = 100_000,
+) -> Iterator[dict[str, Any]]:
+    """The bodies of GET url (a logspace's /search) with params, page after page with the
+    next_cursor of the one before (asserting 200 each); fails after most pages."""
+    cursor: str | None = None
+    for page in range(1, most + 1):
+        p = params if cursor is None else {**params, "cursor": cursor}
+        r = s.get(url, params=p, timeout=timeout)
+        assert r.status_code == 200, f"page {page} of {url}: {r.status_code} {r.text[:500]}"
+        body = r.json()
+        yield body
+        cursor = body["next_cursor"]
+        if cursor is None:
+            return
+    raise AssertionError("paging does not end")

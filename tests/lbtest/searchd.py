@@ -7,15 +7,16 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
 import socket
 import subprocess
+import threading
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lbtest.proc import stop_process
 from lbtest.wait import wait_until
 
 
@@ -129,6 +130,18 @@ class Searchd:
         )
         return self
 
+    def __enter__(self) -> Searchd:
+        """`with Searchd(...) as d:` starts it unless it runs, and stops it after; it must
+        exit 0 on SIGTERM then (unless the block raised)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        rc = self.stop()
+        if exc_type is None:
+            assert rc == 0, self.log()
+
     def get(self, path: str, params: Any = None, timeout: float = 30) -> Reply:
         """GET path?params."""
         return request(self.sock, path, params, timeout=timeout)
@@ -159,15 +172,53 @@ class Searchd:
         """SIGTERM, then the exit status (SIGKILL if it hangs, which fails the caller)."""
         if self.proc is None:
             return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError(f"searchd did not exit on SIGTERM:\n{self.log()}") from None
+        if not stop_process(self.proc, timeout=timeout):
+            raise AssertionError(f"searchd did not exit on SIGTERM:\n{self.log()}")
         return self.proc.returncode
+
+
+class StandIn:
+    """A stand-in for searchd on a unix socket, for answers the real one never gives: a thread
+    accepts connections one after the other and hands each to serve(), which a subclass
+    defines. A subclass sets its own fields before calling this __init__ (it starts the
+    thread)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        self.sock.listen(8)
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def serve(self, conn: socket.socket) -> None:
+        """Talks to one connection (closed after)."""
+        raise NotImplementedError
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                self.serve(conn)
+
+    def close(self) -> None:
+        """Stops listening and removes the socket."""
+        self.sock.close()
+        self.path.unlink(missing_ok=True)
+
+
+def recv_head(conn: socket.socket, buf: bytes = b"") -> bytes:
+    """buf and what conn sends after it, until it holds a request head's end (CR LF CR LF) or
+    the peer stops sending."""
+    while b"\r\n\r\n" not in buf:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
 
 
 def searchd_binary(top: Path) -> Path:
