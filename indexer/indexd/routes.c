@@ -28,6 +28,7 @@
 #include <pcre2.h>
 
 #include "indexd.h"
+#include "lb_util.h"
 
 #define RT_FILE_MAX	(1024 * 1024)	/* bytes a rule file may have */
 #define RT_RULES_MAX	1024		/* [[logspace]] tables */
@@ -312,18 +313,6 @@ put_utf8(char *out, size_t *n, uint32_t cp)
 	}
 }
 
-static int
-hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return (c - '0');
-	if (c >= 'a' && c <= 'f')
-		return (c - 'a' + 10);
-	if (c >= 'A' && c <= 'F')
-		return (c - 'A' + 10);
-	return (-1);
-}
-
 /* A basic ("...", with escapes) or literal ('...') string on one line. d->p is at the quote. */
 static int
 read_string(struct rd *d, struct tval *v)
@@ -368,7 +357,7 @@ read_string(struct rd *d, struct tval *v)
 			if (d->p - s <= k)
 				goto badu;
 			for (int i = 1; i <= k; i++) {
-				int h = hexval(s[i]);
+				int h = lb_hexval(s[i]);
 
 				if (h < 0)
 					goto badu;
@@ -652,6 +641,25 @@ rule_end(struct rd *d)
 	return (0);
 }
 
+/*
+ * Adds a copy of name to names[0..*n), the [table]s seen or the current table's keys: each at
+ * most once, at most max of them. twice (with the name) and toomany (with max) are the errors.
+ */
+static int
+rd_once(struct rd *d, char **names, size_t *n, size_t max, const char *name,
+    const char *twice, const char *toomany)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(names[i], name) == 0)
+			return (rd_err(d, twice, name));
+	if (*n >= max)
+		return (rd_err(d, toomany, (int)max));
+	if ((names[*n] = strdup(name)) == NULL)
+		return (rd_err(d, "out of memory"));
+	(*n)++;
+	return (0);
+}
+
 static void
 keys_reset(struct rd *d)
 {
@@ -691,16 +699,9 @@ header(struct rd *d)
 		d->cur = &d->r->rules[d->r->n++];
 		d->cur->line = d->line;
 		d->in_logspace = 1;
-	} else if (!array) {
-		for (size_t i = 0; i < d->ntables; i++)
-			if (strcmp(d->tables[i], name) == 0)
-				return (rd_err(d, "table [%s] defined twice", name));
-		if (d->ntables >= RT_TABLES_MAX)
-			return (rd_err(d, "more than %d tables", RT_TABLES_MAX));
-		if ((d->tables[d->ntables] = strdup(name)) == NULL)
-			return (rd_err(d, "out of memory"));
-		d->ntables++;
-	}
+	} else if (!array && (rc = rd_once(d, d->tables, &d->ntables, RT_TABLES_MAX, name,
+	    "table [%s] defined twice", "more than %d tables")) != 0)
+		return (rc);
 	/* Another [[array]] table: read for its syntax, otherwise ignored. */
 	return (end_of_line(d));
 }
@@ -720,14 +721,9 @@ keyval(struct rd *d)
 		return (rd_err(d, "expected '=' after the key '%s'", key));
 	d->p++;
 	skip_ws(d);
-	for (size_t i = 0; i < d->nkeys; i++)
-		if (strcmp(d->keys[i], key) == 0)
-			return (rd_err(d, "key '%s' defined twice in one table", key));
-	if (d->nkeys >= RT_KEYS_MAX)
-		return (rd_err(d, "more than %d keys in one table", RT_KEYS_MAX));
-	if ((d->keys[d->nkeys] = strdup(key)) == NULL)
-		return (rd_err(d, "out of memory"));
-	d->nkeys++;
+	if ((rc = rd_once(d, d->keys, &d->nkeys, RT_KEYS_MAX, key,
+	    "key '%s' defined twice in one table", "more than %d keys in one table")) != 0)
+		return (rc);
 	line = d->line;
 	if ((rc = read_value(d, &v, 0)) == 0 && (rc = end_of_line(d)) == 0 && d->in_logspace) {
 		int after = d->line;
