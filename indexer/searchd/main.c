@@ -1,7 +1,7 @@
 /*
  * main.c — logbox-searchd's process: options, the unix socket, privileges, signals, systemd
  * notification, and the order things start and stop in. It owns struct searchd's lifetime; the
- * request path lives in http.c (loop), pool.c (workers) and handlers.c (the work).
+ * request path lives in http.c (loop), pool.c (workers), handlers.c and query.c (the work).
  *
  * Start: check options and refuse root unless told otherwise, bind the socket (a stale socket
  * file is removed, a live searchd on it is an error), drop to --user, open the catalog
