@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <jansson.h>
 
@@ -25,23 +24,6 @@
 #define LIMIT_DEFAULT	100
 #define BUCKETS_DEFAULT	100
 #define TOPK_DEFAULT	10
-
-/* An SD parameter name as the query language takes it: <sd-id>.<param>. */
-static int
-sdname_ok(const char *s)
-{
-	const char *dot = strchr(s, '.');
-	size_t idlen;
-
-	if (dot == NULL || dot[1] == '\0' || dot == s)
-		return (0);
-	idlen = (size_t)(dot - s);
-	if (memchr(s, '@', idlen) != NULL)
-		return (1);
-	return ((idlen == 11 && strncmp(s, "timeQuality", 11) == 0) ||
-	    (idlen == 6 && strncmp(s, "origin", 6) == 0) ||
-	    (idlen == 4 && strncmp(s, "meta", 4) == 0));
-}
 
 /* ---------------------------------------------------------------- parameters */
 
@@ -94,12 +76,6 @@ search_params(struct req *r)
 static int
 top_params(struct req *r)
 {
-	static const struct { const char *name; uint8_t ns; } fields[] = {
-		{ "host", LB_NS_HOST }, { "program", LB_NS_PROGRAM },
-		{ "pid", LB_NS_PID }, { "msgid", LB_NS_MSGID },
-		{ "facility", LB_NS_FACILITY }, { "severity", LB_NS_SEVERITY },
-		{ "message", LB_NS_TEXT }, { "peer", LB_NS_PEER },
-	};
 	const char *f = r->r_val[P_FIELD];
 
 	if (req_opt_uint(r, P_K, 1, LB_TOP_MAX, TOPK_DEFAULT, &r->r_k) != 0)
@@ -107,13 +83,8 @@ top_params(struct req *r)
 	if (f == NULL)
 		return (req_fail(r, 400, "bad_parameter", "field: missing"));
 	r->r_field = f;
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		if (strcasecmp(f, fields[i].name) == 0) {
-			r->r_top_ns = fields[i].ns;
-			r->r_field = fields[i].name;
-		}
-	if (r->r_top_ns == 0) {
-		if (!sdname_ok(f))
+	if (!lb_field_name(f, strlen(f), &r->r_top_ns, &r->r_field)) {
+		if (!lb_sdname_ok(f, strlen(f)))
 			return (req_fail(r, 400, "bad_parameter", "field: '%.64s' is not host, "
 			    "peer, program, pid, msgid, facility, severity, message or an SD "
 			    "name <sd-id>.<param>", f));
