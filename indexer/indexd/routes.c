@@ -220,9 +220,9 @@ skip_ws(struct rd *d)
 		d->p++;
 }
 
-/* At the end of a line: whitespace, a comment, then LF (or CRLF, or the end of the file). */
-static int
-end_of_line(struct rd *d)
+/* Whitespace, a comment, and the CR of a CRLF: what may stand before a line's LF. */
+static void
+skip_comment(struct rd *d)
 {
 	skip_ws(d);
 	if (d->p < d->end && *d->p == '#')
@@ -230,6 +230,13 @@ end_of_line(struct rd *d)
 			d->p++;
 	if (d->p < d->end && *d->p == '\r')
 		d->p++;
+}
+
+/* At the end of a line: whitespace, a comment, then LF (or CRLF, or the end of the file). */
+static int
+end_of_line(struct rd *d)
+{
+	skip_comment(d);
 	if (d->p == d->end)
 		return (0);
 	if (*d->p != '\n')
@@ -245,12 +252,7 @@ static void
 skip_blank(struct rd *d)
 {
 	for (;;) {
-		skip_ws(d);
-		if (d->p < d->end && *d->p == '#')
-			while (d->p < d->end && *d->p != '\n')
-				d->p++;
-		if (d->p < d->end && *d->p == '\r')
-			d->p++;
+		skip_comment(d);
 		if (d->p < d->end && *d->p == '\n') {
 			d->p++;
 			d->line++;

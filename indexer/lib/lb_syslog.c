@@ -349,6 +349,7 @@ sd_parse(const uint8_t *p, const uint8_t *end, size_t *keep)
 static void
 parse_5424(struct lb_msg *m, const uint8_t *p, const uint8_t *end)
 {
+	struct lb_slice	*const hdr[] = { &m->host, &m->program, &m->pid, &m->msgid };
 	struct lb_slice	 f;
 	size_t		 n, keep = 0;
 	int		 more;
@@ -358,22 +359,13 @@ parse_5424(struct lb_msg *m, const uint8_t *p, const uint8_t *end)
 	if (f.len > 0 && !(f.len == 1 && f.p[0] == '-') &&
 	    !parse_iso(f.p, f.p + f.len, &m->timestamp, &m->tzoff))
 		m->flags |= LB_MSG_BADTIME;
-	if (!more)
-		goto done;
-	more = next_field(&p, end, &f);
-	set_field(&m->host, f);
-	if (!more)
-		goto done;
-	more = next_field(&p, end, &f);
-	set_field(&m->program, f);
-	if (!more)
-		goto done;
-	more = next_field(&p, end, &f);
-	set_field(&m->pid, f);
-	if (!more)
-		goto done;
-	more = next_field(&p, end, &f);
-	set_field(&m->msgid, f);
+	/* HOSTNAME APP-NAME PROCID MSGID, as far as the header goes. */
+	for (size_t i = 0; i < sizeof(hdr) / sizeof(hdr[0]); i++) {
+		if (!more)
+			goto done;
+		more = next_field(&p, end, &f);
+		set_field(hdr[i], f);
+	}
 	if (!more)
 		goto done;
 	if (p < end && *p == '-' && (p + 1 == end || p[1] == ' ')) {

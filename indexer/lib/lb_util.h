@@ -1,7 +1,7 @@
 /*
  * lb_util.h — small helpers shared by the liblogbox modules (not part of the public API):
- * little-endian loads and stores, LEB128 varints, the CRC-32 every file uses, hex digits,
- * calendar days, and the write-fsync-rename dance for durable files.
+ * little-endian loads and stores, LEB128 varints, the CRC-32 every file uses, header
+ * decimals, hex digits, calendar days, and the write-fsync-rename dance for durable files.
  */
 #ifndef LB_UTIL_H
 #define LB_UTIL_H
@@ -118,6 +118,26 @@ lb_term_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 	if (c != 0)
 		return (c);
 	return (alen < blen ? -1 : alen > blen);
+}
+
+/*
+ * The decimal digits p[0..n) as written in frame and spool headers: 1..maxd of them, no
+ * leading zero unless alone. 1 with *out set, or 0.
+ */
+static inline int
+lb_dec_parse(const uint8_t *p, size_t n, size_t maxd, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n == 0 || n > maxd || (n > 1 && p[0] == '0'))
+		return (0);
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return (0);
+		v = v * 10 + (uint64_t)(p[i] - '0');
+	}
+	*out = v;
+	return (1);
 }
 
 /* The value of the hex digit c (either case), or -1: percent and \u escapes. */

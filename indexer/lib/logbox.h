@@ -473,6 +473,14 @@ int	lb_catalog_logspace_set(struct lb_catalog *cat, const char *name,
  */
 int	lb_catalog_logspaces(struct lb_catalog *cat,
 	    int (*fn)(void *arg, const char *name), void *arg);
+/*
+ * The logspace names in order, copied out of the transaction (for callers that open stores or
+ * delete between them, which they may not do inside lb_catalog_logspaces' walk). On success
+ * *names is one malloc'ed array of *n NUL-terminated names, the caller's to free(); NULL when
+ * there are none.
+ */
+int	lb_catalog_logspace_names(struct lb_catalog *cat, char (**names)[LB_NAME_MAX + 1],
+	    size_t *n);
 
 /* A published segment as the catalog knows it. */
 struct lb_segref {
