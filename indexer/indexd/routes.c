@@ -269,6 +269,19 @@ is_bare(uint8_t c)
 	    c == '_' || c == '-');
 }
 
+/* 1 when the word w stands at d->p, not followed by more of a bare key: then it is skipped. */
+static int
+rd_word(struct rd *d, const char *w)
+{
+	size_t n = strlen(w);
+
+	if ((size_t)(d->end - d->p) < n || memcmp(d->p, w, n) != 0 ||
+	    (d->p + n < d->end && is_bare(d->p[n])))
+		return (0);
+	d->p += n;
+	return (1);
+}
+
 /* A bare key into buf (at most 64 bytes). */
 static int
 read_key(struct rd *d, char *buf, size_t len, const char *what)
@@ -434,6 +447,8 @@ read_int(struct rd *d, struct tval *v)
 static int
 read_value(struct rd *d, struct tval *v, int depth)
 {
+	int b;
+
 	if (d->p == d->end || *d->p == '\n' || *d->p == '\r' || *d->p == '#')
 		return (rd_err(d, "expected a value"));
 	switch (*d->p) {
@@ -445,18 +460,9 @@ read_value(struct rd *d, struct tval *v, int depth)
 	case '[':
 		break;
 	default:
-		if (d->end - d->p >= 4 && memcmp(d->p, "true", 4) == 0 &&
-		    (d->p + 4 == d->end || !is_bare(d->p[4]))) {
-			d->p += 4;
+		if ((b = rd_word(d, "true")) || rd_word(d, "false")) {
 			v->type = TV_BOOL;
-			v->i = 1;
-			return (0);
-		}
-		if (d->end - d->p >= 5 && memcmp(d->p, "false", 5) == 0 &&
-		    (d->p + 5 == d->end || !is_bare(d->p[5]))) {
-			d->p += 5;
-			v->type = TV_BOOL;
-			v->i = 0;
+			v->i = b;
 			return (0);
 		}
 		if ((*d->p >= '0' && *d->p <= '9') || *d->p == '+' || *d->p == '-')
