@@ -1,7 +1,8 @@
 /*
  * lb_util.h — small helpers shared by the liblogbox modules (not part of the public API):
  * little-endian loads and stores, LEB128 varints, the CRC-32 every file uses, header
- * decimals, hex digits, calendar days, and the write-fsync-rename dance for durable files.
+ * decimals, hex digits, calendar days, growing arrays, and the write-fsync-rename dance for
+ * durable files.
  */
 #ifndef LB_UTIL_H
 #define LB_UTIL_H
@@ -182,6 +183,11 @@ lb_month_days(int64_t y, int64_t m)
 	return (mdays[m - 1]);
 }
 
+/*
+ * Makes the array *pp (of *cap elements of elem bytes; NULL when *cap is 0) hold at least need
+ * elements, doubling from 64: 0, or ENOMEM with *pp and *cap untouched.
+ */
+int	lb_grow(void *pp, size_t *cap, size_t need, size_t elem);
 /* write(2) all of buf at the current offset, retrying on EINTR and short writes. 0 or errno. */
 int	lb_write_all(int fd, const void *buf, size_t len);
 /* pread(2) exactly len bytes at off: 0, errno, or LB_ECORRUPT when the file is shorter. */
