@@ -245,26 +245,9 @@ flush_stdout(void)
 static int
 top_field(struct sopts *o, const char *f)
 {
-	static const struct { const char *name; uint8_t ns; } fields[] = {
-		{ "host", LB_NS_HOST }, { "program", LB_NS_PROGRAM }, { "pid", LB_NS_PID },
-		{ "msgid", LB_NS_MSGID }, { "facility", LB_NS_FACILITY },
-		{ "severity", LB_NS_SEVERITY }, { "message", LB_NS_TEXT }, { "peer", LB_NS_PEER },
-	};
-	const char *dot;
-
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		if (strcasecmp(f, fields[i].name) == 0) {
-			o->top_ns = fields[i].ns;
-			o->top_field = fields[i].name;
-			return (0);
-		}
-	}
-	/* A structured-data name "<sd-id>.<param>" as the query language knows them. */
-	if ((dot = strchr(f, '.')) != NULL && dot > f && dot[1] != '\0' &&
-	    (memchr(f, '@', (size_t)(dot - f)) != NULL ||
-	    (dot - f == 11 && strncmp(f, "timeQuality", 11) == 0) ||
-	    (dot - f == 6 && strncmp(f, "origin", 6) == 0) ||
-	    (dot - f == 4 && strncmp(f, "meta", 4) == 0))) {
+	if (lb_field_name(f, strlen(f), &o->top_ns, &o->top_field))
+		return (0);
+	if (lb_sdname_ok(f, strlen(f))) {
 		o->top_ns = LB_NS_SD;
 		o->top_field = f;
 		return (0);

@@ -2,13 +2,15 @@
  * opt.c — the daemons' command-line and settings numbers: a decimal integer in a range, all
  * of the string or nothing (no sign, no space, no suffix, no overflow). parse_num() returns an
  * error for a settings file, which reports its own file and line; opt_num() is for options at
- * start-up and is fatal, naming the option. opt_usage() is the usage error both share.
+ * start-up and is fatal, naming the option. opt_usage() is the usage error both share, and
+ * opt_other() the options they take alike (--version, --help).
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "logbox.h"
 #include "log.h"
 #include "opt.h"
 
@@ -42,4 +44,19 @@ opt_usage(const char *text)
 {
 	fputs(text, stderr);
 	exit(2);
+}
+
+void
+opt_other(int ch, const char *program, const char *usage)
+{
+	switch (ch) {
+	case 'V':
+		printf("%s %s\n", program, LB_VERSION);
+		exit(0);
+	case 'h':
+		fputs(usage, stdout);
+		exit(0);
+	default:
+		opt_usage(usage);
+	}
 }

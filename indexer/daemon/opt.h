@@ -19,4 +19,10 @@ uint64_t opt_num(const char *name, const char *s, uint64_t lo, uint64_t hi);
 /* The usage error: text on stderr, exit status 2. */
 void	opt_usage(const char *text) __attribute__((noreturn));
 
+/*
+ * The rest of a daemon's option switch: 'V' (--version: "<program> <version>") and 'h'
+ * (--help: the usage text) on stdout with exit status 0; any other is the usage error.
+ */
+void	opt_other(int ch, const char *program, const char *usage) __attribute__((noreturn));
+
 #endif

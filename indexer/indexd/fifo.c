@@ -79,12 +79,9 @@ bigframe_feed(struct bigframe *b, const uint8_t *p, size_t len)
 	return (take);
 }
 
-/*
- * The whole frame went by: decodes what was kept into *f, the message cut at LB_MSG_MAX and
- * flagged truncated. LB_EPARSE (with *why) when it turns out malformed.
- */
-int
-bigframe_msg(struct bigframe *b, struct lb_frame *f, const char **why)
+/* bigframe_msg() but for the logspace name. */
+static int
+bigframe_decode(struct bigframe *b, struct lb_frame *f, const char **why)
 {
 	size_t	need, off;
 	int	rc;
@@ -116,6 +113,23 @@ bigframe_msg(struct bigframe *b, struct lb_frame *f, const char **why)
 	f->msg.flags |= LB_MSG_TRUNCATED;
 	f->size = b->need;
 	return (0);
+}
+
+/*
+ * The whole frame went by: decodes what was kept into *f (zeroed first), the message cut at
+ * LB_MSG_MAX and flagged truncated. LB_EPARSE (with *why) when it turns out malformed or its
+ * logspace is not a logspace name.
+ */
+int
+bigframe_msg(struct bigframe *b, struct lb_frame *f, const char **why)
+{
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	rc = bigframe_decode(b, f, why);
+	if (rc == 0 && !lb_logspace_name_ok(f->ls.p, f->ls.len, why))
+		rc = LB_EPARSE;
+	return (rc);
 }
 
 /* ---------------------------------------------------------------- the FIFO's head */
@@ -467,11 +481,7 @@ big_store(struct indexd *env)
 	const char	*why = "malformed";
 	int		 stored, rc, qrc;
 
-	memset(&f, 0, sizeof(f));
-	rc = bigframe_msg(&fi->big, &f, &why);
-	if (rc == 0 && !lb_logspace_name_ok(f.ls.p, f.ls.len, &why))
-		rc = LB_EPARSE;
-	if (rc != 0) {
+	if ((rc = bigframe_msg(&fi->big, &f, &why)) != 0) {
 		malformed(env, fi->in, fi->big.off, why, fi->big.buf, fi->big.keep);
 		goto done;
 	}

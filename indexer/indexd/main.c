@@ -200,9 +200,7 @@ parse_options(struct indexd *env, int argc, char **argv)
 		case 'R': env->allow_root = 1; break;
 		case 'F': break;	/* the only mode */
 		case 'v': env->base.log_level = LOGL_DEBUG; break;
-		case 'V': printf("logbox-indexd %s\n", LB_VERSION); exit(0);
-		case 'h': fputs(usage_text, stdout); exit(0);
-		default: opt_usage(usage_text);
+		default: opt_other(ch, "logbox-indexd", usage_text);
 		}
 	}
 	if (optind != argc || env->data == NULL)

@@ -28,6 +28,7 @@
 #include <pcre2.h>
 
 #include "indexd.h"
+#include "lb_util.h"
 
 #define RT_FILE_MAX	(1024 * 1024)	/* bytes a rule file may have */
 #define RT_RULES_MAX	1024		/* [[logspace]] tables */
@@ -219,9 +220,9 @@ skip_ws(struct rd *d)
 		d->p++;
 }
 
-/* At the end of a line: whitespace, a comment, then LF (or CRLF, or the end of the file). */
-static int
-end_of_line(struct rd *d)
+/* Whitespace, a comment, and the CR of a CRLF: what may stand before a line's LF. */
+static void
+skip_comment(struct rd *d)
 {
 	skip_ws(d);
 	if (d->p < d->end && *d->p == '#')
@@ -229,6 +230,13 @@ end_of_line(struct rd *d)
 			d->p++;
 	if (d->p < d->end && *d->p == '\r')
 		d->p++;
+}
+
+/* At the end of a line: whitespace, a comment, then LF (or CRLF, or the end of the file). */
+static int
+end_of_line(struct rd *d)
+{
+	skip_comment(d);
 	if (d->p == d->end)
 		return (0);
 	if (*d->p != '\n')
@@ -244,12 +252,7 @@ static void
 skip_blank(struct rd *d)
 {
 	for (;;) {
-		skip_ws(d);
-		if (d->p < d->end && *d->p == '#')
-			while (d->p < d->end && *d->p != '\n')
-				d->p++;
-		if (d->p < d->end && *d->p == '\r')
-			d->p++;
+		skip_comment(d);
 		if (d->p < d->end && *d->p == '\n') {
 			d->p++;
 			d->line++;
@@ -264,6 +267,19 @@ is_bare(uint8_t c)
 {
 	return ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 	    c == '_' || c == '-');
+}
+
+/* 1 when the word w stands at d->p, not followed by more of a bare key: then it is skipped. */
+static int
+rd_word(struct rd *d, const char *w)
+{
+	size_t n = strlen(w);
+
+	if ((size_t)(d->end - d->p) < n || memcmp(d->p, w, n) != 0 ||
+	    (d->p + n < d->end && is_bare(d->p[n])))
+		return (0);
+	d->p += n;
+	return (1);
 }
 
 /* A bare key into buf (at most 64 bytes). */
@@ -312,18 +328,6 @@ put_utf8(char *out, size_t *n, uint32_t cp)
 	}
 }
 
-static int
-hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return (c - '0');
-	if (c >= 'a' && c <= 'f')
-		return (c - 'a' + 10);
-	if (c >= 'A' && c <= 'F')
-		return (c - 'A' + 10);
-	return (-1);
-}
-
 /* A basic ("...", with escapes) or literal ('...') string on one line. d->p is at the quote. */
 static int
 read_string(struct rd *d, struct tval *v)
@@ -368,7 +372,7 @@ read_string(struct rd *d, struct tval *v)
 			if (d->p - s <= k)
 				goto badu;
 			for (int i = 1; i <= k; i++) {
-				int h = hexval(s[i]);
+				int h = lb_hexval(s[i]);
 
 				if (h < 0)
 					goto badu;
@@ -443,6 +447,8 @@ read_int(struct rd *d, struct tval *v)
 static int
 read_value(struct rd *d, struct tval *v, int depth)
 {
+	int b;
+
 	if (d->p == d->end || *d->p == '\n' || *d->p == '\r' || *d->p == '#')
 		return (rd_err(d, "expected a value"));
 	switch (*d->p) {
@@ -454,18 +460,9 @@ read_value(struct rd *d, struct tval *v, int depth)
 	case '[':
 		break;
 	default:
-		if (d->end - d->p >= 4 && memcmp(d->p, "true", 4) == 0 &&
-		    (d->p + 4 == d->end || !is_bare(d->p[4]))) {
-			d->p += 4;
+		if ((b = rd_word(d, "true")) || rd_word(d, "false")) {
 			v->type = TV_BOOL;
-			v->i = 1;
-			return (0);
-		}
-		if (d->end - d->p >= 5 && memcmp(d->p, "false", 5) == 0 &&
-		    (d->p + 5 == d->end || !is_bare(d->p[5]))) {
-			d->p += 5;
-			v->type = TV_BOOL;
-			v->i = 0;
+			v->i = b;
 			return (0);
 		}
 		if ((*d->p >= '0' && *d->p <= '9') || *d->p == '+' || *d->p == '-')
@@ -652,6 +649,25 @@ rule_end(struct rd *d)
 	return (0);
 }
 
+/*
+ * Adds a copy of name to names[0..*n), the [table]s seen or the current table's keys: each at
+ * most once, at most max of them. twice (with the name) and toomany (with max) are the errors.
+ */
+static int
+rd_once(struct rd *d, char **names, size_t *n, size_t max, const char *name,
+    const char *twice, const char *toomany)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(names[i], name) == 0)
+			return (rd_err(d, twice, name));
+	if (*n >= max)
+		return (rd_err(d, toomany, (int)max));
+	if ((names[*n] = strdup(name)) == NULL)
+		return (rd_err(d, "out of memory"));
+	(*n)++;
+	return (0);
+}
+
 static void
 keys_reset(struct rd *d)
 {
@@ -691,16 +707,9 @@ header(struct rd *d)
 		d->cur = &d->r->rules[d->r->n++];
 		d->cur->line = d->line;
 		d->in_logspace = 1;
-	} else if (!array) {
-		for (size_t i = 0; i < d->ntables; i++)
-			if (strcmp(d->tables[i], name) == 0)
-				return (rd_err(d, "table [%s] defined twice", name));
-		if (d->ntables >= RT_TABLES_MAX)
-			return (rd_err(d, "more than %d tables", RT_TABLES_MAX));
-		if ((d->tables[d->ntables] = strdup(name)) == NULL)
-			return (rd_err(d, "out of memory"));
-		d->ntables++;
-	}
+	} else if (!array && (rc = rd_once(d, d->tables, &d->ntables, RT_TABLES_MAX, name,
+	    "table [%s] defined twice", "more than %d tables")) != 0)
+		return (rc);
 	/* Another [[array]] table: read for its syntax, otherwise ignored. */
 	return (end_of_line(d));
 }
@@ -720,14 +729,9 @@ keyval(struct rd *d)
 		return (rd_err(d, "expected '=' after the key '%s'", key));
 	d->p++;
 	skip_ws(d);
-	for (size_t i = 0; i < d->nkeys; i++)
-		if (strcmp(d->keys[i], key) == 0)
-			return (rd_err(d, "key '%s' defined twice in one table", key));
-	if (d->nkeys >= RT_KEYS_MAX)
-		return (rd_err(d, "more than %d keys in one table", RT_KEYS_MAX));
-	if ((d->keys[d->nkeys] = strdup(key)) == NULL)
-		return (rd_err(d, "out of memory"));
-	d->nkeys++;
+	if ((rc = rd_once(d, d->keys, &d->nkeys, RT_KEYS_MAX, key,
+	    "key '%s' defined twice in one table", "more than %d keys in one table")) != 0)
+		return (rc);
 	line = d->line;
 	if ((rc = read_value(d, &v, 0)) == 0 && (rc = end_of_line(d)) == 0 && d->in_logspace) {
 		int after = d->line;

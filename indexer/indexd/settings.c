@@ -609,37 +609,20 @@ retention_ls(struct indexd *env, const char *ls, int64_t now)
 	free(days);
 }
 
-static int
-name_add(void *arg, const char *name)
-{
-	struct { char (*v)[LB_NAME_MAX + 1]; size_t n, cap; } *a = arg;
-
-	if (a->n == a->cap) {
-		size_t	cap = a->cap ? a->cap * 2 : 16;
-		void	*p;
-
-		if ((p = reallocarray(a->v, cap, sizeof(*a->v))) == NULL)
-			return (ENOMEM);
-		a->v = p;
-		a->cap = cap;
-	}
-	snprintf(a->v[a->n++], sizeof(a->v[0]), "%s", name);
-	return (0);
-}
-
 /* A retention pass over every logspace of the catalog. */
 void
 retention_run(struct indexd *env)
 {
-	struct { char (*v)[LB_NAME_MAX + 1]; size_t n, cap; } a = { NULL, 0, 0 };
-	int64_t	now = now_real_us();
-	int	rc;
+	char	(*names)[LB_NAME_MAX + 1] = NULL;
+	size_t	  n = 0;
+	int64_t	  now = now_real_us();
+	int	  rc;
 
 	/* The names first: deleting inside the catalog's read transaction is not allowed. */
-	if ((rc = lb_catalog_logspaces(env->cat, name_add, &a)) != 0)
+	if ((rc = lb_catalog_logspace_names(env->cat, &names, &n)) != 0)
 		log_warnx("retention: listing the logspaces: %s", lb_strerror(rc));
 	else
-		for (size_t i = 0; i < a.n; i++)
-			retention_ls(env, a.v[i], now);
-	free(a.v);
+		for (size_t i = 0; i < n; i++)
+			retention_ls(env, names[i], now);
+	free(names);
 }

@@ -128,11 +128,7 @@ conn_big_done(struct indexd *env, struct input *in)
 	const char	*why = "malformed";
 	int		 stored, rc, qrc;
 
-	memset(&f, 0, sizeof(f));
-	rc = bigframe_msg(&in->in_big, &f, &why);
-	if (rc == 0 && !lb_logspace_name_ok(f.ls.p, f.ls.len, &why))
-		rc = LB_EPARSE;
-	if (rc != 0) {
+	if ((rc = bigframe_msg(&in->in_big, &f, &why)) != 0) {
 		malformed(env, in, in->in_big.off, why, in->in_big.buf, in->in_big.keep);
 		bigframe_reset(&in->in_big);
 		return (0);

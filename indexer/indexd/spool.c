@@ -105,23 +105,6 @@ struct spool {
 
 /* ---------------------------------------------------------------- the record reader */
 
-/* Parses decimal digits p[0..n) (1..maxd of them, no leading zero unless alone). */
-static int
-dec(const uint8_t *p, size_t n, size_t maxd, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (n == 0 || n > maxd || (n > 1 && p[0] == '0'))
-		return (0);
-	for (size_t i = 0; i < n; i++) {
-		if (p[i] < '0' || p[i] > '9')
-			return (0);
-		v = v * 10 + (uint64_t)(p[i] - '0');
-	}
-	*out = v;
-	return (1);
-}
-
 /*
  * The record at p[0..len): 0 with *r filled when it is whole and valid; EAGAIN when more bytes
  * are needed (r->size is then the record's size if its header parsed, else 0); LB_EPARSE with
@@ -168,7 +151,7 @@ spool_rec_parse(const uint8_t *p, size_t len, struct spool_rec *r, const char **
 	}
 	f[4] = NULL;
 	/* rtime: seconds '.' 6 digits */
-	if (fl[0] < 8 || f[0][fl[0] - 7] != '.' || !dec(f[0], fl[0] - 7, 12, &sec) ||
+	if (fl[0] < 8 || f[0][fl[0] - 7] != '.' || !lb_dec_parse(f[0], fl[0] - 7, 12, &sec) ||
 	    (fl[0] - 7 > 1 && f[0][0] == '0')) {
 		*why = "bad receive time";
 		return (LB_EPARSE);
@@ -203,7 +186,7 @@ spool_rec_parse(const uint8_t *p, size_t len, struct spool_rec *r, const char **
 			*why = "bad peer";
 			return (LB_EPARSE);
 		}
-	if (!dec(f[3], fl[3], 10, &n) || n > IX_SPOOL_LEN_MAX) {
+	if (!lb_dec_parse(f[3], fl[3], 10, &n) || n > IX_SPOOL_LEN_MAX) {
 		*why = "bad length";
 		return (LB_EPARSE);
 	}

@@ -753,6 +753,45 @@ lb_catalog_logspaces(struct lb_catalog *cat, int (*fn)(void *arg, const char *na
 	return (rc);
 }
 
+/* The names being copied out by lb_catalog_logspace_names. */
+struct lsnames {
+	char	(*v)[LB_NAME_MAX + 1];
+	size_t	  n, cap;
+};
+
+static int
+lsnames_add(void *arg, const char *name)
+{
+	struct lsnames	*a = arg;
+	void		*p;
+
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 16;
+
+		if ((p = reallocarray(a->v, cap, sizeof(*a->v))) == NULL)
+			return (ENOMEM);
+		a->v = p;
+		a->cap = cap;
+	}
+	snprintf(a->v[a->n++], sizeof(a->v[0]), "%s", name);
+	return (0);
+}
+
+int
+lb_catalog_logspace_names(struct lb_catalog *cat, char (**names)[LB_NAME_MAX + 1], size_t *n)
+{
+	struct lsnames	 a = { NULL, 0, 0 };
+	int		 rc;
+
+	if ((rc = lb_catalog_logspaces(cat, lsnames_add, &a)) != 0) {
+		free(a.v);
+		return (rc);
+	}
+	*names = a.v;
+	*n = a.n;
+	return (0);
+}
+
 /* ---------------------------------------------------------------- segments */
 
 /* Smallest / largest of two times where LB_NOTIME means "none". */

@@ -12,6 +12,7 @@
 
 #include "logbox.h"
 #include "lb_format.h"
+#include "lb_util.h"
 
 #define MAGIC_LEN	4
 #define NLEN		7	/* ls host prog pid msgid sd msg */
@@ -44,23 +45,6 @@ next_field(const uint8_t *h, size_t end, size_t *pos, const uint8_t **f, size_t 
 	*f = h + s;
 	*flen = i - s;
 	*pos = i < end ? i + 1 : i;
-	return (1);
-}
-
-/* "0" or a decimal without leading zeros, at most maxdig digits, into *v. */
-static int
-parse_uint(const uint8_t *p, size_t n, size_t maxdig, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	if (n == 0 || n > maxdig || (n > 1 && p[0] == '0'))
-		return (0);
-	for (size_t i = 0; i < n; i++) {
-		if (!is_digit(p[i]))
-			return (0);
-		x = x * 10 + (uint64_t)(p[i] - '0');
-	}
-	*v = x;
 	return (1);
 }
 
@@ -170,7 +154,7 @@ parse_header(const uint8_t *h, size_t end, struct lb_frame *f, uint64_t lens[NLE
 	if (is_dash(v, n)) {
 		m->facility = LB_NOVALUE;
 		m->severity = LB_NOVALUE;
-	} else if (!parse_uint(v, n, 3, &pri) || pri > 191)
+	} else if (!lb_dec_parse(v, n, 3, &pri) || pri > 191)
 		return ("bad PRI");
 	else {
 		m->facility = (uint8_t)(pri >> 3);
@@ -192,7 +176,7 @@ parse_header(const uint8_t *h, size_t end, struct lb_frame *f, uint64_t lens[NLE
 		return ("bad header format");
 	}
 	for (int i = 0; i < NLEN; i++) {
-		if (!next_field(h, end, &pos, &v, &n) || !parse_uint(v, n, 10, &lens[i]))
+		if (!next_field(h, end, &pos, &v, &n) || !lb_dec_parse(v, n, 10, &lens[i]))
 			return ("bad length");
 		if (lens[i] > len_max[i])
 			return ("length over its limit");

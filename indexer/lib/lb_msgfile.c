@@ -197,29 +197,12 @@ tadd(int64_t b, int64_t d)
 }
 
 static int
-grow(void *pp, size_t *cap, size_t need, size_t elem)
-{
-	void	*p;
-	size_t	 n = *cap ? *cap : 64;
-
-	if (need <= *cap)
-		return (0);
-	while (n < need)
-		n *= 2;
-	if ((p = realloc(*(void **)pp, n * elem)) == NULL)
-		return (errno);
-	*(void **)pp = p;
-	*cap = n;
-	return (0);
-}
-
-static int
 mblk_reserve(struct mblk *b, size_t bytes, uint32_t recs)
 {
 	size_t	 c = b->acap;
 	int	 rc;
 
-	if ((rc = grow(&b->buf, &b->cap, b->len + bytes, 1)) != 0)
+	if ((rc = lb_grow(&b->buf, &b->cap, b->len + bytes, 1)) != 0)
 		return (rc);
 	if ((size_t)b->n + recs > c) {
 		size_t	 nc = c ? c : 64;
@@ -228,10 +211,10 @@ mblk_reserve(struct mblk *b, size_t bytes, uint32_t recs)
 			nc *= 2;
 		if (nc > UINT32_MAX)
 			return (LB_ETOOBIG);
-		if ((rc = grow(&b->off, &c, nc, sizeof(*b->off))) != 0)
+		if ((rc = lb_grow(&b->off, &c, nc, sizeof(*b->off))) != 0)
 			return (rc);
 		c = b->acap;
-		if ((rc = grow(&b->recv, &c, nc, sizeof(*b->recv))) != 0)
+		if ((rc = lb_grow(&b->recv, &c, nc, sizeof(*b->recv))) != 0)
 			return (rc);
 		b->acap = (uint32_t)nc;
 	}
@@ -526,7 +509,7 @@ push_block(struct lb_msgfile *mf, const struct bent *e)
 {
 	int	 rc;
 
-	if ((rc = grow(&mf->blk, &mf->cblk, mf->nblk + 1, sizeof(*mf->blk))) != 0)
+	if ((rc = lb_grow(&mf->blk, &mf->cblk, mf->nblk + 1, sizeof(*mf->blk))) != 0)
 		return (rc);
 	mf->blk[mf->nblk++] = *e;
 	return (0);
@@ -657,7 +640,7 @@ block_load(struct lb_msgfile *mf, uint64_t off, const struct bent *e, struct mbl
 	int		 rc;
 
 	*what = "cannot read block header";
-	if ((rc = grow(&mf->zbuf, &mf->zcap, LB_BHDR_SIZE, 1)) != 0)
+	if ((rc = lb_grow(&mf->zbuf, &mf->zcap, LB_BHDR_SIZE, 1)) != 0)
 		return (rc);
 	if ((rc = lb_pread_all(mf->mfd, mf->zbuf, LB_BHDR_SIZE, off)) != 0)
 		return (rc);
@@ -671,7 +654,7 @@ block_load(struct lb_msgfile *mf, uint64_t off, const struct bent *e, struct mbl
 	if (got != NULL)
 		*got = h;
 	*what = "cannot read block payload";
-	if ((rc = grow(&mf->zbuf, &mf->zcap, LB_BHDR_SIZE + (size_t)h.comp, 1)) != 0)
+	if ((rc = lb_grow(&mf->zbuf, &mf->zcap, LB_BHDR_SIZE + (size_t)h.comp, 1)) != 0)
 		return (rc);
 	p = mf->zbuf + LB_BHDR_SIZE;
 	if ((rc = lb_pread_all(mf->mfd, p, h.comp, off + LB_BHDR_SIZE)) != 0)
@@ -1079,7 +1062,7 @@ recover_wal(struct lb_msgfile *mf)
 		off += LB_WREC_HDR + blen;
 	}
 	mf->wlen = mf->wdone = 0;
-	if ((rc = grow(&mf->wal, &mf->wcap, end - kfirst, 1)) != 0)
+	if ((rc = lb_grow(&mf->wal, &mf->wcap, end - kfirst, 1)) != 0)
 		goto done;
 	if (end > kfirst)
 		memcpy(mf->wal, w + kfirst, end - kfirst);
@@ -1235,7 +1218,7 @@ block_write(struct lb_msgfile *mf, struct qslot *s)
 			return (errno);
 		mf->wcut = 0;
 	}
-	if ((rc = grow(&mf->tbuf, &mf->tcap, LB_BHDR_SIZE + b->len, 1)) != 0)
+	if ((rc = lb_grow(&mf->tbuf, &mf->tcap, LB_BHDR_SIZE + b->len, 1)) != 0)
 		return (rc);
 	if (mf->lvlbuf == NULL && (mf->lvlbuf = malloc(ISAL_DEF_LVL1_DEFAULT)) == NULL)
 		return (errno);
@@ -1491,7 +1474,7 @@ lb_msgfile_append(struct lb_msgfile *mf, const struct lb_msg *m)
 		return (rc);
 	need = rec_bound(m);
 	if ((rc = mblk_reserve(b, LB_VARINT_MAX + need, 1)) != 0 ||
-	    (rc = grow(&mf->wal, &mf->wcap, mf->wlen + LB_WREC_HDR + 2 * LB_VARINT_MAX + need,
+	    (rc = lb_grow(&mf->wal, &mf->wcap, mf->wlen + LB_WREC_HDR + 2 * LB_VARINT_MAX + need,
 	    1)) != 0)
 		return (rc);
 	k = lb_varint_put(b->buf + b->len, zz(tdiff(m->received, b->n ? mf->lastrecv : 0)));

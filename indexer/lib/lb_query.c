@@ -138,6 +138,18 @@ ci_equal(const char *p, size_t len, const char *s)
 	return (s[i] == '\0');
 }
 
+int
+lb_field_name(const void *name, size_t len, uint8_t *ns, const char **canon)
+{
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (ci_equal(name, len, fields[i].name)) {
+			*ns = fields[i].ns;
+			*canon = fields[i].name;
+			return (1);
+		}
+	return (0);
+}
+
 /* ---------------------------------------------------------------- tree */
 
 static void
@@ -497,17 +509,12 @@ severity_value(const uint8_t *raw, size_t len)
 	return (name_value(raw, len, severities, 8, aliases, aliasv, 3));
 }
 
-/* "<sd-id>.<param>": sd-id holds '@' or is an RFC 5424 §7 id; printable, no = ] " \ : */
-static int
-is_sdname(const uint8_t *s, size_t len)
+int
+lb_sdname_ok(const void *name, size_t len)
 {
-	const uint8_t	*dot;
+	const uint8_t	*s = name, *dot;
 	size_t		 idlen;
 
-	for (size_t i = 0; i < len; i++)
-		if (s[i] < 0x21 || s[i] > 0x7e || s[i] == '=' || s[i] == ']' ||
-		    s[i] == '"' || s[i] == '\\' || s[i] == ':')
-			return (0);
 	if ((dot = memchr(s, '.', len)) == NULL)
 		return (0);
 	idlen = (size_t)(dot - s);
@@ -518,6 +525,17 @@ is_sdname(const uint8_t *s, size_t len)
 	return ((idlen == 11 && memcmp(s, "timeQuality", 11) == 0) ||
 	    (idlen == 6 && memcmp(s, "origin", 6) == 0) ||
 	    (idlen == 4 && memcmp(s, "meta", 4) == 0));
+}
+
+/* lb_sdname_ok() in a query: printable, and none of = ] " \\ : (they end or escape a field). */
+static int
+is_sdname(const uint8_t *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < 0x21 || s[i] > 0x7e || s[i] == '=' || s[i] == ']' ||
+		    s[i] == '"' || s[i] == '\\' || s[i] == ':')
+			return (0);
+	return (lb_sdname_ok(s, len));
 }
 
 /* Text (no field, message:, or an SD value): TERM, PHRASE, or ALL for a lone run of '*'. */
@@ -632,9 +650,10 @@ static int
 word_term(struct parser *p, const struct tok *w, struct lb_qnode **out)
 {
 	const uint8_t	*s = p->text, *colon = NULL;
+	const char	*fname;
 	size_t		 i, vs, ve, flen;
 	uint8_t		 ns = 0;
-	int		 rc, val, known = 0;
+	int		 rc, val, known;
 
 	if (w->end - w->start > 8 && ci_equal((const char *)s + w->start, 8, "severity") &&
 	    (s[w->start + 8] == '<' || s[w->start + 8] == '>'))
@@ -651,12 +670,7 @@ word_term(struct parser *p, const struct tok *w, struct lb_qnode **out)
 		return (text_term(p, w->start, LB_NS_TEXT, s + w->start, w->end - w->start,
 		    w->start, out));
 	flen = (size_t)(colon - s) - w->start;
-	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		if (ci_equal((const char *)s + w->start, flen, fields[i].name)) {
-			ns = fields[i].ns;
-			known = 1;
-			break;
-		}
+	known = lb_field_name(s + w->start, flen, &ns, &fname);
 	if (!known && !is_sdname(s + w->start, flen))
 		return (text_term(p, w->start, LB_NS_TEXT, s + w->start, w->end - w->start,
 		    w->start, out));

@@ -103,23 +103,6 @@ struct lb_segout {
 	size_t		 zcap;
 };
 
-static int
-grow(uint8_t **buf, size_t *cap, size_t need)
-{
-	uint8_t	*b;
-	size_t	 c = *cap ? *cap : 4096;
-
-	if (need <= *cap)
-		return (0);
-	while (c < need)
-		c *= 2;
-	if ((b = realloc(*buf, c)) == NULL)
-		return (ENOMEM);
-	*buf = b;
-	*cap = c;
-	return (0);
-}
-
 void
 lb_segout_abort(struct lb_segout *so)
 {
@@ -263,8 +246,8 @@ so_entry(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df)
 	if (so->bn == 0) {
 		if (so->nblocks == UINT32_MAX || so->keyslen + len > UINT32_MAX)
 			return (LB_ETOOBIG);
-		if ((rc = grow(&so->idx, &so->idxcap, so->idxlen + LB_SEG_IDX_ENTRY)) != 0 ||
-		    (rc = grow(&so->keys, &so->keyscap, so->keyslen + len)) != 0)
+		if ((rc = lb_grow(&so->idx, &so->idxcap, so->idxlen + LB_SEG_IDX_ENTRY, 1)) != 0 ||
+		    (rc = lb_grow(&so->keys, &so->keyscap, so->keyslen + len, 1)) != 0)
 			return (rc);
 		lb_put64(so->idx + so->idxlen, so->dict.total);
 		lb_put32(so->idx + so->idxlen + 8, (uint32_t)so->keyslen);

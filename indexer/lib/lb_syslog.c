@@ -11,6 +11,7 @@
 
 #include "logbox.h"
 #include "lb_format.h"
+#include "lb_util.h"
 
 #define US_PER_SEC	1000000LL
 #define US_PER_DAY	(86400LL * US_PER_SEC)
@@ -27,21 +28,6 @@ struct btime {
 	int	 tzoff;		/* minutes east of UTC */
 };
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
-static int64_t
-days_from_civil(int64_t y, int m, int d)
-{
-	int64_t		 era;
-	int64_t		 yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return (era * 146097 + doe - 719468);
-}
-
 /* The year of day z (days since 1970-01-01). */
 static int64_t
 year_from_days(int64_t z)
@@ -55,16 +41,6 @@ year_from_days(int64_t z)
 	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
 	mp = (5 * doy + 2) / 153;
 	return (yoe + era * 400 + (mp >= 10));
-}
-
-static int
-days_in_month(int64_t y, int m)
-{
-	static const int	 dim[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-
-	if (m == 2 && y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))
-		return (29);
-	return (dim[m - 1]);
 }
 
 /* Checks the time of day and the offset; the date is checked per year by bt_to_us(). */
@@ -81,9 +57,9 @@ bt_to_us(const struct btime *bt, int64_t y, int64_t *t)
 {
 	int64_t		 secs;
 
-	if (bt->day > days_in_month(y, bt->mon))
+	if (bt->day > lb_month_days(y, bt->mon))
 		return (0);
-	secs = days_from_civil(y, bt->mon, bt->day) * 86400 + bt->hour * 3600 +
+	secs = lb_days_from_civil(y, bt->mon, bt->day) * 86400 + bt->hour * 3600 +
 	    bt->min * 60 + bt->sec - (int64_t)bt->tzoff * 60;
 	*t = secs * US_PER_SEC + bt->usec;
 	return (1);
@@ -373,6 +349,7 @@ sd_parse(const uint8_t *p, const uint8_t *end, size_t *keep)
 static void
 parse_5424(struct lb_msg *m, const uint8_t *p, const uint8_t *end)
 {
+	struct lb_slice	*const hdr[] = { &m->host, &m->program, &m->pid, &m->msgid };
 	struct lb_slice	 f;
 	size_t		 n, keep = 0;
 	int		 more;
@@ -382,22 +359,13 @@ parse_5424(struct lb_msg *m, const uint8_t *p, const uint8_t *end)
 	if (f.len > 0 && !(f.len == 1 && f.p[0] == '-') &&
 	    !parse_iso(f.p, f.p + f.len, &m->timestamp, &m->tzoff))
 		m->flags |= LB_MSG_BADTIME;
-	if (!more)
-		goto done;
-	more = next_field(&p, end, &f);
-	set_field(&m->host, f);
-	if (!more)
-		goto done;
-	more = next_field(&p, end, &f);
-	set_field(&m->program, f);
-	if (!more)
-		goto done;
-	more = next_field(&p, end, &f);
-	set_field(&m->pid, f);
-	if (!more)
-		goto done;
-	more = next_field(&p, end, &f);
-	set_field(&m->msgid, f);
+	/* HOSTNAME APP-NAME PROCID MSGID, as far as the header goes. */
+	for (size_t i = 0; i < sizeof(hdr) / sizeof(hdr[0]); i++) {
+		if (!more)
+			goto done;
+		more = next_field(&p, end, &f);
+		set_field(hdr[i], f);
+	}
 	if (!more)
 		goto done;
 	if (p < end && *p == '-' && (p + 1 == end || p[1] == ' ')) {

@@ -12,17 +12,21 @@
 #define SD_NAME_MAX	64	/* an SD-ID or PARAM-NAME longer than this is cut (RFC: 32) */
 #define TERM_MAX	(1 + SD_NAME_MAX + 1 + SD_NAME_MAX + 1 + LB_TOKEN_MAX)
 
-struct sdterm {
+/*
+ * The terms of one tokenized value: a head, then each token. The head is the namespace byte,
+ * and for structured data "<id>.<name>" 0x00 after it.
+ */
+struct tokterm {
 	uint8_t		 buf[TERM_MAX];
-	size_t		 head;		/* bytes of ns + "<id>.<name>" 0x00 */
+	size_t		 head;		/* bytes of ns [+ "<id>.<name>" 0x00] */
 	lb_msgterm_fn	 fn;
 	void		*arg;
 };
 
 static int
-sd_token(void *arg, const uint8_t *tok, size_t len, uint32_t pos, size_t off)
+tok_term(void *arg, const uint8_t *tok, size_t len, uint32_t pos, size_t off)
 {
-	struct sdterm *t = arg;
+	struct tokterm *t = arg;
 
 	(void)pos;
 	(void)off;
@@ -49,7 +53,7 @@ field(lb_msgterm_fn fn, void *arg, uint8_t ns, struct lb_slice v)
 
 /* Copies an SD name (up to a delimiter in stop) into t->buf at *at; returns its end in sd. */
 static size_t
-sd_name(const uint8_t *sd, size_t i, size_t len, const char *stop, struct sdterm *t,
+sd_name(const uint8_t *sd, size_t i, size_t len, const char *stop, struct tokterm *t,
     size_t *at)
 {
 	size_t n = 0;
@@ -69,7 +73,7 @@ sd_name(const uint8_t *sd, size_t i, size_t len, const char *stop, struct sdterm
 static int
 sd_terms(const struct lb_tokconf *tc, struct lb_slice sd, lb_msgterm_fn fn, void *arg)
 {
-	struct sdterm	 t;
+	struct tokterm	 t;
 	uint8_t		 val[LB_SD_MAX];
 	const uint8_t	*p = sd.p;
 	size_t		 len = sd.len, i = 0, idlen, at, vn;
@@ -103,7 +107,7 @@ sd_terms(const struct lb_tokconf *tc, struct lb_slice sd, lb_msgterm_fn fn, void
 			if (i >= len)
 				return (0);
 			i++;	/* the closing quote */
-			if ((rc = lb_tokenize(tc, val, vn, sd_token, &t)) != 0)
+			if ((rc = lb_tokenize(tc, val, vn, tok_term, &t)) != 0)
 				return (rc);
 		}
 		if (i >= len || p[i] != ']')
@@ -113,34 +117,18 @@ sd_terms(const struct lb_tokconf *tc, struct lb_slice sd, lb_msgterm_fn fn, void
 	return (0);
 }
 
-struct textterm {
-	uint8_t		 buf[1 + LB_TOKEN_MAX];
-	lb_msgterm_fn	 fn;
-	void		*arg;
-};
-
-static int
-text_token(void *arg, const uint8_t *tok, size_t len, uint32_t pos, size_t off)
-{
-	struct textterm *t = arg;
-
-	(void)pos;
-	(void)off;
-	memcpy(t->buf + 1, tok, len);
-	return (t->fn(t->arg, t->buf, len + 1));
-}
-
 int
 lb_msg_terms(const struct lb_tokconf *tc, const struct lb_msg *m, lb_msgterm_fn fn, void *arg)
 {
-	struct textterm	 t;
+	struct tokterm	 t;
 	uint8_t		 b[2];
 	int		 rc;
 
 	t.buf[0] = LB_NS_TEXT;
+	t.head = 1;
 	t.fn = fn;
 	t.arg = arg;
-	if ((rc = lb_tokenize(tc, m->message.p, m->message.len, text_token, &t)) != 0)
+	if ((rc = lb_tokenize(tc, m->message.p, m->message.len, tok_term, &t)) != 0)
 		return (rc);
 	if ((rc = field(fn, arg, LB_NS_HOST, m->host)) != 0 ||
 	    (rc = field(fn, arg, LB_NS_PROGRAM, m->program)) != 0 ||

@@ -5,13 +5,15 @@
  * itself, and plain seconds since the epoch. It does not format times (lb_time_fmt in
  * lb_json.c does) and never reads the clock: the caller passes now.
  *
- * The one idea: the calendar arithmetic is done on integers (days from civil), never through
- * mktime/timegm and the process's time zone, so the result depends only on the text.
+ * The one idea: the calendar arithmetic is done on integers (days from civil, in lb_util.h),
+ * never through mktime/timegm and the process's time zone, so the result depends only on the
+ * text.
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "logbox.h"
+#include "lb_util.h"
 
 #define US_PER_S	INT64_C(1000000)
 
@@ -32,30 +34,6 @@ digits(const char *s, size_t *i, size_t n)
 	return (v);
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
-static int64_t
-days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return (era * 146097 + doe - 719468);
-}
-
-static int
-month_days(int64_t y, int64_t m)
-{
-	static const int mdays[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-
-	if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))
-		return (29);
-	return (mdays[m - 1]);
-}
-
 /* "YYYY-MM-DD[(T|t| )HH:MM[:SS[.frac]][Z|z|(+|-)HH:MM]]" */
 static int
 rfc3339(const char *s, int64_t *out)
@@ -67,7 +45,7 @@ rfc3339(const char *s, int64_t *out)
 	if ((y = digits(s, &i, 4)) < 0 || s[i++] != '-' || (mo = digits(s, &i, 2)) < 0 ||
 	    s[i++] != '-' || (d = digits(s, &i, 2)) < 0)
 		return (LB_EQUERY);
-	if (mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo))
+	if (mo < 1 || mo > 12 || d < 1 || d > lb_month_days(y, mo))
 		return (LB_EQUERY);
 	if (s[i] != '\0') {
 		if (s[i] != 'T' && s[i] != 't' && s[i] != ' ')
@@ -111,7 +89,7 @@ rfc3339(const char *s, int64_t *out)
 		if (s[i] != '\0')
 			return (LB_EQUERY);
 	}
-	t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off * 60;
+	t = lb_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off * 60;
 	*out = t * US_PER_S + frac;
 	return (0);
 }

@@ -1,6 +1,6 @@
 /*
- * lb_util.c — the I/O helpers behind lb_util.h. Nothing here knows a file format; it only
- * makes writes whole and durable and paths safe.
+ * lb_util.c — the helpers behind lb_util.h. Nothing here knows a file format; it only grows
+ * arrays and makes writes whole and durable and paths safe.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +26,23 @@ uint32_t
 lb_crc32_update(uint32_t crc, const void *p, size_t len)
 {
 	return (crc32_gzip_refl(crc, p, len));
+}
+
+int
+lb_grow(void *pp, size_t *cap, size_t need, size_t elem)
+{
+	void	*p;
+	size_t	 n = *cap ? *cap : 64;
+
+	if (need <= *cap)
+		return (0);
+	while (n < need)
+		n *= 2;
+	if ((p = realloc(*(void **)pp, n * elem)) == NULL)
+		return (ENOMEM);
+	*(void **)pp = p;
+	*cap = n;
+	return (0);
 }
 
 int

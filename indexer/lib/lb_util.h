@@ -1,7 +1,8 @@
 /*
  * lb_util.h — small helpers shared by the liblogbox modules (not part of the public API):
- * little-endian loads and stores, LEB128 varints, the CRC-32 every file uses, and the
- * write-fsync-rename dance for durable files.
+ * little-endian loads and stores, LEB128 varints, the CRC-32 every file uses, header
+ * decimals, hex digits, calendar days, growing arrays, and the write-fsync-rename dance for
+ * durable files.
  */
 #ifndef LB_UTIL_H
 #define LB_UTIL_H
@@ -120,6 +121,73 @@ lb_term_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 	return (alen < blen ? -1 : alen > blen);
 }
 
+/*
+ * The decimal digits p[0..n) as written in frame and spool headers: 1..maxd of them, no
+ * leading zero unless alone. 1 with *out set, or 0.
+ */
+static inline int
+lb_dec_parse(const uint8_t *p, size_t n, size_t maxd, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n == 0 || n > maxd || (n > 1 && p[0] == '0'))
+		return (0);
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return (0);
+		v = v * 10 + (uint64_t)(p[i] - '0');
+	}
+	*out = v;
+	return (1);
+}
+
+/* The value of the hex digit c (either case), or -1: percent and \u escapes. */
+static inline int
+lb_hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return (c - '0');
+	if (c >= 'a' && c <= 'f')
+		return (c - 'a' + 10);
+	if (c >= 'A' && c <= 'F')
+		return (c - 'A' + 10);
+	return (-1);
+}
+
+/*
+ * The proleptic Gregorian calendar on integers, never through mktime/timegm and the process's
+ * time zone: days since 1970-01-01 of y-m-d (Howard Hinnant's days_from_civil), and the days
+ * of month m (1..12) in year y. Syslog headers (lb_syslog.c) and typed times (lb_time.c) use
+ * them.
+ */
+static inline int64_t
+lb_days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return (era * 146097 + doe - 719468);
+}
+
+static inline int
+lb_month_days(int64_t y, int64_t m)
+{
+	static const int mdays[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+
+	if (m == 2 && y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))
+		return (29);
+	return (mdays[m - 1]);
+}
+
+/*
+ * Makes the array *pp (of *cap elements of elem bytes; NULL when *cap is 0) hold at least need
+ * elements, doubling from 64: 0, or ENOMEM with *pp and *cap untouched.
+ */
+int	lb_grow(void *pp, size_t *cap, size_t need, size_t elem);
 /* write(2) all of buf at the current offset, retrying on EINTR and short writes. 0 or errno. */
 int	lb_write_all(int fd, const void *buf, size_t len);
 /* pread(2) exactly len bytes at off: 0, errno, or LB_ECORRUPT when the file is shorter. */

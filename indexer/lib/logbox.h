@@ -473,6 +473,14 @@ int	lb_catalog_logspace_set(struct lb_catalog *cat, const char *name,
  */
 int	lb_catalog_logspaces(struct lb_catalog *cat,
 	    int (*fn)(void *arg, const char *name), void *arg);
+/*
+ * The logspace names in order, copied out of the transaction (for callers that open stores or
+ * delete between them, which they may not do inside lb_catalog_logspaces' walk). On success
+ * *names is one malloc'ed array of *n NUL-terminated names, the caller's to free(); NULL when
+ * there are none.
+ */
+int	lb_catalog_logspace_names(struct lb_catalog *cat, char (**names)[LB_NAME_MAX + 1],
+	    size_t *n);
 
 /* A published segment as the catalog knows it. */
 struct lb_segref {
@@ -916,6 +924,18 @@ int	lb_query_fmt(const struct lb_tokconf *tc, const struct lb_qnode *q, char **o
  */
 const char	*lb_facility_name(unsigned v);
 const char	*lb_severity_name(unsigned v);
+
+/*
+ * The query language's field names, for those that take a field apart from a query (/v1/top,
+ * logbox search --top). lb_field_name: 1 when name[0..len) is one of host, program, pid,
+ * msgid, facility, severity, message or peer, in any ASCII case, with *ns its LB_NS_* and
+ * *canon its lower-case spelling (a static string); else 0 and neither is set.
+ * lb_sdname_ok: 1 when name[0..len) is a structured-data parameter "<sd-id>.<param>" as the
+ * language takes one (both parts non-empty; the sd-id holds '@' or is RFC 5424's timeQuality,
+ * origin or meta), else 0.
+ */
+int	lb_field_name(const void *name, size_t len, uint8_t *ns, const char **canon);
+int	lb_sdname_ok(const void *name, size_t len);
 
 /* 1 when the two trees are the same (positions aside), else 0. */
 int	lb_query_equal(const struct lb_qnode *a, const struct lb_qnode *b);

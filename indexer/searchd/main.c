@@ -1,7 +1,7 @@
 /*
  * main.c — logbox-searchd's process: options, the unix socket, privileges, signals, systemd
  * notification, and the order things start and stop in. It owns struct searchd's lifetime; the
- * request path lives in http.c (loop), pool.c (workers) and handlers.c (the work).
+ * request path lives in http.c (loop), pool.c (workers), handlers.c and query.c (the work).
  *
  * Start: check options and refuse root unless told otherwise, bind the socket (a stale socket
  * file is removed, a live searchd on it is an error), drop to --user, open the catalog
@@ -84,9 +84,7 @@ parse_options(struct searchd *env, int argc, char **argv)
 		case 'u': env->sd_user = optarg; break;
 		case 'R': env->sd_allow_root = 1; break;
 		case 'v': env->sd_verbose = 1; break;
-		case 'V': printf("logbox-searchd %s\n", LB_VERSION); exit(0);
-		case 'h': fputs(usage_text, stdout); exit(0);
-		default: opt_usage(usage_text);
+		default: opt_other(ch, "logbox-searchd", usage_text);
 		}
 	}
 	if (optind != argc || env->sd_data == NULL || env->sd_sock == NULL)

@@ -98,29 +98,6 @@ metrics_error(struct metrics *m, int kind, uint64_t n)
 	pthread_mutex_unlock(&m->m_mtx);
 }
 
-struct names {
-	char	(*v)[LB_NAME_MAX + 1];
-	size_t	  n, cap;
-};
-
-static int
-names_add(void *arg, const char *name)
-{
-	struct names	*ns = arg;
-	void		*p;
-
-	if (ns->n == ns->cap) {
-		size_t cap = ns->cap ? ns->cap * 2 : 8;
-
-		if ((p = realloc(ns->v, cap * sizeof(*ns->v))) == NULL)
-			return (errno);
-		ns->v = p;
-		ns->cap = cap;
-	}
-	snprintf(ns->v[ns->n++], sizeof(ns->v[0]), "%s", name);
-	return (0);
-}
-
 /* Writes the Prometheus text to f. The per-logspace gauges need a store handle of w. */
 int
 metrics_write(struct searchd *env, struct worker *w, FILE *f)
@@ -128,11 +105,11 @@ metrics_write(struct searchd *env, struct worker *w, FILE *f)
 	struct metrics		*m = env->sd_metrics, c;
 	struct lb_catalog	*cat;
 	struct lb_store		*st;
-	struct names		 ns = { NULL, 0, 0 };
+	char			(*names)[LB_NAME_MAX + 1] = NULL;
 	struct sched_caller	*sc;
 	struct mcaller		*mc = NULL;
 	uint64_t		 first, next, cum;
-	size_t			 queued, running, nmc = 0;
+	size_t			 queued, running, nmc = 0, nnames = 0;
 	int			 rc;
 
 	pthread_mutex_lock(&m->m_mtx);
@@ -228,35 +205,34 @@ metrics_write(struct searchd *env, struct worker *w, FILE *f)
 
 	if (pool_catalog(env, &cat) != 0)
 		return (0);	/* no store yet: no logspace gauges */
-	if ((rc = lb_catalog_logspaces(cat, names_add, &ns)) != 0) {
+	if ((rc = lb_catalog_logspace_names(cat, &names, &nnames)) != 0) {
 		log_warnx("%s: lb_catalog_logspaces: %s", __func__, lb_strerror(rc));
 		metrics_error(m, ERR_STORE, 1);
-		free(ns.v);
 		return (0);
 	}
 	fprintf(f, "# HELP logbox_logspace_next_id The id the next message of the logspace "
 	    "will get.\n# TYPE logbox_logspace_next_id gauge\n");
-	for (size_t i = 0; i < ns.n; i++) {
-		if ((rc = worker_store(w, ns.v[i], &st)) != 0) {
-			log_warnx("%s: lb_store_open_reader %s: %s", __func__, ns.v[i],
+	for (size_t i = 0; i < nnames; i++) {
+		if ((rc = worker_store(w, names[i], &st)) != 0) {
+			log_warnx("%s: lb_store_open_reader %s: %s", __func__, names[i],
 			    lb_strerror(rc));
 			metrics_error(m, ERR_STORE, 1);
-			ns.v[i][0] = '\0';
+			names[i][0] = '\0';
 			continue;
 		}
 		lb_store_range(st, &first, &next);
-		fprintf(f, "logbox_logspace_next_id{logspace=\"%s\"} %llu\n", ns.v[i],
+		fprintf(f, "logbox_logspace_next_id{logspace=\"%s\"} %llu\n", names[i],
 		    (unsigned long long)next);
 	}
 	fprintf(f, "# HELP logbox_logspace_messages Messages stored in the logspace.\n"
 	    "# TYPE logbox_logspace_messages gauge\n");
-	for (size_t i = 0; i < ns.n; i++) {
-		if (ns.v[i][0] == '\0' || worker_store(w, ns.v[i], &st) != 0)
+	for (size_t i = 0; i < nnames; i++) {
+		if (names[i][0] == '\0' || worker_store(w, names[i], &st) != 0)
 			continue;
 		lb_store_range(st, &first, &next);
-		fprintf(f, "logbox_logspace_messages{logspace=\"%s\"} %llu\n", ns.v[i],
+		fprintf(f, "logbox_logspace_messages{logspace=\"%s\"} %llu\n", names[i],
 		    (unsigned long long)(next - first));
 	}
-	free(ns.v);
+	free(names);
 	return (0);
 }

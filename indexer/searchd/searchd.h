@@ -6,7 +6,8 @@
  *   http.c      the event loop side: evhttp, routing, limits, replies, draining on stop
  *   pool.c      worker threads, handing jobs to the scheduler and results back, store handles
  *   sched.c     the fair scheduler: per-caller queues taken in turn, the per-caller cap
- *   handlers.c  the work of each endpoint (runs on a worker): parameters, search, JSON bodies
+ *   handlers.c  the work of each endpoint (runs on a worker): parameters, JSON bodies, dispatch
+ *   query.c     the query endpoints and /v1/messages/<id>: q, lb_search, hits, their members
  *   metrics.c   counters and the Prometheus text of /metrics
  *   ../daemon/  shared with indexd: log.c (one line per event on stderr), clock.c (now_mono_us,
  *               now_real_us), opt.c (numbers from options), daemon.c (socket, privileges,
