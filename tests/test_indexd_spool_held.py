@@ -30,7 +30,12 @@ def test_open_file_is_tailed_and_kept_until_closed(spool_indexd: Indexd, store_c
         r = record(b"<13>Nov 22 10:00:01 h app: two", T0 + 1)
         f.write(r[:20])
         time.sleep(1.5)
-        assert d.status()["stored"] == 1  # type: ignore[index]
+        st = d.status()
+        assert st is not None and st["stored"] == 1
+        # What waits is the half record, in the spool's status and in what the disk status
+        # calls held back (the spool's backlog, not its inotify events).
+        assert st["spool"]["waiting_bytes"] == 20, st["spool"]
+        assert st["disk"]["held_back_bytes"] == 20, st["disk"]
         f.write(r[20:])
         wait_until(lambda: d.status()["stored"] == 2, "2 are stored", 60, interval=0.05)  # type: ignore[index]
         time.sleep(1.5)

@@ -223,8 +223,10 @@ disk_full(const struct indexd *env)
 }
 
 /*
- * Bytes the inputs hold that are not stored yet: what waits in the FIFO, and in the
- * connections' buffers and sockets (FIONREAD). Frames cannot be counted without reading them.
+ * Bytes the inputs hold that are not stored yet: what waits in the spool, in the FIFO, and in
+ * the connections' buffers and sockets (FIONREAD). Frames cannot be counted without reading
+ * them. (The spool input's descriptor is its inotify instance: what it has to read are
+ * events, not messages.)
  */
 uint64_t
 disk_held_back(struct indexd *env)
@@ -236,6 +238,10 @@ disk_held_back(struct indexd *env)
 	TAILQ_FOREACH(in, &env->inputs, in_entry) {
 		if (in->in_kind == IN_LISTEN)
 			continue;
+		if (in->in_kind == IN_SPOOL) {
+			sum += spool_backlog(env, NULL, NULL);
+			continue;
+		}
 		if (in->in_fd != -1 && ioctl(in->in_fd, FIONREAD, &n) == 0 && n > 0)
 			sum += (uint64_t)n;
 		if (in->in_kind == IN_CONN)

@@ -344,6 +344,7 @@ void	spool_kick(struct indexd *env);
 void	spool_pause(struct indexd *env);
 int	spool_resume(struct indexd *env);
 void	spool_free(struct indexd *env);
+uint64_t spool_backlog(struct indexd *env, uint64_t *files, int64_t *oldest);
 struct json_t *spool_status(struct indexd *env);
 int	spool_pending(const struct indexd *env);
 

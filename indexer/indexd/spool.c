@@ -1402,21 +1402,23 @@ spool_free(struct indexd *env)
 }
 
 /* The status file's "spool" member. */
-json_t *
-spool_status(struct indexd *env)
+/*
+ * What waits in the spool: returns its bytes; *filesp the files, *oldestp the oldest waiting
+ * second (0: none). The disk status's held_back_bytes and the spool status both ask it.
+ */
+uint64_t
+spool_backlog(struct indexd *env, uint64_t *filesp, int64_t *oldestp)
 {
 	struct spool	*s = env->spool;
 	struct dirent	*de;
 	struct stat	 sb;
 	uint64_t	 files = 0, waiting = 0;
 	int64_t		 oldest = 0, t;
-	char		 buf[40];
-	json_t		*o;
 	DIR		*d;
 	int		 fd;
 
 	if (s == NULL)
-		return (json_null());
+		goto out;
 	/* Files not taken yet, from the directory; taken ones from what is known of them. */
 	if ((fd = dup(s->dirfd)) != -1 && (d = fdopendir(fd)) != NULL) {
 		rewinddir(d);
@@ -1443,6 +1445,26 @@ spool_status(struct indexd *env)
 		if (f->size > f->off && f->t != 0 && (oldest == 0 || f->t < oldest))
 			oldest = f->t;
 	}
+ out:
+	if (filesp != NULL)
+		*filesp = files;
+	if (oldestp != NULL)
+		*oldestp = oldest;
+	return (waiting);
+}
+
+json_t *
+spool_status(struct indexd *env)
+{
+	struct spool	*s = env->spool;
+	uint64_t	 files, waiting;
+	int64_t		 oldest;
+	char		 buf[40];
+	json_t		*o;
+
+	if (s == NULL)
+		return (json_null());
+	waiting = spool_backlog(env, &files, &oldest);
 	o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "dir", env->spool_dir,
 	    "files", (json_int_t)files,
