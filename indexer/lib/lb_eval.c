@@ -64,6 +64,7 @@ struct ev {
 
 	/* The chunk being evaluated. */
 	struct lb_segment		*sg;		/* NULL for the tail */
+	uint32_t			 sgversion;	/* its format version */
 	uint64_t			 wlo, whi;	/* its window [wlo, whi) */
 	uint64_t			 nterms;	/* terms wildcards expanded to in it */
 
@@ -413,6 +414,7 @@ struct expand {
 	const uint8_t		*gl;		/* GM_SUFFIX, GM_INFIX: the literal */
 	size_t			 gllen;
 	int			 scanned;	/* lb_segment_scan matched the terms already */
+	int			 forms;		/* a text term of a segment without forms */
 	struct uni		 u;
 };
 
@@ -482,6 +484,26 @@ gm_match(const struct expand *x, const uint8_t *s, size_t len)
 }
 
 static int
+form_match(void *arg, const uint8_t *form, size_t len, size_t at, int flags)
+{
+	(void)at;
+	(void)flags;
+	return (lb_qpat_match(arg, form, len));
+}
+
+/*
+ * In a segment without forms (version 2) a text pattern matches a token when it matches the
+ * token or one of its forms (lb_token_forms), as the forms of a newer segment would.
+ */
+static int
+forms_match(const struct lb_qpat *pat, const uint8_t *tok, size_t len)
+{
+	if (lb_qpat_match(pat, tok, len))
+		return (1);
+	return (lb_token_forms(tok, len, form_match, (void *)pat) == 1);
+}
+
+static int
 expand_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
 {
 	struct expand	*x = arg;
@@ -491,7 +513,10 @@ expand_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_
 	(void)df;
 	if ((rc = ev_tick(e, 1)) != 0)
 		return (rc);
-	if (x->pat->kind == LB_QP_WILD && !x->scanned && (len < x->hlen ||
+	if (x->forms) {
+		if (len < x->hlen || !forms_match(x->pat, term + x->hlen, len - x->hlen))
+			return (0);
+	} else if (x->pat->kind == LB_QP_WILD && !x->scanned && (len < x->hlen ||
 	    !gm_match(x, term + x->hlen, len - x->hlen)))
 		return (0);
 	if (++e->nterms > e->max_terms)
@@ -500,6 +525,44 @@ expand_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_
 	if ((rc = lb_segment_postings(e->sg, cookie, &e->tmp)) != 0)
 		return (rc);
 	return (uni_add(e, &x->u, e->tmp.ids, e->tmp.n));
+}
+
+/*
+ * A text pattern over a segment written before forms were indexed (version 2): every text
+ * term is a token, and a form of a token is some of its bytes, so the tokens that "*<glob>*"
+ * matches are scanned (through the term blob when there is one, as for a leading wildcard)
+ * and those of which the pattern matches the token or a form are taken. The list is exact:
+ * the forms of a token depend on its bytes alone. `logbox reindex` writes current segments.
+ */
+static int
+ev_pat_noforms(struct ev *e, const struct lb_qpat *pat, struct lb_postings *out)
+{
+	struct expand	 x;
+	uint8_t		 key[1] = { LB_NS_TEXT };
+	uint8_t		*glob;
+	int		 rc;
+
+	if ((glob = malloc(pat->globlen + 2)) == NULL)
+		return (ENOMEM);
+	glob[0] = '*';
+	memcpy(glob + 1, pat->glob, pat->globlen);
+	glob[pat->globlen + 1] = '*';
+	memset(&x, 0, sizeof(x));
+	x.e = e;
+	x.pat = pat;
+	x.hlen = 1;
+	x.forms = 1;
+	if ((rc = lb_store_segment_blob(e->st, e->sg, e->stamp)) != 0) {
+		free(glob);
+		return (rc);
+	}
+	uni_begin(e, &x.u, out);
+	if (lb_segment_blob_size(e->sg, NULL) > 0)
+		rc = lb_segment_scan(e->sg, key, 1, 1, glob, pat->globlen + 2, expand_term, &x);
+	else
+		rc = lb_segment_prefix(e->sg, key, 1, expand_term, &x);
+	free(glob);
+	return (uni_finish(e, &x.u, rc));
 }
 
 /* The ids of the messages of the segment holding a term that matches pat. */
@@ -513,6 +576,8 @@ ev_pat(struct ev *e, uint8_t ns, const char *sdname, const struct lb_qpat *pat,
 	int		 rc;
 
 	out->n = 0;
+	if (ns == LB_NS_TEXT && e->sgversion == LB_SEG_VERSION_NOFORMS)
+		return (ev_pat_noforms(e, pat, out));
 	if ((rc = mkkey(key, &hlen, ns, sdname, NULL, 0)) != 0 ||
 	    (rc = mkkey(key, &klen, ns, sdname, pat->lit, pat->litlen)) != 0)
 		return (rc == LB_ENOTFOUND ? 0 : rc);
@@ -1298,6 +1363,7 @@ static int
 run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 {
 	struct lb_postings	 m = { NULL, 0, 0 };
+	struct lb_seginfo	 si;
 	char			 path[PATH_MAX];
 	uint64_t		 part = e->full || !wide(e->rq->q) ? hi - lo : EV_SUBWIN;
 	uint64_t		 a = lo, b = hi;
@@ -1306,6 +1372,8 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 	path[0] = '\0';
 	if ((rc = lb_store_segment(e->st, ref, &e->sg, path, sizeof(path))) != 0)
 		goto bad;
+	lb_segment_info(e->sg, &si);
+	e->sgversion = si.version;
 	e->res->segments++;
 	if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_ALL) {
 		take_range(e, lo, hi);

@@ -83,7 +83,8 @@
  */
 #define LB_SEG_MAGIC		"LBSEG\r\n\x1a"	/* 8 bytes at offset 0 */
 #define LB_SEG_MAGIC_LEN	8
-#define LB_SEG_VERSION		2
+#define LB_SEG_VERSION		3	/* text terms hold the tokens' forms */
+#define LB_SEG_VERSION_NOFORMS	2	/* still read: text terms are the tokens only */
 #define LB_SEG_HDR_SIZE		128		/* the postings section starts here */
 #define LB_SEG_H_VERSION	8		/* u32 format version */
 #define LB_SEG_H_FLAGS		12		/* u32, 0 */

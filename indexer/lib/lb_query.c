@@ -1207,10 +1207,13 @@ struct terms {
 	size_t		 nbytes;
 	size_t		 capbytes;
 	uint32_t	*off;
+	uint8_t		*fl;		/* each term's flags (lb_msg_terms2) */
 	size_t		 n;
 	size_t		 capn;
+	size_t		 capfl;
 	uint8_t		 sbytes[TERMS_BYTES];
 	uint32_t	 soff[TERMS_COUNT + 1];
+	uint8_t		 sfl[TERMS_COUNT + 1];
 };
 
 static int
@@ -1233,7 +1236,7 @@ grow(void **p, void *stack, size_t *cap, size_t need, size_t size)
 }
 
 static int
-collect(void *arg, const uint8_t *term, size_t len)
+collect(void *arg, const uint8_t *term, size_t len, int flags)
 {
 	struct terms	*t = arg;
 	int		 rc;
@@ -1244,7 +1247,11 @@ collect(void *arg, const uint8_t *term, size_t len)
 	if (t->n + 2 > t->capn && (rc = grow((void **)&t->off, t->soff, &t->capn, t->n + 2,
 	    sizeof(uint32_t))) != 0)
 		return (rc);
+	if (t->n + 2 > t->capfl && (rc = grow((void **)&t->fl, t->sfl, &t->capfl, t->n + 2,
+	    1)) != 0)
+		return (rc);
 	memcpy(t->bytes + t->nbytes, term, len);
+	t->fl[t->n] = (uint8_t)flags;
 	t->off[t->n++] = (uint32_t)t->nbytes;
 	t->nbytes += len;
 	t->off[t->n] = (uint32_t)t->nbytes;
@@ -1274,6 +1281,45 @@ term_match(const struct terms *t, size_t i, const struct lb_qnode *q,
 	return (lb_qpat_match(pt, s, len));
 }
 
+/*
+ * The flags a form must have to stand for pattern k of an n-pattern phrase (QUERY.md §1): the
+ * first word may be the end of a token (its stripped form or last part), the last word its
+ * start (stripped form or first part), the words between whole tokens or stripped forms.
+ */
+static int
+phrase_need(size_t k, size_t n)
+{
+	if (n == 1)
+		return (0);
+	return ((k > 0 ? LB_FORM_START : 0) | (k + 1 < n ? LB_FORM_END : 0));
+}
+
+/*
+ * 1 when the phrase q matches at the token whose term is i: pattern k matches the token k
+ * tokens later or one of its forms with the flags phrase_need() asks for.
+ */
+static int
+phrase_at(const struct terms *t, size_t i, const struct lb_qnode *q)
+{
+	for (size_t k = 0; k < q->npats; k++) {
+		int	need = phrase_need(k, q->npats), found = 0;
+		size_t	j = i;
+
+		if (i >= t->n)
+			return (0);
+		do {
+			if ((t->fl[j] & need) == need && term_match(t, j, q, &q->pats[k]))
+				found = 1;
+			j++;
+		} while (!found && j < t->n && (t->fl[j] & LB_TERM_FORM));
+		if (!found)
+			return (0);
+		for (i++; i < t->n && (t->fl[i] & LB_TERM_FORM); i++)
+			;
+	}
+	return (1);
+}
+
 static int
 eval(const struct lb_qnode *q, const struct lb_msg *m, const struct terms *t)
 {
@@ -1288,15 +1334,9 @@ eval(const struct lb_qnode *q, const struct lb_msg *m, const struct terms *t)
 				return (1);
 		return (0);
 	case LB_Q_PHRASE:
-		for (size_t i = 0; i + q->npats <= t->n; i++) {
-			size_t k;
-
-			for (k = 0; k < q->npats; k++)
-				if (!term_match(t, i + k, q, &q->pats[k]))
-					break;
-			if (k == q->npats)
+		for (size_t i = 0; i < t->n; i++)
+			if (!(t->fl[i] & LB_TERM_FORM) && phrase_at(t, i, q))
 				return (1);
-		}
 		return (0);
 	case LB_Q_SET:
 		v = q->ns == LB_NS_FACILITY ? m->facility : m->severity;
@@ -1345,9 +1385,11 @@ lb_query_match(const struct lb_qnode *q, const struct lb_tokconf *tc, const stru
 	t.nbytes = 0;
 	t.off = t.soff;
 	t.capn = TERMS_COUNT + 1;
+	t.fl = t.sfl;
+	t.capfl = TERMS_COUNT + 1;
 	t.n = 0;
 	t.off[0] = 0;
-	if ((rc = lb_msg_terms(tc, m, collect, &t)) == 0)
+	if ((rc = lb_msg_terms2(tc, m, collect, &t)) == 0)
 		rc = eval(q, m, &t);
 	else
 		rc = rc > 0 ? -rc : rc;
@@ -1355,5 +1397,7 @@ lb_query_match(const struct lb_qnode *q, const struct lb_tokconf *tc, const stru
 		free(t.bytes);
 	if (t.off != t.soff)
 		free(t.off);
+	if (t.fl != t.sfl)
+		free(t.fl);
 	return (rc);
 }

@@ -44,6 +44,7 @@ struct lb_segment {
 	size_t		 size;
 	uint64_t	 first_id, last_id, count, nterms;
 	int64_t		 tmin, tmax;
+	uint32_t	 version;
 	const uint8_t	*post;		/* postings section */
 	uint64_t	 postlen;
 	const uint8_t	*dict;		/* dictionary section */
@@ -325,7 +326,8 @@ seg_check(struct lb_segment *sg)
 		return (LB_ECORRUPT);
 	if (lb_crc32(h, LB_SEG_H_CRC) != lb_get32(h + LB_SEG_H_CRC))
 		return (LB_ECORRUPT);
-	if (lb_get32(h + LB_SEG_H_VERSION) != LB_SEG_VERSION)
+	sg->version = lb_get32(h + LB_SEG_H_VERSION);
+	if (sg->version != LB_SEG_VERSION && sg->version != LB_SEG_VERSION_NOFORMS)
 		return (LB_EFORMAT);
 	if (lb_get32(h + LB_SEG_H_FLAGS) != 0 || lb_get64(h + LB_SEG_H_RESERVED) != 0)
 		return (LB_EFORMAT);
@@ -428,6 +430,7 @@ lb_segment_open(const char *path, struct lb_segment **out)
 void
 lb_segment_info(const struct lb_segment *sg, struct lb_seginfo *si)
 {
+	memset(si, 0, sizeof(*si));	/* (the padding too: callers compare whole structs) */
 	si->first_id = sg->first_id;
 	si->last_id = sg->last_id;
 	si->count = sg->count;
@@ -435,6 +438,7 @@ lb_segment_info(const struct lb_segment *sg, struct lb_seginfo *si)
 	si->tmax = sg->tmax;
 	si->nterms = sg->nterms;
 	si->size = sg->size;
+	si->version = sg->version;
 }
 
 int
@@ -1045,7 +1049,11 @@ lb_segment_merge(struct lb_segment **in, int n, const char *path)
 	info.last_id = s[n - 1]->last_id;
 	info.count = 0;
 	info.tmin = info.tmax = LB_NOTIME;
+	/* Merged with a segment without forms, the text terms of the others say too much. */
+	info.version = LB_SEG_VERSION;
 	for (i = 0; i < n; i++) {
+		if (s[i]->version < info.version)
+			info.version = s[i]->version;
 		if (i > 0 && s[i]->first_id <= s[i - 1]->last_id) {
 			rc = EINVAL;
 			goto fail;

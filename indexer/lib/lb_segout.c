@@ -372,7 +372,7 @@ lb_segout_finish(struct lb_segout *so)
 	idxoff = dictoff + so->dict.total;
 	memset(hdr, 0, sizeof(hdr));
 	memcpy(hdr, LB_SEG_MAGIC, LB_SEG_MAGIC_LEN);
-	lb_put32(hdr + LB_SEG_H_VERSION, LB_SEG_VERSION);
+	lb_put32(hdr + LB_SEG_H_VERSION, so->info.version ? so->info.version : LB_SEG_VERSION);
 	lb_put64(hdr + LB_SEG_H_FIRST, so->info.first_id);
 	lb_put64(hdr + LB_SEG_H_LAST, so->info.last_id);
 	lb_put64(hdr + LB_SEG_H_COUNT, so->info.count);

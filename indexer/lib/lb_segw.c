@@ -379,20 +379,39 @@ st_push(struct lb_segw_terms *b, size_t len)
 	b->klen += len;
 }
 
+/* lb_token_forms callback: a form of the token just pushed, as a text term. */
+static int
+st_form(void *arg, const uint8_t *form, size_t len, size_t at, int flags)
+{
+	struct lb_segw_terms	*b = arg;
+	uint8_t			*k = b->kbuf + b->klen;
+
+	(void)at;
+	(void)flags;
+	k[0] = LB_NS_TEXT;
+	memcpy(k + 1, form, len);
+	st_push(b, len + 1);
+	return (0);
+}
+
 /*
  * The message text: the tokens of lb_tokenize() (same delimiters, folding and cut; the
- * tests hold the two to the same output), built in place with their namespace byte. A token
- * of n >= 1 bytes takes at least n bytes of text plus a delimiter (but the last) and gives
- * n + 1 term bytes, so len bytes of text give at most (len + 1) / 2 tokens and len + 1 term
- * bytes: reserved first.
+ * tests hold the two to the same output), built in place with their namespace byte, each
+ * followed by its forms (lb_token_forms: only a token holding ASCII punctuation has any). A
+ * token of n >= 1 bytes takes at least n bytes of text plus a delimiter (but the last) and
+ * gives n + 1 term bytes, so len bytes of text give at most (len + 1) / 2 tokens and len + 1
+ * term bytes: reserved first. Its forms are at most 2 + (n + 1) / 2 terms of at most 2 (n + 1)
+ * bytes in all (the stripped form, then parts that with their separators fit in it): reserved
+ * before they are made, with what the rest of the text may still need.
  */
 static int
 st_text(struct lb_segw_terms *b, const struct lb_tokconf *tc, const uint8_t *buf, size_t len)
 {
 	const uint8_t	*delim = tc->delim;
+	uint8_t		 tok[LB_TOKEN_MAX];
 	size_t		 i = 0, n;
 	uint8_t		*k;
-	int		 rc;
+	int		 rc, punct;
 
 	if ((rc = st_reserve(b, (len + 1) / 2, len + 1)) != 0)
 		return (rc);
@@ -404,15 +423,24 @@ st_text(struct lb_segw_terms *b, const struct lb_tokconf *tc, const uint8_t *buf
 		k = b->kbuf + b->klen;
 		k[0] = LB_NS_TEXT;
 		n = 0;
+		punct = 0;
 		while (i < len && !delim[buf[i]]) {
 			if (n < LB_TOKEN_MAX) {
 				uint8_t c = buf[i];
 
+				punct |= lb_form_punct[c];
 				k[++n] = (c >= 'A' && c <= 'Z') ? (uint8_t)(c + 32) : c;
 			}
 			i++;
 		}
 		st_push(b, n + 1);
+		if (!punct)
+			continue;
+		memcpy(tok, k + 1, n);
+		if ((rc = st_reserve(b, 2 + (n + 1) / 2 + (len - i + 1) / 2,
+		    2 * (n + 1) + len - i + 1)) != 0)
+			return (rc);
+		(void)lb_token_forms(tok, n, st_form, b);
 	}
 	return (0);
 }

@@ -2,7 +2,8 @@
  * lb_terms.c — the terms of a message: what gets indexed for it and what a brute-force
  * matcher compares against. It owns the namespaces' value rules (whole folded field values,
  * facility/severity as one byte, structured data as "<sd-id>.<name>" 0x00 <value token>) and
- * the RFC 5424 STRUCTURED-DATA walk; the tokenizer owns what a token is.
+ * the RFC 5424 STRUCTURED-DATA walk; the tokenizer owns what a token is and what its forms
+ * are (the message text's terms are its tokens and their forms; SD values' only the tokens).
  */
 #include <string.h>
 
@@ -13,29 +14,45 @@
 #define TERM_MAX	(1 + SD_NAME_MAX + 1 + SD_NAME_MAX + 1 + LB_TOKEN_MAX)
 
 /*
- * The terms of one tokenized value: a head, then each token. The head is the namespace byte,
- * and for structured data "<id>.<name>" 0x00 after it.
+ * The terms of one tokenized value: a head, then each token, and for message text each
+ * token's forms after it (lb_token_forms). The head is the namespace byte, and for structured
+ * data "<id>.<name>" 0x00 after it.
  */
 struct tokterm {
 	uint8_t		 buf[TERM_MAX];
 	size_t		 head;		/* bytes of ns [+ "<id>.<name>" 0x00] */
-	lb_msgterm_fn	 fn;
+	int		 forms;		/* message text: the tokens' forms too */
+	lb_msgterm2_fn	 fn;
 	void		*arg;
 };
 
 static int
-tok_term(void *arg, const uint8_t *tok, size_t len, uint32_t pos, size_t off)
+form_term(void *arg, const uint8_t *form, size_t len, size_t at, int flags)
 {
 	struct tokterm *t = arg;
+
+	(void)at;
+	memcpy(t->buf + t->head, form, len);
+	return (t->fn(t->arg, t->buf, t->head + len, flags | LB_TERM_FORM));
+}
+
+static int
+tok_term(void *arg, const uint8_t *tok, size_t len, uint32_t pos, size_t off)
+{
+	struct tokterm	*t = arg;
+	int		 rc;
 
 	(void)pos;
 	(void)off;
 	memcpy(t->buf + t->head, tok, len);
-	return (t->fn(t->arg, t->buf, t->head + len));
+	if ((rc = t->fn(t->arg, t->buf, t->head + len, LB_FORM_START | LB_FORM_END)) != 0 ||
+	    !t->forms)
+		return (rc);
+	return (lb_token_forms(tok, len, form_term, t));
 }
 
 static int
-field(lb_msgterm_fn fn, void *arg, uint8_t ns, struct lb_slice v)
+field(lb_msgterm2_fn fn, void *arg, uint8_t ns, struct lb_slice v)
 {
 	uint8_t	buf[1 + LB_TOKEN_MAX];
 	size_t	n = v.len > LB_TOKEN_MAX ? LB_TOKEN_MAX : v.len;
@@ -48,7 +65,7 @@ field(lb_msgterm_fn fn, void *arg, uint8_t ns, struct lb_slice v)
 
 		buf[1 + i] = (c >= 'A' && c <= 'Z') ? (uint8_t)(c + 32) : c;
 	}
-	return (fn(arg, buf, n + 1));
+	return (fn(arg, buf, n + 1, LB_FORM_START | LB_FORM_END));
 }
 
 /* Copies an SD name (up to a delimiter in stop) into t->buf at *at; returns its end in sd. */
@@ -71,7 +88,7 @@ sd_name(const uint8_t *sd, size_t i, size_t len, const char *stop, struct tokter
  * and tokenized. Malformed text ends the walk quietly: the raw text is still stored.
  */
 static int
-sd_terms(const struct lb_tokconf *tc, struct lb_slice sd, lb_msgterm_fn fn, void *arg)
+sd_terms(const struct lb_tokconf *tc, struct lb_slice sd, lb_msgterm2_fn fn, void *arg)
 {
 	struct tokterm	 t;
 	uint8_t		 val[LB_SD_MAX];
@@ -81,6 +98,7 @@ sd_terms(const struct lb_tokconf *tc, struct lb_slice sd, lb_msgterm_fn fn, void
 
 	t.fn = fn;
 	t.arg = arg;
+	t.forms = 0;
 	t.buf[0] = LB_NS_SD;
 	while (i < len && p[i] == '[') {
 		at = 1;
@@ -118,7 +136,7 @@ sd_terms(const struct lb_tokconf *tc, struct lb_slice sd, lb_msgterm_fn fn, void
 }
 
 int
-lb_msg_terms(const struct lb_tokconf *tc, const struct lb_msg *m, lb_msgterm_fn fn, void *arg)
+lb_msg_terms2(const struct lb_tokconf *tc, const struct lb_msg *m, lb_msgterm2_fn fn, void *arg)
 {
 	struct tokterm	 t;
 	uint8_t		 b[2];
@@ -126,6 +144,7 @@ lb_msg_terms(const struct lb_tokconf *tc, const struct lb_msg *m, lb_msgterm_fn 
 
 	t.buf[0] = LB_NS_TEXT;
 	t.head = 1;
+	t.forms = 1;
 	t.fn = fn;
 	t.arg = arg;
 	if ((rc = lb_tokenize(tc, m->message.p, m->message.len, tok_term, &t)) != 0)
@@ -139,14 +158,36 @@ lb_msg_terms(const struct lb_tokconf *tc, const struct lb_msg *m, lb_msgterm_fn 
 	if (m->facility != LB_NOVALUE) {
 		b[0] = LB_NS_FACILITY;
 		b[1] = m->facility;
-		if ((rc = fn(arg, b, 2)) != 0)
+		if ((rc = fn(arg, b, 2, LB_FORM_START | LB_FORM_END)) != 0)
 			return (rc);
 	}
 	if (m->severity != LB_NOVALUE) {
 		b[0] = LB_NS_SEVERITY;
 		b[1] = m->severity;
-		if ((rc = fn(arg, b, 2)) != 0)
+		if ((rc = fn(arg, b, 2, LB_FORM_START | LB_FORM_END)) != 0)
 			return (rc);
 	}
 	return (sd_terms(tc, m->sd, fn, arg));
+}
+
+struct plain {
+	lb_msgterm_fn	 fn;
+	void		*arg;
+};
+
+static int
+plain_term(void *arg, const uint8_t *term, size_t len, int flags)
+{
+	struct plain *p = arg;
+
+	(void)flags;
+	return (p->fn(p->arg, term, len));
+}
+
+int
+lb_msg_terms(const struct lb_tokconf *tc, const struct lb_msg *m, lb_msgterm_fn fn, void *arg)
+{
+	struct plain p = { fn, arg };
+
+	return (lb_msg_terms2(tc, m, plain_term, &p));
 }

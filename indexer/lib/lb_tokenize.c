@@ -2,7 +2,9 @@
  * lb_tokenize.c — message bytes → tokens, the contract indexing and query parsing share
  * (DESIGN.md "Tokens", FORMAT.md §6). It owns the delimiter table and the walk; it does not
  * know about terms, namespaces or fields. The one idea: a token is a maximal run of
- * non-delimiter bytes, ASCII-folded, cut (not split) at LB_TOKEN_MAX bytes.
+ * non-delimiter bytes, ASCII-folded, cut (not split) at LB_TOKEN_MAX bytes. It also owns the
+ * forms of a token (lb_token_forms): its stripped form and the parts of a compound token, which
+ * the index holds beside the token so that a word finds them.
  */
 #include <errno.h>
 #include <string.h>
@@ -60,6 +62,65 @@ lb_tokenize(const struct lb_tokconf *tc, const uint8_t *buf, size_t len, lb_toke
 			i++;
 		}
 		if ((rc = fn(arg, tok, n, pos++, start)) != 0)
+			return (rc);
+	}
+	return (0);
+}
+
+/* ASCII punctuation: 21-2f, 3a-40, 5b-60, 7b-7e. */
+const uint8_t lb_form_punct[256] = {
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* 00 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* 10 */
+	0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,	/* 20 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1,	/* 30 */
+	1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* 40 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1,	/* 50 */
+	1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* 60 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0,	/* 70 */
+};
+
+static inline int
+is_sep(uint8_t c)
+{
+	return (c == '.' || c == '-' || c == '_' || c == '@' || c == '/' || c == '+');
+}
+
+int
+lb_token_forms(const uint8_t *tok, size_t len, lb_form_fn fn, void *arg)
+{
+	size_t	 a = 0, b = len, s, e, ps, pe, i;
+	int	 rc, flags;
+
+	while (a < b && lb_form_punct[tok[a]])
+		a++;
+	while (b > a && lb_form_punct[tok[b - 1]])
+		b--;
+	if (a == b)
+		return (0);
+	if (b - a != len &&
+	    (rc = fn(arg, tok + a, b - a, a, LB_FORM_START | LB_FORM_END)) != 0)
+		return (rc);
+	for (i = a; i < b && !is_sep(tok[i]); i++)
+		;
+	if (i == b)
+		return (0);	/* one part: the stripped form itself */
+	for (s = a; s <= b; s = e + 1) {
+		int digits = 1;
+
+		for (e = s; e < b && !is_sep(tok[e]); e++)
+			;
+		ps = s;
+		pe = e;
+		while (ps < pe && lb_form_punct[tok[ps]])
+			ps++;
+		while (pe > ps && lb_form_punct[tok[pe - 1]])
+			pe--;
+		for (i = ps; i < pe && digits; i++)
+			digits = tok[i] >= '0' && tok[i] <= '9';
+		if (ps == pe || digits)
+			continue;
+		flags = (s == a ? LB_FORM_START : 0) | (e == b ? LB_FORM_END : 0);
+		if ((rc = fn(arg, tok + ps, pe - ps, ps, flags)) != 0)
 			return (rc);
 	}
 	return (0);

@@ -142,6 +142,32 @@ typedef int	(*lb_token_fn)(void *arg, const uint8_t *tok, size_t len, uint32_t p
 int	lb_tokenize(const struct lb_tokconf *tc, const uint8_t *buf, size_t len,
 	    lb_token_fn fn, void *arg);
 
+/*
+ * The forms of a token (DESIGN.md "Tokens", FORMAT.md §6): the other text terms a token makes
+ * besides itself, so that a word also finds a token before punctuation and a word inside a
+ * compound token.
+ * - Its stripped form: the token without its leading and trailing ASCII punctuation
+ *   (`LB_FORM_PUNCT`: 21-2f, 3a-40, 5b-60, 7b-7e), when that differs from the token and is not
+ *   empty: `refused.` gives `refused`, `"quoted"` gives `quoted`.
+ * - Its parts: the stripped form cut at the separators `. - _ @ / +` (`LB_FORM_SEPS`), each part
+ *   stripped the same way, when there are two parts or more; empty parts and parts made only
+ *   of ASCII digits are left out: `non-existent-user` gives `non`, `existent`, `user`;
+ *   `bob@example.com` gives `bob`, `example`, `com`; `10.0.0.1` and `2015-10-18` give none.
+ * fn gets each form in order (stripped form, then the parts from left to right; a form that
+ * occurs twice is passed twice), at = its offset in tok, and flags: LB_FORM_START when it
+ * begins the stripped form (the stripped form and the first part), LB_FORM_END when it ends
+ * it (the stripped form and the last part). Phrases use the flags (QUERY.md §1). A non-zero
+ * return of fn stops the walk and is returned.
+ */
+#define LB_FORM_START	0x01
+#define LB_FORM_END	0x02
+#define LB_FORM_SEPS	".-_@/+"
+typedef int	(*lb_form_fn)(void *arg, const uint8_t *form, size_t len, size_t at, int flags);
+int	lb_token_forms(const uint8_t *tok, size_t len, lb_form_fn fn, void *arg);
+
+/* 1 for the bytes that lb_token_forms() strips (ASCII punctuation), else 0. */
+extern const uint8_t lb_form_punct[256];
+
 /* ---------------------------------------------------------------- syslog parsing (lb_syslog.c) */
 
 /*
@@ -265,7 +291,8 @@ void	lb_msgfile_sizes(struct lb_msgfile *mf, uint64_t *disk, uint64_t *raw);
 #define LB_NS_PEER	0x09
 
 /*
- * Calls fn once for every term of m in the order: text tokens (in message order), host,
+ * Calls fn once for every term of m in the order: text tokens (in message order, each followed
+ * by its forms, lb_token_forms()), host,
  * program, pid, msgid, peer, facility, severity, structured-data terms. A term that occurs twice is
  * passed twice. term is a namespace byte plus bytes, in a buffer valid during the call. This
  * is the one definition of "the terms of a message": indexing and brute-force matching both
@@ -273,6 +300,17 @@ void	lb_msgfile_sizes(struct lb_msgfile *mf, uint64_t *disk, uint64_t *raw);
  */
 typedef int	(*lb_msgterm_fn)(void *arg, const uint8_t *term, size_t len);
 int	lb_msg_terms(const struct lb_tokconf *tc, const struct lb_msg *m, lb_msgterm_fn fn,
+	    void *arg);
+
+/*
+ * The same walk, with each term's flags: LB_TERM_FORM for a text term that is a form of the
+ * token before it (lb_token_forms(), which gives LB_FORM_START and LB_FORM_END); every other
+ * term (a token, a field value, an SD token) has LB_FORM_START | LB_FORM_END. A message's text
+ * terms are: its first token, that token's forms, its second token, its forms, and so on.
+ */
+#define LB_TERM_FORM	0x04
+typedef int	(*lb_msgterm2_fn)(void *arg, const uint8_t *term, size_t len, int flags);
+int	lb_msg_terms2(const struct lb_tokconf *tc, const struct lb_msg *m, lb_msgterm2_fn fn,
 	    void *arg);
 
 /* In-memory index of an interval, written out as one segment file. */
@@ -341,6 +379,9 @@ struct lb_seginfo {
 	int64_t		 tmin, tmax;	/* receive-time range, µs */
 	uint64_t	 nterms;	/* distinct terms */
 	uint64_t	 size;		/* file size */
+	uint32_t	 version;	/* format version (FORMAT.md §4.2): 2, text terms are the
+					   tokens only; 3, also their forms (lb_token_forms). 0 in
+					   what a writer is given: the current version */
 };
 void	lb_segment_info(const struct lb_segment *sg, struct lb_seginfo *si);
 

@@ -747,6 +747,54 @@ t_match_big(void **state)
 	free(s);
 }
 
+/* A word finds a token before punctuation and a part of a compound token (QUERY.md §1). */
+static void
+t_match_forms(void **state)
+{
+	struct lb_msg	 a = msg("upstream connection refused. backend is down."),
+			 b = msg("user non-existent-user from bob@example.com at 10.0.0.1"),
+			 c = msg("day 2015-10-18 pid-1234 code 404."),
+			 d = msg("for user bob@example.com ok");
+
+	(void)state;
+	assert_true(qm("refused", &a));
+	assert_true(qm("down", &a));
+	assert_true(qm("refused.", &a));
+	assert_false(qm("refused..", &a));
+	assert_true(qm("existent", &b));
+	assert_true(qm("non", &b));
+	assert_true(qm("example", &b));
+	assert_true(qm("exist*", &b));
+	assert_true(qm("*ample", &b));
+	assert_true(qm("10.0.0.1", &b));
+	assert_true(qm("10.0.0.*", &b));
+	assert_false(qm("10.0.0", &b));
+	assert_false(qm("0", &b));
+	assert_false(qm("existen", &b));
+	assert_false(qm("example.com", &b));	/* two parts: not a part */
+	/* All-digit parts are not forms; a stripped all-digit token is. */
+	assert_false(qm("2015", &c));
+	assert_false(qm("1234", &c));
+	assert_true(qm("pid", &c));
+	assert_true(qm("404", &c));
+	assert_true(qm("2015-*", &c));
+	/* Phrases: the first word may end a token, the last may start one, the others whole. */
+	assert_true(qm("\"connection refused\"", &a));
+	assert_true(qm("\"refused backend\"", &a));
+	assert_true(qm("\"is down\"", &a));
+	assert_true(qm("\"user non\"", &b));
+	assert_true(qm("\"user from\"", &b));
+	assert_true(qm("\"user bob\"", &d));
+	assert_true(qm("\"com ok\"", &d));
+	assert_false(qm("\"user example\"", &d));
+	assert_false(qm("\"example ok\"", &d));
+	assert_false(qm("\"non existent\"", &b));
+	assert_false(qm("\"existent from\"", &b));
+	assert_false(qm("\"user existent\"", &b));
+	assert_true(qm("\"user non-existent-user from\"", &b));
+	assert_false(qm("message:2015", &c));
+}
+
 T_MAIN_SETUP(setup,
 	cmocka_unit_test(t_glob),
 	cmocka_unit_test(t_glob_fast),
@@ -761,5 +809,6 @@ T_MAIN_SETUP(setup,
 	cmocka_unit_test(t_roundtrip_words),
 	cmocka_unit_test(t_roundtrip_bytes),
 	cmocka_unit_test(t_match_text),
+	cmocka_unit_test(t_match_forms),
 	cmocka_unit_test(t_match_fields),
 	cmocka_unit_test(t_match_big))

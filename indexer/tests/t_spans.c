@@ -119,9 +119,31 @@ setup(void **state)
 	return (0);
 }
 
+/* A form marks its own bytes inside the token; overlapping marks are one span. */
+static void
+t_forms(void **state)
+{
+	(void)state;
+	assert_string_equal(marks(&tcd, "refused down", "connection refused. is down."),
+	    "connection [refused]. is [down].");
+	assert_string_equal(marks(&tcd, "existent", "user non-existent-user x"),
+	    "user non-[existent]-user x");
+	assert_string_equal(marks(&tcd, "example OR bob", "from bob@example.com"),
+	    "from [bob]@[example].com");
+	assert_string_equal(marks(&tcd, "example OR bob@example.com", "from bob@example.com"),
+	    "from [bob@example.com]");
+	assert_string_equal(marks(&tcd, "\"user bob\"", "user bob@example.com, bob"),
+	    "[user] [bob]@example.com, bob");
+	assert_string_equal(marks(&tcd, "\"connection refused\"", "connection refused."),
+	    "[connection] [refused].");
+	assert_string_equal(marks(&tcd, "\"non existent\"", "non-existent"), "non-existent");
+	assert_string_equal(marks(&tcd, "2015", "2015-10-18 2015"), "2015-10-18 [2015]");
+}
+
 T_MAIN_SETUP(setup,
 	cmocka_unit_test(t_words),
 	cmocka_unit_test(t_phrases),
 	cmocka_unit_test(t_not),
 	cmocka_unit_test(t_delims),
-	cmocka_unit_test(t_long_token))
+	cmocka_unit_test(t_long_token),
+	cmocka_unit_test(t_forms))

@@ -1,6 +1,7 @@
 /*
  * t_tokenize.c — the token contract: default delimiters split, the DESIGN.md examples stay one
- * token, ASCII folds, high bytes and NUL stay, long tokens are cut once, custom delimiters.
+ * token, ASCII folds, high bytes and NUL stay, long tokens are cut once, custom delimiters;
+ * the forms of a token (lb_token_forms): stripped punctuation, parts of compound tokens.
  */
 #include "t_helper.h"
 
@@ -139,10 +140,99 @@ t_callback_stops(void **state)
 	assert_int_equal(lb_tokenize(&tc, (const uint8_t *)"a b c", 5, stop_at_two, NULL), 42);
 }
 
+struct forms {
+	char	 buf[512];	/* "form@at/flags " for each form */
+	size_t	 len;
+};
+
+static int
+form_col(void *arg, const uint8_t *form, size_t len, size_t at, int flags)
+{
+	struct forms	*f = arg;
+	int		 n;
+
+	n = snprintf(f->buf + f->len, sizeof(f->buf) - f->len, "%s%.*s@%zu/%d",
+	    f->len ? " " : "", (int)len, (const char *)form, at, flags);
+	assert_true(n > 0 && (size_t)n < sizeof(f->buf) - f->len);
+	f->len += (size_t)n;
+	return (0);
+}
+
+static const char *
+forms_of(const char *tok, struct forms *f)
+{
+	memset(f, 0, sizeof(*f));
+	assert_ok(lb_token_forms((const uint8_t *)tok, strlen(tok), form_col, f));
+	return (f->buf);
+}
+
+/* DESIGN.md "Tokens": the stripped form and the parts, with their offsets and flags. */
+static void
+t_forms(void **state)
+{
+	static const struct { const char *tok, *want; } cases[] = {
+		{ "refused", "" },
+		{ "refused.", "refused@0/3" },
+		{ "\"quoted\"", "quoted@1/3" },
+		{ "(error)", "error@1/3" },
+		{ "...", "" },
+		{ "non-existent-user", "non@0/1 existent@4/0 user@13/2" },
+		{ "bob@example.com", "bob@0/1 example@4/0 com@12/2" },
+		{ "10.0.0.1", "" },
+		{ "2015-10-18", "" },
+		{ "2015-10-18.", "2015-10-18@0/3" },
+		{ "404.", "404@0/3" },
+		{ "pid-1234", "pid@0/1" },
+		{ "v2.3", "v2@0/1" },
+		{ "user_id", "user@0/1 id@5/2" },
+		{ "a+b", "a@0/1 b@2/2" },
+		{ "x//y", "x@0/1 y@3/2" },
+		{ "(upstream).", "upstream@1/3" },
+		{ "foo.(bar)", "foo.(bar@0/3 foo@0/1 bar@5/2" },
+		{ "-a-a-", "a-a@1/3 a@1/1 a@3/2" },
+		{ "appattempt_1445144423722_0020_000001", "appattempt@0/1" },
+		{ "caf\xc3\xa9-au-lait", "caf\xc3\xa9@0/1 au@6/0 lait@9/2" },
+		{ "a:b", "" },
+		{ "key=value,", "key=value@0/3" },
+	};
+	struct forms f;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *got = forms_of(cases[i].tok, &f);
+
+		if (strcmp(got, cases[i].want) != 0)
+			fail_msg("%s: got '%s', want '%s'", cases[i].tok, got, cases[i].want);
+	}
+	/* The punctuation that strips is ASCII's, no more. */
+	for (int c = 0; c < 256; c++) {
+		int p = (c >= 0x21 && c <= 0x2f) || (c >= 0x3a && c <= 0x40) ||
+		    (c >= 0x5b && c <= 0x60) || (c >= 0x7b && c <= 0x7e);
+
+		assert_int_equal(lb_form_punct[c], p);
+	}
+}
+
+static int
+stop_form(void *arg, const uint8_t *form, size_t len, size_t at, int flags)
+{
+	(void)arg; (void)form; (void)len; (void)flags;
+	return (at > 0 ? 7 : 0);
+}
+
+static void
+t_forms_stop(void **state)
+{
+	(void)state;
+	assert_int_equal(lb_token_forms((const uint8_t *)"a-b-c", 5, stop_form, NULL), 7);
+}
+
 T_MAIN(
 	cmocka_unit_test(t_design_examples),
 	cmocka_unit_test(t_every_default_delimiter),
 	cmocka_unit_test(t_fold_and_bytes),
 	cmocka_unit_test(t_long_token_cut_once),
 	cmocka_unit_test(t_custom_delims),
-	cmocka_unit_test(t_callback_stops))
+	cmocka_unit_test(t_callback_stops),
+	cmocka_unit_test(t_forms),
+	cmocka_unit_test(t_forms_stop))
