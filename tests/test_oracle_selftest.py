@@ -330,7 +330,7 @@ def test_glob_match_by_hand() -> None:
 
 def test_msg_terms_follow_lb_terms_c() -> None:
     m = _msg(
-        b"Hello World",
+        b"Hello World. bob@Example.com",
         host=b"Web-01",
         program=b"sshd",
         pid=b"",
@@ -339,24 +339,32 @@ def test_msg_terms_follow_lb_terms_c() -> None:
         severity=3,
         sd=b'[ex@1 a="x \\"Y\\" z" a="q"][meta seq="1"]bad[x y="z"]',
     )
+    w, f = query.WHOLE, query.TERM_FORM
     assert query.msg_terms(m) == [
-        (1, b"hello"),
-        (1, b"world"),
-        (2, b"web-01"),
-        (3, b"sshd"),
-        (5, (b"id" * 200)[:255]),
-        (6, b"\x04"),
-        (7, b"\x03"),
-        (8, b"ex@1.a\x00x"),
-        (8, b"ex@1.a\x00y"),
-        (8, b"ex@1.a\x00z"),
-        (8, b"ex@1.a\x00q"),
-        (8, b"meta.seq\x001"),
+        (1, b"hello", w),
+        (1, b"world.", w),
+        (1, b"world", w | f),
+        (1, b"bob@example.com", w),
+        (1, b"bob", 1 | f),
+        (1, b"example", f),
+        (1, b"com", 2 | f),
+        (2, b"web-01", w),
+        (3, b"sshd", w),
+        (5, (b"id" * 200)[:255], w),
+        (6, b"\x04", w),
+        (7, b"\x03", w),
+        (8, b"ex@1.a\x00x", w),
+        (8, b"ex@1.a\x00y", w),
+        (8, b"ex@1.a\x00z", w),
+        (8, b"ex@1.a\x00q", w),
+        (8, b"meta.seq\x001", w),
     ]
-    assert query.sd_terms(b'[a b="1" c="2"') == [(8, b"a.b\x001"), (8, b"a.c\x002")]
+    assert query.sd_terms(b'[a b="1" c="2"') == [(8, b"a.b\x001", w), (8, b"a.c\x002", w)]
     assert query.sd_terms(b'[a b=1 c="2"]') == []
     assert query.sd_terms(b'[a b="open') == []
-    assert query.sd_terms(b"[" + b"i" * 70 + b' p="v"]') == [(8, b"i" * 64 + b".p\x00v")]
+    assert query.sd_terms(b"[" + b"i" * 70 + b' p="v"]') == [(8, b"i" * 64 + b".p\x00v", w)]
+    # SD values are tokens only: no forms.
+    assert query.sd_terms(b'[a b="x-y."]') == [(8, b"a.b\x00x-y.", w)]
 
 
 def test_matches_by_hand() -> None:
@@ -464,3 +472,32 @@ def test_long_query_tokens_are_cut_at_255() -> None:
     assert query.parse(b"a*" + b"b" * 300) == T(1, b"a*" + b"b" * 253)
     assert query.parse(b"x\\*" + b"b" * 300) == T(1, b"x\\*" + b"b" * 253)
     assert query.parse(b"host:" + b"H" * 300) == T(2, b"h" * 255)
+
+
+def test_matches_forms_by_hand() -> None:
+    """The cases of t_query.c t_match_forms."""
+
+    def hit(q: str, m: query.Msg) -> bool:
+        return query.matches(query.parse(q), query.msg_terms(m))
+
+    a = _msg(b"upstream connection refused. backend is down.")
+    b = _msg(b"user non-existent-user from bob@example.com at 10.0.0.1")
+    c = _msg(b"day 2015-10-18 pid-1234 code 404.")
+    d = _msg(b"for user bob@example.com ok")
+    yes = [
+        ("refused", a), ("down", a), ("refused.", a), ("existent", b), ("non", b),
+        ("example", b), ("exist*", b), ("*ample", b), ("10.0.0.1", b), ("10.0.0.*", b),
+        ("pid", c), ("404", c), ("2015-*", c), ('"connection refused"', a),
+        ('"refused backend"', a), ('"is down"', a), ('"user non"', b), ('"user from"', b),
+        ('"user bob"', d), ('"com ok"', d), ('"user non-existent-user from"', b),
+    ]  # fmt: skip
+    no = [
+        ("refused..", a), ("10.0.0", b), ("0", b), ("existen", b), ("example.com", b),
+        ("2015", c), ("1234", c), ('"user example"', d), ('"example ok"', d),
+        ('"non existent"', b), ('"existent from"', b), ('"user existent"', b),
+        ("message:2015", c),
+    ]  # fmt: skip
+    for q, m in yes:
+        assert hit(q, m), q
+    for q, m in no:
+        assert not hit(q, m), q

@@ -2,9 +2,10 @@
 # with the evaluator. A store of seeded hostile messages (punctuation, long tokens, bytes outside
 # UTF-8, NUL and escape bytes, structured data) is searched through a real logbox-searchd with
 # generated queries (lbtest/querygen.py); for every hit the spans must be exactly the tokens
-# that the plain Python oracle (lbtest/query.py, lbtest/oracle.py) says a positive text term of
-# the query matches (a word, a wildcard, message:, a phrase only where it matches in place;
-# never under NOT, never field or SD terms), so every span is a matching token, and every hit
+# and forms of tokens (a stripped token, a part of a compound token: its own bytes) that the
+# plain Python oracle (lbtest/query.py, lbtest/oracle.py) says a positive text term of the
+# query matches (a word, a wildcard, message:, a phrase only where it matches in place; never
+# under NOT, never field or SD terms), so every span lies inside a token, and every hit
 # that matches only thanks to a positive text term has at least one span. Hand-picked cases
 # pin wildcards, phrases, case, escapes, non-UTF-8 bytes, and /v1/logspaces' delimiters.
 from __future__ import annotations
@@ -33,6 +34,7 @@ HAND = [
     "caf\udcc3 \x00nul \x1b[31m ok \udcff".encode("utf-8", "surrogateescape"),
     b"x a:b a\\:b star*glob",
     b"X" * 300 + b" tail",
+    b"upstream connection refused. user non-existent-user from bob@example.com is down.",
 ]
 
 
@@ -81,21 +83,46 @@ def token_runs(msg: bytes) -> list[tuple[int, int]]:
 
 
 def want_spans(q: query.Node, msg: bytes) -> list[tuple[int, int]]:
-    """The oracle's spans: the runs whose token a positive text term matches, or that stand in
-    a run of tokens where a positive text phrase matches."""
+    """The oracle's spans: the runs whose token a positive text term matches and the bytes of
+    each form of a token it matches (oracle.forms: stripped token, parts), and where a positive
+    text phrase matches in place what each of its words matched; overlapping marks are one
+    span."""
     runs = token_runs(msg)
     toks = oracle.tokenize(msg)
-    marked = [False] * len(runs)
+    # Per token: (bytes, flags, span) of the token, then of each of its forms.
+    groups = [
+        [(t, query.WHOLE, r)]
+        + [
+            (f, fl | oracle.TERM_FORM, (r[0] + at, r[0] + at + len(f)))
+            for f, at, fl in oracle.forms(t)
+        ]
+        for t, r in zip(toks, runs, strict=True)
+    ]
+    marked: set[tuple[int, int]] = set()
 
     def walk(n: query.Node, neg: bool) -> None:
         if isinstance(n, query.Term) and n.ns == query.NS_TEXT and not neg:
-            for i, t in enumerate(toks):
-                marked[i] = marked[i] or query.glob_match(n.pat, t)
+            for g in groups:
+                marked.update(sp for t, _, sp in g if query.glob_match(n.pat, t))
         elif isinstance(n, query.Phrase) and n.ns == query.NS_TEXT and not neg:
             k = len(n.pats)
-            for i in range(len(toks) - k + 1):
-                if all(query.glob_match(n.pats[j], toks[i + j]) for j in range(k)):
-                    marked[i : i + k] = [True] * k
+            for i in range(len(groups) - k + 1):
+                hit = []
+                for j in range(k):
+                    need = query.phrase_need(j, k)
+                    sp = next(
+                        (
+                            sp
+                            for t, fl, sp in groups[i + j]
+                            if fl & need == need and query.glob_match(n.pats[j], t)
+                        ),
+                        None,
+                    )
+                    if sp is None:
+                        break
+                    hit.append(sp)
+                else:
+                    marked.update(hit)
         elif isinstance(n, query.And | query.Or):
             for kid in n.kids:
                 walk(kid, neg)
@@ -103,7 +130,13 @@ def want_spans(q: query.Node, msg: bytes) -> list[tuple[int, int]]:
             walk(n.kid, not neg)
 
     walk(q, False)
-    return [r for r, on in zip(runs, marked, strict=True) if on]
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(marked, key=lambda x: (x[0], -x[1])):
+        if out and a < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def without_text(n: query.Node, neg: bool = False) -> query.Node:
@@ -136,9 +169,9 @@ def check_hits(s: Store, text: bytes, hits: list[dict[str, Any]]) -> list[str]:
         m = s.msgs[h["id"]]
         assert h["message"].encode("utf-8", "surrogateescape") == m.message
         got, want = spans_of(h), want_spans(q, m.message)
-        runs = set(token_runs(m.message))
-        if not set(got) <= runs:
-            problems.append(f"{text!r} id {m.id}: spans {got} are not whole tokens")
+        runs = token_runs(m.message)
+        if not all(any(a <= x and y <= b for a, b in runs) for x, y in got):
+            problems.append(f"{text!r} id {m.id}: spans {got} are not inside tokens")
         if got != want:
             problems.append(f"{text!r} id {m.id}: spans {got}, oracle {want}")
         terms = query.msg_terms(m)
@@ -184,6 +217,20 @@ def test_hand_picked_cases(store: Store) -> None:
     assert marked(s, b"star\\*glob OR star", HAND[4]) == [b"star"]
     assert marked(s, b"x AND host:hand AND program:app", HAND[4]) == [b"x"]
     assert marked(s, b"X" * 255 + b" tail", HAND[5]) == [b"X" * 300, b"tail"]
+    # A part or a stripped token marks its own bytes inside the token.
+    assert marked(s, b"refused existent example down", HAND[6]) == [
+        b"refused",
+        b"existent",
+        b"example",
+        b"down",
+    ]
+    assert marked(s, b'"connection refused" "from bob"', HAND[6]) == [
+        b"connection",
+        b"refused",
+        b"from",
+        b"bob",
+    ]
+    assert marked(s, b"bob@example.com OR com", HAND[6]) == [b"bob@example.com"]
     # Without highlight=1 hits carry no spans.
     r = s.sd.get("/v1/search", {"q": b"tail", **WHOLE})
     assert r.status == 200 and "spans" not in r.json["hits"][0]

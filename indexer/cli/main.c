@@ -835,10 +835,10 @@ cmd_dump(struct opts *o)
 		if ((rc = lb_segment_open(o->argv[0], &d.sg)) != 0)
 			die("%s: %s", o->argv[0], lb_strerror(rc));
 		lb_segment_info(d.sg, &si);
-		printf("segment %s\nids %llu-%llu, %llu messages, %llu terms, %llu bytes\n",
-		    o->argv[0], (unsigned long long)si.first_id, (unsigned long long)si.last_id,
-		    (unsigned long long)si.count, (unsigned long long)si.nterms,
-		    (unsigned long long)si.size);
+		printf("segment %s\nids %llu-%llu, %llu messages, %llu terms, %llu bytes, "
+		    "version %u\n", o->argv[0], (unsigned long long)si.first_id,
+		    (unsigned long long)si.last_id, (unsigned long long)si.count,
+		    (unsigned long long)si.nterms, (unsigned long long)si.size, si.version);
 		rc = lb_segment_terms(d.sg, NULL, 0, NULL, 0, dump_term, &d);
 		lb_postings_free(&d.p);
 		lb_segment_close(d.sg);

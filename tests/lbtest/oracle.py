@@ -6,6 +6,9 @@ against, so it is written for obviousness, not speed.
   plus the delimiter set (default ``& : ~ ? ! [ ] = , ; ( ) ' " / \\ | < > { } *``).
 - ASCII A-Z fold to a-z; every other byte (NUL, controls, bytes >= 0x80) is kept as it is.
 - A token longer than TOKEN_MAX bytes is cut there; the rest of the run is skipped.
+- A token's forms (lb_token_forms in indexer/lib/lb_tokenize.c) are findable too: the token
+  without its leading and trailing ASCII punctuation, and the parts of that at . - _ @ / +
+  (each stripped the same way; empty and all-digit parts left out) when there are two or more.
 """
 
 from __future__ import annotations
@@ -55,15 +58,59 @@ def tokenize(msg: bytes, table: frozenset[int] = DEFAULT_TABLE) -> list[bytes]:
     return tokens
 
 
+PUNCT = frozenset(b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # lb_form_punct: ASCII punctuation
+FORM_SEPS = frozenset(b".-_@/+")  # LB_FORM_SEPS
+FORM_START, FORM_END, TERM_FORM = 1, 2, 4  # LB_FORM_START, LB_FORM_END, LB_TERM_FORM
+
+
+def _strip(tok: bytes, a: int, b: int) -> tuple[int, int]:
+    while a < b and tok[a] in PUNCT:
+        a += 1
+    while b > a and tok[b - 1] in PUNCT:
+        b -= 1
+    return a, b
+
+
+def forms(tok: bytes) -> list[tuple[bytes, int, int]]:
+    """lb_token_forms: (form, offset in tok, flags) for the stripped form (when it differs
+    from tok and is not empty) and then each part, left to right, when there are two parts or
+    more. FORM_START: the form begins the stripped token; FORM_END: it ends it."""
+    a, b = _strip(tok, 0, len(tok))
+    if a == b:
+        return []
+    out = []
+    if b - a != len(tok):
+        out.append((tok[a:b], a, FORM_START | FORM_END))
+    cuts = [i for i in range(a, b) if tok[i] in FORM_SEPS]
+    if not cuts:
+        return out
+    for s, e in zip([a] + [c + 1 for c in cuts], cuts + [b], strict=True):
+        ps, pe = _strip(tok, s, e)
+        part = tok[ps:pe]
+        if part and not part.isdigit():
+            out.append((part, ps, (FORM_START if s == a else 0) | (FORM_END if e == b else 0)))
+    return out
+
+
+def words(msg: bytes, table: frozenset[int] = DEFAULT_TABLE) -> list[bytes]:
+    """The text terms of msg in order: each token, then its forms."""
+    out = []
+    for t in tokenize(msg, table):
+        out.append(t)
+        out += [f for f, _, _ in forms(t)]
+    return out
+
+
 def token_set(msg: bytes, table: frozenset[int] = DEFAULT_TABLE) -> set[bytes]:
-    """The distinct tokens of msg."""
-    return set(tokenize(msg, table))
+    """The distinct text terms of msg: what a one-word query finds (tokens and their forms)."""
+    return set(words(msg, table))
 
 
 def ids_with_token(
     messages: Sequence[bytes], tok: bytes, first_id: int = 1, table: frozenset[int] = DEFAULT_TABLE
 ) -> list[int]:
-    """Ids (messages[i] has id first_id + i) of the messages containing token tok (folded here)."""
+    """Ids (messages[i] has id first_id + i) of the messages with text term tok (folded here): a
+    token or a form of one."""
     want = fold(tok)
     return [first_id + i for i, m in enumerate(messages) if want in token_set(m, table)]
 
@@ -74,12 +121,13 @@ def ids_with_prefix(
     first_id: int = 1,
     table: frozenset[int] = DEFAULT_TABLE,
 ) -> list[int]:
-    """Ids of the messages with at least one token starting with prefix (folded here)."""
+    """Ids of the messages with at least one text term (a token or a form) starting with
+    prefix (folded here)."""
     want = fold(prefix)
     return [
         first_id + i
         for i, m in enumerate(messages)
-        if any(t.startswith(want) for t in tokenize(m, table))
+        if any(t.startswith(want) for t in words(m, table))
     ]
 
 

@@ -23,7 +23,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from lbtest.oracle import DEFAULT_TABLE, TOKEN_MAX, WHITESPACE, fold, tokenize
+from lbtest.oracle import (
+    DEFAULT_TABLE,
+    FORM_END,
+    FORM_START,
+    TERM_FORM,
+    TOKEN_MAX,
+    WHITESPACE,
+    fold,
+    forms,
+    tokenize,
+)
 
 NS_TEXT, NS_HOST, NS_PROGRAM, NS_PID, NS_MSGID, NS_FACILITY, NS_SEVERITY, NS_SD, NS_PEER = range(
     1, 10
@@ -634,25 +644,32 @@ class Msg:
         )
 
 
-TermT = tuple[int, bytes]  # (namespace, bytes); SD bytes are sdname 0x00 token
+# (namespace, bytes, flags); SD bytes are sdname 0x00 token. flags: TERM_FORM for a form of
+# the text token before it, with FORM_START / FORM_END as lb_token_forms gives them; every
+# other term FORM_START | FORM_END.
+TermT = tuple[int, bytes, int]
+WHOLE = FORM_START | FORM_END
 
 
 def msg_terms(m: Msg, table: frozenset[int] = DEFAULT_TABLE) -> list[TermT]:
-    """lb_msg_terms: text tokens in order, host, program, pid, msgid, peer (whole value, folded,
-    cut at TOKEN_MAX, only when non-empty), facility, severity (one byte each, when known), then
-    the structured-data terms."""
-    out: list[TermT] = [(NS_TEXT, t) for t in tokenize(m.message, table)]
+    """lb_msg_terms2: text tokens in order, each followed by its forms, host, program, pid,
+    msgid, peer (whole value, folded, cut at TOKEN_MAX, only when non-empty), facility,
+    severity (one byte each, when known), then the structured-data terms."""
+    out: list[TermT] = []
+    for t in tokenize(m.message, table):
+        out.append((NS_TEXT, t, WHOLE))
+        out += [(NS_TEXT, f, fl | TERM_FORM) for f, _, fl in forms(t)]
     fields = (
         (NS_HOST, m.host), (NS_PROGRAM, m.program), (NS_PID, m.pid), (NS_MSGID, m.msgid),
         (NS_PEER, m.peer),
     )  # fmt: skip
     for ns, v in fields:
         if v:
-            out.append((ns, fold(v[:TOKEN_MAX])))
+            out.append((ns, fold(v[:TOKEN_MAX]), WHOLE))
     if m.facility is not None:
-        out.append((NS_FACILITY, bytes([m.facility])))
+        out.append((NS_FACILITY, bytes([m.facility]), WHOLE))
     if m.severity is not None:
-        out.append((NS_SEVERITY, bytes([m.severity])))
+        out.append((NS_SEVERITY, bytes([m.severity]), WHOLE))
     return out + sd_terms(m.sd, table)
 
 
@@ -686,7 +703,7 @@ def sd_terms(sd: bytes, table: frozenset[int] = DEFAULT_TABLE) -> list[TermT]:
                 return out
             i += 1
             head = sdid + b"." + pname + b"\x00"
-            out += [(NS_SD, head + t) for t in tokenize(bytes(val), table)]
+            out += [(NS_SD, head + t, WHOLE) for t in tokenize(bytes(val), table)]
         if i >= n or sd[i] != ord("]"):
             return out
         i += 1
@@ -744,6 +761,26 @@ def _term_ok(t: TermT, ns: int, pat: bytes, sdname: bytes | None) -> bool:
     return t[1].startswith(head) and glob_match(pat, t[1][len(head) :])
 
 
+def phrase_need(k: int, n: int) -> int:
+    """The flags a term needs to stand for word k of an n-word phrase: the first word may end
+    a token (its stripped form or last part), the last may start one, the others are whole
+    tokens or stripped forms."""
+    if n == 1:
+        return 0
+    return (FORM_START if k > 0 else 0) | (FORM_END if k + 1 < n else 0)
+
+
+def _groups(terms: Sequence[TermT]) -> list[list[TermT]]:
+    """The terms grouped per token: each term that is not a form, with the forms after it."""
+    out: list[list[TermT]] = []
+    for t in terms:
+        if t[2] & TERM_FORM and out:
+            out[-1].append(t)
+        else:
+            out.append([t])
+    return out
+
+
 def matches(q: Node, terms: Sequence[TermT]) -> bool:
     """lb_query_match: whether a message with this term sequence matches q."""
     if isinstance(q, All):
@@ -751,10 +788,18 @@ def matches(q: Node, terms: Sequence[TermT]) -> bool:
     if isinstance(q, Term):
         return any(_term_ok(t, q.ns, q.pat, q.sdname) for t in terms)
     if isinstance(q, Phrase):
+        groups = _groups(terms)
         k = len(q.pats)
         return any(
-            all(_term_ok(terms[i + j], q.ns, q.pats[j], q.sdname) for j in range(k))
-            for i in range(len(terms) - k + 1)
+            all(
+                any(
+                    t[2] & phrase_need(j, k) == phrase_need(j, k)
+                    and _term_ok(t, q.ns, q.pats[j], q.sdname)
+                    for t in groups[i + j]
+                )
+                for j in range(k)
+            )
+            for i in range(len(groups) - k + 1)
         )
     if isinstance(q, Set):
         byte = [t[1][0] for t in terms if t[0] == q.ns]
@@ -798,9 +843,9 @@ class Corpus:
         self.received = [m.received_us for m in self.msgs]
         self.in_order = self.received == sorted(self.received)
         self.universe = (1 << len(self.msgs)) - 1
-        self.postings: dict[TermT, int] = {}
+        self.postings: dict[tuple[int, bytes], int] = {}
         for i, ts in enumerate(self.terms):
-            for t in set(ts):
+            for t in {(t[0], t[1]) for t in ts}:
                 self.postings[t] = self.postings.get(t, 0) | (1 << i)
         self.vocab: dict[int, list[bytes]] = {}
         for ns, b in self.postings:

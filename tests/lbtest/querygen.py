@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lbtest import corpus, query
-from lbtest.oracle import DEFAULT_TABLE, WHITESPACE
+from lbtest.oracle import DEFAULT_TABLE, FORM_END, FORM_START, TERM_FORM, WHITESPACE, forms
 
 DAY_US = 86_400_000_000
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -149,13 +149,37 @@ def _syllables(rng: random.Random) -> str:
     return w
 
 
+def _compound(rng: random.Random) -> str:
+    """A token with punctuation: words and numbers joined at the separators of compound tokens
+    (. - _ @ / + and others that are not), or a word with punctuation around it."""
+    r = rng.random()
+    if r < 0.3:
+        return (
+            rng.choice(["", "", "#", "-", "..", "'", "`"])
+            + _syllables(rng)
+            + rng.choice([".", ".", "...", "-", "%", "#", "@"])
+        )
+    if r < 0.4:
+        return ".".join(str(rng.randint(0, 255)) for _ in range(4))
+    if r < 0.45:
+        return "%d-%02d-%02d" % (rng.randint(2000, 2030), rng.randint(1, 12), rng.randint(1, 28))
+    parts = []
+    for i in range(rng.randint(2, 4)):
+        if i:
+            parts.append(rng.choice(".-_@+.-#$^%~/"))
+        parts.append(_syllables(rng) if rng.random() < 0.75 else str(rng.randint(0, 9999)))
+    return "".join(parts)
+
+
 def _text(rng: random.Random) -> bytes:
     parts = []
     for i in range(rng.randint(1, 25)):
         if i:
             parts.append(rng.choice(_SEPS))
         r = rng.random()
-        if r < 0.3:
+        if r < 0.12:
+            parts.append(_compound(rng))
+        elif r < 0.3:
             parts.append(rng.choice(_WORDS))
         elif r < 0.33:
             parts.append(rng.choice("XyZ") * rng.randint(250, 300))
@@ -256,16 +280,21 @@ def _mangle_case(rng: random.Random, b: bytes) -> bytes:
 class Vocab:
     """What the corpus holds, to build queries from."""
 
-    texts: list[list[bytes]]  # the text tokens of each message
-    tokens: list[bytes]  # distinct text tokens
+    texts: list[list[bytes]]  # the text tokens of each message (without their forms)
+    tokens: list[bytes]  # distinct text terms (tokens and their forms)
     fields: dict[int, list[bytes]]  # ns -> distinct folded values (as stored: cut at 255)
     raw_fields: dict[int, list[bytes]]  # ns -> values as sent
     sd: dict[bytes, list[list[bytes]]]  # sdname -> token lists of its values
 
     @classmethod
     def of(cls, c: query.Corpus) -> Vocab:
-        texts = [[t for ns, t in ts if ns == query.NS_TEXT and _argv_safe(t)] for ts in c.terms]
-        tokens = sorted({t for ts in texts for t in ts if _argv_safe(t)})
+        texts = [
+            [t for ns, t, fl in ts if ns == query.NS_TEXT and not fl & TERM_FORM and _argv_safe(t)]
+            for ts in c.terms
+        ]
+        tokens = sorted(
+            {t for ts in c.terms for ns, t, _ in ts if ns == query.NS_TEXT and _argv_safe(t)}
+        )
         fields: dict[int, set[bytes]] = {}
         raw: dict[int, set[bytes]] = {}
         sd: dict[bytes, list[list[bytes]]] = {}
@@ -275,7 +304,7 @@ class Vocab:
                 if v:
                     raw.setdefault(ns, set()).add(v)
             per: dict[bytes, list[bytes]] = {}
-            for ns, t in ts:
+            for ns, t, _ in ts:
                 if ns in query.NS_FIELD:
                     fields.setdefault(ns, set()).add(t)
                 elif ns == query.NS_SD:
@@ -340,6 +369,13 @@ class QueryGen:
         k = rng.randint(2, min(4, len(toks)))
         i = rng.randrange(len(toks) - k + 1)
         words = list(toks[i : i + k])
+        # The first word may be the end of its token, the last the start (QUERY.md §1).
+        ends = [f for f, _, fl in forms(words[0]) if fl & FORM_END]
+        starts = [f for f, _, fl in forms(words[-1]) if fl & FORM_START]
+        if ends and rng.random() < 0.5:
+            words[0] = rng.choice(ends)
+        if starts and rng.random() < 0.5:
+            words[-1] = rng.choice(starts)
         if rng.random() < 0.3:
             j = rng.randrange(k)
             words[j] = self.wild(words[j])
