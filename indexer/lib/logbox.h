@@ -1005,10 +1005,11 @@ struct lb_span {
 };
 
 /*
- * The spans of text[0..len) (a message's text) that q matched, in text order: each is one
- * whole token (the run of non-delimiter bytes, not cut at LB_TOKEN_MAX) that a text term of q
- * matches (lb_qpat_match) or that belongs to a run where a text phrase of q matches, terms
- * under an odd number of NOTs left out. *out is malloc'ed (the caller's: free), NULL when *n
+ * The spans of text[0..len) (a message's text) that q matched, in text order, never
+ * overlapping: a whole token (the run of non-delimiter bytes, not cut at LB_TOKEN_MAX) or the
+ * bytes of a form of a token (lb_token_forms) that a text term of q matches (lb_qpat_match),
+ * or that a word of a text phrase of q matched where the phrase matches, terms under an odd
+ * number of NOTs left out. *out is malloc'ed (the caller's: free), NULL when *n
  * is 0. Returns 0 or ENOMEM.
  */
 int	lb_query_spans(const struct lb_qnode *q, const struct lb_tokconf *tc,

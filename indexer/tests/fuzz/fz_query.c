@@ -3,7 +3,7 @@
  * custom tokenizer setting. A parsed query must print (lb_query_fmt) as text that parses to an
  * equal tree and prints again to the same text; a refused one must say where and why. The
  * tree is matched against a small message, its spans (lb_query_spans) in the input must be
- * whole tokens, and the input split in two is run through lb_glob_match() as a glob and a
+ * tokens or forms of tokens, and the input split in two is run through lb_glob_match() as a glob and a
  * subject, checked against a plain recursive matcher.
  */
 #include <stdlib.h>
@@ -15,7 +15,10 @@ int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define CHECK(x)	do { if (!(x)) abort(); } while (0)
 
-/* The spans of q in text are whole tokens of it, in order, apart. */
+/*
+ * The spans of q in text are tokens of it or forms of tokens (their bytes begin and end at a
+ * delimiter, the text's ends or ASCII punctuation), in order, apart.
+ */
 static void
 spans(const struct lb_tokconf *tc, const struct lb_qnode *q, const uint8_t *text, size_t len)
 {
@@ -28,8 +31,8 @@ spans(const struct lb_tokconf *tc, const struct lb_qnode *q, const uint8_t *text
 		size_t a = sp[i].off, b = sp[i].off + sp[i].len;
 
 		CHECK(a >= at && b > a && b <= len);
-		CHECK(a == 0 || tc->delim[text[a - 1]]);
-		CHECK(b == len || tc->delim[text[b]]);
+		CHECK(a == 0 || tc->delim[text[a - 1]] || lb_form_punct[text[a - 1]]);
+		CHECK(b == len || tc->delim[text[b]] || lb_form_punct[text[b]]);
 		for (size_t k = a; k < b; k++)
 			CHECK(!tc->delim[text[k]]);
 		at = b + 1;
