@@ -34,7 +34,7 @@ import pytest
 import requests
 from lbtest.cli import Logbox, message_bytes
 from lbtest.collector import free_port
-from lbtest.oracle import fold, tokenize
+from lbtest.oracle import fold, words
 from lbtest.rpc import RpcServer
 from lbtest.searchd import Searchd, searchd_binary
 from logbox_client import Client, LogboxError
@@ -77,9 +77,9 @@ class Env:
         return self.server.base.removesuffix("/api/v1")
 
     def ids(self, word: str) -> list[int]:
-        """Ids (ascending) of the main messages holding the token word."""
+        """Ids (ascending) of the main messages holding the text term word (a token or a form)."""
         want = fold(word.encode())
-        return [r["id"] for r in self.records if want in tokenize(message_bytes(r["message"]))]
+        return [r["id"] for r in self.records if want in words(message_bytes(r["message"]))]
 
     def client(self, token: str | None = None) -> Client:
         return Client(self.url, token=token, verify=str(self.server.cafile))

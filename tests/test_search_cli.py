@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from lbtest.cli import Logbox, Searcher, message_bytes, parse_bad_query, parse_summary
 from lbtest.corpus import Expected, octet_frames, parse_5424, random_corpus
-from lbtest.oracle import fold, tokenize
+from lbtest.oracle import fold, words
 from lbtest.searchd import Searchd, searchd_binary
 
 BASE = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
@@ -84,12 +84,13 @@ def ceil_s(us: int) -> int:
 
 
 def oracle(corpus: list[Expected], token: bytes | None, lo: int, hi: int) -> list[int]:
-    """Ids (ascending) received in [floor_s(lo), ceil_s(hi)) holding text token (None: all)."""
+    """Ids (ascending) received in [floor_s(lo), ceil_s(hi)) holding text term token (a token or
+    a form of one; None: all)."""
     lo, hi = floor_s(lo), ceil_s(hi)
     return [
         i
         for i, e in enumerate(corpus, start=1)
-        if lo <= e.timestamp_us < hi and (token is None or token in tokenize(e.message))
+        if lo <= e.timestamp_us < hi and (token is None or token in words(e.message))
     ]
 
 
@@ -98,7 +99,7 @@ def tokens(corpus: list[Expected]) -> list[bytes]:
     """Text tokens of ordinary words found in 20..400 messages."""
     df: Counter[bytes] = Counter()
     for e in corpus:
-        df.update(set(tokenize(e.message)))
+        df.update(set(words(e.message)))
     good = [t for t, n in df.items() if 20 <= n <= 400 and re.fullmatch(rb"[a-z]{4,12}", t)]
     assert len(good) >= 4, "the corpus has too few mid-frequency words"
     return sorted(good)[:4]

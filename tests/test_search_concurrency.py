@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from lbtest.cli import Logbox, Searcher, message_bytes
 from lbtest.corpus import loghub_corpus
-from lbtest.oracle import tokenize
+from lbtest.oracle import words
 from lbtest.searchd import Searchd, searchd_binary
 from lbtest.wait import wait_until
 
@@ -120,7 +120,7 @@ def search_ids(s: Searcher, token: bytes, order: str, lo: int) -> list[int]:
     while True:
         pg = s.page(token.decode(), limit=200, order=order, cursor=cursor, from_=lo, to="+1h")
         for h in pg.hits:
-            assert token in tokenize(message_bytes(h["message"])), (token, h)
+            assert token in words(message_bytes(h["message"])), (token, h)
         out += [h["id"] for h in pg.hits]
         if pg.next_cursor is None:
             return out
@@ -134,7 +134,7 @@ def test_search_while_ingesting(store_cli: Path, tmp_path: Path, top: Path, sock
     stream = [e for e in corpus if b"\n" not in e.raw and b"\r" not in e.raw]
     stream = stream[: RATE * SECONDS]
     lines = [e.raw + b"\n" for e in stream]
-    toks = [set(tokenize(e.message)) for e in stream]
+    toks = [set(words(e.message)) for e in stream]
     holders = {t: [i for i, ts in enumerate(toks, start=1) if t in ts] for t in TOKENS}
     assert all(len(v) > 50 for v in holders.values()), {t: len(v) for t, v in holders.items()}
 

@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -27,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lbtest import oracle
+from lbtest import oracle, query
 from lbtest.cli import Logbox, message_bytes
-from lbtest.oracle import fold, tokenize
+from lbtest.oracle import fold, tokenize, words
 from lbtest.searchd import Searchd, UnixHTTPConnection, query_string, searchd_binary
 from lbtest.wait import wait_until
 
@@ -91,6 +92,8 @@ class Truth:
         self.records = records
         self.by_id = {r["id"]: r for r in records}
         self.tokens = {r["id"]: tokenize(message_bytes(r["message"])) for r in records}
+        # what a word finds: the tokens and their forms (FORMAT.md §6)
+        self.words = {r["id"]: set(words(message_bytes(r["message"]))) for r in records}
 
     def ids(self, pred: Pred, lo_us: int | None = None, hi_us: int | None = None) -> list[int]:
         """Ids (ascending) of records satisfying pred, received in [lo_us, hi_us)."""
@@ -103,14 +106,17 @@ class Truth:
         ]
 
     def has_token(self, tok: bytes) -> Pred:
-        return lambda r: fold(tok) in self.tokens[r["id"]]
+        return lambda r: fold(tok) in self.words[r["id"]]
 
     def has_phrase(self, *toks: bytes) -> Pred:
-        want = [fold(t) for t in toks]
+        """The phrase rule of QUERY.md §1 (lbtest/query.py: adjacent tokens, the outer words
+        may be forms at the token's edge)."""
+        q = query.Phrase(
+            query.NS_TEXT, tuple(re.sub(rb"([*?\\])", rb"\\\1", fold(t)) for t in toks)
+        )
 
         def pred(r: dict[str, Any]) -> bool:
-            t = self.tokens[r["id"]]
-            return any(t[i : i + len(want)] == want for i in range(len(t) - len(want) + 1))
+            return query.matches(q, query.text_terms(message_bytes(r["message"])))
 
         return pred
 
@@ -299,7 +305,7 @@ def test_top(daemon: Searchd, truth: Truth, field: str) -> None:
         if field == "facility":
             return {FACILITIES[r["facility"]]}
         if field == "message":
-            return {t.decode("utf-8", "surrogateescape") for t in truth.tokens[r["id"]]}
+            return {t.decode("utf-8", "surrogateescape") for t in truth.words[r["id"]]}
         return set(_sd_codes(r))
 
     k = 4

@@ -655,10 +655,7 @@ def msg_terms(m: Msg, table: frozenset[int] = DEFAULT_TABLE) -> list[TermT]:
     """lb_msg_terms2: text tokens in order, each followed by its forms, host, program, pid,
     msgid, peer (whole value, folded, cut at TOKEN_MAX, only when non-empty), facility,
     severity (one byte each, when known), then the structured-data terms."""
-    out: list[TermT] = []
-    for t in tokenize(m.message, table):
-        out.append((NS_TEXT, t, WHOLE))
-        out += [(NS_TEXT, f, fl | TERM_FORM) for f, _, fl in forms(t)]
+    out = text_terms(m.message, table)
     fields = (
         (NS_HOST, m.host), (NS_PROGRAM, m.program), (NS_PID, m.pid), (NS_MSGID, m.msgid),
         (NS_PEER, m.peer),
@@ -671,6 +668,15 @@ def msg_terms(m: Msg, table: frozenset[int] = DEFAULT_TABLE) -> list[TermT]:
     if m.severity is not None:
         out.append((NS_SEVERITY, bytes([m.severity]), WHOLE))
     return out + sd_terms(m.sd, table)
+
+
+def text_terms(text: bytes, table: frozenset[int] = DEFAULT_TABLE) -> list[TermT]:
+    """The text terms of a message: each token, then its forms."""
+    out: list[TermT] = []
+    for t in tokenize(text, table):
+        out.append((NS_TEXT, t, WHOLE))
+        out += [(NS_TEXT, f, fl | TERM_FORM) for f, _, fl in forms(t)]
+    return out
 
 
 def _sd_name(sd: bytes, i: int, stop: bytes) -> tuple[int, bytes]:
