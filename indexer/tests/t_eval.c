@@ -3,13 +3,16 @@
  * indexed yet) against a brute force over every message: random query trees (terms that exist
  * and do not, prefixes, inner and leading wildcards, phrases, fields, structured data, sets,
  * AND/OR/NOT, ALL) with random time ranges, orders, limits, histograms and top values; cursor
- * paging both ways; a damaged segment; wildcard limits; bad requests.
+ * paging both ways; a damaged segment; wildcard limits; bad requests; segments of version 2
+ * (before forms were indexed), where text patterns match the forms of the dictionary's terms.
  */
 #include "t_helper.h"
 #include "lb_format.h"
+#include "lb_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -27,6 +30,9 @@
 static const char *words[] = {
 	"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
 	"lambda", "mu", "alphabet", "betamax", "deltas", "error", "errors", "conn", "x",
+	/* compound tokens and punctuation: words find their forms (FORMAT.md §6) */
+	"non-existent-user", "existent", "bob@example.com", "example", "refused.", "refused",
+	"404.", "404", "2015-10-18", "2015", "pid-1234",
 };
 #define NWORDS	(sizeof(words) / sizeof(words[0]))
 static const char *hosts[] = { "web-01", "web-02", "DB-1", "mail" };
@@ -667,6 +673,47 @@ t_random(void **state)
 	t_rmtree(dir);
 }
 
+/*
+ * Segments labelled version 2 (no forms indexed, FORMAT.md §9): every text pattern goes through
+ * the scan that matches the forms of each term, with term blobs and without; the answers stay
+ * the brute force's. (These files do hold forms too, which the scan takes as terms like any
+ * other: tests/test_token_forms.py reads a store written before forms existed.)
+ */
+static void
+t_old_segments(void **state)
+{
+	struct lb_store		*st, *rd;
+	struct lb_catalog	*cat;
+	char			 pat[400];
+	glob_t			 g;
+
+	(void)state;
+	st = build();
+	assert_ok(lb_store_close(st));
+	snprintf(pat, sizeof(pat), "%s/main/*/*/index/*%s", dir, LB_SEG_SUFFIX);
+	assert_int_equal(glob(pat, 0, NULL, &g), 0);
+	assert_true(g.gl_pathc >= 2);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		size_t	 len;
+		uint8_t	*b = t_read_file(g.gl_pathv[i], &len);
+
+		lb_put32(b + LB_SEG_H_VERSION, LB_SEG_VERSION_NOFORMS);
+		lb_put32(b + LB_SEG_H_CRC, lb_crc32(b, LB_SEG_H_CRC));
+		t_write_file(g.gl_pathv[i], b, len);
+		free(b);
+	}
+	globfree(&g);
+	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
+	assert_ok(lb_store_open_reader(cat, dir, "main", &rd));
+	assert_int_equal(check_random(rd, 400, NMSG), 0);
+	assert_true(lb_store_blob_bytes(rd) > 0);
+	lb_store_set_blob_budget(rd, 0);
+	assert_int_equal(check_random(rd, 200, NMSG), 0);
+	lb_store_close(rd);
+	lb_catalog_close(cat);
+	t_rmtree(dir);
+}
+
 /* Pages of a query newest first and oldest first give every match once, in order. */
 static void
 t_paging(void **state)
@@ -1200,4 +1247,5 @@ T_MAIN(
 	cmocka_unit_test(t_tail),
 	cmocka_unit_test(t_wide),
 	cmocka_unit_test(t_reader),
-	cmocka_unit_test(t_many))
+	cmocka_unit_test(t_many),
+	cmocka_unit_test(t_old_segments))

@@ -8,6 +8,7 @@
  */
 #include "t_helper.h"
 #include "lb_format.h"
+#include "lb_util.h"
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -1155,6 +1156,74 @@ t_no_terms(void **state)
 	t_rmtree(dir);
 }
 
+/* Rewrites the header of the segment at path to format version v (its CRC recomputed). */
+static void
+set_version(const char *path, uint32_t v)
+{
+	size_t	 len;
+	uint8_t	*b = t_read_file(path, &len);
+
+	assert_true(len >= LB_SEG_HDR_SIZE);
+	lb_put32(b + LB_SEG_H_VERSION, v);
+	lb_put32(b + LB_SEG_H_CRC, lb_crc32(b, LB_SEG_H_CRC));
+	t_write_file(path, b, len);
+	free(b);
+}
+
+/*
+ * Versions: a segment is written at 3; 2 (no forms) is read, 1 and 4 are refused; merged with
+ * a version 2 input the output is version 2 (its text terms may lack forms), else 3.
+ */
+static void
+t_versions(void **state)
+{
+	struct lb_tokconf	 tc;
+	struct lb_segment	*in[2], *sg;
+	struct lb_seginfo	 si;
+	struct tmsg		*msgs;
+	char			 dir[256], a[300], b[300], out[300];
+
+	(void)state;
+	lb_tokconf_default(&tc);
+	t_mkdtemp(dir, sizeof(dir));
+	msgs = gen_msgs(5, 200, 1);
+	snprintf(a, sizeof(a), "%s/a.seg", dir);
+	snprintf(b, sizeof(b), "%s/b.seg", dir);
+	snprintf(out, sizeof(out), "%s/m.seg", dir);
+	build(&tc, msgs, 100, a);
+	build(&tc, msgs + 100, 100, b);
+	assert_ok(lb_segment_open(a, &sg));
+	lb_segment_info(sg, &si);
+	assert_int_equal(si.version, 3);
+	lb_segment_close(sg);
+	for (uint32_t v = 1; v <= 4; v += 3) {
+		set_version(a, v);
+		assert_int_equal(lb_segment_open(a, &sg), LB_EFORMAT);
+	}
+	set_version(a, 2);
+	assert_ok(lb_segment_open(a, &in[0]));
+	assert_ok(lb_segment_verify(in[0], NULL, 0));
+	assert_ok(lb_segment_open(b, &in[1]));
+	assert_ok(lb_segment_merge(in, 2, out));
+	assert_ok(lb_segment_open(out, &sg));
+	lb_segment_info(sg, &si);
+	assert_int_equal(si.version, 2);
+	assert_int_equal(si.count, 200);
+	lb_segment_close(sg);
+	lb_segment_close(in[0]);
+	set_version(a, 3);
+	assert_ok(lb_segment_open(a, &in[0]));
+	assert_ok(lb_segment_merge(in, 2, out));
+	assert_ok(lb_segment_open(out, &sg));
+	lb_segment_info(sg, &si);
+	assert_int_equal(si.version, 3);
+	lb_segment_close(sg);
+	lb_segment_close(in[0]);
+	lb_segment_close(in[1]);
+	free(msgs);
+	t_rmtree(dir);
+}
+
 T_MAIN(
 	cmocka_unit_test(t_golden),
 	cmocka_unit_test(t_builder_rules),
@@ -1164,4 +1233,5 @@ T_MAIN(
 	cmocka_unit_test(t_big_lists),
 	cmocka_unit_test(t_no_terms),
 	cmocka_unit_test(t_damage),
-	cmocka_unit_test(t_scan))
+	cmocka_unit_test(t_scan),
+	cmocka_unit_test(t_versions))
