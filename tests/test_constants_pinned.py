@@ -109,6 +109,19 @@ def test_boundary_copies() -> None:
     assert query.QUERY_MAX == constants.QUERY_MAX
 
 
+def test_token_forms_constants(defs: dict[str, str], nums: dict[str, int]) -> None:
+    """The oracle's copy of the forms rule (lbtest/oracle.py forms(), FORMAT.md §6) uses
+    lb_tokenize's separators and flags; its punctuation is the table's (t_tokenize.c checks
+    lb_form_punct byte by byte, test_token_forms.py the whole rule through a segment)."""
+    assert oracle.FORM_SEPS == frozenset(csource.strings(defs["LB_FORM_SEPS"], defs)[0].encode())
+    assert (oracle.FORM_START, oracle.FORM_END, oracle.TERM_FORM) == (
+        nums["LB_FORM_START"],
+        nums["LB_FORM_END"],
+        nums["LB_TERM_FORM"],
+    )
+    assert oracle.PUNCT == frozenset(c for c in range(0x21, 0x7F) if not chr(c).isalnum())
+
+
 # What a Python file spells when it writes one of the constants again.
 COPIES = {
     "the logspace name pattern": re.compile(r"\[a-z0-9_\\?-\]\{1,64\}"),
