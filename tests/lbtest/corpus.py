@@ -314,6 +314,13 @@ def _text(rng: random.Random, vocab: Sequence[str], nwords: int) -> bytes:
             w = "%d.%d.%d.%d" % tuple(rng.randint(0, 255) for _ in range(4))
         elif r < 0.25:
             w = f"{rng.getrandbits(32):08x}"
+        elif r < 0.3:  # a compound token, or a word before punctuation (FORMAT.md §6)
+            w = rng.choice(vocab)
+            for _ in range(rng.randint(0, 3)):
+                w += rng.choice(".-_@+#%.") + (
+                    rng.choice(vocab) if rng.random() < 0.7 else str(rng.randint(0, 999))
+                )
+            w += rng.choice(["", "", ".", "...", "-", "%"])
         else:
             w = rng.choice(vocab)
         parts.append(w.encode())
@@ -348,6 +355,7 @@ def edge_messages() -> list[bytes]:
         b"w" * 1000 + b"/after1000",
         b"a" * 254 + b"\xc3\xa9" + b" cut inside a UTF-8 sequence",
         b"Connection:Error /var/log/syslog 10.0.0.1 web-01 user_id bob@example.com",
+        b"upstream connection refused. non-existent-user pid-1234 2015-10-18. #tag",
         b" leading space",
         b"trailing spaces   ",
         b"::: /// ,,, ;;; *** !!! ",
