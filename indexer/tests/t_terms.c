@@ -2,7 +2,7 @@
  * t_terms.c — lb_msg_terms() (what the brute-force tail matcher compares against) and the
  * segment builder's own fast indexing agree exactly: for random messages with every kind of
  * field and structured data, the set of (term, id) pairs in a written segment equals the set
- * lb_msg_terms() yields.
+ * lb_msg_terms() yields (tokens and their forms: stripped tokens, parts of compound tokens).
  */
 #include "t_helper.h"
 
@@ -102,7 +102,7 @@ t_segw_equals_msg_terms(void **state)
 {
 	static const char	*sds[] = { "", "[a b=\"x y\"]", "[ex@1 k=\"A\\\"B\" k2=\"C\\]D\"][o p=\"\"]",
 	    "[bad", "[i n=\"v\" m=\"w w\"]", "[i n=v]" };
-	const char		*alpha = "abcABC:= .,-_/\\\x80\xff\x01[]\"";
+	const char		*alpha = "abcABC:= .,-_/\\\x80\xff\x01[]\"@+#09";	/* forms too */
 	struct lb_tokconf	 tc;
 	struct lb_segw		*w;
 	struct lb_segment	*sg;
