@@ -65,6 +65,7 @@
 #define LB_BLK_STORED		0	/* payload kept as is (compressing did not make it smaller) */
 #define LB_BLK_DEFLATE		1	/* raw DEFLATE (RFC 1951), no zlib header: written before zstd */
 #define LB_BLK_ZSTD		2	/* one zstd frame (RFC 8878) with its content size */
+#define LB_BLK_COLS		3	/* the records as columns, each stream stored or one zstd frame */
 
 /*
  * A block is sealed once its payload reaches LB_BLOCK_RAW_TARGET bytes. zlib's window is

@@ -1,6 +1,6 @@
 /*
  * lb_msgfile.c — a day's message file: <daydir>/messages (sealed, compressed blocks appended
- * back to back: zstd, or DEFLATE in older files; the codec is lb_block.c's) and
+ * back to back: columns or zstd, DEFLATE in older files; the codec is lb_block.c's) and
  * <daydir>/messages.wal (the records of the block being filled).
  * It owns both files' bytes (FORMAT.md §3), crash recovery on open, the block index, reading
  * a message by id and the full check. It does not know days, the catalog or the index.
@@ -61,7 +61,7 @@
 #define BLOCK_TARGET	LB_BLOCK_RAW_TARGET	/* overridable only to measure */
 #endif
 #ifndef WRITE_METHOD
-#define WRITE_METHOD	LB_BLK_ZSTD	/* a writer's block method (lb_msgfile_set_method) */
+#define WRITE_METHOD	LB_BLK_COLS	/* a writer's block method (lb_msgfile_set_method) */
 #endif
 #define WAL_READ_MAX	(256u << 20)	/* a WAL longer than this is not read (LB_ETOOBIG) */
 #define REC_FIXED_MAX	64		/* record bytes beside the seven byte strings, at most */
@@ -1199,7 +1199,7 @@ int
 lb_msgfile_set_method(struct lb_msgfile *mf, unsigned method)
 {
 	if (mf->mode != LB_RDWR || (method != LB_BLK_STORED && method != LB_BLK_DEFLATE &&
-	    method != LB_BLK_ZSTD))
+	    method != LB_BLK_ZSTD && method != LB_BLK_COLS))
 		return (EINVAL);
 	mf->wmethod = (uint8_t)method;	/* the appender's: copied into a slot when it is queued */
 	return (0);
