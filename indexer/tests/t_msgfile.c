@@ -1907,6 +1907,105 @@ t_cols_damage(void **state)
 	t_rmtree(dir);
 }
 
+/*
+ * FORMAT.md §3.2's columns example byte for byte: the message of §3.4 eight times (ids 7..14,
+ * all received at 1000000), every stream stored. It reads back as those eight messages, and
+ * the same block with a code past the dictionary, or one stream byte short, is refused.
+ */
+static void
+t_cols_golden(void **state)
+{
+	static const uint8_t	 rec1[] = {	/* the first record (§3.4 without the id) */
+		0x80, 0x89, 0x7a, 0xcf, 0x0f, 0x77, 0x04, 0x06, 0x04,
+		0x04, 'w', 'e', 'b', '1', 0x04, 's', 's', 'h', 'd', 0x02, '4', '2', 0x00, 0x00,
+		0x04, 'h', 'i', 0x00, '\n',
+	};
+	static const uint8_t	 table[] = {
+		0x00, 0x22, 0x00, 0x18, 0x00, 0x08, 0x00, 0x08, 0x00, 0x08, 0x00, 0x08,
+		0x00, 0x00, 0x00, 0x0e, 0x00, 0x08, 0x00, 0x08, 0x00, 0x20,
+	};
+	static const uint8_t	 dict[] = {
+		0x04, 'w', 'e', 'b', '1', 0x04, 's', 's', 'h', 'd', 0x02, '4', '2', 0x00,
+	};
+	char		 dir[256], why[256];
+	struct ref	 refs[8];
+	uint8_t		 raw[218], pay[179], fh[LB_FHDR_SIZE], wal[LB_FHDR_SIZE], hdr[LB_BHDR_SIZE];
+	size_t		 r = 0, p = 0;
+	int		 vrc;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	memcpy(raw, rec1, sizeof(rec1));
+	r = sizeof(rec1);
+	for (int i = 1; i < 8; i++) {	/* received difference 0: 00 for 80 89 7a */
+		raw[r++] = 0x00;
+		memcpy(raw + r, rec1 + 3, sizeof(rec1) - 3);
+		r += sizeof(rec1) - 3;
+	}
+	assert_int_equal(r, sizeof(raw));
+	pay[p++] = 0x08;				/* n */
+	lb_put32(pay + p, lb_crc32(raw, sizeof(raw)));	/* raw_crc */
+	p += 4;
+	memcpy(pay + p, table, sizeof(table));
+	p += sizeof(table);
+	memcpy(pay + p, rec1, 6);			/* time */
+	p += 6;
+	for (int i = 1; i < 8; i++) {
+		memcpy(pay + p, "\x00\xcf\x0f\x77", 4);
+		p += 4;
+	}
+	for (int i = 0; i < 8; i++) {			/* meta */
+		memcpy(pay + p, "\x04\x06\x04", 3);
+		p += 3;
+	}
+	memset(pay + p, 0, 32);				/* host, program, pid, msgid codes */
+	p += 32;
+	memcpy(pay + p, dict, sizeof(dict));		/* peer: empty; dict */
+	p += sizeof(dict);
+	memset(pay + p, 0x00, 8);			/* sd */
+	p += 8;
+	memset(pay + p, 0x04, 8);			/* blen */
+	p += 8;
+	for (int i = 0; i < 8; i++) {			/* body */
+		memcpy(pay + p, "hi\0\n", 4);
+		p += 4;
+	}
+	assert_int_equal(p, sizeof(pay));
+
+	for (int i = 0; i < 8; i++) {
+		example_msg(&refs[i].m);
+		refs[i].m.id = 7 + (uint64_t)i;
+		refs[i].mem = NULL;
+	}
+	memset(fh, 0, sizeof(fh));
+	put_fhdr(fh, LB_MSGF_MAGIC);
+	memset(wal, 0, sizeof(wal));
+	put_fhdr(wal, LB_WAL_MAGIC);
+	memset(hdr, 0, sizeof(hdr));
+	lb_put32(hdr + LB_BHDR_MAGIC, LB_BLK_MAGIC);
+	lb_put32(hdr + LB_BHDR_COUNT, 8);
+	lb_put64(hdr + LB_BHDR_FIRST_ID, 7);
+	lb_put64(hdr + LB_BHDR_TMIN, 1000000);
+	lb_put64(hdr + LB_BHDR_TMAX, 1000000);
+	lb_put32(hdr + LB_BHDR_RAW_LEN, sizeof(raw));
+	put_one_block(dir, fh, hdr, LB_BLK_COLS, pay, sizeof(pay), wal, sizeof(wal));
+	assert_ok(read_block(dir, refs, 8, &vrc, why, sizeof(why)));
+	assert_ok(vrc);
+
+	/* The third host code 2: past the one value met so far and the next new one. */
+	pay[1 + 4 + sizeof(table) + 34 + 24 + 2] = 0x02;
+	put_one_block(dir, fh, hdr, LB_BLK_COLS, pay, sizeof(pay), wal, sizeof(wal));
+	assert_int_equal(read_block(dir, refs, 8, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	assert_int_equal(vrc, LB_ECORRUPT);
+	pay[1 + 4 + sizeof(table) + 34 + 24 + 2] = 0x00;
+	/* The body stream said one byte shorter (and the payload cut to match). */
+	pay[1 + 4 + sizeof(table) - 1] = 0x1f;
+	put_one_block(dir, fh, hdr, LB_BLK_COLS, pay, sizeof(pay) - 1, wal, sizeof(wal));
+	assert_int_equal(read_block(dir, refs, 8, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	assert_int_equal(vrc, LB_ECORRUPT);
+	t_rmtree(dir);
+}
+
 static int
 on_tmpfs(void **state)
 {
@@ -1936,4 +2035,5 @@ T_MAIN_SETUP(on_tmpfs,
 	cmocka_unit_test(t_mixed_methods),
 	cmocka_unit_test(t_zstd_payload),
 	cmocka_unit_test(t_cols_roundtrip),
-	cmocka_unit_test(t_cols_damage))
+	cmocka_unit_test(t_cols_damage),
+	cmocka_unit_test(t_cols_golden))
