@@ -1,6 +1,7 @@
 /*
- * lb_msgfile.c — a day's message file: <daydir>/messages (sealed, DEFLATE-compressed blocks
- * appended back to back) and <daydir>/messages.wal (the records of the block being filled).
+ * lb_msgfile.c — a day's message file: <daydir>/messages (sealed, compressed blocks appended
+ * back to back: columns or zstd, DEFLATE in older files; the codec is lb_block.c's) and
+ * <daydir>/messages.wal (the records of the block being filled).
  * It owns both files' bytes (FORMAT.md §3), crash recovery on open, the block index, reading
  * a message by id and the full check. It does not know days, the catalog or the index.
  *
@@ -17,7 +18,7 @@
  *
  * Threads: a writer compresses in a second thread. When the open block is full, append hands
  * its records to a queue of QDEPTH blocks (waiting when the queue is full) and goes on with a
- * new open block; the compressor thread deflates the queued blocks in id order and appends
+ * new open block; the compressor thread compresses the queued blocks in id order and appends
  * them to messages. The appender takes finished blocks back ("reap", at the next hand-off,
  * commit, get, seal or verify): only then do they join the block index and do their records'
  * WAL frames leave wal[]. Until then those frames are written to the WAL by commits like the
@@ -30,7 +31,7 @@
  * offset, and the call after a retry that worked goes on as if nothing had failed (a full disk
  * that gets space back needs no reopen). Their records stay in wal[] meanwhile, so commits
  * keep them durable in the WAL. The thread touches only the queued slots' records, its own
- * deflate state and buffer, and messages past the last reaped block; the slot states are
+ * codec state and buffer, and messages past the last reaped block; the slot states are
  * handed over under one mutex.
  *
  * Readers never write. They index the block headers at open (pread of headers only) and
@@ -49,18 +50,18 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <isa-l/igzip_lib.h>
 #include <zlib.h>
 
 #include "logbox.h"
+#include "lb_block.h"
 #include "lb_format.h"
 #include "lb_util.h"
 
-#ifndef ZLEVEL
-#define ZLEVEL		1		/* ISA-L deflate level: see FORMAT.md §3 for the numbers */
-#endif
 #ifndef BLOCK_TARGET
 #define BLOCK_TARGET	LB_BLOCK_RAW_TARGET	/* overridable only to measure */
+#endif
+#ifndef WRITE_METHOD
+#define WRITE_METHOD	LB_BLK_COLS	/* a writer's block method (lb_msgfile_set_method) */
 #endif
 #define WAL_READ_MAX	(256u << 20)	/* a WAL longer than this is not read (LB_ETOOBIG) */
 #define REC_FIXED_MAX	64		/* record bytes beside the seven byte strings, at most */
@@ -93,7 +94,8 @@ struct qslot {
 	int		 rc;		/* the thread's result */
 	uint64_t	 off;		/* where the thread wrote the block */
 	uint32_t	 comp;		/* payload bytes written */
-	uint8_t		 method;
+	uint8_t		 want;		/* the method asked for (set when queued) */
+	uint8_t		 method;	/* the method written */
 };
 
 enum { Q_FREE, Q_QUEUED, Q_DONE };
@@ -144,7 +146,8 @@ struct lb_msgfile {
 	uint64_t	 wbase;		/* WAL file offset of wal[0] */
 	int		 wstale;	/* the WAL file holds records of sealed blocks */
 	int		 mdirty;	/* messages has blocks not yet fdatasync()ed */
-	struct inflate_state *zi;	/* ISA-L inflate scratch, allocated on first read */
+	uint8_t		 wmethod;	/* method of the blocks sealed from now on */
+	struct lb_bcodec *rcodec;	/* the codec's scratch for reads */
 	uint8_t		*zbuf;		/* a block as read: header + payload */
 	size_t		 zcap;
 	/* the compressor thread and its queue */
@@ -164,7 +167,7 @@ struct lb_msgfile {
 	unsigned	 qwork;		/* next slot to compress (under mu: requeue moves it back) */
 	uint64_t	 woff;		/* where the next block goes in messages */
 	int		 wcut;		/* a failed write could not be cut: cut before the next */
-	uint8_t		*lvlbuf;	/* ISA-L deflate's working memory */
+	struct lb_bcodec *wcodec;	/* the codec's scratch for writes */
 	uint8_t		*tbuf;		/* a block as stored: header + payload */
 	size_t		 tcap;
 };
@@ -491,7 +494,7 @@ bhdr_check(const uint8_t *h, uint64_t off, struct bent *e)
 	method = h[LB_BHDR_METHOD];
 	if (count == 0 || raw > LB_BLOCK_RAW_MAX || count > raw / LB_REC_MIN || comp == 0 ||
 	    comp > raw || (method == LB_BLK_STORED && comp != raw) ||
-	    method > LB_BLK_DEFLATE || h[45] != 0 || h[46] != 0 || h[47] != 0 ||
+	    !lb_block_method_ok(method) || h[45] != 0 || h[46] != 0 || h[47] != 0 ||
 	    count > UINT64_MAX - first ||	/* UINT64_MAX is never an id */
 	    (int64_t)lb_get64(h + LB_BHDR_TMIN) > (int64_t)lb_get64(h + LB_BHDR_TMAX))
 		return (LB_ECORRUPT);
@@ -620,13 +623,6 @@ scan_blocks(struct lb_msgfile *mf, int *damage, int *tail)
 
 /* ------------------------------------------------------------------ reading blocks */
 
-static int
-inflate_into(struct lb_msgfile *mf, const uint8_t *src, uint32_t comp, uint8_t *dst,
-    uint32_t raw)
-{
-	return (lb_inflate_raw(&mf->zi, src, comp, dst, raw));
-}
-
 /*
  * Reads the block at off (header e expected there when e != NULL), checks it and decodes it
  * into b. With e == NULL the header is read and checked from the file and returned in *got.
@@ -667,9 +663,8 @@ block_load(struct lb_msgfile *mf, uint64_t off, const struct bent *e, struct mbl
 	if ((rc = mblk_reserve(b, h.raw, 0)) != 0)
 		return (rc);
 	*what = "payload does not decompress to its raw length";
-	if (mf->zbuf[LB_BHDR_METHOD] == LB_BLK_STORED)
-		memcpy(b->buf, p, h.raw);
-	else if ((rc = inflate_into(mf, p, h.comp, b->buf, h.raw)) != 0)
+	if ((rc = lb_block_decompress(&mf->rcodec, mf->zbuf[LB_BHDR_METHOD], p, h.comp, b->buf,
+	    h.raw)) != 0)
 		return (rc);
 	b->len = h.raw;
 	b->first = h.first;
@@ -1092,6 +1087,7 @@ lb_msgfile_open(const char *daydir, int mode, uint64_t first_id, struct lb_msgfi
 		return (errno);
 	mf->mfd = mf->wfd = -1;
 	mf->mode = mode;
+	mf->wmethod = WRITE_METHOD;
 	if ((rc = pthread_mutex_init(&mf->mu, NULL)) != 0) {
 		free(mf);
 		return (rc);
@@ -1176,8 +1172,8 @@ lb_msgfile_close(struct lb_msgfile *mf)
 		close(mf->mfd);
 	if (mf->wfd != -1)
 		close(mf->wfd);
-	free(mf->lvlbuf);
-	free(mf->zi);
+	lb_block_free(mf->wcodec);
+	lb_block_free(mf->rcodec);
 	for (unsigned i = 0; mf->cache != NULL && i < mf->ncache; i++)
 		mblk_free(&mf->cache[i].b);
 	free(mf->cache);
@@ -1199,6 +1195,16 @@ lb_msgfile_range(struct lb_msgfile *mf, uint64_t *first, uint64_t *next)
 
 /* ------------------------------------------------------------------ writing */
 
+int
+lb_msgfile_set_method(struct lb_msgfile *mf, unsigned method)
+{
+	if (mf->mode != LB_RDWR || (method != LB_BLK_STORED && method != LB_BLK_DEFLATE &&
+	    method != LB_BLK_ZSTD && method != LB_BLK_COLS))
+		return (EINVAL);
+	mf->wmethod = (uint8_t)method;	/* the appender's: copied into a slot when it is queued */
+	return (0);
+}
+
 /*
  * Thread: compresses the queued block s and appends it to messages at mf->woff (no fsync).
  * On failure cuts what it wrote (recovery would too).
@@ -1208,10 +1214,9 @@ block_write(struct lb_msgfile *mf, struct qslot *s)
 {
 	struct mblk	*b = &s->b;
 	uint8_t		*h;
-	uint32_t	 comp;
-	uint8_t		 method = LB_BLK_DEFLATE;
-	struct isal_zstream	 zs;
-	int		 zr, rc;
+	size_t		 comp;
+	uint8_t		 method;
+	int		 rc;
 
 	if (mf->wcut) {
 		if (ftruncate(mf->mfd, (off_t)mf->woff) == -1)
@@ -1220,29 +1225,10 @@ block_write(struct lb_msgfile *mf, struct qslot *s)
 	}
 	if ((rc = lb_grow(&mf->tbuf, &mf->tcap, LB_BHDR_SIZE + b->len, 1)) != 0)
 		return (rc);
-	if (mf->lvlbuf == NULL && (mf->lvlbuf = malloc(ISAL_DEF_LVL1_DEFAULT)) == NULL)
-		return (errno);
 	h = mf->tbuf;
-	/* ISA-L writes a plain raw DEFLATE stream that any inflate reads (zlib's included). */
-	isal_deflate_stateless_init(&zs);
-	zs.level = ZLEVEL;
-	zs.level_buf = mf->lvlbuf;
-	zs.level_buf_size = ISAL_DEF_LVL1_DEFAULT;
-	zs.gzip_flag = IGZIP_DEFLATE;
-	zs.end_of_stream = 1;
-	zs.flush = NO_FLUSH;
-	zs.next_in = b->buf;
-	zs.avail_in = (uint32_t)b->len;
-	zs.next_out = h + LB_BHDR_SIZE;
-	zs.avail_out = (uint32_t)b->len - 1;	/* must come out smaller */
-	zr = isal_deflate_stateless(&zs);
-	if (zr == COMP_OK && zs.avail_in == 0)
-		comp = (uint32_t)zs.total_out;
-	else {
-		method = LB_BLK_STORED;
-		comp = (uint32_t)b->len;
-		memcpy(h + LB_BHDR_SIZE, b->buf, b->len);
-	}
+	if ((rc = lb_block_compress(&mf->wcodec, s->want, b->buf, b->len, h + LB_BHDR_SIZE, &comp,
+	    &method)) != 0)
+		return (rc);
 	memset(h, 0, LB_BHDR_SIZE);
 	lb_put32(h + LB_BHDR_MAGIC, LB_BLK_MAGIC);
 	lb_put32(h + LB_BHDR_COUNT, b->n);
@@ -1250,7 +1236,7 @@ block_write(struct lb_msgfile *mf, struct qslot *s)
 	lb_put64(h + LB_BHDR_TMIN, (uint64_t)s->tmin);
 	lb_put64(h + LB_BHDR_TMAX, (uint64_t)s->tmax);
 	lb_put32(h + LB_BHDR_RAW_LEN, (uint32_t)b->len);
-	lb_put32(h + LB_BHDR_COMP_LEN, comp);
+	lb_put32(h + LB_BHDR_COMP_LEN, (uint32_t)comp);
 	lb_put32(h + LB_BHDR_PAYLOAD_CRC, lb_crc32(h + LB_BHDR_SIZE, comp));
 	h[LB_BHDR_METHOD] = method;
 	lb_put32(h + LB_BHDR_CRC, lb_crc32(h, LB_BHDR_CRC));
@@ -1260,7 +1246,7 @@ block_write(struct lb_msgfile *mf, struct qslot *s)
 		return (rc);
 	}
 	s->off = mf->woff;
-	s->comp = comp;
+	s->comp = (uint32_t)comp;
 	s->method = method;
 	mf->woff += LB_BHDR_SIZE + (uint64_t)comp;
 	return (0);
@@ -1434,6 +1420,7 @@ seal_block(struct lb_msgfile *mf)
 	s->tmax = mf->tmax;
 	s->wend = mf->wlen;
 	s->rc = 0;
+	s->want = mf->wmethod;
 	pthread_mutex_lock(&mf->mu);
 	s->state = Q_QUEUED;
 	pthread_cond_signal(&mf->cv_work);

@@ -34,6 +34,14 @@ static const struct konst konsts[] = {
 	NUM(LB_TOKEN_MAX),
 	NUM(LB_NAME_MAX),
 	NUM(LB_TIMEMAP_STEP),
+	/* message file (lb_msgfile.c, the block codec lb_block.c) */
+	NUM(LB_BLK_STORED),
+	NUM(LB_BLK_DEFLATE),
+	NUM(LB_BLK_ZSTD),
+	NUM(LB_BLK_COLS),
+	NUM(LB_BLOCK_RAW_TARGET),
+	NUM(LB_BLOCK_RAW_MAX),
+	NUM(LB_REC_MIN),
 	/* catalog (lb_catalog.c) */
 	NUM(LB_CAT_VERSION),
 	NUM(LB_CAT_MAGIC),

@@ -5,6 +5,7 @@
  * and never turn into wrong data.
  */
 #include "t_helper.h"
+#include "lb_block.h"
 #include "lb_format.h"
 #include "lb_util.h"
 
@@ -14,6 +15,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
 /* A message and the memory its slices point into. */
 struct ref {
@@ -1391,6 +1394,618 @@ t_enospc_recovers(void **state)
  * The crash tests recover thousands of times and every recovery fdatasync()s: run on tmpfs
  * when there is one and TMPDIR does not say otherwise (the files are as real).
  */
+/* ------------------------------------------------------------------ block methods */
+
+/* A syslog-like message i (so that blocks compress), its memory in r->mem. */
+static void
+gen_text(uint64_t *s, struct ref *r, uint64_t id, int64_t recv)
+{
+	char	*p;
+	int	 n;
+
+	memset(r, 0, sizeof(*r));
+	assert_non_null(r->mem = malloc(256));
+	p = (char *)r->mem;
+	n = snprintf(p, 256, "web%uAccepted password for user%u from 10.0.%u.%u port %u ssh2",
+	    (unsigned)(t_rnd(s) % 7), (unsigned)(t_rnd(s) % 50), (unsigned)(t_rnd(s) % 256),
+	    (unsigned)(t_rnd(s) % 256), (unsigned)(1024 + t_rnd(s) % 60000));
+	r->m.host = (struct lb_slice){ (const uint8_t *)p, 4 };
+	r->m.program = (struct lb_slice){ (const uint8_t *)"sshd", 4 };
+	r->m.message = (struct lb_slice){ (const uint8_t *)p + 4, (size_t)n - 4 };
+	r->m.id = id;
+	r->m.received = recv;
+	r->m.timestamp = recv - 1000;
+	r->m.facility = 4;
+	r->m.severity = 6;
+	r->m.flags = LB_MSG_RFC3164;
+}
+
+/*
+ * Walks the blocks of messages m[0..len): counts blocks of each method in per[3] and checks
+ * that every compressed payload decodes to its raw length with the reference decoders (zlib's
+ * inflate, libzstd's one-shot decompress), independent of lb_block.c. Returns the blocks seen.
+ */
+static size_t
+walk_methods(const uint8_t *m, size_t len, size_t per[4], uint8_t *order, size_t max)
+{
+	size_t	 off = LB_FHDR_SIZE, nb = 0;
+
+	per[0] = per[1] = per[2] = per[3] = 0;
+	while (off + LB_BHDR_SIZE <= len) {
+		const uint8_t	*h = m + off, *p = h + LB_BHDR_SIZE;
+		uint32_t	 raw = lb_get32(h + LB_BHDR_RAW_LEN);
+		uint32_t	 comp = lb_get32(h + LB_BHDR_COMP_LEN);
+		uint8_t		*out, meth = h[LB_BHDR_METHOD];
+
+		assert_true(meth <= LB_BLK_COLS);
+		assert_true(off + LB_BHDR_SIZE + comp <= len);
+		assert_non_null(out = malloc(raw));
+		if (meth == LB_BLK_DEFLATE) {
+			z_stream	 z;
+
+			memset(&z, 0, sizeof(z));
+			assert_int_equal(inflateInit2(&z, -15), Z_OK);
+			z.next_in = (Bytef *)(uintptr_t)p;
+			z.avail_in = comp;
+			z.next_out = out;
+			z.avail_out = raw;
+			assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+			assert_int_equal(z.total_out, raw);
+			inflateEnd(&z);
+		} else if (meth == LB_BLK_ZSTD) {
+			assert_true(ZSTD_getFrameContentSize(p, comp) == raw);
+			assert_int_equal(ZSTD_decompress(out, raw, p, comp), raw);
+		} else if (meth == LB_BLK_STORED) {
+			assert_int_equal(comp, raw);
+		}	/* columns: lb_block.c's own (the gets check them) */
+		free(out);
+		per[meth]++;
+		if (nb < max)
+			order[nb] = meth;
+		nb++;
+		off += LB_BHDR_SIZE + comp;
+	}
+	assert_int_equal(off, len);
+	return (nb);
+}
+
+/*
+ * A day file written first with DEFLATE (the kept code path: what logbox wrote before zstd),
+ * then with zstd in the same session, then columns after a reopen: readers and writers read every
+ * message of both kinds of blocks, verify accepts the file, and the payloads are what zlib and
+ * libzstd themselves decode.
+ */
+static void
+t_mixed_methods(void **state)
+{
+	char			 dir[256], path[512], why[256];
+	struct lb_msgfile	*mf, *rd;
+	struct ref		*refs;
+	size_t			 n = 9000, per[4], nb;
+	uint8_t			*buf, order[64];
+	size_t			 len;
+	uint64_t		 s = 77;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_non_null(refs = calloc(n, sizeof(*refs)));
+	for (size_t i = 0; i < n; i++)
+		gen_text(&s, &refs[i], 100 + i, 5000000 + 13 * (int64_t)i);
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 100, &mf));
+	assert_ok(lb_msgfile_set_method(mf, LB_BLK_DEFLATE));
+	assert_int_equal(lb_msgfile_set_method(mf, 7), EINVAL);
+	for (size_t i = 0; i < 3000; i++)
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	assert_ok(lb_msgfile_seal(mf));
+	assert_ok(lb_msgfile_set_method(mf, LB_BLK_ZSTD));
+	for (size_t i = 3000; i < 6000; i++)
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	assert_ok(lb_msgfile_commit(mf, 1));
+	lb_msgfile_close(mf);
+	/* A reader set to write is refused. */
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &rd));
+	assert_int_equal(lb_msgfile_set_method(rd, LB_BLK_DEFLATE), EINVAL);
+	lb_msgfile_close(rd);
+	/* Reopened: the default is columns; the last ones stay in the WAL. */
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 100, &mf));
+	for (size_t i = 6000; i < n; i++)
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	assert_ok(lb_msgfile_commit(mf, 1));
+	check_all(mf, refs, 100, n, 500, &s);
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
+	buf = t_read_file(path, &len);
+	nb = walk_methods(buf, len, per, order, sizeof(order));
+	assert_true(per[LB_BLK_DEFLATE] >= 3 && per[LB_BLK_ZSTD] >= 3 && per[LB_BLK_COLS] >= 3);
+	assert_int_equal(per[LB_BLK_STORED], 0);
+	/* DEFLATE blocks first, then zstd, then columns (the default). */
+	for (size_t i = 1; i < nb && i < sizeof(order); i++)
+		assert_true(order[i] >= order[i - 1]);
+	free(buf);
+
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &rd));
+	check_all(rd, refs, 100, n, 2000, &s);
+	assert_ok(lb_msgfile_verify(rd, why, sizeof(why)));
+	lb_msgfile_close(rd);
+	lb_msgfile_close(mf);
+	free_refs(refs, n);
+	t_rmtree(dir);
+}
+
+/* One block (header h from a sound file, with method, payload p[0..comp)) and the WAL w. */
+static void
+put_one_block(const char *dir, const uint8_t *fh, const uint8_t *hdr, unsigned method,
+    const uint8_t *p, size_t comp, const uint8_t *w, size_t wlen)
+{
+	uint8_t	*f;
+
+	assert_non_null(f = malloc(LB_FHDR_SIZE + LB_BHDR_SIZE + comp));
+	memcpy(f, fh, LB_FHDR_SIZE);
+	memcpy(f + LB_FHDR_SIZE, hdr, LB_BHDR_SIZE);
+	memcpy(f + LB_FHDR_SIZE + LB_BHDR_SIZE, p, comp);
+	f[LB_FHDR_SIZE + LB_BHDR_METHOD] = (uint8_t)method;
+	lb_put32(f + LB_FHDR_SIZE + LB_BHDR_COMP_LEN, (uint32_t)comp);
+	lb_put32(f + LB_FHDR_SIZE + LB_BHDR_PAYLOAD_CRC, lb_crc32(p, comp));
+	lb_put32(f + LB_FHDR_SIZE + LB_BHDR_CRC, lb_crc32(f + LB_FHDR_SIZE, LB_BHDR_CRC));
+	write_file(dir, LB_FILE_MESSAGES, f, LB_FHDR_SIZE + LB_BHDR_SIZE + comp);
+	write_file(dir, LB_FILE_WAL, w, wlen);
+	free(f);
+}
+
+/*
+ * Opens dir read-only and gets every id of refs: 0 means every one was served and equal,
+ * LB_ECORRUPT that every one was refused (mixed results fail the test). verify must agree.
+ */
+static int
+read_block(const char *dir, const struct ref *refs, size_t n, int *vrc, char *why, size_t wl)
+{
+	struct lb_msgfile	*mf;
+	struct lb_msg		 m;
+	int			 rc, all = -1;
+
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	for (size_t i = 0; i < n; i++) {
+		rc = lb_msgfile_get(mf, refs[i].m.id, &m);
+		if (rc == 0)
+			assert_msg(&m, &refs[i].m);
+		else
+			assert_int_equal(rc, LB_ECORRUPT);
+		assert_true(all == -1 || all == rc);
+		all = rc;
+	}
+	*vrc = lb_msgfile_verify(mf, why, wl);
+	lb_msgfile_close(mf);
+	return (all);
+}
+
+/* A zstd frame of src[0..len) made with libzstd itself: content size and checksum as chosen. */
+static size_t
+zframe(const uint8_t *src, size_t len, uint8_t *dst, size_t cap, int fcs, int sum)
+{
+	ZSTD_CCtx	*c;
+	size_t		 r;
+
+	assert_non_null(c = ZSTD_createCCtx());
+	assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 3)));
+	assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, fcs)));
+	assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, sum)));
+	r = ZSTD_compress2(c, dst, cap, src, len);
+	assert_false(ZSTD_isError(r));
+	ZSTD_freeCCtx(c);
+	return (r);
+}
+
+/*
+ * A block's payload made by the reference encoders (zlib's raw deflate, as any DEFLATE writer
+ * before zstd; libzstd) reads back; every zstd payload that breaks FORMAT.md §3.2 (a frame
+ * claiming more than raw_len, no content size, no checksum, bytes after the frame, two
+ * frames, cut short, an unknown method) is LB_ECORRUPT and verify reports it; a byte of a
+ * zstd payload changed is never served: with its CRC it is refused by the CRC, and with the
+ * CRC made to match it is refused by the decoder or decodes to the very same records.
+ */
+static void
+t_zstd_payload(void **state)
+{
+	char			 dir[256], path[512], why[256];
+	struct lb_msgfile	*mf;
+	struct ref		 refs[40];
+	uint8_t			*mfile, *wal, *raw, *big, fh[LB_FHDR_SIZE], hdr[LB_BHDR_SIZE];
+	uint8_t			 z[8192], z2[8192];
+	size_t			 mlen, wlen, rlen, zl, zl2, refused = 0, flips = 0;
+	uint64_t		 s = 3;
+	int			 vrc, rc;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	for (size_t i = 0; i < 40; i++)
+		gen_text(&s, &refs[i], 7 + i, 1000000 + 10 * (int64_t)i);
+	/* The raw records: a block the writer stores as is. */
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 7, &mf));
+	assert_ok(lb_msgfile_set_method(mf, LB_BLK_STORED));
+	for (size_t i = 0; i < 40; i++)
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	assert_ok(lb_msgfile_seal(mf));
+	lb_msgfile_close(mf);
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
+	mfile = t_read_file(path, &mlen);
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
+	wal = t_read_file(path, &wlen);
+	memcpy(fh, mfile, LB_FHDR_SIZE);
+	memcpy(hdr, mfile + LB_FHDR_SIZE, LB_BHDR_SIZE);
+	assert_int_equal(hdr[LB_BHDR_METHOD], LB_BLK_STORED);
+	rlen = lb_get32(hdr + LB_BHDR_RAW_LEN);
+	assert_int_equal(mlen, LB_FHDR_SIZE + LB_BHDR_SIZE + rlen);
+	raw = mfile + LB_FHDR_SIZE + LB_BHDR_SIZE;
+	assert_true(rlen < sizeof(z) / 2);
+
+	/* zlib's raw DEFLATE (an old writer's format): read. */
+	{
+		z_stream	 d;
+
+		memset(&d, 0, sizeof(d));
+		assert_int_equal(deflateInit2(&d, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
+		d.next_in = raw;
+		d.avail_in = (uInt)rlen;
+		d.next_out = z;
+		d.avail_out = sizeof(z);
+		assert_int_equal(deflate(&d, Z_FINISH), Z_STREAM_END);
+		zl = d.total_out;
+		deflateEnd(&d);
+		assert_true(zl < rlen);
+		put_one_block(dir, fh, hdr, LB_BLK_DEFLATE, z, zl, wal, wlen);
+		assert_ok(read_block(dir, refs, 40, &vrc, why, sizeof(why)));
+		assert_ok(vrc);
+		/* The same stream marked zstd is not a zstd frame. */
+		put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z, zl, wal, wlen);
+		assert_int_equal(read_block(dir, refs, 40, &vrc, why, sizeof(why)), LB_ECORRUPT);
+		assert_int_equal(vrc, LB_ECORRUPT);
+	}
+
+	/* libzstd's frame with content size and checksum: read. */
+	zl = zframe(raw, rlen, z, sizeof(z), 1, 1);
+	assert_true(zl < rlen);
+	put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z, zl, wal, wlen);
+	assert_ok(read_block(dir, refs, 40, &vrc, why, sizeof(why)));
+	assert_ok(vrc);
+	/* Marked DEFLATE, it does not inflate. */
+	put_one_block(dir, fh, hdr, LB_BLK_DEFLATE, z, zl, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 40, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	assert_int_equal(vrc, LB_ECORRUPT);
+
+	/* A frame claiming (and holding) more than raw_len: refused, nothing served. */
+	assert_non_null(big = malloc(rlen + 64));
+	memcpy(big, raw, rlen);
+	memset(big + rlen, 'x', 64);
+	zl2 = zframe(big, rlen + 64, z2, sizeof(z2), 1, 1);
+	assert_true(zl2 < rlen);
+	assert_true(ZSTD_getFrameContentSize(z2, zl2) == rlen + 64);
+	put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z2, zl2, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 40, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	assert_int_equal(vrc, LB_ECORRUPT);
+	assert_non_null(strstr(why, "does not decompress"));
+	/* ... and the same records claimed shorter (raw_len - 1 of them): refused as well. */
+	zl2 = zframe(raw, rlen - 1, z2, sizeof(z2), 1, 1);
+	put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z2, zl2, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 40, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	free(big);
+
+	/* No content size; no checksum: refused. */
+	zl2 = zframe(raw, rlen, z2, sizeof(z2), 0, 1);
+	assert_true(ZSTD_getFrameContentSize(z2, zl2) == ZSTD_CONTENTSIZE_UNKNOWN);
+	put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z2, zl2, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 40, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	assert_int_equal(vrc, LB_ECORRUPT);
+	zl2 = zframe(raw, rlen, z2, sizeof(z2), 1, 0);
+	put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z2, zl2, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 40, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	assert_int_equal(vrc, LB_ECORRUPT);
+
+	/* A byte after the frame; two frames of the two halves; the frame cut short. */
+	memcpy(z2, z, zl);
+	z2[zl] = 0;
+	put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z2, zl + 1, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 40, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	zl2 = zframe(raw, rlen / 2, z2, sizeof(z2), 1, 1);
+	zl2 += zframe(raw + rlen / 2, rlen - rlen / 2, z2 + zl2, sizeof(z2) - zl2, 1, 1);
+	if (zl2 < rlen) {
+		put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z2, zl2, wal, wlen);
+		assert_int_equal(read_block(dir, refs, 40, &vrc, why, sizeof(why)), LB_ECORRUPT);
+		assert_int_equal(vrc, LB_ECORRUPT);
+	}
+	put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z, zl - 1, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 40, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	assert_int_equal(vrc, LB_ECORRUPT);
+
+	/* A method no reader knows: the header is unsound, verify says so. */
+	put_one_block(dir, fh, hdr, LB_BLK_COLS + 1, z, zl, wal, wlen);
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
+	{
+		struct lb_msg	 m;
+
+		assert_int_not_equal(lb_msgfile_get(mf, 7, &m), 0);
+	}
+	assert_int_equal(lb_msgfile_verify(mf, why, sizeof(why)), LB_ECORRUPT);
+	assert_non_null(strstr(why, "bad block header"));
+	lb_msgfile_close(mf);
+
+	/* Every byte of the zstd payload changed. */
+	for (size_t pos = 0; pos < zl; pos++) {
+		uint8_t	 save = z[pos], *f;
+
+		/* The CRC of the sound frame kept: the damage a disk does. */
+		put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z, zl, wal, wlen);
+		snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
+		f = t_read_file(path, &mlen);
+		f[LB_FHDR_SIZE + LB_BHDR_SIZE + pos] ^= (uint8_t)(1 + t_rnd(&s) % 255);
+		write_file(dir, LB_FILE_MESSAGES, f, mlen);
+		free(f);
+		assert_int_equal(read_block(dir, refs, 40, &vrc, why, sizeof(why)), LB_ECORRUPT);
+		assert_int_equal(vrc, LB_ECORRUPT);
+		assert_non_null(strstr(why, "payload checksum mismatch"));
+		/* The CRC made to match: the decoder refuses it, or it is the same records. */
+		z[pos] ^= (uint8_t)(1 + t_rnd(&s) % 255);
+		put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z, zl, wal, wlen);
+		rc = read_block(dir, refs, 40, &vrc, why, sizeof(why));
+		assert_true(rc == LB_ECORRUPT || rc == 0);
+		assert_int_equal(vrc, rc);
+		refused += rc == LB_ECORRUPT;
+		flips++;
+		z[pos] = save;
+	}
+	/* Only a flip in what the decoder may ignore (such as the window size) reads. */
+	assert_true(refused >= flips - flips / 10);
+	for (size_t i = 0; i < 40; i++)
+		free(refs[i].mem);
+	free(mfile);
+	free(wal);
+	t_rmtree(dir);
+}
+
+/*
+ * Columns blocks (LB_BLK_COLS): random messages of every shape (binary, multi-line, empty and
+ * LB_MSG_MAX-long fields, peers) written as columns, after DEFLATE and zstd blocks in the same
+ * file, read back exactly by a writer after reopening and by a reader, verified.
+ */
+static void
+t_cols_roundtrip(void **state)
+{
+	char			 dir[256], path[512], why[256];
+	struct lb_msgfile	*mf, *rd;
+	struct ref		*refs;
+	size_t			 n = 2500, per[4], len;
+	uint8_t			*buf, order[256];
+	uint64_t		 s = 91;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_non_null(refs = calloc(n, sizeof(*refs)));
+	for (size_t i = 0; i < n; i++) {
+		if (i % 3 == 0)
+			gen_text(&s, &refs[i], 1 + i, 1000 + 3 * (int64_t)i);
+		else
+			gen(&s, &refs[i], 1 + i, 1000 + 3 * (int64_t)i, i == 1700, 0);
+		if (i % 5 == 0)
+			refs[i].m.peer = (struct lb_slice){ (const uint8_t *)"2001:db8::1", 11 };
+	}
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 1, &mf));
+	assert_ok(lb_msgfile_set_method(mf, LB_BLK_DEFLATE));
+	for (size_t i = 0; i < 300; i++)
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	assert_ok(lb_msgfile_seal(mf));
+	assert_ok(lb_msgfile_set_method(mf, LB_BLK_ZSTD));
+	for (size_t i = 300; i < 600; i++)
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	assert_ok(lb_msgfile_seal(mf));
+	assert_ok(lb_msgfile_set_method(mf, LB_BLK_COLS));
+	for (size_t i = 600; i < n; i++) {
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+		if (i % 97 == 0)
+			assert_ok(lb_msgfile_seal(mf));	/* small blocks too */
+	}
+	assert_ok(lb_msgfile_commit(mf, 1));
+	check_all(mf, refs, 1, n, 500, &s);
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_close(mf);
+
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
+	buf = t_read_file(path, &len);
+	(void)walk_methods(buf, len, per, order, sizeof(order));
+	assert_true(per[LB_BLK_DEFLATE] >= 1 && per[LB_BLK_ZSTD] >= 1 && per[LB_BLK_COLS] >= 10);
+	free(buf);
+
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &rd));
+	check_all(rd, refs, 1, n, 1000, &s);
+	assert_ok(lb_msgfile_verify(rd, why, sizeof(why)));
+	lb_msgfile_close(rd);
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 1, &mf));
+	check_all(mf, refs, 1, n, 100, &s);
+	lb_msgfile_close(mf);
+	free_refs(refs, n);
+	t_rmtree(dir);
+}
+
+/*
+ * A columns block damaged: every byte of its payload changed, with the payload CRC as it was
+ * (refused by the CRC) and with the CRC made to match (refused by the stream table, a zstd
+ * frame's rules or checksum, the rebuild, or the CRC of the rebuilt records; never served
+ * different). Also a payload cut short and one with a byte more.
+ */
+static void
+t_cols_damage(void **state)
+{
+	char			 dir[256], path[512], why[256];
+	struct lb_msgfile	*mf;
+	struct ref		 refs[60];
+	uint8_t			*mfile, *wal, *z, fh[LB_FHDR_SIZE], hdr[LB_BHDR_SIZE];
+	size_t			 mlen, wlen, zl, refused = 0;
+	uint64_t		 s = 8;
+	int			 vrc, rc;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	for (size_t i = 0; i < 60; i++) {
+		gen_text(&s, &refs[i], 7 + i, 1000000 + 10 * (int64_t)i);
+		if (i % 4 == 1)
+			refs[i].m.peer = (struct lb_slice){ (const uint8_t *)"10.0.0.7", 8 };
+	}
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 7, &mf));
+	assert_ok(lb_msgfile_set_method(mf, LB_BLK_COLS));
+	for (size_t i = 0; i < 60; i++)
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	assert_ok(lb_msgfile_seal(mf));
+	lb_msgfile_close(mf);
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
+	mfile = t_read_file(path, &mlen);
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
+	wal = t_read_file(path, &wlen);
+	memcpy(fh, mfile, LB_FHDR_SIZE);
+	memcpy(hdr, mfile + LB_FHDR_SIZE, LB_BHDR_SIZE);
+	assert_int_equal(hdr[LB_BHDR_METHOD], LB_BLK_COLS);
+	zl = lb_get32(hdr + LB_BHDR_COMP_LEN);
+	assert_int_equal(mlen, LB_FHDR_SIZE + LB_BHDR_SIZE + zl);
+	assert_non_null(z = malloc(zl + 1));
+	memcpy(z, mfile + LB_FHDR_SIZE + LB_BHDR_SIZE, zl);
+	assert_ok(read_block(dir, refs, 60, &vrc, why, sizeof(why)));
+	assert_ok(vrc);
+
+	put_one_block(dir, fh, hdr, LB_BLK_COLS, z, zl - 1, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 60, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	assert_int_equal(vrc, LB_ECORRUPT);
+	z[zl] = 0;
+	put_one_block(dir, fh, hdr, LB_BLK_COLS, z, zl + 1, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 60, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	/* The same payload read as one zstd frame is not one. */
+	put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z, zl, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 60, &vrc, why, sizeof(why)), LB_ECORRUPT);
+
+	for (size_t pos = 0; pos < zl; pos++) {
+		uint8_t	 save = z[pos], *f;
+
+		put_one_block(dir, fh, hdr, LB_BLK_COLS, z, zl, wal, wlen);
+		snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
+		f = t_read_file(path, &mlen);
+		f[LB_FHDR_SIZE + LB_BHDR_SIZE + pos] ^= (uint8_t)(1 + t_rnd(&s) % 255);
+		write_file(dir, LB_FILE_MESSAGES, f, mlen);
+		free(f);
+		assert_int_equal(read_block(dir, refs, 60, &vrc, why, sizeof(why)), LB_ECORRUPT);
+		assert_non_null(strstr(why, "payload checksum mismatch"));
+		z[pos] ^= (uint8_t)(1 + t_rnd(&s) % 255);
+		put_one_block(dir, fh, hdr, LB_BLK_COLS, z, zl, wal, wlen);
+		rc = read_block(dir, refs, 60, &vrc, why, sizeof(why));
+		assert_true(rc == LB_ECORRUPT || rc == 0);
+		assert_int_equal(vrc, rc);
+		refused += rc == LB_ECORRUPT;
+		z[pos] = save;
+	}
+	assert_true(refused >= zl - zl / 10);
+	for (size_t i = 0; i < 60; i++)
+		free(refs[i].mem);
+	free(z);
+	free(mfile);
+	free(wal);
+	t_rmtree(dir);
+}
+
+/*
+ * FORMAT.md §3.2's columns example byte for byte: the message of §3.4 eight times (ids 7..14,
+ * all received at 1000000), every stream stored. It reads back as those eight messages, and
+ * the same block with a code past the dictionary, or one stream byte short, is refused.
+ */
+static void
+t_cols_golden(void **state)
+{
+	static const uint8_t	 rec1[] = {	/* the first record (§3.4 without the id) */
+		0x80, 0x89, 0x7a, 0xcf, 0x0f, 0x77, 0x04, 0x06, 0x04,
+		0x04, 'w', 'e', 'b', '1', 0x04, 's', 's', 'h', 'd', 0x02, '4', '2', 0x00, 0x00,
+		0x04, 'h', 'i', 0x00, '\n',
+	};
+	static const uint8_t	 table[] = {
+		0x00, 0x22, 0x00, 0x18, 0x00, 0x08, 0x00, 0x08, 0x00, 0x08, 0x00, 0x08,
+		0x00, 0x00, 0x00, 0x0e, 0x00, 0x08, 0x00, 0x08, 0x00, 0x20,
+	};
+	static const uint8_t	 dict[] = {
+		0x04, 'w', 'e', 'b', '1', 0x04, 's', 's', 'h', 'd', 0x02, '4', '2', 0x00,
+	};
+	char		 dir[256], why[256];
+	struct ref	 refs[8];
+	uint8_t		 raw[218], pay[179], fh[LB_FHDR_SIZE], wal[LB_FHDR_SIZE], hdr[LB_BHDR_SIZE];
+	size_t		 r = 0, p = 0;
+	int		 vrc;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	memcpy(raw, rec1, sizeof(rec1));
+	r = sizeof(rec1);
+	for (int i = 1; i < 8; i++) {	/* received difference 0: 00 for 80 89 7a */
+		raw[r++] = 0x00;
+		memcpy(raw + r, rec1 + 3, sizeof(rec1) - 3);
+		r += sizeof(rec1) - 3;
+	}
+	assert_int_equal(r, sizeof(raw));
+	pay[p++] = 0x08;				/* n */
+	lb_put32(pay + p, lb_crc32(raw, sizeof(raw)));	/* raw_crc */
+	p += 4;
+	memcpy(pay + p, table, sizeof(table));
+	p += sizeof(table);
+	memcpy(pay + p, rec1, 6);			/* time */
+	p += 6;
+	for (int i = 1; i < 8; i++) {
+		memcpy(pay + p, "\x00\xcf\x0f\x77", 4);
+		p += 4;
+	}
+	for (int i = 0; i < 8; i++) {			/* meta */
+		memcpy(pay + p, "\x04\x06\x04", 3);
+		p += 3;
+	}
+	memset(pay + p, 0, 32);				/* host, program, pid, msgid codes */
+	p += 32;
+	memcpy(pay + p, dict, sizeof(dict));		/* peer: empty; dict */
+	p += sizeof(dict);
+	memset(pay + p, 0x00, 8);			/* sd */
+	p += 8;
+	memset(pay + p, 0x04, 8);			/* blen */
+	p += 8;
+	for (int i = 0; i < 8; i++) {			/* body */
+		memcpy(pay + p, "hi\0\n", 4);
+		p += 4;
+	}
+	assert_int_equal(p, sizeof(pay));
+
+	for (int i = 0; i < 8; i++) {
+		example_msg(&refs[i].m);
+		refs[i].m.id = 7 + (uint64_t)i;
+		refs[i].mem = NULL;
+	}
+	memset(fh, 0, sizeof(fh));
+	put_fhdr(fh, LB_MSGF_MAGIC);
+	memset(wal, 0, sizeof(wal));
+	put_fhdr(wal, LB_WAL_MAGIC);
+	memset(hdr, 0, sizeof(hdr));
+	lb_put32(hdr + LB_BHDR_MAGIC, LB_BLK_MAGIC);
+	lb_put32(hdr + LB_BHDR_COUNT, 8);
+	lb_put64(hdr + LB_BHDR_FIRST_ID, 7);
+	lb_put64(hdr + LB_BHDR_TMIN, 1000000);
+	lb_put64(hdr + LB_BHDR_TMAX, 1000000);
+	lb_put32(hdr + LB_BHDR_RAW_LEN, sizeof(raw));
+	put_one_block(dir, fh, hdr, LB_BLK_COLS, pay, sizeof(pay), wal, sizeof(wal));
+	assert_ok(read_block(dir, refs, 8, &vrc, why, sizeof(why)));
+	assert_ok(vrc);
+
+	/* The third host code 2: past the one value met so far and the next new one. */
+	pay[1 + 4 + sizeof(table) + 34 + 24 + 2] = 0x02;
+	put_one_block(dir, fh, hdr, LB_BLK_COLS, pay, sizeof(pay), wal, sizeof(wal));
+	assert_int_equal(read_block(dir, refs, 8, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	assert_int_equal(vrc, LB_ECORRUPT);
+	pay[1 + 4 + sizeof(table) + 34 + 24 + 2] = 0x00;
+	/* The body stream said one byte shorter (and the payload cut to match). */
+	pay[1 + 4 + sizeof(table) - 1] = 0x1f;
+	put_one_block(dir, fh, hdr, LB_BLK_COLS, pay, sizeof(pay) - 1, wal, sizeof(wal));
+	assert_int_equal(read_block(dir, refs, 8, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	assert_int_equal(vrc, LB_ECORRUPT);
+	t_rmtree(dir);
+}
+
 static int
 on_tmpfs(void **state)
 {
@@ -1416,4 +2031,9 @@ T_MAIN_SETUP(on_tmpfs,
 	cmocka_unit_test(t_flip_every_byte),
 	cmocka_unit_test(t_threaded),
 	cmocka_unit_test(t_thread_write_error),
-	cmocka_unit_test(t_enospc_recovers))
+	cmocka_unit_test(t_enospc_recovers),
+	cmocka_unit_test(t_mixed_methods),
+	cmocka_unit_test(t_zstd_payload),
+	cmocka_unit_test(t_cols_roundtrip),
+	cmocka_unit_test(t_cols_damage),
+	cmocka_unit_test(t_cols_golden))
