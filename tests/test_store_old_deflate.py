@@ -6,12 +6,16 @@
 # - ingests 2,000 more lines into the same day: the day's `messages` then holds the old DEFLATE
 #   blocks followed by new columns blocks (or zstd ones, the columns' fallback; read from the
 #   file's block headers), and verify, cat and lookup see all 4,000 messages.
+# - the catalog's format version is 1 before (cat, verify and lookup only read) and 2 after the
+#   ingest (FORMAT.md §5.3): the logbox that wrote the fixture would now refuse the store rather
+#   than cut the new blocks as a torn tail.
 from __future__ import annotations
 
 import shutil
 import struct
 from pathlib import Path
 
+import lmdb
 from lbtest.cli import Logbox
 
 FIXTURE = Path(__file__).parent / "fixtures" / "store-deflate-v1"
@@ -46,6 +50,19 @@ def block_methods(messages: Path) -> list[int]:
     return methods
 
 
+def catalog_version(data: Path) -> int:
+    """The version field of the catalog's meta record (FORMAT.md §5.3), read with LMDB itself."""
+    env = lmdb.open(str(data / "catalog"), readonly=True, lock=False, max_dbs=16)
+    try:
+        meta = env.open_db(b"meta", create=False)
+        with env.begin(db=meta) as txn:
+            rec = txn.get(b"format")
+    finally:
+        env.close()
+    assert rec is not None and len(rec) == 12 and rec[:4] == b"LBCT", rec
+    return int(struct.unpack_from("<I", rec, 4)[0])
+
+
 def check_messages(lb: Logbox, n: int) -> None:
     got = lb.cat()
     assert [m["id"] for m in got] == list(range(1, n + 1))
@@ -72,12 +89,14 @@ def test_old_deflate_store_reads_and_grows(store_cli_asan: Path, tmp_path: Path)
     rc, err = lb.verify()
     assert rc == 0, err
     check_messages(lb, 2000)
+    assert catalog_version(data) == 1
 
     lb.check(lb.run("ingest", "--received", "header", "-", input=fixture_lines(2000, 2000)))
     after = block_methods(data / DAY / "messages")
     assert after[: len(before)] == before
     assert COLS in after[len(before) :], after
     assert set(after[len(before) :]) <= {ZSTD, COLS}, after
+    assert catalog_version(data) == 2
     rc, err = lb.verify()
     assert rc == 0, err
     check_messages(lb, 4000)

@@ -351,15 +351,20 @@ meta_enc(uint8_t *v)
 	seal(v, LB_CAT_META_SIZE);
 }
 
-/* The meta record's layout never changes: only its version field does. */
+/*
+ * The meta record's layout never changes: only its version field does. Versions
+ * LB_CAT_VERSION_MIN..LB_CAT_VERSION open; *version is the one found.
+ */
 static int
-meta_check(const MDB_val *val)
+meta_check(const MDB_val *val, uint32_t *version)
 {
 	const uint8_t	*v = val->mv_data;
 
 	if (val->mv_size != LB_CAT_META_SIZE || lb_get32(v + 8) != lb_crc32(v, 8))
 		return (LB_ECORRUPT);
-	if (lb_get32(v) != LB_CAT_MAGIC || lb_get32(v + 4) != LB_CAT_VERSION)
+	*version = lb_get32(v + 4);
+	if (lb_get32(v) != LB_CAT_MAGIC || *version < LB_CAT_VERSION_MIN ||
+	    *version > LB_CAT_VERSION)
 		return (LB_EFORMAT);
 	return (0);
 }
@@ -516,6 +521,7 @@ cat_init(struct lb_catalog *cat)
 	MDB_stat	 st;
 	uint8_t		 v[LB_CAT_META_SIZE];
 	const char	*mk = LB_CAT_META_KEY;
+	uint32_t	 version;
 	int		 rc;
 
 	if (cat->mode == LB_RDWR)
@@ -527,9 +533,16 @@ cat_init(struct lb_catalog *cat)
 	if ((rc = open_dbs(cat, txn)) != 0)
 		goto fail;
 	rc = get(txn, cat->meta, mk, strlen(mk), &val);
-	if (rc == 0)
-		rc = meta_check(&val);
-	else if (rc == LB_ENOTFOUND && cat->mode == LB_RDWR) {
+	if (rc == 0 && (rc = meta_check(&val, &version)) == 0 &&
+	    version < LB_CAT_VERSION && cat->mode == LB_RDWR) {
+		/*
+		 * A writer raises an older catalog to this version, so that the
+		 * logbox which wrote it refuses the store from now on instead of
+		 * taking the new message blocks for damage (FORMAT.md §9).
+		 */
+		meta_enc(v);
+		rc = put(txn, cat->meta, mk, strlen(mk), v, sizeof(v), 0);
+	} else if (rc == LB_ENOTFOUND && cat->mode == LB_RDWR) {
 		/* A new catalog, unless something else already lives here. */
 		if ((rc = mdb_stat(txn, cat->ls, &st)) != 0)
 			goto fail;

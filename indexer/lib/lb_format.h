@@ -115,7 +115,8 @@
 #define LB_SEG_TERM_MAX		1024		/* longest term, namespace byte included */
 
 /* ---------------------------------------------------------------- catalog (lb_catalog.c) */
-#define LB_CAT_VERSION		1		/* catalog format version, in the meta record */
+#define LB_CAT_VERSION		2		/* catalog format version, in the meta record: 2 since zstd blocks */
+#define LB_CAT_VERSION_MIN	1		/* the oldest version still opened (a writer raises it) */
 #define LB_CAT_MAGIC		0x5443424cU	/* "LBCT" little-endian: meta record magic */
 #define LB_CAT_MAXDBS		8		/* mdb_env_set_maxdbs(): named databases */
 #define LB_CAT_MAPSIZE		(64ULL << 30)	/* LMDB map size: 64 GiB of address space */

@@ -794,8 +794,8 @@ t_golden(void **state)
 	/* The worked examples of FORMAT.md §5, CRCs included. */
 	static const uint8_t	 tm1[] = { 0x01, 0x34, 0x12, 0, 0, 0, 0, 0, 0,
 	    0x8d, 0xd0, 0xb4, 0x00 };
-	static const uint8_t	 meta1[] = { 0x4c, 0x42, 0x43, 0x54, 0x01, 0, 0, 0,
-	    0x37, 0x1a, 0x67, 0x34 };
+	static const uint8_t	 meta1[] = { 0x4c, 0x42, 0x43, 0x54, 0x02, 0, 0, 0,
+	    0xd9, 0xb5, 0xd2, 0x26 };
 	static const uint8_t	 st0[] = { 0x01,
 	    0x01, 0, 0, 0, 0, 0, 0, 0,
 	    0x01, 0, 0, 0, 0, 0, 0, 0,
@@ -1037,6 +1037,31 @@ t_version(void **state)
 	raw_put(f->dir, LB_CAT_DB_META, mk, strlen(mk), v, sizeof(v));
 	assert_int_equal(lb_catalog_open(f->dir, LB_RDONLY, &cat), LB_EFORMAT);
 	assert_int_equal(lb_catalog_open(f->dir, LB_RDWR, &cat), LB_EFORMAT);
+	lb_put32(v + 4, LB_CAT_VERSION_MIN - 1);
+	lb_put32(v + 8, lb_crc32(v, 8));
+	raw_put(f->dir, LB_CAT_DB_META, mk, strlen(mk), v, sizeof(v));
+	assert_int_equal(lb_catalog_open(f->dir, LB_RDONLY, &cat), LB_EFORMAT);
+	assert_int_equal(lb_catalog_open(f->dir, LB_RDWR, &cat), LB_EFORMAT);
+	/*
+	 * Version 1 (before zstd blocks): a reader opens it as it is, a writer
+	 * raises it to this version, so the logbox that wrote it refuses it.
+	 */
+	{
+		uint8_t	 v1[LB_CAT_META_SIZE] = { 0x4c, 0x42, 0x43, 0x54, 0x01, 0x00, 0x00,
+		    0x00, 0x37, 0x1a, 0x67, 0x34 };
+		uint8_t	 got[LB_CAT_META_SIZE];
+
+		raw_put(f->dir, LB_CAT_DB_META, mk, strlen(mk), v1, sizeof(v1));
+		assert_ok(lb_catalog_open(f->dir, LB_RDONLY, &cat));
+		lb_catalog_close(cat);
+		raw_get(f->dir, LB_CAT_DB_META, mk, strlen(mk), got, sizeof(got));
+		assert_memory_equal(got, v1, sizeof(v1));
+		assert_ok(lb_catalog_open(f->dir, LB_RDWR, &cat));
+		lb_catalog_close(cat);
+		raw_get(f->dir, LB_CAT_DB_META, mk, strlen(mk), got, sizeof(got));
+		assert_memory_equal(got, good, sizeof(good));
+		assert_int_equal(lb_get32(got + 4), LB_CAT_VERSION);
+	}
 	/* Not our magic. */
 	memcpy(v, good, sizeof(v));
 	memcpy(v, "LMDB", 4);

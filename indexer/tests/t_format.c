@@ -44,6 +44,7 @@ static const struct konst konsts[] = {
 	NUM(LB_REC_MIN),
 	/* catalog (lb_catalog.c) */
 	NUM(LB_CAT_VERSION),
+	NUM(LB_CAT_VERSION_MIN),
 	NUM(LB_CAT_MAGIC),
 	NUM(LB_CAT_MAXDBS),
 	NUM(LB_CAT_MAPSIZE),
