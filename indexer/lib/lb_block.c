@@ -45,6 +45,7 @@ struct dent {
 
 struct lb_bcodec {
 	ZSTD_CCtx		*zc;
+	int			 zlevel;	/* zc's level; 0: not set yet (zstd's default) */
 	ZSTD_DCtx		*zd;
 	struct inflate_state	*zi;	/* ISA-L inflate scratch */
 	uint8_t			*lvlbuf;	/* ISA-L deflate's working memory */
@@ -118,10 +119,13 @@ deflate_into(struct lb_bcodec *c, const uint8_t *src, size_t raw, uint8_t *dst, 
 	return (0);
 }
 
-/* One zstd frame with its content size into dst[0..cap): its length, or 0 when it does not fit. */
+/*
+ * One zstd frame at level with its content size and checksum into dst[0..cap): its length, or
+ * 0 when it does not fit.
+ */
 static int
-zstd_into(struct lb_bcodec *c, const uint8_t *src, size_t raw, uint8_t *dst, size_t cap,
-    size_t *out)
+zstd_level_into(struct lb_bcodec *c, int level, const uint8_t *src, size_t raw, uint8_t *dst,
+    size_t cap, size_t *out)
 {
 	size_t	 r;
 
@@ -129,11 +133,14 @@ zstd_into(struct lb_bcodec *c, const uint8_t *src, size_t raw, uint8_t *dst, siz
 	if (c->zc == NULL) {
 		if ((c->zc = ZSTD_createCCtx()) == NULL)
 			return (ENOMEM);
-		if (ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_compressionLevel,
-		    ZSTD_LEVEL)) ||
-		    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_contentSizeFlag, 1)) ||
+		if (ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_contentSizeFlag, 1)) ||
 		    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_checksumFlag, 1)))
 			return (EINVAL);
+	}
+	if (level != c->zlevel) {
+		if (ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_compressionLevel, level)))
+			return (EINVAL);
+		c->zlevel = level;
 	}
 	r = ZSTD_compress2(c->zc, dst, cap, src, raw);
 	if (ZSTD_isError(r)) {
@@ -147,8 +154,32 @@ zstd_into(struct lb_bcodec *c, const uint8_t *src, size_t raw, uint8_t *dst, siz
 	return (0);
 }
 
+/* One zstd frame at the message blocks' level (ZSTD_LEVEL). */
+static int
+zstd_into(struct lb_bcodec *c, const uint8_t *src, size_t raw, uint8_t *dst, size_t cap,
+    size_t *out)
+{
+	return (zstd_level_into(c, ZSTD_LEVEL, src, raw, dst, cap, out));
+}
 
-/* ------------------------------------------------------------------ columns (method 3) */
+size_t
+lb_zstd_bound(size_t raw)
+{
+	return (ZSTD_compressBound(raw));
+}
+
+int
+lb_zstd_frame(struct lb_bcodec **c, int level, const uint8_t *src, size_t raw, uint8_t *dst,
+    size_t cap, size_t *comp)
+{
+	int	 rc;
+
+	if ((rc = codec(c)) != 0)
+		return (rc);
+	if ((rc = zstd_level_into(*c, level, src, raw, dst, cap, comp)) != 0)
+		return (rc);
+	return (*comp == 0 ? EINVAL : 0);
+}
 
 #define COLS_MIN_ZSTD	32	/* a stream shorter than this is stored as is */
 
@@ -586,6 +617,18 @@ uncols(struct lb_bcodec *c, const uint8_t *src, size_t comp, uint8_t *dst, size_
 			return (LB_ECORRUPT);
 	/* The records as rebuilt: what the writer split (stored streams have no checksum). */
 	return (o == raw && lb_crc32(dst, raw) == crc ? 0 : LB_ECORRUPT);
+}
+
+int
+lb_zstd_unframe(struct lb_bcodec **c, const uint8_t *src, size_t comp, uint8_t *dst, size_t raw)
+{
+	int	 rc;
+
+	if (comp == 0 || raw == 0 || raw > LB_BLOCK_RAW_MAX)
+		return (LB_ECORRUPT);
+	if ((rc = codec(c)) != 0)
+		return (rc);
+	return (unzstd(*c, src, comp, dst, raw));
 }
 
 int

@@ -44,6 +44,24 @@ int	lb_block_decompress(struct lb_bcodec **c, unsigned method, const uint8_t *sr
 	    uint8_t *dst, size_t raw);
 
 /*
+ * One zstd frame of src[0..raw) at level, as a LB_BLK_ZSTD payload is (content size and
+ * checksum in the frame), into dst[0..cap): the segment writer's dictionary blocks (FORMAT.md
+ * §4.4). cap >= lb_zstd_bound(raw) always fits. *comp is the frame's length. 0, ENOMEM, or
+ * EINVAL (it did not fit, or a bad level).
+ */
+size_t	lb_zstd_bound(size_t raw);
+int	lb_zstd_frame(struct lb_bcodec **c, int level, const uint8_t *src, size_t raw,
+	    uint8_t *dst, size_t cap, size_t *comp);
+
+/*
+ * Reads such a frame src[0..comp) into exactly dst[0..raw) under the rules of a LB_BLK_ZSTD
+ * payload (FORMAT.md §3.2), except that the frame may be longer than raw (a small block).
+ * 0, LB_ECORRUPT or ENOMEM.
+ */
+int	lb_zstd_unframe(struct lb_bcodec **c, const uint8_t *src, size_t comp, uint8_t *dst,
+	    size_t raw);
+
+/*
  * The writer's method for the blocks it seals from now on (lb_msgfile.c): WRITE_METHOD of
  * lb_msgfile.c unless set. LB_BLK_DEFLATE is kept to write stores as logbox wrote them before
  * zstd (tests, and measurements); LB_BLK_STORED stores every block as is. 0 or EINVAL (a

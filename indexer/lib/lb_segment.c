@@ -24,6 +24,7 @@
 
 #include "logbox.h"
 #include "lb_format.h"
+#include "lb_block.h"
 #include "lb_util.h"
 #include "lb_postings.h"
 #include "lb_segout.h"
@@ -54,7 +55,8 @@ struct lb_segment {
 	const uint8_t	*keys;		/* block index keys */
 	uint64_t	 keyslen;
 	uint32_t	 postcrc;
-	struct inflate_state *zs;	/* raw inflate of dictionary blocks (ISA-L scratch) */
+	struct inflate_state *zs;	/* version 2: raw inflate of dictionary blocks (ISA-L) */
+	struct lb_bcodec *zd;		/* version 3: zstd of dictionary blocks (lb_block.c) */
 	uint64_t	 cbi;		/* block whose entries cent holds (checked), or UINT64_MAX */
 	uint32_t	 cn;
 	struct blkent	 cent[LB_SEG_BLOCK_TERMS];
@@ -117,8 +119,8 @@ idx_find(const struct lb_segment *sg, const uint8_t *term, size_t len)
 }
 
 /*
- * Checks block bi's CRC, then inflates it into c->raw: the stream must end exactly at the CRC
- * and give exactly raw_len bytes.
+ * Checks block bi's CRC, then decompresses it into c->raw: one zstd frame (version 2: a raw
+ * DEFLATE stream) that must end exactly at the CRC and give exactly raw_len bytes.
  */
 static int
 blk_inflate(struct lb_segment *sg, uint64_t bi, struct blkcur *c, uint64_t *rawlen)
@@ -137,7 +139,11 @@ blk_inflate(struct lb_segment *sg, uint64_t bi, struct blkcur *c, uint64_t *rawl
 	if ((k = lb_varint_get(b, (size_t)len, &v)) == 0 || v == 0 ||
 	    v > LB_SEG_BLOCK_RAW_MAX || k >= len || len - k > UINT_MAX)
 		return (LB_ECORRUPT);
-	if ((rc = lb_inflate_raw(&sg->zs, b + k, (size_t)(len - k), c->raw, (size_t)v)) != 0)
+	if (sg->version == LB_SEG_VERSION_NOFORMS)
+		rc = lb_inflate_raw(&sg->zs, b + k, (size_t)(len - k), c->raw, (size_t)v);
+	else
+		rc = lb_zstd_unframe(&sg->zd, b + k, (size_t)(len - k), c->raw, (size_t)v);
+	if (rc != 0)
 		return (rc);
 	*rawlen = v;
 	return (0);
@@ -308,6 +314,7 @@ lb_segment_close(struct lb_segment *sg)
 		munmap(sg->map, sg->size);
 	lb_segment_blob_free(sg);
 	free(sg->zs);
+	lb_block_free(sg->zd);
 	free(sg);
 }
 

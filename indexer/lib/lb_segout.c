@@ -1,7 +1,7 @@
 /*
  * lb_segout.c — the segment file writer (FORMAT.md §4): a stream of terms in ascending order,
- * each with its id list, turned into the postings section, deflated dictionary blocks, the
- * block index and the header, then made durable. lb_segw_write() (a flushed interval) and
+ * each with its id list, turned into the postings section, compressed dictionary blocks
+ * (zstd; raw DEFLATE in a version 2 segment, a merge of older ones), the block index and the header, then made durable. lb_segw_write() (a flushed interval) and
  * lb_segment_merge() (merged segments) feed it; lb_segment.c reads what it writes.
  *
  * The one idea: memory stays bounded whatever the segment's size. Id lists go straight to the
@@ -23,11 +23,13 @@
 #include "lb_util.h"
 #include "lb_postings.h"
 #include "lb_segout.h"
+#include "lb_block.h"
 
 #define OBUF_SIZE	(256 * 1024)
 #define BLK_HDR_MAX	(2 * LB_VARINT_MAX + 4)
 #define ENTRY_MAX	(4 * LB_VARINT_MAX + LB_SEG_TERM_MAX + 4)
-#define ZLEVEL		6	/* segments are written once per interval: spend CPU on size */
+#define ZLEVEL		6	/* DEFLATE level of version 2 dictionaries (merges of older segments) */
+#define DICT_ZSTD_LEVEL	5	/* zstd level of dictionary blocks: FORMAT.md §4.10 for the numbers */
 
 #if BLK_HDR_MAX + LB_SEG_BLOCK_BYTES - 1 + ENTRY_MAX > LB_SEG_BLOCK_RAW_MAX
 #error "a full dictionary block must fit LB_SEG_BLOCK_RAW_MAX"
@@ -96,10 +98,12 @@ struct lb_segout {
 	uint8_t		 lhead[LB_SEG_BIGLIST];	/* its first bytes (the block's short CRC) */
 	struct lb_penc	 enc;		/* lb_segout_ids() */
 	uint8_t		 encbuf[LB_PENC_OUT];
-	z_stream	 zs;		/* raw deflate of each dictionary block */
+	uint32_t	 version;	/* of the file: LB_SEG_VERSION, or _NOFORMS (merges) */
+	struct lb_bcodec *zc;		/* zstd of each dictionary block (version 3) */
+	z_stream	 zs;		/* raw deflate of each dictionary block (version 2) */
 	int		 zinit;
 	uint8_t		 raw[BLK_HDR_MAX + LB_SEG_BLOCK_BYTES + ENTRY_MAX];
-	uint8_t		*zbuf;		/* LB_VARINT_MAX + deflateBound(raw) + 4 */
+	uint8_t		*zbuf;		/* LB_VARINT_MAX + the codec's bound for raw + 4 */
 	size_t		 zcap;
 };
 
@@ -116,6 +120,7 @@ lb_segout_abort(struct lb_segout *so)
 		close(so->dfd);
 	if (so->zinit)
 		deflateEnd(&so->zs);
+	lb_block_free(so->zc);
 	free(so->zbuf);
 	free(so->post.buf);
 	free(so->dict.buf);
@@ -159,12 +164,20 @@ lb_segout_begin(const char *path, const struct lb_seginfo *info, struct lb_segou
 	unlink(dtmp);
 	so->post.fd = so->fd;
 	so->dict.fd = so->dfd;
-	if (deflateInit2(&so->zs, ZLEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		rc = ENOMEM;
+	so->version = info->version ? info->version : LB_SEG_VERSION;
+	if (so->version == LB_SEG_VERSION_NOFORMS) {
+		if (deflateInit2(&so->zs, ZLEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+			rc = ENOMEM;
+			goto fail;
+		}
+		so->zinit = 1;
+		so->zcap = LB_VARINT_MAX + deflateBound(&so->zs, sizeof(so->raw)) + 4;
+	} else if (so->version == LB_SEG_VERSION)
+		so->zcap = LB_VARINT_MAX + lb_zstd_bound(sizeof(so->raw)) + 4;
+	else {
+		rc = EINVAL;
 		goto fail;
 	}
-	so->zinit = 1;
-	so->zcap = LB_VARINT_MAX + deflateBound(&so->zs, sizeof(so->raw)) + 4;
 	if ((so->zbuf = malloc(so->zcap)) == NULL) {
 		rc = ENOMEM;
 		goto fail;
@@ -181,8 +194,8 @@ lb_segout_begin(const char *path, const struct lb_seginfo *info, struct lb_segou
 }
 
 /*
- * Writes the open block: its raw bytes (n, post_off, short_crc, entries) deflated, framed as
- * varint raw_len | deflate stream | CRC of both.
+ * Writes the open block: its raw bytes (n, post_off, short_crc, entries) compressed, framed as
+ * varint raw_len | one zstd frame (version 2: a raw DEFLATE stream) | CRC of both.
  */
 static int
 so_flush_block(struct lb_segout *so)
@@ -197,15 +210,24 @@ so_flush_block(struct lb_segout *so)
 	memcpy(so->raw + hn, so->blk, so->blen);
 	hn += so->blen;
 	zn = lb_varint_put(so->zbuf, hn);
-	if (deflateReset(&so->zs) != Z_OK)
-		return (EIO);
-	so->zs.next_in = so->raw;
-	so->zs.avail_in = (uInt)hn;
-	so->zs.next_out = so->zbuf + zn;
-	so->zs.avail_out = (uInt)(so->zcap - zn - 4);
-	if (deflate(&so->zs, Z_FINISH) != Z_STREAM_END)
-		return (EIO);
-	zn += so->zs.total_out;
+	if (so->version == LB_SEG_VERSION) {
+		size_t	 comp;
+
+		if ((rc = lb_zstd_frame(&so->zc, DICT_ZSTD_LEVEL, so->raw, hn, so->zbuf + zn,
+		    so->zcap - zn - 4, &comp)) != 0)
+			return (rc == EINVAL ? EIO : rc);
+		zn += comp;
+	} else {
+		if (deflateReset(&so->zs) != Z_OK)
+			return (EIO);
+		so->zs.next_in = so->raw;
+		so->zs.avail_in = (uInt)hn;
+		so->zs.next_out = so->zbuf + zn;
+		so->zs.avail_out = (uInt)(so->zcap - zn - 4);
+		if (deflate(&so->zs, Z_FINISH) != Z_STREAM_END)
+			return (EIO);
+		zn += so->zs.total_out;
+	}
 	lb_put32(so->zbuf + zn, lb_crc32_update(0, so->zbuf, zn));
 	zn += 4;
 	if ((rc = ob_write(&so->dict, so->zbuf, zn)) != 0)
@@ -372,7 +394,7 @@ lb_segout_finish(struct lb_segout *so)
 	idxoff = dictoff + so->dict.total;
 	memset(hdr, 0, sizeof(hdr));
 	memcpy(hdr, LB_SEG_MAGIC, LB_SEG_MAGIC_LEN);
-	lb_put32(hdr + LB_SEG_H_VERSION, so->info.version ? so->info.version : LB_SEG_VERSION);
+	lb_put32(hdr + LB_SEG_H_VERSION, so->version);
 	lb_put64(hdr + LB_SEG_H_FIRST, so->info.first_id);
 	lb_put64(hdr + LB_SEG_H_LAST, so->info.last_id);
 	lb_put64(hdr + LB_SEG_H_COUNT, so->info.count);

@@ -7,6 +7,7 @@
  * (before forms were indexed), where text patterns match the forms of the dictionary's terms.
  */
 #include "t_helper.h"
+#include "t_segv2.h"
 #include "lb_format.h"
 #include "lb_util.h"
 
@@ -674,7 +675,7 @@ t_random(void **state)
 }
 
 /*
- * Segments labelled version 2 (no forms indexed, FORMAT.md §9): every text pattern goes through
+ * Segments rewritten at version 2 (no forms indexed, DEFLATE dictionary blocks; FORMAT.md §9): every text pattern goes through
  * the scan that matches the forms of each term, with term blobs and without; the answers stay
  * the brute force's. (These files do hold forms too, which the scan takes as terms like any
  * other: tests/test_token_forms.py reads a store written before forms existed.)
@@ -693,15 +694,8 @@ t_old_segments(void **state)
 	snprintf(pat, sizeof(pat), "%s/main/*/*/index/*%s", dir, LB_SEG_SUFFIX);
 	assert_int_equal(glob(pat, 0, NULL, &g), 0);
 	assert_true(g.gl_pathc >= 2);
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		size_t	 len;
-		uint8_t	*b = t_read_file(g.gl_pathv[i], &len);
-
-		lb_put32(b + LB_SEG_H_VERSION, LB_SEG_VERSION_NOFORMS);
-		lb_put32(b + LB_SEG_H_CRC, lb_crc32(b, LB_SEG_H_CRC));
-		t_write_file(g.gl_pathv[i], b, len);
-		free(b);
-	}
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		t_seg_to_v2(g.gl_pathv[i]);
 	globfree(&g);
 	assert_ok(lb_catalog_open(dir, LB_RDONLY, &cat));
 	assert_ok(lb_store_open_reader(cat, dir, "main", &rd));

@@ -4,9 +4,9 @@
  * decode every id list. Whatever the bytes, the reader must return codes, not crash, leak or
  * loop; a file that verifies must also merge into a file that verifies. When the first input
  * byte is odd, the rest is written with its checksums recomputed (header, block index, each
- * dictionary block — inflated, its short-list and list CRCs fixed, deflated again — and
- * postings), so that mutations reach the structural checks behind the CRCs instead of
- * stopping at them.
+ * dictionary block — decompressed, its short-list and list CRCs fixed, compressed again as
+ * the header's version has it: zstd, or raw DEFLATE at version 2 — and postings), so that
+ * mutations reach the structural checks behind the CRCs instead of stopping at them.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +18,7 @@
 #include "logbox.h"
 #include "lb_format.h"
 #include "lb_util.h"
+#include "lb_block.h"
 
 struct fz {
 	struct lb_segment	*sg;
@@ -103,6 +104,8 @@ static void
 fix_crcs(uint8_t **bp, size_t *sizep)
 {
 	static uint8_t	 raw[LB_SEG_BLOCK_RAW_MAX];
+	static struct lb_bcodec *zc;	/* kept across inputs */
+	int		 v3;
 	uint8_t		*b = *bp, *o = NULL, *z;
 	size_t		 size = *sizep, on = 0, cap;
 	uint64_t	 postlen, dictoff, dictlen, idxoff, idxlen, nb, rl;
@@ -111,6 +114,7 @@ fix_crcs(uint8_t **bp, size_t *sizep)
 
 	if (size < LB_SEG_HDR_SIZE)
 		return;
+	v3 = lb_get32(b + LB_SEG_H_VERSION) != LB_SEG_VERSION_NOFORMS;
 	postlen = lb_get64(b + LB_SEG_H_POSTLEN);
 	dictoff = lb_get64(b + LB_SEG_H_DICTOFF);
 	dictlen = lb_get64(b + LB_SEG_H_DICTLEN);
@@ -144,6 +148,9 @@ fix_crcs(uint8_t **bp, size_t *sizep)
 
 		lb_put64(b + idxoff + i * LB_SEG_IDX_ENTRY, on - dictoff);
 		if (len > 5 && (k = lb_varint_get(p, len - 4, &rl)) != 0 && rl > 0 &&
+		    rl <= sizeof(raw) && v3)
+			ok = lb_zstd_unframe(&zc, p + k, len - 4 - k, raw, (size_t)rl) == 0;
+		else if (len > 5 && (k = lb_varint_get(p, len - 4, &rl)) != 0 && rl > 0 &&
 		    rl <= sizeof(raw)) {
 			memset(&zs, 0, sizeof(zs));
 			if (inflateInit2(&zs, -15) == Z_OK) {
@@ -160,7 +167,13 @@ fix_crcs(uint8_t **bp, size_t *sizep)
 			on += lb_varint_put(o + on, rl);
 			z = o + on;
 			memset(&zs, 0, sizeof(zs));
-			if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+			if (v3) {
+				size_t	 comp;
+
+				ok = lb_zstd_frame(&zc, 5, raw, (size_t)rl, z, cap - on - 4,
+				    &comp) == 0;
+				on += ok ? comp : 0;
+			} else if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 				ok = 0;
 			else {
 				zs.next_in = raw;
