@@ -1199,7 +1199,7 @@ int
 lb_msgfile_set_method(struct lb_msgfile *mf, unsigned method)
 {
 	if (mf->mode != LB_RDWR || (method != LB_BLK_STORED && method != LB_BLK_DEFLATE &&
-	    method != LB_BLK_ZSTD && method != LB_BLK_COLS))
+	    method != LB_BLK_ZSTD && method != LB_BLK_COLS && method != LB_BLK_TPL))
 		return (EINVAL);
 	mf->wmethod = (uint8_t)method;	/* the appender's: copied into a slot when it is queued */
 	return (0);
