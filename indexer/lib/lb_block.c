@@ -56,8 +56,6 @@ struct lb_bcodec {
 	struct bbuf		 zs[NSTREAM];	/* the streams as written (zstd frames or copies) */
 	uint8_t			 zmode[NSTREAM];
 	struct lb_tpl		*tpl;		/* templates: the bodies' codec */
-	uint8_t			*body;		/* templates decoder: a body being rebuilt */
-	size_t			 bodycap;
 	struct dent		*dict;		/* columns encoder: open-addressed, 2^dbits */
 	unsigned		 dbits;
 	uint32_t		 stamp;
@@ -80,7 +78,6 @@ lb_block_free(struct lb_bcodec *c)
 		free(c->zs[i].p);
 	}
 	lb_tpl_free(c->tpl);
-	free(c->body);
 	free(c->dict);
 	free(c->dp);
 	free(c->dl);
@@ -618,11 +615,8 @@ uncols(struct lb_bcodec *c, unsigned method, const uint8_t *src, size_t comp, ui
 			return (ENOMEM);
 		c->dcap = n * NDICT;
 	}
-	if (tpl) {
-		if ((rc = lb_tpl_dbegin(&c->tpl, n)) != 0 ||
-		    (rc = lb_grow(&c->body, &c->bodycap, raw, 1)) != 0)
-			return (rc);
-	}
+	if (tpl && (rc = lb_tpl_dbegin(&c->tpl, n)) != 0)
+		return (rc);
 	for (uint64_t r = 0; r < n; r++) {
 		for (int t = 0; t < 3; t++)
 			if ((rc = cp_var(&s[S_TIME], dst, &o, raw, &v)) != 0)
@@ -638,16 +632,11 @@ uncols(struct lb_bcodec *c, unsigned method, const uint8_t *src, size_t comp, ui
 		    (rc = cp_bytes(&s[S_SD], v, dst, &o, raw)) != 0)
 			return (rc);
 		if (tpl) {	/* the body, rebuilt from its template and variables */
-			uint8_t	 t[LB_VARINT_MAX];
-			size_t	 bl, vk;
+			size_t	 used;
 
-			if ((rc = lb_tpl_get(c->tpl, &s[S_TPL], c->body, raw - o, &bl)) != 0)
+			if ((rc = lb_tpl_body(c->tpl, &s[S_TPL], dst + o, raw - o, &used)) != 0)
 				return (rc);
-			if ((vk = lb_varint_put(t, bl)) + bl > raw - o)
-				return (LB_ECORRUPT);
-			memcpy(dst + o, t, vk);
-			memcpy(dst + o + vk, c->body, bl);
-			o += vk + bl;
+			o += used;
 		} else if ((rc = cp_var(&s[S_BLEN], dst, &o, raw, &v)) != 0 ||
 		    (rc = cp_bytes(&s[S_BODY], v, dst, &o, raw)) != 0)
 			return (rc);

@@ -82,10 +82,11 @@ int	lb_tpl_put(struct lb_tpl *t, const uint8_t *p, size_t n, struct bbuf *st);
 /* Starts a block of n bodies for the decoder. 0 or ENOMEM. */
 int	lb_tpl_dbegin(struct lb_tpl **t, uint64_t n);
 /*
- * The next body from the streams' cursors s[NTSTREAM] into out[0..cap); its length in *len.
- * 0, or LB_ECORRUPT (a code past the table, a template that does not parse, a variable
- * stream cut short, a body longer than cap).
+ * The next body from the streams' cursors s[NTSTREAM], as a record holds it (its length
+ * varint, then its bytes), into dst[0..room); the bytes written in *used. 0, LB_ECORRUPT (a
+ * code past the table, a template ending in an escape, a variable stream cut short, a value
+ * out of its range, more than room bytes) or ENOMEM.
  */
-int	lb_tpl_get(struct lb_tpl *t, struct rs *s, uint8_t *out, size_t cap, size_t *len);
+int	lb_tpl_body(struct lb_tpl *t, struct rs *s, uint8_t *dst, size_t room, size_t *used);
 
 #endif /* LB_BLOCK_INT_H */

@@ -43,6 +43,9 @@ struct lb_tpl {
 	size_t		 tcap;
 	const uint8_t	**dp;		/* decoder: the block's templates met so far */
 	uint32_t	*dl;
+	uint8_t		*dg;		/* decoder: each template's last length varint size */
+	uint8_t		*body;		/* decoder: a body rebuilt aside (when the guess fails) */
+	size_t		 bodycap;
 	size_t		 dcap;
 	uint64_t	 dn, dcnt;
 };
@@ -85,6 +88,8 @@ lb_tpl_free(struct lb_tpl *t)
 	free(t->tb);
 	free(t->dp);
 	free(t->dl);
+	free(t->dg);
+	free(t->body);
 	free(t);
 }
 
@@ -305,16 +310,32 @@ lb_tpl_dbegin(struct lb_tpl **tp, uint64_t n)
 	if (t->dcap < n) {
 		free(t->dp);
 		free(t->dl);
+		free(t->dg);
 		t->dcap = 0;
 		t->dl = NULL;
+		t->dg = NULL;
 		if ((t->dp = malloc(n * sizeof(*t->dp))) == NULL ||
-		    (t->dl = malloc(n * sizeof(*t->dl))) == NULL)
+		    (t->dl = malloc(n * sizeof(*t->dl))) == NULL ||
+		    (t->dg = malloc(n * sizeof(*t->dg))) == NULL)
 			return (ENOMEM);
 		t->dcap = n;
 	}
 	t->dn = n;
 	t->dcnt = 0;
 	return (0);
+}
+
+/* The bytes of v as a varint. */
+static inline size_t
+vlen(uint64_t v)
+{
+	size_t	 n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return (n);
 }
 
 /* The varint at s's cursor. 0 or LB_ECORRUPT. */
@@ -338,9 +359,16 @@ static const char dig2[201] =
 static inline int
 put_dec(uint64_t v, unsigned w, uint8_t *out, size_t *o, size_t cap)
 {
-	uint8_t	 d[24], *e = d + sizeof(d), *q = e;
-	size_t	 k;
+	/* The digits of v < 10^19 (the callers see to it): from its bit length, then exactly. */
+	unsigned t = ((64u - (unsigned)__builtin_clzll(v | 1)) * 1233u) >> 12;
+	unsigned nd = t + 1 - (v < pow10[t]), k;
+	uint8_t	*q;
 
+	nd = nd == 0 ? 1 : nd;
+	k = nd > w ? nd : w;
+	if (k > cap - *o)
+		return (LB_ECORRUPT);
+	q = out + *o + k;	/* the digits, written from the last */
 	while (v >= 100) {
 		unsigned r = (unsigned)(v % 100);
 
@@ -353,11 +381,8 @@ put_dec(uint64_t v, unsigned w, uint8_t *out, size_t *o, size_t cap)
 		memcpy(q, dig2 + 2 * v, 2);
 	} else
 		*--q = (uint8_t)('0' + v);
-	while ((size_t)(e - q) < w)
+	while (q > out + *o)
 		*--q = '0';
-	if ((k = (size_t)(e - q)) > cap - *o)
-		return (LB_ECORRUPT);
-	memcpy(out + *o, q, k);
 	*o += k;
 	return (0);
 }
@@ -383,31 +408,16 @@ next_ph(const uint8_t *p, size_t i, size_t n)
 	return (i);
 }
 
-int
-lb_tpl_get(struct lb_tpl *t, struct rs *s, uint8_t *out, size_t cap, size_t *len)
+/* Template code's body from the variable streams' cursors into out[0..cap), its length in *len. */
+static int
+render(struct lb_tpl *t, uint64_t code, struct rs *s, uint8_t *out, size_t cap, size_t *len)
 {
 	static const char hexd[16] = "0123456789abcdef";
-	const uint8_t	*tp;
-	uint64_t	 code, v;
-	size_t		 tl, i = 0, o = 0;
+	const uint8_t	*tp = t->dp[code];
+	uint64_t	 v;
+	size_t		 tl = t->dl[code], i = 0, o = 0;
 	int		 rc;
 
-	if ((rc = rs_var(&s[T_CODE], &code)) != 0)
-		return (rc);
-	if (code > t->dcnt || (code == t->dcnt && t->dcnt >= t->dn))
-		return (LB_ECORRUPT);
-	if (code == t->dcnt) {	/* a new template */
-		struct rs	*x = &s[T_TEXT];
-
-		if ((rc = rs_var(x, &v)) != 0 || v > x->len - x->at)
-			return (LB_ECORRUPT);
-		t->dp[code] = x->p + x->at;
-		t->dl[code] = (uint32_t)v;
-		x->at += (size_t)v;
-		t->dcnt++;
-	}
-	tp = t->dp[code];
-	tl = t->dl[code];
 	while (i < tl) {
 		size_t	 j = next_ph(tp, i, tl);
 
@@ -477,5 +487,55 @@ lb_tpl_get(struct lb_tpl *t, struct rs *s, uint8_t *out, size_t cap, size_t *len
 		}
 	}
 	*len = o;
+	return (0);
+}
+
+int
+lb_tpl_body(struct lb_tpl *t, struct rs *s, uint8_t *dst, size_t room, size_t *used)
+{
+	uint64_t	 code, v;
+	size_t		 at[NTSTREAM], bl, vk, g;
+	int		 rc;
+
+	if ((rc = rs_var(&s[T_CODE], &code)) != 0)
+		return (rc);
+	if (code > t->dcnt || (code == t->dcnt && t->dcnt >= t->dn))
+		return (LB_ECORRUPT);
+	if (code == t->dcnt) {	/* a new template */
+		struct rs	*x = &s[T_TEXT];
+
+		if ((rc = rs_var(x, &v)) != 0 || v > x->len - x->at)
+			return (LB_ECORRUPT);
+		t->dp[code] = x->p + x->at;
+		t->dl[code] = (uint32_t)v;
+		t->dg[code] = (uint8_t)vlen(v);
+		x->at += (size_t)v;
+		t->dcnt++;
+	}
+	/*
+	 * The body goes right after its length varint, whose size is guessed (that of the body
+	 * before with the same template) and put right after; when the guess leaves too little
+	 * room, the body is rebuilt aside from the same cursors.
+	 */
+	for (int k = T_NUM; k < NTSTREAM; k++)
+		at[k] = s[k].at;
+	g = t->dg[code];
+	if (g >= room || (rc = render(t, code, s, dst + g, room - g, &bl)) != 0) {
+		for (int k = T_NUM; k < NTSTREAM; k++)
+			s[k].at = at[k];
+		if ((rc = lb_grow(&t->body, &t->bodycap, room, 1)) != 0 ||
+		    (rc = render(t, code, s, t->body, room, &bl)) != 0)
+			return (rc);
+		g = 0;
+	}
+	if ((vk = vlen(bl)) + bl > room)
+		return (LB_ECORRUPT);
+	if (g == 0)
+		memcpy(dst + vk, t->body, bl);
+	else if (vk != g)
+		memmove(dst + vk, dst + g, bl);
+	(void)lb_varint_put(dst, bl);
+	t->dg[code] = (uint8_t)vk;
+	*used = vk + bl;
 	return (0);
 }
