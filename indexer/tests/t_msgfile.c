@@ -1427,18 +1427,19 @@ gen_text(uint64_t *s, struct ref *r, uint64_t id, int64_t recv)
  * inflate, libzstd's one-shot decompress), independent of lb_block.c. Returns the blocks seen.
  */
 static size_t
-walk_methods(const uint8_t *m, size_t len, size_t per[4], uint8_t *order, size_t max)
+walk_methods(const uint8_t *m, size_t len, size_t per[8], uint8_t *order, size_t max)
 {
 	size_t	 off = LB_FHDR_SIZE, nb = 0;
 
-	per[0] = per[1] = per[2] = per[3] = 0;
+	for (int i = 0; i < 8; i++)
+		per[i] = 0;
 	while (off + LB_BHDR_SIZE <= len) {
 		const uint8_t	*h = m + off, *p = h + LB_BHDR_SIZE;
 		uint32_t	 raw = lb_get32(h + LB_BHDR_RAW_LEN);
 		uint32_t	 comp = lb_get32(h + LB_BHDR_COMP_LEN);
 		uint8_t		*out, meth = h[LB_BHDR_METHOD];
 
-		assert_true(meth <= LB_BLK_COLS);
+		assert_true(meth <= LB_BLK_TPL);
 		assert_true(off + LB_BHDR_SIZE + comp <= len);
 		assert_non_null(out = malloc(raw));
 		if (meth == LB_BLK_DEFLATE) {
@@ -1458,7 +1459,7 @@ walk_methods(const uint8_t *m, size_t len, size_t per[4], uint8_t *order, size_t
 			assert_int_equal(ZSTD_decompress(out, raw, p, comp), raw);
 		} else if (meth == LB_BLK_STORED) {
 			assert_int_equal(comp, raw);
-		}	/* columns: lb_block.c's own (the gets check them) */
+		}	/* columns, templates: lb_block.c's own (the gets check them) */
 		free(out);
 		per[meth]++;
 		if (nb < max)
@@ -1472,9 +1473,9 @@ walk_methods(const uint8_t *m, size_t len, size_t per[4], uint8_t *order, size_t
 
 /*
  * A day file written first with DEFLATE (the kept code path: what logbox wrote before zstd),
- * then with zstd in the same session, then columns after a reopen: readers and writers read every
- * message of both kinds of blocks, verify accepts the file, and the payloads are what zlib and
- * libzstd themselves decode.
+ * then with zstd in the same session, then templates after a reopen: readers and writers read
+ * every message of every kind of block, verify accepts the file, and the payloads are what zlib
+ * and libzstd themselves decode.
  */
 static void
 t_mixed_methods(void **state)
@@ -1482,7 +1483,7 @@ t_mixed_methods(void **state)
 	char			 dir[256], path[512], why[256];
 	struct lb_msgfile	*mf, *rd;
 	struct ref		*refs;
-	size_t			 n = 9000, per[4], nb;
+	size_t			 n = 9000, per[8], nb;
 	uint8_t			*buf, order[64];
 	size_t			 len;
 	uint64_t		 s = 77;
@@ -1507,7 +1508,7 @@ t_mixed_methods(void **state)
 	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &rd));
 	assert_int_equal(lb_msgfile_set_method(rd, LB_BLK_DEFLATE), EINVAL);
 	lb_msgfile_close(rd);
-	/* Reopened: the default is columns; the last ones stay in the WAL. */
+	/* Reopened: the default is templates; the last ones stay in the WAL. */
 	assert_ok(lb_msgfile_open(dir, LB_RDWR, 100, &mf));
 	for (size_t i = 6000; i < n; i++)
 		assert_ok(lb_msgfile_append(mf, &refs[i].m));
@@ -1518,9 +1519,10 @@ t_mixed_methods(void **state)
 	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
 	buf = t_read_file(path, &len);
 	nb = walk_methods(buf, len, per, order, sizeof(order));
-	assert_true(per[LB_BLK_DEFLATE] >= 3 && per[LB_BLK_ZSTD] >= 3 && per[LB_BLK_COLS] >= 3);
+	assert_true(per[LB_BLK_DEFLATE] >= 3 && per[LB_BLK_ZSTD] >= 3 && per[LB_BLK_TPL] >= 3);
 	assert_int_equal(per[LB_BLK_STORED], 0);
-	/* DEFLATE blocks first, then zstd, then columns (the default). */
+	assert_int_equal(per[LB_BLK_COLS], 0);
+	/* DEFLATE blocks first, then zstd, then templates (the default). */
 	for (size_t i = 1; i < nb && i < sizeof(order); i++)
 		assert_true(order[i] >= order[i - 1]);
 	free(buf);
@@ -1774,7 +1776,7 @@ t_cols_roundtrip(void **state)
 	char			 dir[256], path[512], why[256];
 	struct lb_msgfile	*mf, *rd;
 	struct ref		*refs;
-	size_t			 n = 2500, per[4], len;
+	size_t			 n = 2500, per[8], len;
 	uint8_t			*buf, order[256];
 	uint64_t		 s = 91;
 
