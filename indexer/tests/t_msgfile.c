@@ -2372,7 +2372,7 @@ t_tpl_damage(void **state)
 }
 
 /*
- * FORMAT.md §3.2's templates example byte for byte: the message of §3.4 six times (ids 7..12,
+ * FORMAT.md §3.2.1's templates example byte for byte: the message of §3.4 six times (ids 7..12,
  * all received at 1000000) with the bodies "n=42 ip 10.0.0.7", "n=7 ip 192.168.1.1",
  * "id 007 deadbeef01 \x11" and the same three again, every stream stored. The writer makes exactly this payload, and it
  * reads back as those messages. The same block with a template code past the table, a number
