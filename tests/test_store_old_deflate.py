@@ -4,8 +4,8 @@
 # two sealed blocks and the rest in the WAL. On a copy, the current CLI (ASan build):
 # - verifies it clean, cats every message as ingested, and finds a word through its index;
 # - ingests 2,000 more lines into the same day: the day's `messages` then holds the old DEFLATE
-#   blocks followed by new columns blocks (or zstd ones, the columns' fallback; read from the
-#   file's block headers), and verify, cat and lookup see all 4,000 messages.
+#   blocks followed by new templates blocks (or zstd ones, the templates' fallback; read from
+#   the file's block headers), and verify, cat and lookup see all 4,000 messages.
 # - the catalog's format version is 1 before (cat, verify and lookup only read) and 2 after the
 #   ingest (FORMAT.md §5.3): the logbox that wrote the fixture would now refuse the store rather
 #   than cut the new blocks as a torn tail.
@@ -21,7 +21,7 @@ from lbtest.cli import Logbox
 FIXTURE = Path(__file__).parent / "fixtures" / "store-deflate-v1"
 DAY = Path("main") / "2024" / "03-01"
 FHDR, BHDR = 24, 52  # FORMAT.md §3.1, §3.2
-DEFLATE, ZSTD, COLS = 1, 2, 3
+DEFLATE, ZSTD, COLS, TPL = 1, 2, 3, 4
 
 
 def fixture_lines(first: int, n: int) -> bytes:
@@ -94,8 +94,8 @@ def test_old_deflate_store_reads_and_grows(store_cli_asan: Path, tmp_path: Path)
     lb.check(lb.run("ingest", "--received", "header", "-", input=fixture_lines(2000, 2000)))
     after = block_methods(data / DAY / "messages")
     assert after[: len(before)] == before
-    assert COLS in after[len(before) :], after
-    assert set(after[len(before) :]) <= {ZSTD, COLS}, after
+    assert TPL in after[len(before) :], after
+    assert set(after[len(before) :]) <= {ZSTD, TPL}, after
     assert catalog_version(data) == 2
     rc, err = lb.verify()
     assert rc == 0, err

@@ -1,11 +1,13 @@
 /*
- * lb_block.c — the message block codec (FORMAT.md §3.2, lb_block.h). The writer's method is
- * columns: the records split into streams (times, meta, dictionary codes of host, program,
- * pid, msgid and peer, the dictionary, sd, body lengths, bodies), each stored or one zstd
- * frame at ZSTD_LEVEL; a block the columns do not shrink is one zstd frame of the records (its
- * content size and checksum, nothing else); raw DEFLATE (ISA-L level 1) is what logbox wrote
- * before, read forever and still writable for tests; a block that nothing shrinks is stored.
- * A reader dispatches on the header's method.
+ * lb_block.c — the message block codec (FORMAT.md §3.2, lb_block.h). Columns: the records
+ * split into streams (times, meta, dictionary codes of host, program, pid, msgid and peer, the
+ * dictionary, sd, body lengths, bodies), each stored or one zstd frame at ZSTD_LEVEL.
+ * Templates: the same header streams, and the bodies as per-block templates and typed
+ * variables (lb_block_tpl.c) in place of body lengths and bodies. A block the columns or
+ * templates do not shrink is one zstd frame of the records (its content size and checksum,
+ * nothing else); raw DEFLATE (ISA-L level 1) is what logbox wrote before, read forever and
+ * still writable for tests; a block that nothing shrinks is stored. A reader dispatches on
+ * the header's method.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "logbox.h"
 #include "lb_format.h"
 #include "lb_block.h"
+#include "lb_block_int.h"
 #include "lb_util.h"
 
 #ifndef ZSTD_LEVEL
@@ -24,16 +27,17 @@
 #endif
 #define DEFLATE_LEVEL	1	/* ISA-L level of the DEFLATE writer (before zstd) */
 
-/* The streams of a columns block (FORMAT.md §3.2), in payload order. */
+/*
+ * The streams of a columns block (FORMAT.md §3.2), in payload order: S_TIME..S_BODY. A
+ * templates block has S_TIME..S_SD, then the template streams S_TPL + T_CODE..T_HEX in place
+ * of S_BLEN and S_BODY.
+ */
 enum { S_TIME, S_META, S_HOST, S_PROG, S_PID, S_MSGID, S_PEER, S_DICT, S_SD, S_BLEN, S_BODY,
-	NSTREAM };
+	S_TPL, NSTREAM = S_TPL + NTSTREAM };
 #define NDICT		5		/* coded fields: host, program, pid, msgid, peer */
-
-/* A growing byte buffer. */
-struct bbuf {
-	uint8_t		*p;
-	size_t		 len, cap;
-};
+#define NHEAD		(S_SD + 1)	/* the streams both layouts share */
+#define NCOLS		(S_BODY + 1)	/* streams of a columns payload */
+#define NTPLS		(NHEAD + NTSTREAM)	/* streams of a templates payload */
 
 /* One dictionary entry of the columns encoder: a field's span in the raw records. */
 struct dent {
@@ -49,8 +53,10 @@ struct lb_bcodec {
 	ZSTD_DCtx		*zd;
 	struct inflate_state	*zi;	/* ISA-L inflate scratch */
 	uint8_t			*lvlbuf;	/* ISA-L deflate's working memory */
-	struct bbuf		 st[NSTREAM];	/* columns: the streams, raw */
-	struct bbuf		 out;		/* columns: the payload being built */
+	struct bbuf		 st[NSTREAM];	/* columns, templates: the streams, raw */
+	struct bbuf		 zs[NSTREAM];	/* the streams as written (zstd frames or copies) */
+	uint8_t			 zmode[NSTREAM];
+	struct lb_tpl		*tpl;		/* templates: the bodies' codec */
 	struct dent		*dict;		/* columns encoder: open-addressed, 2^dbits */
 	unsigned		 dbits;
 	uint32_t		 stamp;
@@ -68,9 +74,11 @@ lb_block_free(struct lb_bcodec *c)
 	ZSTD_freeDCtx(c->zd);
 	free(c->zi);
 	free(c->lvlbuf);
-	for (int i = 0; i < NSTREAM; i++)
+	for (int i = 0; i < NSTREAM; i++) {
 		free(c->st[i].p);
-	free(c->out.p);
+		free(c->zs[i].p);
+	}
+	lb_tpl_free(c->tpl);
 	free(c->dict);
 	free(c->dp);
 	free(c->dl);
@@ -89,7 +97,7 @@ int
 lb_block_method_ok(unsigned method)
 {
 	return (method == LB_BLK_STORED || method == LB_BLK_DEFLATE || method == LB_BLK_ZSTD ||
-	    method == LB_BLK_COLS);
+	    method == LB_BLK_COLS || method == LB_BLK_TPL);
 }
 
 /* DEFLATE into dst[0..cap): the stream length, or 0 when it does not fit. */
@@ -183,28 +191,6 @@ lb_zstd_frame(struct lb_bcodec **c, int level, const uint8_t *src, size_t raw, u
 
 #define COLS_MIN_ZSTD	32	/* a stream shorter than this is stored as is */
 
-static int
-bb_put(struct bbuf *b, const uint8_t *p, size_t n)
-{
-	int	 rc;
-
-	if (n == 0)
-		return (0);
-	if ((rc = lb_grow(&b->p, &b->cap, b->len + n, 1)) != 0)
-		return (rc);
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	return (0);
-}
-
-static int
-bb_var(struct bbuf *b, uint64_t v)
-{
-	uint8_t	 t[LB_VARINT_MAX];
-
-	return (bb_put(b, t, lb_varint_put(t, v)));
-}
-
 static uint32_t
 span_hash(const uint8_t *p, size_t n, unsigned field)
 {
@@ -241,12 +227,19 @@ dict_code(struct lb_bcodec *c, const uint8_t *r, uint32_t off, uint32_t len, uns
 	return (bb_var(codes, e->code));
 }
 
+#define W_COLS	1	/* split the bodies into S_BLEN and S_BODY */
+#define W_TPL	2	/* split the bodies into templates and variables (S_TPL...) */
+#ifndef TPL_WAYS
+#define TPL_WAYS	W_TPL	/* LB_BLK_TPL: templates only (W_COLS | W_TPL: the smaller) */
+#endif
+
 /*
- * Splits the records r[0..raw) into the streams. 0, or 1 when the records do not parse (then
- * the block is not written as columns), or ENOMEM.
+ * Splits the records r[0..raw) into the header streams, and the bodies as ways asks (W_COLS,
+ * W_TPL or both). 0, or 1 when the records do not parse (then the block is not written as
+ * columns), or ENOMEM.
  */
 static int
-cols_split(struct lb_bcodec *c, const uint8_t *r, size_t raw, uint64_t *nrec)
+cols_split(struct lb_bcodec *c, const uint8_t *r, size_t raw, uint64_t *nrec, unsigned ways)
 {
 	uint32_t	 ncode[NDICT] = { 0 };
 	uint64_t	 v, flags, n = 0;
@@ -255,6 +248,8 @@ cols_split(struct lb_bcodec *c, const uint8_t *r, size_t raw, uint64_t *nrec)
 
 	for (int i = 0; i < NSTREAM; i++)
 		c->st[i].len = 0;
+	if ((ways & W_TPL) && (rc = lb_tpl_begin(&c->tpl)) != 0)
+		return (rc);
 	if (c->dict == NULL || ((size_t)1 << c->dbits) < want) {
 		free(c->dict);
 		for (c->dbits = 10; ((size_t)1 << c->dbits) < want; c->dbits++)
@@ -298,8 +293,11 @@ cols_split(struct lb_bcodec *c, const uint8_t *r, size_t raw, uint64_t *nrec)
 			return (rc);
 		o += k + v;
 		SPAN();
-		if ((rc = bb_put(&c->st[S_BLEN], r + o, k)) != 0 ||
-		    (rc = bb_put(&c->st[S_BODY], r + o + k, v)) != 0)
+		if ((ways & W_COLS) && ((rc = bb_put(&c->st[S_BLEN], r + o, k)) != 0 ||
+		    (rc = bb_put(&c->st[S_BODY], r + o + k, v)) != 0))
+			return (rc);
+		if ((ways & W_TPL) &&
+		    (rc = lb_tpl_put(c->tpl, r + o + k, (size_t)v, &c->st[S_TPL])) != 0)
 			return (rc);
 		o += k + v;
 		if (flags & LB_MSG_PEER) {
@@ -317,54 +315,107 @@ cols_split(struct lb_bcodec *c, const uint8_t *r, size_t raw, uint64_t *nrec)
 	return (0);
 }
 
-/* The columns payload of src[0..raw) into dst[0..cap): its length, or 0 when it does not fit. */
+/* The streams of each layout, in payload order. */
+static const uint8_t cols_ids[NCOLS] = { S_TIME, S_META, S_HOST, S_PROG, S_PID, S_MSGID, S_PEER,
+	S_DICT, S_SD, S_BLEN, S_BODY };
+static const uint8_t tpl_ids[NTPLS] = { S_TIME, S_META, S_HOST, S_PROG, S_PID, S_MSGID, S_PEER,
+	S_DICT, S_SD, S_TPL + T_CODE, S_TPL + T_TEXT, S_TPL + T_NUM, S_TPL + T_NUM0,
+	S_TPL + T_IP, S_TPL + T_HEX };
+
+/* Stream i as written: one zstd frame in zs[i] when it is smaller, else stored as is. */
 static int
-cols_into(struct lb_bcodec *c, const uint8_t *src, size_t raw, uint8_t *dst, size_t cap,
-    size_t *out)
+zstream(struct lb_bcodec *c, int i)
 {
-	uint8_t		 hdr[LB_VARINT_MAX + 4 + NSTREAM * (1 + LB_VARINT_MAX)], mode[NSTREAM];
-	size_t		 h = 0, zl, total, len[NSTREAM];
-	uint64_t	 n;
+	struct bbuf	*b = &c->st[i], *z = &c->zs[i];
+	size_t		 zl;
 	int		 rc;
 
-	*out = 0;
-	if ((rc = cols_split(c, src, raw, &n)) != 0)
-		return (rc == 1 ? 0 : rc);
-	c->out.len = 0;
-	for (int i = 0; i < NSTREAM; i++) {
-		struct bbuf	*b = &c->st[i];
-
-		mode[i] = LB_BLK_STORED;
-		len[i] = b->len;
-		if (b->len >= COLS_MIN_ZSTD) {
-			if ((rc = lb_grow(&c->out.p, &c->out.cap, c->out.len + b->len, 1)) != 0)
-				return (rc);
-			if ((rc = zstd_into(c, b->p, b->len, c->out.p + c->out.len, b->len - 1,
-			    &zl)) != 0)
-				return (rc);
-			if (zl > 0) {
-				mode[i] = LB_BLK_ZSTD;
-				len[i] = zl;
-				c->out.len += zl;
-				continue;
-			}
-		}
-		if ((rc = bb_put(&c->out, b->p, b->len)) != 0)
+	c->zmode[i] = LB_BLK_STORED;
+	z->len = 0;
+	if (b->len >= COLS_MIN_ZSTD) {
+		if ((rc = lb_grow(&z->p, &z->cap, b->len, 1)) != 0)
 			return (rc);
+		if ((rc = zstd_into(c, b->p, b->len, z->p, b->len - 1, &zl)) != 0)
+			return (rc);
+		if (zl > 0) {
+			c->zmode[i] = LB_BLK_ZSTD;
+			z->len = zl;
+		}
 	}
-	h = lb_varint_put(hdr, n);
-	lb_put32(hdr + h, lb_crc32(src, raw));
-	h += 4;
-	for (int i = 0; i < NSTREAM; i++) {
-		hdr[h++] = mode[i];
-		h += lb_varint_put(hdr + h, len[i]);
+	return (0);
+}
+
+static size_t
+zlen(const struct lb_bcodec *c, int i)
+{
+	return (c->zmode[i] == LB_BLK_ZSTD ? c->zs[i].len : c->st[i].len);
+}
+
+/* The payload's length with the streams ids[0..ns) (and a header of h0 bytes before the table). */
+static size_t
+layout_len(const struct lb_bcodec *c, const uint8_t *ids, int ns, size_t h0)
+{
+	uint8_t	 t[LB_VARINT_MAX];
+	size_t	 total = h0;
+
+	for (int j = 0; j < ns; j++)
+		total += 1 + lb_varint_put(t, zlen(c, ids[j])) + zlen(c, ids[j]);
+	return (total);
+}
+
+/*
+ * The columns (ways W_COLS) or templates (W_TPL) payload of src[0..raw) into dst[0..cap), or
+ * with both the smaller of the two: its length in *out, or 0 when it does not fit; its
+ * method in *method.
+ */
+static int
+split_into(struct lb_bcodec *c, unsigned ways, const uint8_t *src, size_t raw, uint8_t *dst,
+    size_t cap, size_t *out, uint8_t *method)
+{
+	const uint8_t	*ids;
+	size_t		 h, lc = SIZE_MAX, lt = SIZE_MAX, total;
+	uint64_t	 n;
+	int		 rc, ns;
+
+	*out = 0;
+	if ((rc = cols_split(c, src, raw, &n, ways)) != 0)
+		return (rc == 1 ? 0 : rc);
+	for (int i = 0; i < NSTREAM; i++)
+		if ((i < NHEAD || (i < S_TPL ? (ways & W_COLS) : (ways & W_TPL))) &&
+		    (rc = zstream(c, i)) != 0)
+			return (rc);
+	h = lb_varint_put(dst, n) + 4;	/* cap >= 1 + 4: the records are 12 bytes or more */
+	if (ways & W_COLS)
+		lc = layout_len(c, cols_ids, NCOLS, h);
+	if (ways & W_TPL)
+		lt = layout_len(c, tpl_ids, NTPLS, h);
+	if (lt < lc) {
+		ids = tpl_ids;
+		ns = NTPLS;
+		*method = LB_BLK_TPL;
+		total = lt;
+	} else {
+		ids = cols_ids;
+		ns = NCOLS;
+		*method = LB_BLK_COLS;
+		total = lc;
 	}
-	total = h + c->out.len;
 	if (total > cap)
 		return (0);
-	memcpy(dst, hdr, h);
-	memcpy(dst + h, c->out.p, c->out.len);	/* the streams, back to back */
-	*out = total;
+	lb_put32(dst + h - 4, lb_crc32(src, raw));
+	for (int j = 0; j < ns; j++) {
+		dst[h++] = c->zmode[ids[j]];
+		h += lb_varint_put(dst + h, zlen(c, ids[j]));
+	}
+	for (int j = 0; j < ns; j++) {	/* the streams, back to back */
+		int	 i = ids[j];
+
+		if (zlen(c, i) > 0)
+			memcpy(dst + h, c->zmode[i] == LB_BLK_ZSTD ? c->zs[i].p : c->st[i].p,
+			    zlen(c, i));
+		h += zlen(c, i);
+	}
+	*out = h;
 	return (0);
 }
 
@@ -375,8 +426,10 @@ lb_block_compress(struct lb_bcodec **c, unsigned method, const uint8_t *src, siz
 	size_t	 n = 0;
 	int	 rc;
 
+	uint8_t	 m = (uint8_t)method;
+
 	if (method != LB_BLK_STORED && method != LB_BLK_DEFLATE && method != LB_BLK_ZSTD &&
-	    method != LB_BLK_COLS)
+	    method != LB_BLK_COLS && method != LB_BLK_TPL)
 		return (EINVAL);
 	if ((rc = codec(c)) != 0)
 		return (rc);
@@ -385,10 +438,11 @@ lb_block_compress(struct lb_bcodec **c, unsigned method, const uint8_t *src, siz
 			rc = deflate_into(*c, src, raw, dst, raw - 1, &n);
 		else if (method == LB_BLK_ZSTD)
 			rc = zstd_into(*c, src, raw, dst, raw - 1, &n);
-		else if (method == LB_BLK_COLS &&
-		    (rc = cols_into(*c, src, raw, dst, raw - 1, &n)) == 0 && n == 0) {
+		else if ((method == LB_BLK_COLS || method == LB_BLK_TPL) &&
+		    (rc = split_into(*c, method == LB_BLK_COLS ? W_COLS : TPL_WAYS, src, raw, dst,
+		    raw - 1, &n, &m)) == 0 && n == 0) {
 			/* Records that do not split, or columns no smaller: one zstd frame. */
-			method = LB_BLK_ZSTD;
+			m = LB_BLK_ZSTD;
 			rc = zstd_into(*c, src, raw, dst, raw - 1, &n);
 		}
 		if (rc != 0)
@@ -396,7 +450,7 @@ lb_block_compress(struct lb_bcodec **c, unsigned method, const uint8_t *src, siz
 	}
 	if (n > 0 && n < raw) {
 		*comp = n;
-		*used = (uint8_t)method;
+		*used = m;
 	} else {
 		memcpy(dst, src, raw);
 		*comp = raw;
@@ -460,11 +514,6 @@ unzstd(struct lb_bcodec *c, const uint8_t *src, size_t comp, uint8_t *dst, size_
 }
 
 
-/* A stream being read: p[0..len), at the cursor. */
-struct rs {
-	const uint8_t	*p;
-	size_t		 len, at;
-};
 
 /* Copies the varint at s's cursor to dst[*o..raw), value in *v. 0 or LB_ECORRUPT. */
 static int
@@ -534,21 +583,25 @@ cp_field(struct lb_bcodec *c, struct rs *codes, struct rs *dict, unsigned f, uin
  * 2 * raw + 64), the records rebuilt in order; every stream must be used up exactly.
  */
 static int
-uncols(struct lb_bcodec *c, const uint8_t *src, size_t comp, uint8_t *dst, size_t raw)
+uncols(struct lb_bcodec *c, unsigned method, const uint8_t *src, size_t comp, uint8_t *dst,
+    size_t raw)
 {
 	struct rs	 s[NSTREAM];
 	uint8_t		 mode[NSTREAM];
 	uint64_t	 n, v, flags, len[NSTREAM];
 	uint32_t	 cnt[NDICT] = { 0 }, crc;
 	size_t		 o = 0, k, pos, limit = 2 * raw + 64;
-	int		 rc;
+	const uint8_t	*ids = method == LB_BLK_TPL ? tpl_ids : cols_ids;
+	int		 rc, ns = method == LB_BLK_TPL ? NTPLS : NCOLS, tpl = method == LB_BLK_TPL;
 
 	if ((k = lb_varint_get(src, comp, &n)) == 0 || n == 0 || n > raw / LB_REC_MIN ||
 	    comp - k < 4)
 		return (LB_ECORRUPT);
 	crc = lb_get32(src + k);
 	pos = k + 4;
-	for (int i = 0; i < NSTREAM; i++) {
+	for (int j = 0; j < ns; j++) {
+		int	 i = ids[j];
+
 		if (pos >= comp)
 			return (LB_ECORRUPT);
 		mode[i] = src[pos++];
@@ -557,8 +610,9 @@ uncols(struct lb_bcodec *c, const uint8_t *src, size_t comp, uint8_t *dst, size_
 			return (LB_ECORRUPT);
 		pos += k;
 	}
-	for (int i = 0; i < NSTREAM; i++) {
+	for (int j = 0; j < ns; j++) {
 		unsigned long long	 fcs;
+		int			 i = ids[j];
 
 		if (len[i] > comp - pos)
 			return (LB_ECORRUPT);
@@ -592,6 +646,8 @@ uncols(struct lb_bcodec *c, const uint8_t *src, size_t comp, uint8_t *dst, size_
 			return (ENOMEM);
 		c->dcap = n * NDICT;
 	}
+	if (tpl && (rc = lb_tpl_dbegin(&c->tpl, n)) != 0)
+		return (rc);
 	for (uint64_t r = 0; r < n; r++) {
 		for (int t = 0; t < 3; t++)
 			if ((rc = cp_var(&s[S_TIME], dst, &o, raw, &v)) != 0)
@@ -604,16 +660,23 @@ uncols(struct lb_bcodec *c, const uint8_t *src, size_t comp, uint8_t *dst, size_
 			    raw)) != 0)
 				return (rc);
 		if ((rc = cp_var(&s[S_SD], dst, &o, raw, &v)) != 0 ||
-		    (rc = cp_bytes(&s[S_SD], v, dst, &o, raw)) != 0 ||
-		    (rc = cp_var(&s[S_BLEN], dst, &o, raw, &v)) != 0 ||
+		    (rc = cp_bytes(&s[S_SD], v, dst, &o, raw)) != 0)
+			return (rc);
+		if (tpl) {	/* the body, rebuilt from its template and variables */
+			size_t	 used;
+
+			if ((rc = lb_tpl_body(c->tpl, &s[S_TPL], dst + o, raw - o, &used)) != 0)
+				return (rc);
+			o += used;
+		} else if ((rc = cp_var(&s[S_BLEN], dst, &o, raw, &v)) != 0 ||
 		    (rc = cp_bytes(&s[S_BODY], v, dst, &o, raw)) != 0)
 			return (rc);
 		if ((flags & LB_MSG_PEER) &&
 		    (rc = cp_field(c, &s[S_PEER], &s[S_DICT], 4, cnt, n, dst, &o, raw)) != 0)
 			return (rc);
 	}
-	for (int i = 0; i < NSTREAM; i++)
-		if (s[i].at != s[i].len)
+	for (int j = 0; j < ns; j++)
+		if (s[ids[j]].at != s[ids[j]].len)
 			return (LB_ECORRUPT);
 	/* The records as rebuilt: what the writer split (stored streams have no checksum). */
 	return (o == raw && lb_crc32(dst, raw) == crc ? 0 : LB_ECORRUPT);
@@ -649,7 +712,7 @@ lb_block_decompress(struct lb_bcodec **c, unsigned method, const uint8_t *src, s
 		return (rc);
 	if (method == LB_BLK_DEFLATE)
 		return (lb_inflate_raw(&(*c)->zi, src, comp, dst, raw));
-	if (method == LB_BLK_COLS)
-		return (uncols(*c, src, comp, dst, raw));
+	if (method == LB_BLK_COLS || method == LB_BLK_TPL)
+		return (uncols(*c, method, src, comp, dst, raw));
 	return (unzstd(*c, src, comp, dst, raw));
 }

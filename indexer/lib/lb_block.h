@@ -20,15 +20,15 @@ struct lb_msgfile;
 struct lb_bcodec;
 void	lb_block_free(struct lb_bcodec *c);
 
-/* 1 when a reader knows method (LB_BLK_STORED, _DEFLATE, _ZSTD or _COLS), else 0. */
+/* 1 when a reader knows method (LB_BLK_STORED, _DEFLATE, _ZSTD, _COLS or _TPL), else 0. */
 int	lb_block_method_ok(unsigned method);
 
 /*
- * Compresses src[0..raw) with method (LB_BLK_DEFLATE, LB_BLK_ZSTD or LB_BLK_COLS: then src
- * is records) into dst, which has room for raw - 1 bytes: the payload must come out smaller.
- * Columns that do not come out smaller fall back to one zstd frame. When nothing does (or
- * raw < 2), the block is stored: src is copied to dst (room for raw bytes then) and *used is
- * LB_BLK_STORED.
+ * Compresses src[0..raw) with method (LB_BLK_DEFLATE, LB_BLK_ZSTD, LB_BLK_COLS or LB_BLK_TPL:
+ * then src is records) into dst, which has room for raw - 1 bytes: the payload must come out
+ * smaller. Columns or templates that do not come out smaller (or records that do not split)
+ * fall back to one zstd frame. When nothing does (or raw < 2), the block is stored: src is
+ * copied to dst (room for raw bytes then). *used is the method written.
  * *comp is the payload length. 0, or ENOMEM / EINVAL (an unknown method).
  */
 int	lb_block_compress(struct lb_bcodec **c, unsigned method, const uint8_t *src, size_t raw,

@@ -59,13 +59,14 @@
 #define LB_BHDR_RAW_LEN		32	/* u32: payload bytes before compression */
 #define LB_BHDR_COMP_LEN	36	/* u32: payload bytes on disk (<= raw length) */
 #define LB_BHDR_PAYLOAD_CRC	40	/* u32: CRC of the payload as stored */
-#define LB_BHDR_METHOD		44	/* u8: LB_BLK_STORED, LB_BLK_DEFLATE or LB_BLK_ZSTD */
+#define LB_BHDR_METHOD		44	/* u8: LB_BLK_STORED .. LB_BLK_TPL */
 #define LB_BHDR_RESERVED	45	/* 3 bytes: 0 */
 #define LB_BHDR_CRC		48	/* u32: CRC of bytes 0..47 */
 #define LB_BLK_STORED		0	/* payload kept as is (compressing did not make it smaller) */
 #define LB_BLK_DEFLATE		1	/* raw DEFLATE (RFC 1951), no zlib header: written before zstd */
 #define LB_BLK_ZSTD		2	/* one zstd frame (RFC 8878) with its content size */
 #define LB_BLK_COLS		3	/* the records as columns, each stream stored or one zstd frame */
+#define LB_BLK_TPL		4	/* columns with the bodies as per-block templates + variables */
 
 /*
  * A block is sealed once its payload reaches LB_BLOCK_RAW_TARGET bytes. zlib's window is

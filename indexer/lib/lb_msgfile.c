@@ -61,7 +61,9 @@
 #define BLOCK_TARGET	LB_BLOCK_RAW_TARGET	/* overridable only to measure */
 #endif
 #ifndef WRITE_METHOD
-#define WRITE_METHOD	LB_BLK_COLS	/* a writer's block method (lb_msgfile_set_method) */
+#ifndef WRITE_METHOD
+#define WRITE_METHOD	LB_BLK_TPL	/* a writer's block method (lb_msgfile_set_method) */
+#endif
 #endif
 #define WAL_READ_MAX	(256u << 20)	/* a WAL longer than this is not read (LB_ETOOBIG) */
 #define REC_FIXED_MAX	64		/* record bytes beside the seven byte strings, at most */
@@ -1199,7 +1201,7 @@ int
 lb_msgfile_set_method(struct lb_msgfile *mf, unsigned method)
 {
 	if (mf->mode != LB_RDWR || (method != LB_BLK_STORED && method != LB_BLK_DEFLATE &&
-	    method != LB_BLK_ZSTD && method != LB_BLK_COLS))
+	    method != LB_BLK_ZSTD && method != LB_BLK_COLS && method != LB_BLK_TPL))
 		return (EINVAL);
 	mf->wmethod = (uint8_t)method;	/* the appender's: copied into a slot when it is queued */
 	return (0);

@@ -39,6 +39,7 @@ static const struct konst konsts[] = {
 	NUM(LB_BLK_DEFLATE),
 	NUM(LB_BLK_ZSTD),
 	NUM(LB_BLK_COLS),
+	NUM(LB_BLK_TPL),
 	NUM(LB_BLOCK_RAW_TARGET),
 	NUM(LB_BLOCK_RAW_MAX),
 	NUM(LB_REC_MIN),

@@ -6,6 +6,7 @@
  */
 #include "t_helper.h"
 #include "lb_block.h"
+#include "lb_block_int.h"
 #include "lb_format.h"
 #include "lb_util.h"
 
@@ -1426,18 +1427,19 @@ gen_text(uint64_t *s, struct ref *r, uint64_t id, int64_t recv)
  * inflate, libzstd's one-shot decompress), independent of lb_block.c. Returns the blocks seen.
  */
 static size_t
-walk_methods(const uint8_t *m, size_t len, size_t per[4], uint8_t *order, size_t max)
+walk_methods(const uint8_t *m, size_t len, size_t per[8], uint8_t *order, size_t max)
 {
 	size_t	 off = LB_FHDR_SIZE, nb = 0;
 
-	per[0] = per[1] = per[2] = per[3] = 0;
+	for (int i = 0; i < 8; i++)
+		per[i] = 0;
 	while (off + LB_BHDR_SIZE <= len) {
 		const uint8_t	*h = m + off, *p = h + LB_BHDR_SIZE;
 		uint32_t	 raw = lb_get32(h + LB_BHDR_RAW_LEN);
 		uint32_t	 comp = lb_get32(h + LB_BHDR_COMP_LEN);
 		uint8_t		*out, meth = h[LB_BHDR_METHOD];
 
-		assert_true(meth <= LB_BLK_COLS);
+		assert_true(meth <= LB_BLK_TPL);
 		assert_true(off + LB_BHDR_SIZE + comp <= len);
 		assert_non_null(out = malloc(raw));
 		if (meth == LB_BLK_DEFLATE) {
@@ -1457,7 +1459,7 @@ walk_methods(const uint8_t *m, size_t len, size_t per[4], uint8_t *order, size_t
 			assert_int_equal(ZSTD_decompress(out, raw, p, comp), raw);
 		} else if (meth == LB_BLK_STORED) {
 			assert_int_equal(comp, raw);
-		}	/* columns: lb_block.c's own (the gets check them) */
+		}	/* columns, templates: lb_block.c's own (the gets check them) */
 		free(out);
 		per[meth]++;
 		if (nb < max)
@@ -1471,9 +1473,9 @@ walk_methods(const uint8_t *m, size_t len, size_t per[4], uint8_t *order, size_t
 
 /*
  * A day file written first with DEFLATE (the kept code path: what logbox wrote before zstd),
- * then with zstd in the same session, then columns after a reopen: readers and writers read every
- * message of both kinds of blocks, verify accepts the file, and the payloads are what zlib and
- * libzstd themselves decode.
+ * then with zstd in the same session, then templates after a reopen: readers and writers read
+ * every message of every kind of block, verify accepts the file, and the payloads are what zlib
+ * and libzstd themselves decode.
  */
 static void
 t_mixed_methods(void **state)
@@ -1481,7 +1483,7 @@ t_mixed_methods(void **state)
 	char			 dir[256], path[512], why[256];
 	struct lb_msgfile	*mf, *rd;
 	struct ref		*refs;
-	size_t			 n = 9000, per[4], nb;
+	size_t			 n = 9000, per[8], nb;
 	uint8_t			*buf, order[64];
 	size_t			 len;
 	uint64_t		 s = 77;
@@ -1506,7 +1508,7 @@ t_mixed_methods(void **state)
 	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &rd));
 	assert_int_equal(lb_msgfile_set_method(rd, LB_BLK_DEFLATE), EINVAL);
 	lb_msgfile_close(rd);
-	/* Reopened: the default is columns; the last ones stay in the WAL. */
+	/* Reopened: the default is templates; the last ones stay in the WAL. */
 	assert_ok(lb_msgfile_open(dir, LB_RDWR, 100, &mf));
 	for (size_t i = 6000; i < n; i++)
 		assert_ok(lb_msgfile_append(mf, &refs[i].m));
@@ -1517,9 +1519,10 @@ t_mixed_methods(void **state)
 	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
 	buf = t_read_file(path, &len);
 	nb = walk_methods(buf, len, per, order, sizeof(order));
-	assert_true(per[LB_BLK_DEFLATE] >= 3 && per[LB_BLK_ZSTD] >= 3 && per[LB_BLK_COLS] >= 3);
+	assert_true(per[LB_BLK_DEFLATE] >= 3 && per[LB_BLK_ZSTD] >= 3 && per[LB_BLK_TPL] >= 3);
 	assert_int_equal(per[LB_BLK_STORED], 0);
-	/* DEFLATE blocks first, then zstd, then columns (the default). */
+	assert_int_equal(per[LB_BLK_COLS], 0);
+	/* DEFLATE blocks first, then zstd, then templates (the default). */
 	for (size_t i = 1; i < nb && i < sizeof(order); i++)
 		assert_true(order[i] >= order[i - 1]);
 	free(buf);
@@ -1718,7 +1721,7 @@ t_zstd_payload(void **state)
 	assert_int_equal(vrc, LB_ECORRUPT);
 
 	/* A method no reader knows: the header is unsound, verify says so. */
-	put_one_block(dir, fh, hdr, LB_BLK_COLS + 1, z, zl, wal, wlen);
+	put_one_block(dir, fh, hdr, LB_BLK_TPL + 1, z, zl, wal, wlen);
 	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &mf));
 	{
 		struct lb_msg	 m;
@@ -1773,7 +1776,7 @@ t_cols_roundtrip(void **state)
 	char			 dir[256], path[512], why[256];
 	struct lb_msgfile	*mf, *rd;
 	struct ref		*refs;
-	size_t			 n = 2500, per[4], len;
+	size_t			 n = 2500, per[8], len;
 	uint8_t			*buf, order[256];
 	uint64_t		 s = 91;
 
@@ -2006,6 +2009,530 @@ t_cols_golden(void **state)
 	t_rmtree(dir);
 }
 
+/* ------------------------------------------------------------ templates blocks (method 4) */
+
+/* Pieces a templates body is made of: every edge of the variable rules, and plain text. */
+static const char *const tpl_piece[] = {
+	"0", "00", "007", "42", "-5", "+7", "-0", "3.14", "1e10", "9999999999999999999",
+	"10000000000000000000", "18446744073709551615", "99999999999999999999999",
+	"0000000000000000000000", "01234567890123456789012", "1.2.3.4", "1.2.3.999", "01.2.3.4",
+	"1.02.3.4", "255.255.255.255", "256.1.1.1", "1.2.3.4.5", "1.2.3.4.", "10.0.0.1:22",
+	"x1.2.3.4", "1.2.3.4x", "1.2.3", "1..2.3.4", "deadbeef", "deadbeef01", "DEADBEEF01",
+	"0a1b2c", "a1b2c", "abcdef", "123456", "0x1f2e3d4c", "fa1", "0a1b2c3", "ffffffffffffffff0",
+	"deadbeef01g", "gdeadbeef01", "\x11", "\x12", "\x13", "\x14", "\x15", "\x15\x11", "\x10",
+	"\x16", " ", ".", "-", ":", "=", "user", "port", "failed", "cafe", "\xc3\x28", "\xff\xfe",
+	"\xe2\x82\xac", "\t", "\n",
+};
+#define NPIECE	(sizeof(tpl_piece) / sizeof(tpl_piece[0]))
+
+/* A body of len bytes or a little less, of pieces, random bytes of the variable alphabets, NULs. */
+static size_t
+tpl_body(uint64_t *s, uint8_t *p, size_t len)
+{
+	static const char alpha[] = "0123456789abcdef.:- x\x11\x15";
+	size_t	 o = 0;
+
+	while (o < len) {
+		size_t	 k;
+
+		switch (t_rnd(s) % 8) {
+		case 0:
+			p[o++] = (uint8_t)t_rnd(s);
+			break;
+		case 1:
+			p[o++] = (uint8_t)alpha[t_rnd(s) % (sizeof(alpha) - 1)];
+			break;
+		case 2:
+			p[o++] = 0;
+			break;
+		default: {
+			const char	*x = tpl_piece[t_rnd(s) % NPIECE];
+
+			k = strlen(x);
+			if (k > len - o)
+				return (o);
+			memcpy(p + o, x, k);
+			o += k;
+			break;
+		}
+		}
+	}
+	return (o);
+}
+
+/* Encodes bodies b[0..n) as one block's template streams and decodes them again: identical. */
+static void
+tpl_block_identity(uint8_t **b, const size_t *bl, size_t n)
+{
+	struct lb_tpl	*te = NULL, *td = NULL;
+	struct bbuf	 st[NTSTREAM];
+	struct rs	 rs[NTSTREAM];
+	uint8_t		*out;
+	size_t		 len, cap = 0;
+
+	memset(st, 0, sizeof(st));
+	for (size_t i = 0; i < n; i++)
+		cap = bl[i] > cap ? bl[i] : cap;
+	assert_non_null(out = malloc(cap + LB_VARINT_MAX + 8));
+	assert_ok(lb_tpl_begin(&te));
+	for (size_t i = 0; i < n; i++)
+		assert_ok(lb_tpl_put(te, b[i], bl[i], st));
+	for (int k = 0; k < NTSTREAM; k++)
+		rs[k] = (struct rs){ st[k].p, st[k].len, 0 };
+	assert_ok(lb_tpl_dbegin(&td, n));
+	for (size_t i = 0; i < n; i++) {
+		uint8_t		 v[LB_VARINT_MAX];
+		size_t		 vk = lb_varint_put(v, bl[i]);
+
+		/* Exactly the room it needs, or some more. */
+		assert_ok(lb_tpl_body(td, rs, out, vk + bl[i] + (i % 2) * 7, &len));
+		assert_int_equal(len, vk + bl[i]);
+		assert_memory_equal(out, v, vk);
+		assert_memory_equal(out + vk, b[i], bl[i]);
+	}
+	for (int k = 0; k < NTSTREAM; k++) {
+		assert_int_equal(rs[k].at, rs[k].len);
+		free(st[k].p);
+	}
+	/* The table is reused block after block. */
+	memset(st, 0, sizeof(st));
+	assert_ok(lb_tpl_begin(&te));
+	assert_ok(lb_tpl_put(te, b[0], bl[0], st));
+	for (int k = 0; k < NTSTREAM; k++)
+		free(st[k].p);
+	lb_tpl_free(te);
+	lb_tpl_free(td);
+	free(out);
+}
+
+/*
+ * The template split is exact: random bodies of every kind (pieces at every edge of the
+ * variable rules, placeholder and escape bytes, NULs, invalid UTF-8, random bytes, empty,
+ * LB_MSG_MAX long) come back byte for byte from their templates and variables, every stream
+ * used up. With LOGBOX_TPL_CORPORA=DIR, so do the bodies (whole lines) of the first 50 MB of
+ * DIR/{synth,lhlike,long4k,gencorpus}.log.
+ */
+static void
+t_tpl_identity(void **state)
+{
+	static const char *const corp[] = { "synth", "lhlike", "long4k", "gencorpus" };
+	uint8_t		*b[600];
+	size_t		 bl[600];
+	uint64_t	 s = 1234;
+	const char	*dir = getenv("LOGBOX_TPL_CORPORA");
+
+	(void)state;
+	/*
+	 * Bodies whose length varint is not the size their template's suggests: 100 escaped
+	 * bytes (a 200-byte template, a 100-byte body), and long numbers in a short template
+	 * (16 bytes, 144), each twice, so that the second meets the first's size.
+	 */
+	for (int i = 0; i < 6; i++) {
+		size_t	 len = i % 3 == 0 ? 100 : i % 3 == 1 ? 144 : 18;
+
+		assert_non_null(b[i] = malloc(len));
+		for (size_t j = 0; j < len; j++)
+			b[i][j] = i % 3 == 0 ? 0x11 : j % 18 == 17 ? ' ' : '9';
+		bl[i] = len;
+	}
+	tpl_block_identity(b, bl, 6);
+	for (int i = 0; i < 6; i++)
+		free(b[i]);
+	for (int blk = 0; blk < 300; blk++) {
+		size_t	 n = 1 + t_rnd(&s) % 600;
+
+		for (size_t i = 0; i < n; i++) {
+			size_t	 want;
+
+			switch (t_rnd(&s) % 10) {
+			case 0:
+				want = 0;
+				break;
+			case 1:
+				want = t_rnd(&s) % 50 == 0 ? LB_MSG_MAX : 1000 + t_rnd(&s) % 4000;
+				break;
+			case 2:	/* a body seen before in this block */
+				want = 0;
+				if (i > 0) {
+					size_t	 j = t_rnd(&s) % i;
+
+					assert_non_null(b[i] = malloc(bl[j] + 1));
+					memcpy(b[i], b[j], bl[j]);
+					bl[i] = bl[j];
+					continue;
+				}
+				break;
+			default:
+				want = t_rnd(&s) % 200;
+				break;
+			}
+			assert_non_null(b[i] = malloc(want + 1));
+			if (t_rnd(&s) % 8 == 0)
+				fill(&s, b[i], bl[i] = want, (int)(t_rnd(&s) % 4));
+			else
+				bl[i] = tpl_body(&s, b[i], want);
+		}
+		tpl_block_identity(b, bl, n);
+		for (size_t i = 0; i < n; i++)
+			free(b[i]);
+	}
+	for (size_t c = 0; dir != NULL && c < sizeof(corp) / sizeof(corp[0]); c++) {
+		char	 path[512], *line = NULL;
+		size_t	 lcap = 0, total = 0, n = 0, lines = 0;
+		ssize_t	 l;
+		FILE	*f;
+
+		snprintf(path, sizeof(path), "%s/%s.log", dir, corp[c]);
+		assert_non_null(f = fopen(path, "rb"));
+		while (total < 50000000 && (l = getline(&line, &lcap, f)) > 0) {
+			assert_non_null(b[n] = malloc((size_t)l));
+			memcpy(b[n], line, (size_t)l);
+			bl[n++] = (size_t)l;
+			total += (size_t)l;
+			lines++;
+			if (n == 400) {
+				tpl_block_identity(b, bl, n);
+				while (n > 0)
+					free(b[--n]);
+			}
+		}
+		if (n > 0)
+			tpl_block_identity(b, bl, n);
+		while (n > 0)
+			free(b[--n]);
+		print_message("%s: %zu lines, %zu bytes identical\n", corp[c], lines, total);
+		free(line);
+		fclose(f);
+	}
+}
+
+/*
+ * Templates blocks through the message file: random messages of every shape with bodies of
+ * every kind, after DEFLATE, zstd and columns blocks in the same file, read back exactly by
+ * the writer after reopening and by a reader, verified; the payloads are LB_BLK_TPL.
+ */
+static void
+t_tpl_roundtrip(void **state)
+{
+	char			 dir[256], path[512], why[256];
+	struct lb_msgfile	*mf, *rd;
+	struct ref		*refs;
+	size_t			 n = 3000, per[8], len, nb = 0, off;
+	uint8_t			*buf;
+	uint64_t		 s = 4242;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_non_null(refs = calloc(n, sizeof(*refs)));
+	for (size_t i = 0; i < n; i++) {
+		if (i % 3 == 0)
+			gen_text(&s, &refs[i], 1 + i, 1000 + 3 * (int64_t)i);
+		else
+			gen(&s, &refs[i], 1 + i, 1000 + 3 * (int64_t)i, i == 1700, 0);
+		if (i % 3 == 1) {	/* a body of template pieces */
+			uint8_t	*p = (uint8_t *)(uintptr_t)refs[i].m.message.p;
+			size_t	 want = refs[i].m.message.len;
+
+			refs[i].m.message.len = tpl_body(&s, p, want);
+		}
+		if (i % 5 == 0)
+			refs[i].m.peer = (struct lb_slice){ (const uint8_t *)"2001:db8::1", 11 };
+	}
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 1, &mf));
+	assert_ok(lb_msgfile_set_method(mf, LB_BLK_DEFLATE));
+	for (size_t i = 0; i < 300; i++)
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	assert_ok(lb_msgfile_seal(mf));
+	assert_ok(lb_msgfile_set_method(mf, LB_BLK_ZSTD));
+	for (size_t i = 300; i < 600; i++)
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	assert_ok(lb_msgfile_seal(mf));
+	assert_ok(lb_msgfile_set_method(mf, LB_BLK_COLS));
+	for (size_t i = 600; i < 900; i++)
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	assert_ok(lb_msgfile_seal(mf));
+	assert_ok(lb_msgfile_set_method(mf, LB_BLK_TPL));
+	for (size_t i = 900; i < n; i++) {
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+		if (i % 89 == 0)
+			assert_ok(lb_msgfile_seal(mf));	/* small blocks too */
+	}
+	assert_ok(lb_msgfile_commit(mf, 1));
+	check_all(mf, refs, 1, n, 500, &s);
+	assert_ok(lb_msgfile_verify(mf, why, sizeof(why)));
+	lb_msgfile_close(mf);
+
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
+	buf = t_read_file(path, &len);
+	memset(per, 0, sizeof(per));
+	for (off = LB_FHDR_SIZE; off + LB_BHDR_SIZE <= len; nb++) {
+		per[buf[off + LB_BHDR_METHOD] & 7]++;
+		off += LB_BHDR_SIZE + lb_get32(buf + off + LB_BHDR_COMP_LEN);
+	}
+	assert_int_equal(off, len);
+	assert_true(per[LB_BLK_DEFLATE] >= 1 && per[LB_BLK_ZSTD] >= 1 && per[LB_BLK_COLS] >= 1 &&
+	    per[LB_BLK_TPL] >= 10);
+	free(buf);
+
+	assert_ok(lb_msgfile_open(dir, LB_RDONLY, 0, &rd));
+	check_all(rd, refs, 1, n, 1000, &s);
+	assert_ok(lb_msgfile_verify(rd, why, sizeof(why)));
+	lb_msgfile_close(rd);
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 1, &mf));
+	check_all(mf, refs, 1, n, 100, &s);
+	lb_msgfile_close(mf);
+	free_refs(refs, n);
+	t_rmtree(dir);
+}
+
+/*
+ * A templates block damaged: every byte of its payload changed, with the payload CRC as it
+ * was (refused by the CRC) and made to match (refused by the stream table, a frame, the
+ * rebuild or the CRC of the rebuilt records; never served different); cut short; a byte more.
+ */
+static void
+t_tpl_damage(void **state)
+{
+	char			 dir[256], path[512], why[256];
+	struct lb_msgfile	*mf;
+	struct ref		 refs[60];
+	uint8_t			*mfile, *wal, *z, fh[LB_FHDR_SIZE], hdr[LB_BHDR_SIZE];
+	size_t			 mlen, wlen, zl, refused = 0;
+	uint64_t		 s = 18;
+	int			 vrc, rc;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	for (size_t i = 0; i < 60; i++) {
+		gen_text(&s, &refs[i], 7 + i, 1000000 + 10 * (int64_t)i);
+		if (i % 4 == 1)
+			refs[i].m.peer = (struct lb_slice){ (const uint8_t *)"10.0.0.7", 8 };
+		if (i % 6 == 2)	/* a hex word, a number with a leading zero, an escape */
+			refs[i].m.message = (struct lb_slice){
+			    (const uint8_t *)"session 0a1b2c3d4e opened by 007 \x11", 34 };
+	}
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, 7, &mf));
+	assert_ok(lb_msgfile_set_method(mf, LB_BLK_TPL));
+	for (size_t i = 0; i < 60; i++)
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	assert_ok(lb_msgfile_seal(mf));
+	lb_msgfile_close(mf);
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
+	mfile = t_read_file(path, &mlen);
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_WAL);
+	wal = t_read_file(path, &wlen);
+	memcpy(fh, mfile, LB_FHDR_SIZE);
+	memcpy(hdr, mfile + LB_FHDR_SIZE, LB_BHDR_SIZE);
+	assert_int_equal(hdr[LB_BHDR_METHOD], LB_BLK_TPL);
+	zl = lb_get32(hdr + LB_BHDR_COMP_LEN);
+	assert_int_equal(mlen, LB_FHDR_SIZE + LB_BHDR_SIZE + zl);
+	assert_non_null(z = malloc(zl + 1));
+	memcpy(z, mfile + LB_FHDR_SIZE + LB_BHDR_SIZE, zl);
+	assert_ok(read_block(dir, refs, 60, &vrc, why, sizeof(why)));
+	assert_ok(vrc);
+
+	put_one_block(dir, fh, hdr, LB_BLK_TPL, z, zl - 1, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 60, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	assert_int_equal(vrc, LB_ECORRUPT);
+	z[zl] = 0;
+	put_one_block(dir, fh, hdr, LB_BLK_TPL, z, zl + 1, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 60, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	/* The same payload read as a columns block or one zstd frame is neither. */
+	put_one_block(dir, fh, hdr, LB_BLK_COLS, z, zl, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 60, &vrc, why, sizeof(why)), LB_ECORRUPT);
+	put_one_block(dir, fh, hdr, LB_BLK_ZSTD, z, zl, wal, wlen);
+	assert_int_equal(read_block(dir, refs, 60, &vrc, why, sizeof(why)), LB_ECORRUPT);
+
+	for (size_t pos = 0; pos < zl; pos++) {
+		uint8_t	 save = z[pos], *f;
+
+		put_one_block(dir, fh, hdr, LB_BLK_TPL, z, zl, wal, wlen);
+		snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
+		f = t_read_file(path, &mlen);
+		f[LB_FHDR_SIZE + LB_BHDR_SIZE + pos] ^= (uint8_t)(1 + t_rnd(&s) % 255);
+		write_file(dir, LB_FILE_MESSAGES, f, mlen);
+		free(f);
+		assert_int_equal(read_block(dir, refs, 60, &vrc, why, sizeof(why)), LB_ECORRUPT);
+		assert_non_null(strstr(why, "payload checksum mismatch"));
+		z[pos] ^= (uint8_t)(1 + t_rnd(&s) % 255);
+		put_one_block(dir, fh, hdr, LB_BLK_TPL, z, zl, wal, wlen);
+		rc = read_block(dir, refs, 60, &vrc, why, sizeof(why));
+		assert_true(rc == LB_ECORRUPT || rc == 0);
+		assert_int_equal(vrc, rc);
+		refused += rc == LB_ECORRUPT;
+		z[pos] = save;
+	}
+	assert_true(refused >= zl - zl / 10);
+	for (size_t i = 0; i < 60; i++)
+		free(refs[i].mem);
+	free(z);
+	free(mfile);
+	free(wal);
+	t_rmtree(dir);
+}
+
+/*
+ * FORMAT.md §3.2.1's templates example byte for byte: the message of §3.4 six times (ids 7..12,
+ * all received at 1000000) with the bodies "n=42 ip 10.0.0.7", "n=7 ip 192.168.1.1",
+ * "id 007 deadbeef01 \x11" and the same three again, every stream stored. The writer makes exactly this payload, and it
+ * reads back as those messages. The same block with a template code past the table, a number
+ * column cut short, a template with one placeholder fewer, a hex length past the body, or an
+ * escape at a template's end is refused.
+ */
+static void
+t_tpl_golden(void **state)
+{
+	static const uint8_t	 head[] = {	/* record 1 up to the body (§3.4 without the id) */
+		0x80, 0x89, 0x7a, 0xcf, 0x0f, 0x77, 0x04, 0x06, 0x04,
+		0x04, 'w', 'e', 'b', '1', 0x04, 's', 's', 'h', 'd', 0x02, '4', '2', 0x00, 0x00,
+	};
+	static const char *const body[3] = { "n=42 ip 10.0.0.7", "n=7 ip 192.168.1.1",
+		"id 007 deadbeef01 \x11" };
+	static const uint8_t	 table[] = {
+		0x00, 0x1a, 0x00, 0x12, 0x00, 0x06, 0x00, 0x06, 0x00, 0x06, 0x00, 0x06,
+		0x00, 0x00, 0x00, 0x0e, 0x00, 0x06, 0x00, 0x06, 0x00, 0x13, 0x00, 0x04,
+		0x00, 0x04, 0x00, 0x10, 0x00, 0x0c,
+	};
+	static const uint8_t	 dict[] = {
+		0x04, 'w', 'e', 'b', '1', 0x04, 's', 's', 'h', 'd', 0x02, '4', '2', 0x00,
+	};
+	static const uint8_t	 rest[] = {
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00,		/* sd */
+		0x00, 0x00, 0x01, 0x00, 0x00, 0x01,		/* template codes */
+		0x08, 'n', '=', 0x11, ' ', 'i', 'p', ' ', 0x13,	/* templates */
+		0x09, 'i', 'd', ' ', 0x12, ' ', 0x14, ' ', 0x15, 0x11,
+		0x2a, 0x07, 0x2a, 0x07,				/* numbers */
+		0x03, 0x07, 0x03, 0x07,				/* with a leading zero */
+		0x0a, 0x00, 0x00, 0x07, 0xc0, 0xa8, 0x01, 0x01,	/* IPv4 */
+		0x0a, 0x00, 0x00, 0x07, 0xc0, 0xa8, 0x01, 0x01,
+		0x0a, 0xde, 0xad, 0xbe, 0xef, 0x01,		/* hex */
+		0x0a, 0xde, 0xad, 0xbe, 0xef, 0x01,
+	};
+	char		 dir[256], why[256];
+	struct ref	 refs[6];
+	struct lb_bcodec *c = NULL;
+	uint8_t		 raw[300], pay[300], out[300], used, fh[LB_FHDR_SIZE], wal[LB_FHDR_SIZE];
+	uint8_t		 hdr[LB_BHDR_SIZE], bad[300];
+	size_t		 r = 0, p = 0, comp, tstart;
+	int		 vrc;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	for (int i = 0; i < 6; i++) {
+		size_t	 bl = strlen(body[i % 3]);
+
+		if (i == 0) {
+			memcpy(raw, head, sizeof(head));
+			r = sizeof(head);
+		} else {	/* received difference 0: 00 for 80 89 7a */
+			raw[r++] = 0x00;
+			memcpy(raw + r, head + 3, sizeof(head) - 3);
+			r += sizeof(head) - 3;
+		}
+		raw[r++] = (uint8_t)bl;
+		memcpy(raw + r, body[i % 3], bl);
+		r += bl;
+	}
+	assert_int_equal(r, 24 + 5 * 22 + 6 + 2 * (16 + 18 + 19));
+	assert_int_equal(r, 246);
+	pay[p++] = 0x06;				/* n */
+	lb_put32(pay + p, lb_crc32(raw, r));		/* raw_crc */
+	p += 4;
+	memcpy(pay + p, table, sizeof(table));
+	p += sizeof(table);
+	tstart = p;
+	memcpy(pay + p, head, 6);			/* time */
+	p += 6;
+	for (int i = 1; i < 6; i++) {
+		memcpy(pay + p, "\x00\xcf\x0f\x77", 4);
+		p += 4;
+	}
+	for (int i = 0; i < 6; i++) {			/* meta */
+		memcpy(pay + p, "\x04\x06\x04", 3);
+		p += 3;
+	}
+	memset(pay + p, 0, 24);				/* host, program, pid, msgid codes */
+	p += 24;
+	memcpy(pay + p, dict, sizeof(dict));		/* peer: empty; dict */
+	p += sizeof(dict);
+	memcpy(pay + p, rest, sizeof(rest));
+	p += sizeof(rest);
+	assert_int_equal(p, 1 + 4 + sizeof(table) + 26 + 18 + 24 + 14 + sizeof(rest));
+	assert_int_equal(p, 184);
+
+	/* The writer's payload is exactly this one. */
+	assert_ok(lb_block_compress(&c, LB_BLK_TPL, raw, r, out, &comp, &used));
+	assert_int_equal(used, LB_BLK_TPL);
+	assert_int_equal(comp, p);
+	assert_memory_equal(out, pay, p);
+	memset(out, 0, sizeof(out));
+	assert_ok(lb_block_decompress(&c, LB_BLK_TPL, pay, p, out, r));
+	assert_memory_equal(out, raw, r);
+	lb_block_free(c);
+
+	for (int i = 0; i < 6; i++) {
+		example_msg(&refs[i].m);
+		refs[i].m.id = 7 + (uint64_t)i;
+		refs[i].m.message = (struct lb_slice){ (const uint8_t *)body[i % 3],
+		    strlen(body[i % 3]) };
+		refs[i].mem = NULL;
+	}
+	memset(fh, 0, sizeof(fh));
+	put_fhdr(fh, LB_MSGF_MAGIC);
+	memset(wal, 0, sizeof(wal));
+	put_fhdr(wal, LB_WAL_MAGIC);
+	memset(hdr, 0, sizeof(hdr));
+	lb_put32(hdr + LB_BHDR_MAGIC, LB_BLK_MAGIC);
+	lb_put32(hdr + LB_BHDR_COUNT, 6);
+	lb_put64(hdr + LB_BHDR_FIRST_ID, 7);
+	lb_put64(hdr + LB_BHDR_TMIN, 1000000);
+	lb_put64(hdr + LB_BHDR_TMAX, 1000000);
+	lb_put32(hdr + LB_BHDR_RAW_LEN, (uint32_t)r);
+	put_one_block(dir, fh, hdr, LB_BLK_TPL, pay, p, wal, sizeof(wal));
+	assert_ok(read_block(dir, refs, 6, &vrc, why, sizeof(why)));
+	assert_ok(vrc);
+
+#define REFUSED(buf, len) do {							\
+	put_one_block(dir, fh, hdr, LB_BLK_TPL, buf, len, wal, sizeof(wal));	\
+	assert_int_equal(read_block(dir, refs, 6, &vrc, why, sizeof(why)), LB_ECORRUPT); \
+	assert_int_equal(vrc, LB_ECORRUPT);					\
+} while (0)
+	{
+		size_t	 codes = tstart + 26 + 18 + 24 + 14 + 6;	/* the template codes */
+		size_t	 tx = codes + 6, nums = tx + 19;
+
+		/* The third message's template code 2: past the one met so far and the next. */
+		memcpy(bad, pay, p);
+		bad[codes + 2] = 0x02;
+		REFUSED(bad, p);
+		/* The second's code 1: a new template, but it is the third's (and then none is). */
+		memcpy(bad, pay, p);
+		bad[codes + 1] = 0x01;
+		REFUSED(bad, p);
+		/* The numbers column one byte short (42 42 7), the payload cut to match. */
+		memcpy(bad, pay, p);
+		bad[1 + 4 + 23] = 0x03;
+		memmove(bad + nums + 1, bad + nums + 2, p - nums - 2);
+		REFUSED(bad, p - 1);
+		/* The first template's number placeholder made a literal 'x': numbers left over. */
+		memcpy(bad, pay, p);
+		bad[tx + 3] = 'x';
+		REFUSED(bad, p);
+		/* The hex length 10 made 127: past the hex column. */
+		memcpy(bad, pay, p);
+		assert_int_equal(bad[p - 6], 0x0a);
+		bad[p - 6] = 0x7f;
+		REFUSED(bad, p);
+		/* The second template ending in an escape: "... \x15\x11" made "... \x15". */
+		memcpy(bad, pay, p);
+		bad[tx + 17] = ' ';
+		bad[tx + 18] = 0x15;
+		REFUSED(bad, p);
+	}
+#undef REFUSED
+	t_rmtree(dir);
+}
+
 static int
 on_tmpfs(void **state)
 {
@@ -2036,4 +2563,8 @@ T_MAIN_SETUP(on_tmpfs,
 	cmocka_unit_test(t_zstd_payload),
 	cmocka_unit_test(t_cols_roundtrip),
 	cmocka_unit_test(t_cols_damage),
-	cmocka_unit_test(t_cols_golden))
+	cmocka_unit_test(t_cols_golden),
+	cmocka_unit_test(t_tpl_identity),
+	cmocka_unit_test(t_tpl_roundtrip),
+	cmocka_unit_test(t_tpl_damage),
+	cmocka_unit_test(t_tpl_golden))
