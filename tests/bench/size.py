@@ -18,7 +18,8 @@ written once and cached under build/bench/size/), side by side in one run:
   - `zstd -3` of the raw file.
 Prints the machine, a table with issue 18's targets beside (messages + index + catalog <=
 VictoriaLogs on each corpus and <= 0.20 of raw on lhlike; `logbox ingest` >= 500,000 msg/s), and
-writes build/bench/size.md and size.json. Exits non-zero only when a command it needs fails.
+writes build/bench/size.md and size.json. Exits non-zero only when a command it needs fails
+(a logbox that cannot end its day: reported, the other figures still measured, exit status 1).
 """
 
 from __future__ import annotations
