@@ -11,7 +11,7 @@
 #                       BENCH_ARGS="..." passes options (e.g. --only replay)
 #   make bench-search   the search benchmark alone (tests/bench/search.py)
 #   make bench-size     the size benchmark alone (tests/bench/size.py): logbox, VictoriaLogs and
-#                       zstd -3 on three ~50 MB corpora (~10 min); BENCH_ARGS="..." passes options
+#                       zstd -3 on three ~50 MB corpora (~3 min); BENCH_ARGS="..." passes options
 #                       (e.g. --baseline OLD/logbox --runs 1 --mb 150)
 #   make bench-rpc      the RPC API benchmark alone (tests/bench/rpc.py)
 #   make bench-webui    the web UI benchmark alone (tests/bench/webui.py, headless Chromium)
