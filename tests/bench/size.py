@@ -380,7 +380,13 @@ def victoria(exe: Path, corpus: dict[str, Any], work: Path, settle_s: float) -> 
         settled_in_time = wait_still(data, end)
         merges = 0
         while time.monotonic() < end:
-            urllib.request.urlopen(url + "/internal/force_merge", timeout=600).read()
+            left = max(10.0, end - time.monotonic())
+            try:
+                urllib.request.urlopen(url + "/internal/force_merge", timeout=left).read()
+            except OSError as e:  # (a timeout too: the bound is reached)
+                say(f"  warning: VictoriaLogs' force_merge: {e}")
+                settled_in_time = False
+                break
             merges += 1
             settled_in_time = wait_still(data, end)
             if max(vl_parts(data).values(), default=0) <= 1 or merges >= 3:
@@ -575,9 +581,6 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     m = machine()
     say(machine_line(m))
-    vl_exe = None
-    if not args.no_victoria:
-        vl_exe = victoria_binary(args.peers.resolve())
 
     res: dict[str, Any] = {
         "machine": m,
@@ -591,6 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     t_all = time.monotonic()
     try:
+        vl_exe = None if args.no_victoria else victoria_binary(args.peers.resolve())
         for kind in kinds:
             c = build_corpus(work, kind, args.mb, args.seed)
             built = f"built in {c['built_s']:.1f} s" if c["built_s"] else "cached"
@@ -619,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{vl['bytes'] / c['bytes']:.3f} of raw (merge {vl['merge_s']:.0f} s)"
                 )
             res["corpora"][kind] = r
-    except BenchError as e:
+    except (RuntimeError, OSError) as e:  # BenchError, VictoriaLogs' start or HTTP, go
         sys.stderr.write(f"bench-size: {e}\n")
         return 1
     res["load_end"] = os.getloadavg()
