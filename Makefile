@@ -10,6 +10,9 @@
 #                       BENCH_QUICK=1 (or make bench-ingest-quick): one run of fewer loads (~3 min);
 #                       BENCH_ARGS="..." passes options (e.g. --only replay)
 #   make bench-search   the search benchmark alone (tests/bench/search.py)
+#   make bench-size     the size benchmark alone (tests/bench/size.py): logbox, VictoriaLogs and
+#                       zstd -3 on three ~50 MB corpora (~3 min); BENCH_ARGS="..." passes options
+#                       (e.g. --baseline OLD/logbox --runs 1 --mb 150)
 #   make bench-rpc      the RPC API benchmark alone (tests/bench/rpc.py)
 #   make bench-webui    the web UI benchmark alone (tests/bench/webui.py, headless Chromium)
 #   make fuzz    fuzz targets at length (make test runs them briefly)
@@ -23,7 +26,7 @@ PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
 .PHONY: all deps build install run test test-c test-py lint bench bench-ingest bench-ingest-quick \
-	bench-search bench-rpc bench-webui fuzz image test-image clean
+	bench-search bench-size bench-rpc bench-webui fuzz image test-image clean
 
 all: build
 
@@ -62,6 +65,7 @@ bench:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
 	@$(PY) tests/bench/run.py
+	@$(PY) tests/bench/size.py
 	@$(PY) tests/bench/ingest_e2e.py
 	@$(PY) tests/bench/search.py
 	@$(PY) tests/bench/rpc.py
@@ -79,6 +83,11 @@ bench-search:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
 	@$(PY) tests/bench/search.py
+
+bench-size:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(PY) tests/bench/size.py $(BENCH_ARGS)
 
 bench-rpc:
 	@$(MAKE) --no-print-directory deps
