@@ -9,7 +9,8 @@
 #                       logbox, syslog-ng file() and VictoriaLogs side by side (~15 min);
 #                       BENCH_QUICK=1 (or make bench-ingest-quick): one run of fewer loads (~3 min);
 #                       BENCH_ARGS="..." passes options (e.g. --only replay)
-#   make bench-search   the search benchmark alone (tests/bench/search.py)
+#   make bench-search   the search benchmark alone (tests/bench/search.py); SEARCH_ARGS="..."
+#                       passes options (e.g. --baseline OLD/build/bin: issue 18's old-vs-new)
 #   make bench-size     the size benchmark alone (tests/bench/size.py): logbox, VictoriaLogs and
 #                       zstd -3 on three ~50 MB corpora (~3 min); BENCH_ARGS="..." passes options
 #                       (e.g. --baseline OLD/logbox --runs 1 --mb 150)
@@ -82,7 +83,7 @@ bench-ingest-quick:
 bench-search:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
-	@$(PY) tests/bench/search.py
+	@$(PY) tests/bench/search.py $(SEARCH_ARGS)
 
 bench-size:
 	@$(MAKE) --no-print-directory deps

@@ -19,6 +19,7 @@ also written to build/bench/search-results.md (and the raw numbers to search-res
 from __future__ import annotations
 
 import argparse
+import hashlib
 import http.client
 import json
 import math
@@ -42,6 +43,7 @@ TOP = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(TOP / "tests"))
 
+import peer_victoria  # noqa: E402
 from benchlib import (  # noqa: E402
     KeepAlive,
     add_out_option,
@@ -53,6 +55,7 @@ from benchlib import (  # noqa: E402
     say,
     write_report,
 )
+from ingest_systems import VL_VERSION, victoria_binary  # noqa: E402
 from lbtest import corpus  # noqa: E402
 
 VERSION = "v1"  # bump when the corpus or the store build change
@@ -268,13 +271,36 @@ def make_corpus(work: Path, path: Path, n: int, seed: int) -> dict[str, Any]:
     }
 
 
-def build_store(work: Path, logbox: Path, path: Path, n: int) -> dict[str, Any]:
-    store = work / "store"
+def build_store(
+    work: Path, logbox: Path, path: Path, n: int, name: str = "store", key: str | None = None
+) -> dict[str, Any]:
+    """work/<name>/, ingested by logbox; key (the old binary's, for a baseline store) must
+    match the cached one's."""
+    store = work / name
     return cached(
         store,
-        work / "store.json",
-        lambda m: m.get("messages") == n,
-        lambda: make_store(store, logbox, path, n),
+        work / f"{name}.json",
+        lambda m: m.get("messages") == n and m.get("key") == key,
+        lambda: dict(make_store(store, logbox, path, n), key=key),
+    )
+
+
+def binary_key(exe: Path) -> str:
+    """What keys a store built by another logbox: its --version and the hash of the binary."""
+    v = subprocess.run([str(exe), "--version"], capture_output=True, text=True).stdout.strip()
+    h = hashlib.sha256(exe.read_bytes()).hexdigest()[:12]
+    return f"{v.replace(' ', '-') or 'logbox'}-{h}"
+
+
+def build_victoria(work: Path, exe: Path, path: Path, n: int) -> dict[str, Any]:
+    """work/vl-<version>-<load>/data: the corpus in VictoriaLogs (peer_victoria.load)."""
+    d = work / f"vl-{VL_VERSION}-{peer_victoria.VL_LOAD}"
+    d.mkdir(exist_ok=True)
+    return cached(
+        d / "data",
+        d / "data.json",
+        lambda m: m.get("rows") == n,
+        lambda: peer_victoria.load(exe, d / "data", path, n),
     )
 
 
@@ -358,6 +384,8 @@ def summary(times: list[float]) -> dict[str, Any]:
     return {
         "p50_ms": 1000 * statistics.median(times),
         "p95_ms": 1000 * pct(times, 95),
+        "p25_ms": 1000 * pct(times, 25),
+        "p75_ms": 1000 * pct(times, 75),
         "runs": len(times),
         "times_ms": [round(1000 * t, 3) for t in times],
     }
@@ -455,22 +483,35 @@ def lb_result(op: str, body: dict[str, Any]) -> Any:
     return [(v["value"], v["count"]) for v in body.get("values", [])][:3]
 
 
-def time_logbox(sd: Searchd, qc: QClass, op: str, repeats: int, t0: int, t1: int) -> dict:
+def time_interleaved(
+    sds: dict[str, Searchd], qc: QClass, op: str, repeats: int, t0: int, t1: int
+) -> dict[str, dict]:
+    """The same query on several searchd (the new binary and the old one): one untimed run on
+    each, then `repeats` rounds, each timing every server once, the order reversed every other
+    round (old, new, new, old, ...) so that drift and whatever one run leaves warm for the next
+    hit both alike."""
     url = lb_url(op, qc.q, t0, t1)
-    status, body = sd.get(url)  # warm-up
-    if status != 200:
-        return {"error": f"{status} {body[:300].decode(errors='replace')}"}
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        status, body = sd.get(url)
-        times.append(time.perf_counter() - t)
+    out: dict[str, dict] = {}
+    times: dict[str, list[float]] = {k: [] for k in sds}
+    body: dict[str, bytes] = {}
+    for k, sd in sds.items():
+        status, b = sd.get(url)
         if status != 200:
-            return {"error": f"{status} {body[:300].decode(errors='replace')}"}
-    res = json.loads(body)
-    out = summary(times)
-    out["result"] = lb_result(op, res)
-    out["server_took_ms"] = res.get("took_ms")
+            out[k] = {"error": f"{status} {b[:300].decode(errors='replace')}"}
+    names = [k for k in sds if k not in out]
+    for i in range(repeats):
+        for k in names if i % 2 == 0 else names[::-1]:
+            t = time.perf_counter()
+            status, body[k] = sds[k].get(url)
+            times[k].append(time.perf_counter() - t)
+            if status != 200:
+                out[k] = {"error": f"{status} {body[k][:300].decode(errors='replace')}"}
+        names = [k for k in names if k not in out]
+    for k in names:
+        res = json.loads(body[k])
+        out[k] = summary(times[k])
+        out[k]["result"] = lb_result(op, res)
+        out[k]["server_took_ms"] = res.get("took_ms")
     return out
 
 
@@ -650,7 +691,7 @@ def fmt_ms(r: dict | None) -> str:
 def verdict(qname: str, op: str, lb: dict | None, others: list[dict | None]) -> tuple[str, str]:
     tgt = TARGETS.get((qname, op))
     if lb is None or "error" in lb:
-        return (f"<= {tgt} ms" if tgt else "faster than both", "n/a")
+        return (f"<= {tgt} ms" if tgt else "faster than the peers", "n/a")
     ok = True
     why = []
     if tgt is not None and lb["p50_ms"] > tgt:
@@ -659,47 +700,108 @@ def verdict(qname: str, op: str, lb: dict | None, others: list[dict | None]) -> 
     for o in others:
         if o is not None and "error" not in o and lb["p50_ms"] >= o["p50_ms"]:
             ok = False
-            why.append("baseline")
+            why.append("peer")
             break
-    tstr = f"<= {tgt} ms, faster" if tgt else "faster than both"
+    tstr = f"<= {tgt} ms, faster" if tgt else "faster than the peers"
     return tstr, "pass" if ok else "FAIL (" + ", ".join(why) + ")"
 
 
+NOISE = 1.10  # "no slower than today beyond noise": new p50 <= 1.10 x old p50, or IQRs overlap
+
+
+def ok(r: dict | None) -> bool:
+    return r is not None and "error" not in r
+
+
+def ratio(num: dict | None, den: dict | None) -> str:
+    if not ok(num) or not ok(den) or den["p50_ms"] <= 0:  # type: ignore[index]
+        return "—"
+    r = num["p50_ms"] / den["p50_ms"]  # type: ignore[index]
+    return f"{r:,.1f}x" if r >= 10 else f"{r:.2f}x"
+
+
+def old_verdict(new: dict | None, old: dict | None) -> str:
+    """New against the old binary: pass when the median ratio is <= NOISE; "pass (noise)" when
+    it is above but the p25-p75 ranges overlap (new p25 <= old p75); else FAIL."""
+    if not ok(new) or not ok(old):
+        return "n/a"
+    if new["p50_ms"] <= NOISE * old["p50_ms"]:  # type: ignore[index]
+        return "pass"
+    if new["p25_ms"] <= old["p75_ms"]:  # type: ignore[index]
+        return "pass (noise)"
+    return "FAIL"
+
+
+def vl_verdict(new: dict | None, vl: dict | None) -> str:
+    if not ok(new) or not ok(vl):
+        return "n/a"
+    return "pass" if new["p50_ms"] < vl["p50_ms"] else "FAIL"  # type: ignore[index]
+
+
 def table(cls: list[QClass], res: dict, engines: list[str]) -> str:
-    head = ["class", "query", "op", "logbox p50/p95 ms", "rg p50/p95 ms"]
-    if "chdb" in engines:
-        head.append("chdb p50/p95 ms")
-    head += ["rg/logbox", "chdb/logbox" if "chdb" in engines else None, "target", "result"]
-    head = [h for h in head if h is not None]
+    peers = [e for e in ("rg", "chdb", "vl") if e in engines]
+    head = ["class", "query", "op", "logbox p50/p95 ms"]
+    if "old" in engines:
+        head += ["old p50/p95 ms", "new/old"]
+    head += [f"{e} p50/p95 ms" for e in peers]
+    head += [f"{e}/logbox" for e in peers]
+    head += ["target", "result"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for qc in cls:
         for op in OPS:
             lb = res["logbox"].get((qc.name, op))
-            rg = res["rg"].get((qc.name, op))
-            ch = res["chdb"].get((qc.name, op)) if "chdb" in engines else None
-
-            def ratio(o: dict | None, lb: dict | None = lb) -> str:
-                if not o or not lb or "error" in o or "error" in lb or lb["p50_ms"] <= 0:
-                    return "—"
-                r = o["p50_ms"] / lb["p50_ms"]
-                return f"{r:,.1f}x" if r >= 1 else f"{r:.2f}x"
-
-            tgt, ok = verdict(qc.name, op, lb, [rg, ch])
-            row = [qc.name, f"`{qc.q}`", OP_TITLE[op], fmt_ms(lb), fmt_ms(rg)]
-            if "chdb" in engines:
-                row.append(fmt_ms(ch))
-            row.append(ratio(rg))
-            if "chdb" in engines:
-                row.append(ratio(ch))
-            row += [tgt, ok]
+            row = [qc.name, f"`{qc.q}`", OP_TITLE[op], fmt_ms(lb)]
+            if "old" in engines:
+                old = res["old"].get((qc.name, op))
+                row += [fmt_ms(old), ratio(lb, old)]
+            pr = [res[e].get((qc.name, op)) for e in peers]
+            row += [fmt_ms(r) for r in pr]
+            row += [ratio(r, lb) for r in pr]
+            row += list(verdict(qc.name, op, lb, pr))
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
+def issue_table(cls: list[QClass], res: dict, engines: list[str]) -> tuple[str, dict[str, int]]:
+    """Issue 18's speed verdicts per class x op: new vs old (NOISE band), new vs VictoriaLogs."""
+    head = ["class", "op", "new p50 (p25-p75)"]
+    if "old" in engines:
+        head += ["old p50 (p25-p75)", "new/old", "no slower than old"]
+    if "vl" in engines:
+        head += ["VictoriaLogs p50", "VL/new", "faster than VL"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    tally = {"old_pass": 0, "old_fail": 0, "vl_pass": 0, "vl_fail": 0}
+
+    def iqr(r: dict | None) -> str:
+        if not ok(r):
+            return fmt_ms(r)
+        return f"{r['p50_ms']:,.1f} ({r['p25_ms']:,.1f}-{r['p75_ms']:,.1f})"  # type: ignore[index]
+
+    for qc in cls:
+        for op in OPS:
+            lb = res["logbox"].get((qc.name, op))
+            row = [qc.name, OP_TITLE[op], iqr(lb)]
+            if "old" in engines:
+                old = res["old"].get((qc.name, op))
+                v = old_verdict(lb, old)
+                tally["old_fail" if v == "FAIL" else "old_pass"] += v != "n/a"
+                row += [iqr(old), ratio(lb, old), v]
+            if "vl" in engines:
+                vl = res["vl"].get((qc.name, op))
+                v = vl_verdict(lb, vl)
+                tally["vl_fail" if v == "FAIL" else "vl_pass"] += v != "n/a"
+                if qc.name.startswith("phrase") and op == "count":
+                    v += " (phrase count)"
+                row += [fmt_ms(vl), ratio(vl, lb), v]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines), tally
+
+
 def counts_table(cls: list[QClass], res: dict, engines: list[str]) -> str:
+    cols = [e for e in ("logbox", "old", "rg", "chdb", "vl") if e == "logbox" or e in engines]
     lines = [
-        "| class | query | logbox count | rg count | chdb count | logbox top host |",
-        "|---|---|---|---|---|---|",
+        "| class | query | " + " | ".join(f"{e} count" for e in cols) + " | logbox top host |",
+        "|---|---|" + "---|" * (len(cols) + 1),
     ]
     for qc in cls:
 
@@ -712,8 +814,9 @@ def counts_table(cls: list[QClass], res: dict, engines: list[str]) -> str:
             return f"{r['result']:,}" if isinstance(r["result"], int) else str(r["result"][:1])
 
         lines.append(
-            f"| {qc.name} | `{qc.q}` | {c('logbox', 'count')} | {c('rg', 'count')} | "
-            f"{c('chdb', 'count')} | {c('logbox', 'top')} |"
+            f"| {qc.name} | `{qc.q}` | "
+            + " | ".join(c(e, "count") for e in cols)
+            + f" | {c('logbox', 'top')} |"
         )
     return "\n".join(lines)
 
@@ -751,6 +854,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="searchd --threads")
     ap.add_argument("--no-peer", action="store_true", help="skip chdb")
     ap.add_argument("--no-rg", action="store_true", help="skip ripgrep")
+    ap.add_argument("--no-victoria", action="store_true", help="skip VictoriaLogs")
+    ap.add_argument(
+        "--vl-repeats",
+        type=int,
+        default=None,
+        help="timed VictoriaLogs runs per query " "(default: --baseline-repeats)",
+    )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="a folder with an older build's logbox and logbox-searchd: timed beside the new",
+    )
+    ap.add_argument("--peers", type=Path, default=TOP / "build" / "peers")
     ap.add_argument("--build-only", action="store_true", help="build the cache and stop")
     ap.add_argument("--only", default="", help="comma-separated class names to run")
     add_program_options(ap, "logbox", "searchd")
@@ -783,6 +900,41 @@ def main(argv: list[str] | None = None) -> int:
             else ", cached"
         )
     )
+    om: dict[str, Any] = {}
+    old_store = None
+    if args.baseline is not None:
+        base = args.baseline.resolve()
+        if not (base / "logbox").is_file() or not (base / "logbox-searchd").is_file():
+            sys.exit(f"bench-search: no logbox and logbox-searchd in {base}")
+        key = binary_key(base / "logbox")
+        old_store = f"store-old-{key}"
+        say(f"baseline store: {base / 'logbox'} ingest into {old_store}/ ...")
+        om = build_store(work, base / "logbox", path, args.messages, old_store, key)
+        ost = om["stats"]
+        say(
+            f"  {ost.get('disk_bytes', 0) / 1e6:,.0f} MB on disk in {ost.get('segments')} segments"
+            + (f", built in {om['built_s']:.1f} s" if om["built_s"] else ", cached")
+        )
+    vm: dict[str, Any] = {}
+    vl_exe = None
+    vl_missing = ""
+    if not args.no_victoria:
+        try:
+            vl_exe = victoria_binary(args.peers.resolve())
+        except RuntimeError as e:
+            vl_missing = str(e).splitlines()[0]
+            say(f"VictoriaLogs left out: {vl_missing}")
+    if vl_exe is not None:
+        say(f"peer: VictoriaLogs {VL_VERSION} (syslog TCP, header time, stream field hostname) ...")
+        vm = build_victoria(work, vl_exe, path, args.messages)
+        say(
+            f"  {vm['rows']:,} rows, {vm['bytes'] / 1e6:,.0f} MB"
+            + (
+                f", built in {vm['built_s']:.1f} s (ingest {vm['ingest_s']:.1f} s)"
+                if vm["built_s"]
+                else ", cached"
+            )
+        )
     py = None
     pm: dict[str, Any] = {}
     if not args.no_peer:
@@ -794,7 +946,7 @@ def main(argv: list[str] | None = None) -> int:
             + (f", built in {pm['built_s']:.1f} s" if pm["built_s"] else ", cached")
         )
     build_s = time.monotonic() - t_build
-    if any(x.get("built_s") for x in (cm, sm, pm)):
+    if any(x.get("built_s") for x in (cm, sm, pm, om, vm)):
         say(f"first-time build took {build_s:.1f} s")
     if args.build_only:
         return 0
@@ -806,37 +958,89 @@ def main(argv: list[str] | None = None) -> int:
         cls = [c for c in cls if c.name in want or c.q in want]
     t0, t1 = START, START + SPAN
     step = max(1, math.ceil((t1 - t0) / BUCKETS))
-    engines = ["logbox"] + ([] if args.no_rg else ["rg"]) + ([] if args.no_peer else ["chdb"])
-    res: dict[str, dict] = {"logbox": {}, "rg": {}, "chdb": {}}
-
-    say("warming the page cache (corpus, store) ...")
-    subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=False)
-    subprocess.run(
-        [
-            "sh",
-            "-c",
-            f"find {shlex.quote(str(work / 'store'))} -type f -exec cat {{}} + >/dev/null",
-        ],
-        check=False,
+    engines = (
+        ["logbox"]
+        + (["old"] if old_store else [])
+        + ([] if args.no_rg else ["rg"])
+        + ([] if args.no_peer else ["chdb"])
+        + (["vl"] if vm else [])
     )
+    res: dict[str, dict] = {"logbox": {}, "old": {}, "rg": {}, "chdb": {}, "vl": {}}
+
+    say("warming the page cache (corpus, stores, VictoriaLogs' data) ...")
+    subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=False)
+    warm = [work / "store"] + ([work / old_store] if old_store else [])
+    if vm:
+        warm.append(work / f"vl-{VL_VERSION}-{peer_victoria.VL_LOAD}" / "data")
+    for d in warm:
+        subprocess.run(
+            ["sh", "-c", f"find {shlex.quote(str(d))} -type f -exec cat {{}} + >/dev/null"],
+            check=False,
+        )
 
     conn_note = "no searchd"
     if args.searchd.is_file():
-        say(f"logbox: {args.searchd} on a unix socket, {args.repeats} runs per query ...")
-        sd = Searchd(args.searchd, work / "store", work / "searchd.sock", args.threads)
+        sds: dict[str, Searchd] = {}
         try:
-            time_each(
-                res["logbox"], cls, lambda qc, op: time_logbox(sd, qc, op, args.repeats, t0, t1)
+            sds["logbox"] = Searchd(
+                args.searchd, work / "store", work / "searchd.sock", args.threads
             )
+            if old_store:
+                old_sd = args.baseline.resolve() / "logbox-searchd"
+                sds["old"] = Searchd(
+                    old_sd, work / old_store, work / "searchd-old.sock", args.threads
+                )
+            say(
+                f"logbox: {args.searchd} on a unix socket"
+                + (f", beside {sds['old'].proc.args[0]} interleaved" if old_store else "")
+                + f", {args.repeats} runs per query ..."
+            )
+            for qc in cls:
+                for op in OPS:
+                    r = time_interleaved(sds, qc, op, args.repeats, t0, t1)
+                    for k, v in r.items():
+                        res[k][(qc.name, op)] = v
+                    say(
+                        f"  {qc.name:28} {OP_TITLE[op]:14} {fmt_ms(r['logbox']):>22}  "
+                        + (f"old {fmt_ms(r['old']):>20}  " if "old" in r else "")
+                        + str(r["logbox"].get("result", r["logbox"].get("error")))
+                    )
+            n_conn = max(sd.reconnects for sd in sds.values())
             conn_note = (
-                "one persistent HTTP/1.1 connection"
-                if sd.reconnects <= 1
-                else f"HTTP/1.1, the server closed the connection ({sd.reconnects} connects)"
+                "one persistent HTTP/1.1 connection per server"
+                if n_conn <= 1
+                else f"HTTP/1.1, the server closed the connection ({n_conn} connects)"
             )
         finally:
-            sd.stop()
+            for sd in sds.values():
+                sd.stop()
     else:
         say(f"logbox: {args.searchd} not found: no logbox column")
+
+    vl_reps = args.vl_repeats or args.baseline_repeats
+    if vm and vl_exe is not None:
+        say(f"VictoriaLogs {VL_VERSION} over HTTP (LogsQL), {vl_reps} runs per query ...")
+        vl, _ = peer_victoria.start(
+            vl_exe, work / f"vl-{VL_VERSION}-{peer_victoria.VL_LOAD}" / "data"
+        )
+        bust = [0]
+        spellings = peer_victoria.Spellings(work / "templates.txt")
+
+        def vl_timer(qc: QClass, op: str) -> dict:
+            lq = peer_victoria.logsql(qc.name, host, spellings)
+            if lq is None:
+                return {"error": "no LogsQL for this class"}
+            r = peer_victoria.time_query(vl, op, lq, vl_reps, t0, t1, step, bust)
+            if "error" in r:
+                return r
+            out = summary(r["times"])
+            out.update(result=r["result"], logsql=lq)
+            return out
+
+        try:
+            time_each(res["vl"], cls, vl_timer)
+        finally:
+            vl.stop()
 
     if not args.no_rg:
         say(f"ripgrep over {path.name}, {args.baseline_repeats} runs per query ...")
@@ -848,14 +1052,19 @@ def main(argv: list[str] | None = None) -> int:
         res["chdb"] = time_peer(py, work / "chdb", cls, args.baseline_repeats, t0, t1, step)
 
     v = versions(args.logbox, py)
+    if old_store:
+        v["old"] = f"{args.baseline.resolve()} ({old_store[len('store-old-') :]})"
     m2 = machine()
+    itable, tally = issue_table(cls, res, engines)
     md = [
-        "# Search benchmark (issue 4)",
+        "# Search benchmark (issues 4 and 18)",
         "",
         f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['mem_gib']} GiB RAM, kernel {m['kernel']}; "
         f"load average at start {m['loadavg'][0]:.2f}, at end {m2['loadavg'][0]:.2f}",
         f"- versions: logbox {v['logbox']}, {v['ripgrep']}, chdb {v.get('chdb', '—')}, "
-        f"Python {v['python']}",
+        f"Python {v['python']}"
+        + (f", VictoriaLogs {VL_VERSION}" if vm else "")
+        + (f"; old binary {v['old']}" if old_store else ""),
         f"- corpus: {cm['lines']:,} lines, {cm['bytes'] / 1e9:.2f} GB ({cm['templates']:,} loghub "
         f"sample lines, seed {cm['seed']}), 7 days from 2026-11-01; store {st.get('disk_bytes', 0) / 1e6:,.0f} MB "
         f"in {st.get('segments')} segments; {work}",
@@ -865,11 +1074,52 @@ def main(argv: list[str] | None = None) -> int:
         "- rg: one pipeline per query over the raw file (`rg | tail -n 100`, `rg -c`, "
         "`rg | mawk | uniq -c` by minute, `rg | mawk | sort | head`); chdb: one SQL query "
         "in-process (chdb.session), max_threads = 2",
-        "- ratio = baseline p50 / logbox p50 (higher: logbox faster); target = issue 4's p50 "
-        "target where it sets one, and faster than both baselines everywhere",
+        *(
+            [
+                f"- old: the baseline binary's searchd on its own store of the same corpus, "
+                f"{args.repeats} runs interleaved with the new (old, new, new, old, ...); "
+                f"new/old = new p50 / old p50; no slower = new/old <= {NOISE:.2f}, or "
+                '"pass (noise)" when above but new p25 <= old p75'
+            ]
+            if old_store
+            else []
+        ),
+        *(
+            [
+                f"- vl: VictoriaLogs {VL_VERSION}, LogsQL over HTTP (one keep-alive connection), "
+                f"{vl_reps} runs after one untimed run, each request a different text (the "
+                "range's end moved by 1 ns) so no query-text cache is hit"
+            ]
+            if vm
+            else []
+        ),
+        *([f"- VictoriaLogs left out: {vl_missing}"] if vl_missing else []),
+        "- peer ratio = peer p50 / logbox p50 (higher: logbox faster); target = issue 4's p50 "
+        "target where it sets one, and faster than every peer everywhere",
         "",
         table(cls, res, engines),
         "",
+        *(
+            [
+                "Issue 18's speed verdicts (new = this build; old = the baseline build):",
+                "",
+                itable,
+                "",
+                (
+                    f"no slower than old: {tally['old_pass']} pass, {tally['old_fail']} FAIL; "
+                    if old_store
+                    else ""
+                )
+                + (
+                    f"faster than VictoriaLogs: {tally['vl_pass']} pass, {tally['vl_fail']} FAIL"
+                    if vm
+                    else ""
+                ),
+                "",
+            ]
+            if old_store or vm
+            else []
+        ),
         "Matches per engine (the engines tokenize differently; see tests/bench/README.md):",
         "",
         counts_table(cls, res, engines),
@@ -885,6 +1135,8 @@ def main(argv: list[str] | None = None) -> int:
         "corpus": cm,
         "store": sm,
         "peer": pm,
+        "old_store": om,
+        "victoria": vm,
         "connection": conn_note,
         "results": {e: {f"{k[0]}|{k[1]}": r for k, r in res[e].items()} for e in res},
     }
