@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import shutil
 import signal
@@ -100,11 +101,15 @@ def rfc3339(t: int, ns: int = 0) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{ns:09d}Z"
 
 
-def vl_request(op: str, query: str, t0: int, t1: int, step: int, bust: int) -> str:
+def vl_request(
+    op: str, query: str, t0: int, t1: int, step: int, bust: int, timeout: float = 0
+) -> str:
     """The URL of one operation. The time range is [t0, t1]; t1 is moved by `bust` ns (no
     message is stamped in that nanosecond) so no two requests are the same text: whatever
     VictoriaLogs may cache by query text is missed, its block and bloom-filter caches are not."""
     p = {"start": rfc3339(t0), "end": rfc3339(t1, bust)}
+    if timeout:
+        p["timeout"] = f"{timeout:g}s"
     if op == "newest":
         path = "/select/logsql/query"
         p["query"] = f"{query} | sort by (_time desc) | limit 100"
@@ -146,7 +151,14 @@ class VL:
         self.http = KeepAlive(lambda: http.client.HTTPConnection("127.0.0.1", self.port, 600))
 
     def get(self, path: str) -> tuple[int, bytes]:
-        return self.http.get(path)
+        """GET path; a response cut short (VictoriaLogs ends a streamed answer that way when
+        the query times out) is status 599 and the connection is made again."""
+        try:
+            return self.http.get(path)
+        except http.client.HTTPException as e:
+            self.http.close()
+            self.http.conn = None
+            return 599, f"{type(e).__name__}".encode()
 
     def stop(self) -> None:
         self.http.close()
@@ -195,6 +207,18 @@ def _metric(vl: VL, name: str) -> int:
     return vl_metric(body.decode(), name) if st == 200 else 0
 
 
+def du(path: Path) -> int:
+    """Bytes of the files under path, those a merge removes meanwhile left out."""
+    n = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                n += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return n
+
+
 def load(exe: Path, data: Path, corpus: Path, lines: int) -> dict[str, Any]:
     """The corpus into a fresh data dir: sent on one TCP connection, waited for, flushed,
     merged (force_merge, then until the size stands still)."""
@@ -225,7 +249,7 @@ def load(exe: Path, data: Path, corpus: Path, lines: int) -> dict[str, Any]:
         size, still = -1, 0
         while still < 3 and time.monotonic() - t < 600:
             time.sleep(2)
-            n = sum(p.stat().st_size for p in data.rglob("*") if p.is_file())
+            n = du(data)
             still = still + 1 if n == size else 0
             size = n
         merge_s = time.monotonic() - t
@@ -247,17 +271,29 @@ def load(exe: Path, data: Path, corpus: Path, lines: int) -> dict[str, Any]:
 
 
 def time_query(
-    vl: VL, op: str, query: str, repeats: int, t0: int, t1: int, step: int, bust: list[int]
+    vl: VL,
+    op: str,
+    query: str,
+    repeats: int,
+    t0: int,
+    t1: int,
+    step: int,
+    bust: list[int],
+    timeout: float = 0,
 ) -> dict[str, Any]:
-    """One untimed run, then `repeats` timed ones, each a new request text (vl_request)."""
+    """One untimed run, then `repeats` timed ones, each a new request text (vl_request). A
+    query VictoriaLogs stops at `timeout` seconds (its `timeout` argument) is not run again:
+    {"error": ..., "timeout": timeout}."""
     times = []
     body = b""
     for i in range(repeats + 1):
         bust[0] += 1
-        url = vl_request(op, query, t0, t1, step, bust[0] % 1_000_000_000)
+        url = vl_request(op, query, t0, t1, step, bust[0] % 1_000_000_000, timeout)
         t = time.perf_counter()
         st, body = vl.get(url)
         dt = time.perf_counter() - t
+        if st != 200 and timeout and dt >= 0.9 * timeout:
+            return {"error": f"timed out (> {timeout:g} s)", "timeout": timeout, "logsql": query}
         if st != 200:
             return {"error": f"{st} {body[:300].decode(errors='replace')}", "logsql": query}
         if i:

@@ -683,6 +683,8 @@ def time_each(
 def fmt_ms(r: dict | None) -> str:
     if r is None:
         return "—"
+    if "timeout" in r:
+        return f"> {1000 * r['timeout']:,.0f}"
     if "error" in r:
         return "error"
     return f"{r['p50_ms']:,.1f} / {r['p95_ms']:,.1f}"
@@ -733,6 +735,8 @@ def old_verdict(new: dict | None, old: dict | None) -> str:
 
 
 def vl_verdict(new: dict | None, vl: dict | None) -> str:
+    if ok(new) and vl and "timeout" in vl:
+        return "pass (VL timed out)" if new["p50_ms"] < 1000 * vl["timeout"] else "n/a"  # type: ignore[index]
     if not ok(new) or not ok(vl):
         return "n/a"
     return "pass" if new["p50_ms"] < vl["p50_ms"] else "FAIL"  # type: ignore[index]
@@ -809,6 +813,8 @@ def counts_table(cls: list[QClass], res: dict, engines: list[str]) -> str:
             r = res.get(engine, {}).get((qc.name, op))
             if r is None:
                 return "—"
+            if "timeout" in r:
+                return "timed out"
             if "error" in r:
                 return "error"
             return f"{r['result']:,}" if isinstance(r["result"], int) else str(r["result"][:1])
@@ -860,6 +866,12 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         help="timed VictoriaLogs runs per query " "(default: --baseline-repeats)",
+    )
+    ap.add_argument(
+        "--vl-timeout",
+        type=float,
+        default=30,
+        help="VictoriaLogs' per-query timeout, s (a query past it is not run again)",
     )
     ap.add_argument(
         "--baseline",
@@ -1030,7 +1042,7 @@ def main(argv: list[str] | None = None) -> int:
             lq = peer_victoria.logsql(qc.name, host, spellings)
             if lq is None:
                 return {"error": "no LogsQL for this class"}
-            r = peer_victoria.time_query(vl, op, lq, vl_reps, t0, t1, step, bust)
+            r = peer_victoria.time_query(vl, op, lq, vl_reps, t0, t1, step, bust, args.vl_timeout)
             if "error" in r:
                 return r
             out = summary(r["times"])
@@ -1088,7 +1100,8 @@ def main(argv: list[str] | None = None) -> int:
             [
                 f"- vl: VictoriaLogs {VL_VERSION}, LogsQL over HTTP (one keep-alive connection), "
                 f"{vl_reps} runs after one untimed run, each request a different text (the "
-                "range's end moved by 1 ns) so no query-text cache is hit"
+                "range's end moved by 1 ns) so no query-text cache is hit; its per-query "
+                f'timeout {args.vl_timeout:g} s ("> N": stopped there, run once)'
             ]
             if vm
             else []
