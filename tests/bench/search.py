@@ -914,11 +914,22 @@ def main(argv: list[str] | None = None) -> int:
         f"sample lines, seed {cm['seed']}), 7 days from 2026-11-01; store {st.get('disk_bytes', 0) / 1e6:,.0f} MB "
         f"in {st.get('segments')} segments; {work}",
         f"- whole time range, warm cache; times are client-side wall times in ms, p50 / p95 "
-        f"(nearest rank) of {args.repeats} logbox runs ({conn_note}) and {args.baseline_repeats} "
-        "rg / chdb runs, each after one untimed run (not for rg: the file is cached)",
-        "- rg: one pipeline per query over the raw file (`rg | tail -n 100`, `rg -c`, "
-        "`rg | mawk | uniq -c` by minute, `rg | mawk | sort | head`); chdb: one SQL query "
-        "in-process (chdb.session), max_threads = 2",
+        f"(nearest rank) of {args.repeats} logbox runs ({conn_note})"
+        + (
+            f" and {args.baseline_repeats} rg / chdb runs"
+            if not (args.no_rg and args.no_peer)
+            else ""
+        )
+        + ", each after one untimed run (not for rg: the file is cached)",
+        *(
+            []
+            if args.no_rg and args.no_peer
+            else [
+                "- rg: one pipeline per query over the raw file (`rg | tail -n 100`, `rg -c`, "
+                "`rg | mawk | uniq -c` by minute, `rg | mawk | sort | head`); chdb: one SQL "
+                "query in-process (chdb.session), max_threads = 2"
+            ]
+        ),
         *(
             [
                 f"- old: the baseline binary's searchd on its own store of the same corpus, "

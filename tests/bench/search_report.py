@@ -132,7 +132,7 @@ def issue_table(cls: list[QClass], res: dict, engines: list[str]) -> tuple[str, 
     if "old" in engines:
         head += ["old p50 (p25-p75)", "new/old", "no slower than old"]
     if "vl" in engines:
-        head += ["VictoriaLogs p50", "VL/new", "faster than VL"]
+        head += ["VictoriaLogs p50 (p25-p75)", "VL/new", "faster than VL"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     tally = {"old_pass": 0, "old_fail": 0, "vl_pass": 0, "vl_fail": 0}
 
@@ -156,7 +156,7 @@ def issue_table(cls: list[QClass], res: dict, engines: list[str]) -> tuple[str, 
                 tally["vl_fail" if v == "FAIL" else "vl_pass"] += v != "n/a"
                 if qc.name.startswith("phrase") and op == "count":
                     v += " (phrase count)"
-                row += [fmt_ms(vl), ratio(vl, lb), v]
+                row += [iqr(vl), ratio(vl, lb), v]
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines), tally
 
