@@ -9,11 +9,15 @@ Builds, once, and caches under build/bench/search-<VERSION>-<N>-<seed>/:
   - store/: `logbox ingest --received header --sync none` of that file (receive time = the
     line's own time stamp), built on tmpfs when there is room and moved here;
   - chdb/: the same lines in chDB (ts, host, msg; tokenbf_v1 index on lower(msg)), loaded by
-    tests/bench/peer_chdb.py in build/bench/venv-peer (tests/bench/requirements-bench.txt).
+    tests/bench/peer_chdb.py in build/bench/venv-peer (tests/bench/requirements-bench.txt);
+  - store-old-<version>-<hash>/ (--baseline DIR): the same ingest by an older build's logbox;
+  - vl-<VL_VERSION>-<load>/data/: the same lines in VictoriaLogs (tests/bench/peer_victoria.py).
 Then, on the warm cache, times every query class x {newest 100, count, 100-bucket histogram,
 top-10 hosts} over the whole time range through logbox-searchd (HTTP over its unix socket,
-one persistent connection), ripgrep over corpus.log and chDB, and prints a markdown table,
-also written to build/bench/search-results.md (and the raw numbers to search-results.json).
+one persistent connection; with --baseline the old searchd beside it, interleaved), ripgrep
+over corpus.log, chDB and VictoriaLogs (LogsQL over HTTP), and prints markdown tables
+(tests/bench/search_report.py: issue 18's verdicts among them), also written to
+build/bench/search-results.md (and the raw numbers to search-results.json).
 """
 
 from __future__ import annotations
