@@ -110,7 +110,12 @@ ls_commit(struct indexd *env, struct lspace *l, int64_t now, int force_sync)
 {
 	int	sync, rc;
 
-	sync = force_sync || l->fsync_ms == 0 ||
+	/*
+	 * While the disk is full (or the reserve given up), every commit syncs: a synced commit
+	 * replaces the WAL with the records of blocks not yet sealed, so the frames of sealed
+	 * blocks do not pile up in it for a whole fsync period and eat the room the store needs.
+	 */
+	sync = force_sync || l->fsync_ms == 0 || disk_full(env) ||
 	    now - l->last_sync >= (int64_t)l->fsync_ms * 1000;
 	if (!l->dirty && !(sync && l->unsynced))
 		return (0);
