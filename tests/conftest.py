@@ -11,7 +11,7 @@ import pytest
 from lbtest.apps import running_searchd
 from lbtest.apps import sockdir as short_sockdir
 from lbtest.cli import has_verb
-from lbtest.indexd import HeldFifo, Indexd
+from lbtest.indexd import HeldFifo, Indexd, reap_since, started_mark
 from lbtest.searchd import Searchd
 
 # the browser tests' `driver` (a screenshot and the page's HTML when a test fails) and the hook it
@@ -31,6 +31,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "slow: takes more than a few seconds (deselect: -m 'not slow')"
     )
+
+
+@pytest.fixture(autouse=True)
+def _no_indexd_left() -> Iterator[None]:
+    """A test that fails before stopping its indexd would leave it running into the next tests
+    (holding its store and its CPU); it is killed here. Module fixtures start theirs before this
+    runs, so theirs live on."""
+    mark = started_mark()
+    yield
+    reap_since(mark)
 
 
 @pytest.fixture(scope="session")

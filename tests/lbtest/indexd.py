@@ -23,6 +23,10 @@ from lbtest.wait import wait_until
 F_SETPIPE_SZ = 1031
 PIPE_SIZE = 1 << 20
 
+# Every indexd started here, in order, so that one a failing test left running is killed
+# (started_mark, reap_since).
+_STARTED: list[subprocess.Popen[bytes]] = []
+
 
 class HeldFifo:
     """A FIFO created at path and held open O_RDWR (the supervisor's end), with a 1 MiB pipe.
@@ -108,6 +112,7 @@ class Indexd:
             )
         finally:
             err.close()
+        _STARTED.append(self.proc)
         self.starts += 1
         if wait:
             self.wait_ready()
@@ -208,6 +213,24 @@ class Indexd:
             return self.stderr_path.read_bytes().decode("utf-8", "replace")
         except FileNotFoundError:
             return ""
+
+
+def started_mark() -> int:
+    """A mark for reap_since: how many indexds have been started so far."""
+    return len(_STARTED)
+
+
+def reap_since(mark: int) -> int:
+    """SIGKILLs and reaps every indexd started after mark that still runs (a test that failed
+    before stopping it); how many there were. Those started before (a module's fixture) stay."""
+    left = 0
+    while len(_STARTED) > mark:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            left += 1
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+    return left
 
 
 def messages(logbox: Path, data: Path, logspace: str = "main") -> list[dict[str, Any]]:
