@@ -746,7 +746,7 @@ static void
 print_term(FILE *f, const uint8_t *t, size_t len)
 {
 	static const char *ns[] = { "?", "text", "host", "program", "pid", "msgid", "facility",
-	    "severity", "sd" };
+	    "severity", "sd", "peer", "template", "no-template" };
 
 	if (len == 0)
 		return;

@@ -65,6 +65,7 @@ struct ev {
 	/* The chunk being evaluated. */
 	struct lb_segment		*sg;		/* NULL for the tail */
 	uint32_t			 sgversion;	/* its format version */
+	uint64_t			 sgcount;	/* its messages */
 	uint64_t			 wlo, whi;	/* its window [wlo, whi) */
 	uint64_t			 nterms;	/* terms wildcards expanded to in it */
 
@@ -83,6 +84,7 @@ struct ev {
 };
 
 static int	ev_node(struct ev *, const struct lb_qnode *, struct lb_postings *, int *);
+static int	holds(const uint8_t *, size_t, const uint8_t *, size_t);
 
 /* ---------------------------------------------------------------- small things */
 
@@ -871,6 +873,118 @@ ev_and(struct ev *e, const struct lb_qnode *q, struct lb_postings *out, int *ine
 	return (rc);
 }
 
+/* ---------------------------------------------------------------- phrases by template */
+
+/* 1 for a text phrase whose words are whole literals without digits (lb_text_template). */
+static int
+tpl_phrase(const struct lb_qnode *q)
+{
+	if (q->ns != LB_NS_TEXT)
+		return (0);
+	for (size_t i = 0; i < q->npats; i++) {
+		const struct lb_qpat *pt = &q->pats[i];
+
+		if (pt->kind != LB_QP_EXACT || pt->litlen == 0)
+			return (0);
+		for (size_t j = 0; j < pt->litlen; j++)
+			if (pt->lit[j] >= '0' && pt->lit[j] <= '9')
+				return (0);
+	}
+	return (1);
+}
+
+struct tscan {
+	struct ev		*e;
+	const struct lb_qnode	*q;
+	struct uni		 u;
+	uint64_t		 covered;	/* messages of the templates met */
+};
+
+/* A template term: its messages are taken when the phrase matches the template. */
+static int
+tpl_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
+{
+	struct tscan	*x = arg;
+	struct ev	*e = x->e;
+	struct lb_msg	 m;
+	int		 rc;
+
+	x->covered += df;
+	if ((rc = ev_tick(e, 1)) != 0)
+		return (rc);
+	for (size_t i = 0; i < x->q->npats; i++)
+		if (!holds(term + 1, len - 1, x->q->pats[i].lit, x->q->pats[i].litlen))
+			return (0);	/* a word's bytes are not in it: no token or form is */
+	memset(&m, 0, sizeof(m));
+	m.message.p = term + 1;
+	m.message.len = len - 1;
+	if ((rc = lb_query_match(x->q, e->tc, &m)) != 1)
+		return (rc == 0 ? 0 : match_err(rc));
+	e->tmp.n = 0;
+	if ((rc = lb_segment_postings(e->sg, cookie, &e->tmp)) != 0)
+		return (rc);
+	return (uni_add(e, &x->u, e->tmp.ids, e->tmp.n));
+}
+
+/*
+ * A text phrase over a segment whose messages all have a template term (LB_NS_TPL) or are in
+ * the LB_NS_NOTPL list: exact without reading a message for the templated ones. The templates
+ * the phrase matches give their messages; the messages without a template are the words'
+ * candidates among them, verified. A segment written before templates were indexed (or merged
+ * with one) does not add up to its count: its candidates are all verified, as before.
+ */
+static int
+ev_phrase(struct ev *e, const struct lb_qnode *q, struct lb_postings *out, int *inexact)
+{
+	static const uint8_t	 tkey[1] = { LB_NS_TPL }, nkey[1] = { LB_NS_NOTPL };
+	struct lb_postings	 un = { NULL, 0, 0 }, cand = { NULL, 0, 0 };
+	struct lb_postings	 two[2];
+	struct tscan		 x;
+	int			 rc, inx = 0;
+
+	*inexact = 0;
+	if (!tpl_phrase(q) || e->sg == NULL)
+		return (ev_and(e, q, out, inexact));
+	memset(&x, 0, sizeof(x));
+	x.e = e;
+	x.q = q;
+	uni_begin(e, &x.u, out);
+	rc = lb_segment_prefix(e->sg, tkey, sizeof(tkey), tpl_term, &x);
+	if ((rc = uni_finish(e, &x.u, rc)) != 0)
+		return (rc);
+	if ((rc = lb_segment_lookup(e->sg, nkey, sizeof(nkey), &un)) == LB_ENOTFOUND) {
+		un.n = 0;
+		rc = 0;
+	}
+	if (rc != 0)
+		goto done;
+	if (x.covered + un.n != e->sgcount) {
+		rc = ev_and(e, q, out, inexact);
+		goto done;
+	}
+	clip(e, &un);
+	if (un.n == 0)
+		goto done;
+	if ((rc = ev_and(e, q, &cand, &inx)) != 0)
+		goto done;
+	isect(&cand, &un);
+	if (cand.n == 0)
+		goto done;
+	if ((rc = verify(e, q, &cand)) != 0 || cand.n == 0)
+		goto done;
+	two[0] = *out;
+	two[1] = cand;
+	memset(out, 0, sizeof(*out));
+	rc = union_of(e, two, 2, out);
+	lb_postings_free(&two[0]);
+ done:
+	if (rc != 0)
+		out->n = 0;
+	lb_postings_free(&un);
+	lb_postings_free(&cand);
+	return (rc);
+}
+
 static int
 ev_or(struct ev *e, const struct lb_qnode *q, struct lb_postings *out, int *inexact)
 {
@@ -922,7 +1036,7 @@ ev_node(struct ev *e, const struct lb_qnode *q, struct lb_postings *out, int *in
 	case LB_Q_PHRASE:
 		if (q->npats == 0)
 			return (EINVAL);
-		return (ev_and(e, q, out, inexact));
+		return (ev_phrase(e, q, out, inexact));
 	case LB_Q_SET:
 		return (ev_set(e, q, out));
 	case LB_Q_AND:
@@ -1374,6 +1488,7 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 		goto bad;
 	lb_segment_info(e->sg, &si);
 	e->sgversion = si.version;
+	e->sgcount = si.count;
 	e->res->segments++;
 	if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_ALL) {
 		take_range(e, lo, hi);

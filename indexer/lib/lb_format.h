@@ -114,6 +114,7 @@
 #define LB_SEG_COOKIE_SHIFT	16		/* a term's cookie: block << 16 | entry */
 #define LB_SEG_BIGLIST		64		/* id lists this long (bytes) carry their own CRC */
 #define LB_SEG_TERM_MAX		1024		/* longest term, namespace byte included */
+#define LB_SEG_TPL_MIN		2		/* messages of a segment a template term needs */
 
 /* ---------------------------------------------------------------- catalog (lb_catalog.c) */
 #define LB_CAT_VERSION		2		/* catalog format version, in the meta record: 2 since zstd blocks */

@@ -559,6 +559,31 @@ st_sd(struct lb_segw_terms *b, const struct lb_tokconf *tc, const uint8_t *s, si
 	return (0);
 }
 
+/*
+ * The text's template term (LB_NS_TPL + lb_text_template), or LB_NS_NOTPL alone for a text
+ * without one. lb_segw_write() moves a template fewer than LB_SEG_TPL_MIN messages have to
+ * LB_NS_NOTPL.
+ */
+static int
+st_template(struct lb_segw_terms *b, const uint8_t *text, size_t len)
+{
+	size_t	 n;
+	uint8_t	*k;
+	int	 rc;
+
+	if ((rc = st_reserve(b, 1, LB_SEG_TERM_MAX)) != 0)
+		return (rc);
+	k = b->kbuf + b->klen;
+	if (lb_text_template(text, len, k + 1, LB_SEG_TERM_MAX - 1, &n)) {
+		k[0] = LB_NS_TPL;
+		st_push(b, n + 1);
+	} else {
+		k[0] = LB_NS_NOTPL;
+		st_push(b, 1);
+	}
+	return (0);
+}
+
 int
 lb_segw_terms_add(struct lb_segw_terms *b, const struct lb_tokconf *tc, const struct lb_msg *m)
 {
@@ -586,7 +611,8 @@ lb_segw_terms_add(struct lb_segw_terms *b, const struct lb_tokconf *tc, const st
 	st_field(b, LB_NS_PEER, &m->peer);
 	st_byte(b, LB_NS_FACILITY, m->facility);
 	st_byte(b, LB_NS_SEVERITY, m->severity);
-	if ((rc = st_sd(b, tc, m->sd.p, m->sd.len)) != 0)
+	if ((rc = st_sd(b, tc, m->sd.p, m->sd.len)) != 0 ||
+	    (rc = st_template(b, m->message.p, m->message.len)) != 0)
 		goto fail;
 	b->msgs[b->nmsg].id = m->id;
 	b->msgs[b->nmsg].received = m->received;
@@ -825,15 +851,113 @@ sw_stream(struct lb_segout *so, const uint8_t *list, size_t len, uint64_t base)
 	return (lb_segout_ids(so, batch, nb));
 }
 
+/* The list of term t as the writer keeps it: first - first_id, then the gaps (varints). */
+static size_t
+sw_list(const struct lb_segw *w, const struct sw_term *t, uint8_t *list)
+{
+	size_t		 n, left = t->plen, size = CHUNK_FIRST, take;
+	uint32_t	 ref = t->head, shift = 0;
+
+	n = lb_varint_put(list, t->first - w->first_id);
+	while (left > 0) {
+		take = size - 4 < left ? size - 4 : left;
+		memcpy(list + n, sw_ptr(w, ref), take);
+		n += take;
+		left -= take;
+		if (left > 0) {
+			ref = lb_get32(sw_ptr(w, ref + (uint32_t)size - 4));
+			if (shift < CHUNK_SHIFTS)
+				shift++;
+			size = (size_t)CHUNK_FIRST << shift;
+		}
+	}
+	return (n);
+}
+
+/* Appends the ids of term t to ids[*n..]. */
+static int
+sw_ids(const struct lb_segw *w, const struct sw_term *t, uint8_t *list, uint64_t *ids,
+    size_t *n)
+{
+	size_t		 len = sw_list(w, t, list), off = 0, k;
+	uint64_t	 id = w->first_id, v;
+
+	while (off < len) {
+		if ((k = lb_varint_get(list + off, len - off, &v)) == 0)
+			return (EINVAL);
+		off += k;
+		id += v;
+		ids[(*n)++] = id;
+	}
+	return (0);
+}
+
+static int
+cmp_id(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x < y ? -1 : x > y);
+}
+
+/*
+ * The LB_NS_NOTPL term: the ids of its list (t, or none) and solo[0..nsolo), the messages of
+ * templates too few messages have; the two never share an id.
+ */
+static int
+sw_notpl(struct lb_segout *so, const struct lb_segw *w, const struct sw_term *t, uint8_t *list,
+    uint64_t *solo, size_t nsolo)
+{
+	static const uint8_t	 key[1] = { LB_NS_NOTPL };
+	uint64_t		 batch[256], id = w->first_id, v;
+	size_t			 len = t != NULL ? sw_list(w, t, list) : 0, off = 0, k, j = 0;
+	size_t			 nb = 0;
+	int			 rc, have = 0;
+
+	if (nsolo > 1)
+		qsort(solo, nsolo, sizeof(*solo), cmp_id);
+	for (;;) {
+		if (!have && off < len) {
+			if ((k = lb_varint_get(list + off, len - off, &v)) == 0)
+				return (EINVAL);
+			off += k;
+			id += v;
+			have = 1;
+		}
+		if (have && (j == nsolo || id < solo[j])) {
+			batch[nb++] = id;
+			have = 0;
+		} else if (j < nsolo)
+			batch[nb++] = solo[j++];
+		else
+			break;
+		if (nb == sizeof(batch) / sizeof(batch[0])) {
+			if ((rc = lb_segout_ids(so, batch, nb)) != 0)
+				return (rc);
+			nb = 0;
+		}
+	}
+	if ((rc = lb_segout_ids(so, batch, nb)) != 0)
+		return (rc);
+	return (lb_segout_ids_end(so, key, sizeof(key)));
+}
+
+/*
+ * Terms in key order, each list handed to the writer. A template term (LB_NS_TPL) of fewer
+ * than LB_SEG_TPL_MIN messages is not written: its ids go to the LB_NS_NOTPL list, written
+ * where that key sorts.
+ */
 int
 lb_segw_write(struct lb_segw *w, const char *path)
 {
 	struct sw_sortent	*ord = NULL;
 	struct lb_segout	*so = NULL;
 	struct lb_seginfo	 info;
+	const struct sw_term	*notpl = NULL;
 	uint8_t			*list = NULL;
-	size_t			 maxp = 0;
-	int			 rc;
+	uint64_t		*solo = NULL;
+	size_t			 maxp = 0, nsolo = 0, solocap = 0;
+	int			 rc, notpl_done = 0;
 
 	if (w->count == 0 && w->nterms == 0)
 		return (EINVAL);
@@ -850,9 +974,14 @@ lb_segw_write(struct lb_segw *w, const char *path)
 		ord[i].idx = i;
 		if (t->plen > maxp)
 			maxp = t->plen;
+		if (k[0] == LB_NS_TPL && t->df < LB_SEG_TPL_MIN)
+			solocap += t->df;
+		if (k[0] == LB_NS_NOTPL && t->klen == 1)
+			notpl = t;
 	}
 	qsort_r(ord, w->nterms, sizeof(*ord), sw_cmp, w);
-	if ((list = malloc(maxp + LB_VARINT_MAX)) == NULL) {
+	if ((list = malloc(maxp + LB_VARINT_MAX)) == NULL ||
+	    (solocap > 0 && (solo = malloc(solocap * sizeof(*solo))) == NULL)) {
 		rc = ENOMEM;
 		goto fail;
 	}
@@ -866,8 +995,8 @@ lb_segw_write(struct lb_segw *w, const char *path)
 		goto fail;
 	for (uint32_t i = 0; i < w->nterms; i++) {
 		const struct sw_term	*t = &w->terms[ord[i].idx];
-		size_t			 n, left = t->plen, size = CHUNK_FIRST, take;
-		uint32_t		 ref = t->head, shift = 0;
+		const uint8_t		*k = sw_ptr(w, t->key);
+		size_t			 n;
 
 		/* Terms are visited in key order, not where they are: fetch ahead. */
 		if (i + 2 * PF_WRITE < w->nterms)
@@ -879,37 +1008,43 @@ lb_segw_write(struct lb_segw *w, const char *path)
 			if (u->df > 1)
 				__builtin_prefetch(sw_ptr(w, u->head));
 		}
-
-		n = lb_varint_put(list, t->first - w->first_id);
-		while (left > 0) {
-			take = size - 4 < left ? size - 4 : left;
-			memcpy(list + n, sw_ptr(w, ref), take);
-			n += take;
-			left -= take;
-			if (left > 0) {
-				ref = lb_get32(sw_ptr(w, ref + (uint32_t)size - 4));
-				if (shift < CHUNK_SHIFTS)
-					shift++;
-				size = (size_t)CHUNK_FIRST << shift;
-			}
+		if (k[0] == LB_NS_TPL && t->df < LB_SEG_TPL_MIN) {
+			if ((rc = sw_ids(w, t, list, solo, &nsolo)) != 0)
+				goto fail;
+			continue;
 		}
+		/* LB_NS_NOTPL alone sorts after every template and before any longer key. */
+		if (!notpl_done && (nsolo > 0 || notpl != NULL) && (k[0] > LB_NS_NOTPL ||
+		    (k[0] == LB_NS_NOTPL && t->klen >= 1))) {
+			if ((rc = sw_notpl(so, w, notpl, list, solo, nsolo)) != 0)
+				goto fail;
+			notpl_done = 1;
+			if (t == notpl)
+				continue;
+		}
+		n = sw_list(w, t, list);
 		if (t->df < LB_PACK_IDS)
-			rc = lb_segout_term(so, sw_ptr(w, t->key), t->klen, t->df, list, n);
+			rc = lb_segout_term(so, k, t->klen, t->df, list, n);
 		else if ((rc = sw_stream(so, list, n, w->first_id)) == 0)
-			rc = lb_segout_ids_end(so, sw_ptr(w, t->key), t->klen);
+			rc = lb_segout_ids_end(so, k, t->klen);
 		if (rc != 0)
 			goto fail;
 	}
+	if (!notpl_done && (nsolo > 0 || notpl != NULL) &&
+	    (rc = sw_notpl(so, w, notpl, list, solo, nsolo)) != 0)
+		goto fail;
 	rc = lb_segout_finish(so);
 	so = NULL;
 	if (rc != 0)
 		goto fail;
+	free(solo);
 	free(list);
 	free(ord);
 	sw_reset(w);
 	return (0);
  fail:
 	lb_segout_abort(so);
+	free(solo);
 	free(list);
 	free(ord);
 	return (rc);

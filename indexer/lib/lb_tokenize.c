@@ -125,3 +125,50 @@ lb_token_forms(const uint8_t *tok, size_t len, lb_form_fn fn, void *arg)
 	}
 	return (0);
 }
+
+static inline int
+is_alnum(uint8_t c)
+{
+	return ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'));
+}
+
+int
+lb_text_template(const uint8_t *text, size_t len, uint8_t *out, size_t cap, size_t *outlen)
+{
+	size_t	 o = 0, run = 0, i = 0;
+
+	while (i < len) {
+		uint8_t	 c = text[i];
+		size_t	 j = i;
+		int	 digit = 0;
+
+		if (!is_alnum(c)) {
+			if (c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r')
+				run = 0;
+			else if (++run > LB_TOKEN_MAX)
+				return (0);	/* a token that may be cut: its forms may differ */
+			if (o == cap)
+				return (0);
+			out[o++] = c;
+			i++;
+			continue;
+		}
+		while (j < len && is_alnum(text[j]))
+			digit |= text[j++] <= '9';
+		if ((run += j - i) > LB_TOKEN_MAX)
+			return (0);
+		if (digit) {
+			if (o == cap)
+				return (0);
+			out[o++] = '0';
+		} else {
+			if (j - i > cap - o)
+				return (0);
+			for (; i < j; i++)
+				out[o++] = text[i] <= 'Z' ? (uint8_t)(text[i] + 32) : text[i];
+		}
+		i = j;
+	}
+	*outlen = o;
+	return (1);
+}

@@ -168,6 +168,21 @@ int	lb_token_forms(const uint8_t *tok, size_t len, lb_form_fn fn, void *arg);
 /* 1 for the bytes that lb_token_forms() strips (ASCII punctuation), else 0. */
 extern const uint8_t lb_form_punct[256];
 
+/*
+ * The template of a message text (FORMAT.md §6.1): text[0..len) with each maximal run of ASCII
+ * letters and digits that holds a digit replaced by one "0", the other letters ASCII-folded.
+ * It decides a phrase for every text that has it: a phrase whose words are whole literals
+ * without digits matches a text exactly when it matches the text's template (lb_query_match on
+ * a message whose text is the template). Letters and digits are never delimiters, separators
+ * or punctuation, so the template has the same tokens, forms and form flags as the text in the
+ * same order, and a term changes only where it holds a digit, which such a word never equals.
+ * That holds while no token is cut at LB_TOKEN_MAX: a text with a run of more than
+ * LB_TOKEN_MAX bytes between ASCII whitespace has no template. Writes it to out[0..cap), its
+ * length in *outlen, and returns 1; 0 when the text has none (or it does not fit).
+ */
+int	lb_text_template(const uint8_t *text, size_t len, uint8_t *out, size_t cap,
+	    size_t *outlen);
+
 /* ---------------------------------------------------------------- syslog parsing (lb_syslog.c) */
 
 /*
@@ -278,6 +293,9 @@ void	lb_msgfile_sizes(struct lb_msgfile *mf, uint64_t *disk, uint64_t *raw);
  *                  one byte: the number
  *   LB_NS_SD       "<sd-id>.<param-name>" 0x00 <token of the value> (names as received,
  *                  value tokens folded like text)
+ *   LB_NS_TPL      the text's template (lb_text_template), when two messages or more of the
+ *                  segment have it; not a term of lb_msg_terms: the segment writer adds it
+ *   LB_NS_NOTPL    nothing more: the messages of the segment whose template is not indexed
  * Constants stored on disk are fixed.
  */
 #define LB_NS_TEXT	0x01
@@ -289,6 +307,8 @@ void	lb_msgfile_sizes(struct lb_msgfile *mf, uint64_t *disk, uint64_t *raw);
 #define LB_NS_SEVERITY	0x07
 #define LB_NS_SD	0x08
 #define LB_NS_PEER	0x09
+#define LB_NS_TPL	0x0a
+#define LB_NS_NOTPL	0x0b
 
 /*
  * Calls fn once for every term of m in the order: text tokens (in message order, each followed

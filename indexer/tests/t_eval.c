@@ -86,6 +86,33 @@ gen_msgs(void)
 		struct tmsg	*t = &msgs[i];
 		int		 nw = 1 + (int)rnd(6), n = 0;
 
+		if (rnd(3) == 0) {
+			/*
+			 * A third from a few shapes with numbers in them: many messages share a
+			 * template (FORMAT.md §6.1), which decides their phrases.
+			 */
+			const char *w = words[rnd(4)], *v = words[4 + rnd(3)];
+
+			switch (rnd(4)) {
+			case 0:
+				snprintf(t->text, sizeof(t->text), "%s %s port %u from 10.0.%u.%u",
+				    w, v, rnd(70000), rnd(256), rnd(256));
+				break;
+			case 1:
+				snprintf(t->text, sizeof(t->text), "conn %u%s refused. %s-%u %s",
+				    rnd(99), rnd(2) ? "" : "x", v, rnd(9), w);
+				break;
+			case 2:
+				snprintf(t->text, sizeof(t->text), "Error %s %s (pid-%u) bob@example.com",
+				    w, w, rnd(3000));
+				break;
+			default:
+				snprintf(t->text, sizeof(t->text), "%s %u %s non-existent-user %x",
+				    v, rnd(10), w, rnd(1u << 30));
+				break;
+			}
+			goto fields;
+		}
 		for (int k = 0; k < nw; k++) {
 			const char *w = words[rnd(NWORDS)];
 
@@ -103,6 +130,7 @@ gen_msgs(void)
 						t->text[c] -= 32;
 			}
 		}
+ fields:
 		if (rnd(4) == 0)
 			snprintf(t->sd, sizeof(t->sd), "[ex@1 user=\"%s smith\" n=\"%u\"]",
 			    rnd(2) ? "bob" : "Alice", rnd(5));
@@ -247,6 +275,19 @@ gen_leaf(void)
 			return (qphrase(LB_NS_SD, "ex@1.user", "bob", "smith"));
 		if (rnd(4) == 0)
 			return (qphrase(LB_NS_TEXT, NULL, "conn", "1*"));
+		if (rnd(2) == 0) {
+			/* Word pairs of the shapes' templates, matching or nearly. */
+			static const char *const pairs[][2] = {
+				{ "alpha", "epsilon" }, { "epsilon", "port" }, { "port", "from" },
+				{ "refused", "zeta" }, { "refused.", "eta" }, { "conn", "refused" },
+				{ "error", "beta" }, { "gamma", "gamma" }, { "delta", "bob" },
+				{ "existent", "user" }, { "eta", "non" }, { "user", "alpha" },
+				{ "example", "com" }, { "beta", "non-existent-user" }, { "pid", "bob" },
+			};
+			int k = (int)rnd(sizeof(pairs) / sizeof(pairs[0]));
+
+			return (qphrase(LB_NS_TEXT, NULL, pairs[k][0], pairs[k][1]));
+		}
 		return (qphrase(LB_NS_TEXT, NULL, a, b));
 	case 9: case 10:
 		q = qn(LB_Q_SET);

@@ -795,6 +795,139 @@ t_match_forms(void **state)
 	assert_false(qm("message:2015", &c));
 }
 
+/*
+ * A text's template (lb_text_template) decides a phrase of whole words without digits as the
+ * text does: for random texts of words, digit runs, hex words, separators, punctuation and
+ * high bytes, with the phrase's words put in often, lb_query_match() on the text and on its
+ * template agree. A run longer than LB_TOKEN_MAX between whitespace has no template.
+ */
+static void
+t_template_phrases(void **state)
+{
+	static const char *frag[] = { "fail", "Fail", "ed", "pass", "word", "user", "a", "b",
+	    "x9", "12", "0", "0042", "7", "deadbeef", "c0ffee", "9fail", "pass9", " ", "  ",
+	    ".", "-", "_", "@", "/", "+", ":", "(", ")", "\"", ",", "=", "[", "]", "\t",
+	    "\x80", "'", "1.2.3.4", "fail pass", "(fail) pass.", "x-fail pass-y", "fail9 pass",
+	    "user a", "a-b", "word_user@b.c" };
+	static const char *words[] = { "fail", "pass", "word", "user", "a", "b", "ed",
+	    "deadbeef", "x" };
+	static const char *glue[] = { " ", " ", "  ", ".", "-", " (", ") ", "9 ", " 9", "/",
+	    "\" \"", " x-", "-y ", ": ", "_", "@", "7-", " \x80" };
+	uint64_t	 seed = 0x7e3a11ce5ULL;
+	char		 text[800], phrase[64];
+	uint8_t		 tpl[1024];
+	size_t		 tl;
+	unsigned	 agree = 0, matched = 0, none = 0;
+
+	(void)state;
+	for (int round = 0; round < 40000; round++) {
+		struct lb_qnode	*q;
+		struct lb_msg	 a, b;
+		size_t		 n = 0, nw = 2 + t_rnd(&seed) % 2, k = 1 + t_rnd(&seed) % 30;
+		int		 ok = 1, ra, rb;
+
+		const char	*pw[3];
+
+		phrase[0] = '"';
+		tl = 1;
+		for (size_t i = 0; i < nw; i++) {
+			pw[i] = words[t_rnd(&seed) % (sizeof(words) / sizeof(words[0]))];
+			tl += (size_t)sprintf(phrase + tl, "%s%s", i ? " " : "", pw[i]);
+		}
+		phrase[tl++] = '"';
+		phrase[tl] = '\0';
+		for (size_t i = 0; i < k; i++) {
+			const char *f = frag[t_rnd(&seed) % (sizeof(frag) / sizeof(frag[0]))];
+
+			if (i == k / 2 && t_rnd(&seed) % 2 == 0) {
+				/* The phrase's words, glued and separated in ways that may match. */
+				for (size_t j = 0; j < nw; j++) {
+					const char *g = glue[t_rnd(&seed) % (sizeof(glue) /
+					    sizeof(glue[0]))];
+
+					n += (size_t)sprintf(text + n, "%s%s", j ? g : "", pw[j]);
+				}
+			}
+			memcpy(text + n, f, strlen(f));
+			n += strlen(f);
+		}
+		if (t_rnd(&seed) % 20 == 0)
+			for (size_t i = 0; i < LB_TOKEN_MAX + 1; i++)
+				text[n++] = i % 7 == 0 ? '5' : 'q';
+		text[n] = '\0';
+		q = parse_ok(phrase);
+		assert_int_equal(q->kind, LB_Q_PHRASE);
+		for (size_t i = 0; i < q->npats; i++)
+			ok &= q->pats[i].kind == LB_QP_EXACT;
+		assert_true(ok);
+		a = msg(text);
+		ra = lb_query_match(q, &tcd, &a);
+		if (!lb_text_template(a.message.p, a.message.len, tpl, sizeof(tpl), &tl)) {
+			assert_true(n > LB_TOKEN_MAX);
+			none++;
+		} else {
+			b = a;
+			b.message.p = tpl;
+			b.message.len = tl;
+			rb = lb_query_match(q, &tcd, &b);
+			assert_true(ra == 0 || ra == 1);
+			if (ra != rb)
+				fail_msg("phrase %s: text \"%s\" gives %d, template \"%.*s\" %d",
+				    phrase, text, ra, (int)tl, tpl, rb);
+			agree++;
+			matched += (unsigned)ra;
+		}
+		lb_query_free(q);
+	}
+	print_message("template phrases: %u agree, %u match, %u without a template\n", agree,
+	    matched, none);
+	/* Not vacuous: many matches, many misses, some texts without a template. */
+	assert_true(matched > 1000 && agree - matched > 10000 && none > 500);
+}
+
+/* The template's bytes: runs with a digit are one "0", letters folded, the rest as is. */
+static void
+t_template_bytes(void **state)
+{
+	static const struct {
+		const char	*text, *tpl;
+	} cases[] = {
+		{ "Failed password for root from 10.0.0.1 port 22 ssh2",
+		  "failed password for root from 0.0.0.0 port 0 0" },
+		{ "req-938015cb-d01e-4DAB Ab-cd x9y 0042 deadbeef", "req-0-0-0 ab-cd 0 0 deadbeef" },
+		{ "", "" },
+		{ "(Error) \x80\xff 12:34", "(error) \x80\xff 0:0" },
+	};
+	uint8_t	 out[64], big[LB_TOKEN_MAX + 2];
+	size_t	 n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(lb_text_template((const uint8_t *)cases[i].text,
+		    strlen(cases[i].text), out, sizeof(out), &n), 1);
+		assert_int_equal(n, strlen(cases[i].tpl));
+		assert_memory_equal(out, cases[i].tpl, n);
+	}
+	/* LB_TOKEN_MAX bytes between whitespace: a template; one more: none. */
+	memset(big, 'a', sizeof(big));
+	assert_int_equal(lb_text_template(big, LB_TOKEN_MAX, out, sizeof(out), &n), 0);
+	assert_int_equal(lb_text_template(big, 10, out, 10, &n), 1);
+	assert_int_equal(lb_text_template(big, 11, out, 10, &n), 0);	/* no room */
+	{
+		uint8_t	 wide[LB_TOKEN_MAX + 1];
+
+		memset(big, '1', sizeof(big));
+		assert_int_equal(lb_text_template(big, LB_TOKEN_MAX, wide, sizeof(wide), &n), 1);
+		assert_true(n == 1 && wide[0] == '0');
+		assert_int_equal(lb_text_template(big, LB_TOKEN_MAX + 1, wide, sizeof(wide), &n),
+		    0);
+		big[100] = ' ';
+		assert_int_equal(lb_text_template(big, LB_TOKEN_MAX + 1, wide, sizeof(wide), &n),
+		    1);
+		assert_true(n == 3 && memcmp(wide, "0 0", 3) == 0);
+	}
+}
+
 T_MAIN_SETUP(setup,
 	cmocka_unit_test(t_glob),
 	cmocka_unit_test(t_glob_fast),
@@ -811,4 +944,6 @@ T_MAIN_SETUP(setup,
 	cmocka_unit_test(t_match_text),
 	cmocka_unit_test(t_match_forms),
 	cmocka_unit_test(t_match_fields),
-	cmocka_unit_test(t_match_big))
+	cmocka_unit_test(t_match_big),
+	cmocka_unit_test(t_template_phrases),
+	cmocka_unit_test(t_template_bytes))

@@ -9,8 +9,10 @@
 #include "t_helper.h"
 #include "t_segv2.h"
 #include "lb_format.h"
+#include "lb_segout.h"
 #include "lb_util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -248,15 +250,77 @@ pair_cmp(const void *a, const void *b)
 	return (t_term_id_cmp(g_arena + x->off, x->len, x->id, g_arena + y->off, y->len, y->id));
 }
 
-/* Every (term, id) of msgs computed the plain way, then grouped. */
-static void
-or_build(struct oracle *o, const struct lb_tokconf *tc, const struct tmsg *msgs, size_t n)
+static int
+or_alnum(uint8_t c)
 {
+	return ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'));
+}
+
+/*
+ * The template of a text the plain way (FORMAT.md §6.1): none (SIZE_MAX) when a run between
+ * ASCII whitespace is longer than LB_TOKEN_MAX or the term would be longer than
+ * LB_SEG_TERM_MAX; else each run of letters and digits holding a digit is "0", letters folded.
+ */
+static size_t
+or_template(const char *text, size_t n, uint8_t *out)
+{
+	size_t	 o = 0, run = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (strchr(" \t\n\v\f\r", text[i]) != NULL && text[i] != '\0')
+			run = 0;
+		else if (++run > LB_TOKEN_MAX)
+			return (SIZE_MAX);
+	}
+	for (size_t i = 0; i < n;) {
+		size_t	 j = i;
+		int	 digit = 0;
+
+		if (!or_alnum((uint8_t)text[i])) {
+			out[o++] = (uint8_t)text[i++];
+			continue;
+		}
+		while (j < n && or_alnum((uint8_t)text[j]))
+			digit |= text[j++] <= '9';
+		if (digit)
+			out[o++] = '0';
+		else
+			for (; i < j; i++)
+				out[o++] = (uint8_t)tolower((unsigned char)text[i]);
+		i = j;
+	}
+	return (o + 1 > LB_SEG_TERM_MAX ? SIZE_MAX : o);
+}
+
+/*
+ * Every (term, id) of msgs computed the plain way, then grouped, for the segments written
+ * from msgs[cut[k]..cut[k + 1]) (k < ncut) and merged: a text's template is a term when
+ * another message of its segment has it, else the message is in the LB_NS_NOTPL list.
+ */
+static void
+or_build_cuts(struct oracle *o, const struct lb_tokconf *tc, const struct tmsg *msgs,
+    const size_t *cut, size_t ncut)
+{
+	size_t	 n = cut[ncut], c = 0;
+	uint8_t	*tpl, *tl;
+	size_t	*tlen;
+
+	assert_non_null(tpl = malloc(n * LB_SEG_TERM_MAX + 1));
+	assert_non_null(tlen = calloc(n + 1, sizeof(*tlen)));
+	for (size_t i = 0; i < n; i++)
+		tlen[i] = or_template(msgs[i].text, msgs[i].textlen, tpl + i * LB_SEG_TERM_MAX);
 	memset(o, 0, sizeof(*o));
 	for (size_t i = 0; i < n; i++) {
 		const struct tmsg *t = &msgs[i];
 		uint8_t b[2];
+		size_t df = 0;
 
+		while (i >= cut[c + 1])
+			c++;
+		tl = tpl + i * LB_SEG_TERM_MAX;
+		for (size_t j = cut[c]; tlen[i] != SIZE_MAX && j < cut[c + 1] && df < 2; j++)
+			df += tlen[j] == tlen[i] &&
+			    memcmp(tpl + j * LB_SEG_TERM_MAX, tl, tlen[i]) == 0;
 		o->cur = t->m.id;
 		o->pre[0] = LB_NS_TEXT;
 		o->prelen = 1;
@@ -285,7 +349,11 @@ or_build(struct oracle *o, const struct lb_tokconf *tc, const struct tmsg *msgs,
 			assert_ok(lb_tokenize(tc, (const uint8_t *)t->sdval[k],
 			    strlen(t->sdval[k]), or_tok, o));
 		}
+		b[0] = df >= LB_SEG_TPL_MIN ? LB_NS_TPL : LB_NS_NOTPL;
+		or_add(o, b, 1, tl, b[0] == LB_NS_TPL ? tlen[i] : 0);
 	}
+	free(tpl);
+	free(tlen);
 	g_arena = o->arena;
 	qsort(o->pairs, o->np, sizeof(*o->pairs), pair_cmp);
 	assert_non_null(o->terms = calloc(o->np + 1, sizeof(*o->terms)));
@@ -305,6 +373,14 @@ or_build(struct oracle *o, const struct lb_tokconf *tc, const struct tmsg *msgs,
 		ot->ids[ot->n++] = p->id;
 		k++;
 	}
+}
+
+static void
+or_build(struct oracle *o, const struct lb_tokconf *tc, const struct tmsg *msgs, size_t n)
+{
+	size_t cut[2] = { 0, n };
+
+	or_build_cuts(o, tc, msgs, cut, 1);
 }
 
 static void
@@ -547,7 +623,7 @@ t_merge(void **state)
 	lb_tokconf_default(&tc);
 	t_mkdtemp(dir, sizeof(dir));
 	msgs = gen_msgs(99, n, 1);
-	or_build(&o, &tc, msgs, n);
+	or_build_cuts(&o, &tc, msgs, cut, 5);
 	for (int i = 0; i < 5; i++) {
 		snprintf(path, sizeof(path), "%s/in%d.seg", dir, i);
 		build(&tc, msgs + cut[i], cut[i + 1] - cut[i], path);
@@ -561,16 +637,32 @@ t_merge(void **state)
 	assert_ok(lb_segment_merge(in, 5, path));
 	assert_ok(lb_segment_open(path, &sg));
 	check_all(sg, &o);
-	snprintf(path, sizeof(path), "%s/one.seg", dir);
-	build(&tc, msgs, n, path);
+	/*
+	 * The encoding is canonical: merging in two steps gives the same file, byte for byte.
+	 * (A one-pass file differs in its templates: a template of one message in each of two
+	 * inputs is in their LB_NS_NOTPL lists, and a merge keeps it there.)
+	 */
+	snprintf(path, sizeof(path), "%s/ab.seg", dir);
+	{
+		struct lb_segment *first[2] = { in[1], in[4] };	/* inputs 0 and 1 */
+
+		assert_ok(lb_segment_merge(first, 2, path));
+	}
+	assert_ok(lb_segment_open(path, &one));
+	{
+		struct lb_segment *rest[4] = { one, in[3], in[0], in[2] };	/* 0-1, 2, 3, 4 */
+
+		snprintf(path, sizeof(path), "%s/two.seg", dir);
+		assert_ok(lb_segment_merge(rest, 4, path));
+	}
+	lb_segment_close(one);
 	assert_ok(lb_segment_open(path, &one));
 	lb_segment_info(sg, &a);
 	lb_segment_info(one, &b);
 	assert_memory_equal(&a, &b, sizeof(a));
-	/* The encoding is canonical: the merged file is the one-pass file, byte for byte. */
 	snprintf(path, sizeof(path), "%s/merged.seg", dir);
 	fa = t_read_file(path, &la);
-	snprintf(path, sizeof(path), "%s/one.seg", dir);
+	snprintf(path, sizeof(path), "%s/two.seg", dir);
 	fb = t_read_file(path, &lb);
 	assert_int_equal(la, lb);
 	assert_memory_equal(fa, fb, la);
@@ -1106,17 +1198,23 @@ t_golden(void **state)
 	t_rmtree(dir);
 }
 
-/* Messages that make no term still make a segment; it merges like any other. */
+/*
+ * A message with no token still makes a term: its text's template, or (alone in its segment)
+ * the LB_NS_NOTPL list. A segment with messages but no term at all (a store written before
+ * templates, where a text had no token) is read and merges like any other.
+ */
 static void
 t_no_terms(void **state)
 {
+	static const uint8_t	 notpl[1] = { LB_NS_NOTPL };
 	struct lb_tokconf	 tc;
 	struct lb_segw		*w;
+	struct lb_segout	*so;
 	struct lb_segment	*sg, *in[2];
 	struct lb_postings	 p = { NULL, 0, 0 };
 	struct lb_seginfo	 si;
 	struct lb_msg		 m;
-	char			 dir[256], a[300], b[300], c[300], why[100];
+	char			 dir[256], a[300], b[300], c[300], d[300], why[100];
 
 	(void)state;
 	lb_tokconf_default(&tc);
@@ -1124,6 +1222,7 @@ t_no_terms(void **state)
 	snprintf(a, sizeof(a), "%s/a.seg", dir);
 	snprintf(b, sizeof(b), "%s/b.seg", dir);
 	snprintf(c, sizeof(c), "%s/c.seg", dir);
+	snprintf(d, sizeof(d), "%s/d.seg", dir);
 	assert_ok(lb_segw_new(&w));
 	memset(&m, 0, sizeof(m));
 	m.id = 7;
@@ -1131,7 +1230,19 @@ t_no_terms(void **state)
 	m.facility = m.severity = LB_NOVALUE;
 	m.message = (struct lb_slice){ (const uint8_t *)" ::: ", 5 };
 	assert_ok(lb_segw_add(w, &tc, &m));
-	assert_ok(lb_segw_write(w, a));
+	assert_ok(lb_segw_write(w, d));
+	assert_ok(lb_segment_open(d, &sg));
+	lb_segment_info(sg, &si);
+	assert_true(si.nterms == 1 && si.count == 1);
+	assert_ok(lb_segment_lookup(sg, notpl, 1, &p));
+	assert_true(p.n == 1 && p.ids[0] == 7);
+	lb_segment_close(sg);
+	memset(&si, 0, sizeof(si));
+	si.first_id = si.last_id = 7;
+	si.count = 1;
+	si.tmin = si.tmax = 70;
+	assert_ok(lb_segout_begin(a, &si, &so));
+	assert_ok(lb_segout_finish(so));
 	m.id = 9;
 	m.received = 90;
 	m.message = (struct lb_slice){ (const uint8_t *)"x", 1 };
@@ -1147,9 +1258,11 @@ t_no_terms(void **state)
 	assert_ok(lb_segment_merge(in, 2, c));
 	assert_ok(lb_segment_open(c, &sg));
 	lb_segment_info(sg, &si);
-	assert_true(si.first_id == 7 && si.last_id == 9 && si.count == 2 && si.nterms == 1);
+	assert_true(si.first_id == 7 && si.last_id == 9 && si.count == 2 && si.nterms == 2);
 	assert_true(si.tmin == 70 && si.tmax == 90);
 	assert_ok(lb_segment_lookup(sg, (const uint8_t *)"\x01x", 2, &p));
+	assert_true(p.n == 1 && p.ids[0] == 9);
+	assert_ok(lb_segment_lookup(sg, notpl, 1, &p));
 	assert_true(p.n == 1 && p.ids[0] == 9);
 	lb_segment_close(sg);
 	lb_segment_close(in[0]);

@@ -3,6 +3,8 @@
  * segment builder's own fast indexing agree exactly: for random messages with every kind of
  * field and structured data, the set of (term, id) pairs in a written segment equals the set
  * lb_msg_terms() yields (tokens and their forms: stripped tokens, parts of compound tokens).
+ * Beside them the segment holds one template term (LB_NS_TPL) or the LB_NS_NOTPL list for
+ * every message, exactly once (t_segment checks which).
  */
 #include "t_helper.h"
 
@@ -60,10 +62,13 @@ uniq(struct pairs *ps)
 	ps->n = k;
 }
 
+#define NMSG	3000
+
 struct seg_walk {
 	struct lb_segment	*sg;
 	struct pairs		*ps;
 	struct lb_postings	 p;
+	unsigned		 tpl[NMSG + 1];	/* template terms per id */
 };
 
 static int
@@ -74,8 +79,13 @@ on_seg_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_
 	w->p.n = 0;
 	assert_ok(lb_segment_postings(w->sg, cookie, &w->p));
 	assert_int_equal(w->p.n, df);
-	for (size_t i = 0; i < w->p.n; i++)
-		add_pair(w->ps, term, len, w->p.ids[i]);
+	for (size_t i = 0; i < w->p.n; i++) {
+		if (term[0] == LB_NS_TPL || term[0] == LB_NS_NOTPL) {
+			assert_true(w->p.ids[i] >= 1 && w->p.ids[i] <= NMSG);
+			w->tpl[w->p.ids[i]]++;
+		} else
+			add_pair(w->ps, term, len, w->p.ids[i]);
+	}
 	return (0);
 }
 
@@ -116,7 +126,7 @@ t_segw_equals_msg_terms(void **state)
 	lb_tokconf_default(&tc);
 	t_mkdtemp(dir, sizeof(dir));
 	assert_ok(lb_segw_new(&w));
-	for (uint64_t id = 1; id <= 3000; id++) {
+	for (uint64_t id = 1; id <= NMSG; id++) {
 		memset(&m, 0, sizeof(m));
 		m.id = id;
 		m.received = 1000 + (int64_t)id;
@@ -148,6 +158,8 @@ t_segw_equals_msg_terms(void **state)
 	walk.sg = sg;
 	walk.ps = &got;
 	assert_ok(lb_segment_terms(sg, NULL, 0, NULL, 0, on_seg_term, &walk));
+	for (size_t id = 1; id <= NMSG; id++)
+		assert_int_equal(walk.tpl[id], 1);
 	uniq(&want);
 	uniq(&got);
 	assert_int_equal(got.n, want.n);
