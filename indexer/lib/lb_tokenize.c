@@ -127,9 +127,15 @@ lb_token_forms(const uint8_t *tok, size_t len, lb_form_fn fn, void *arg)
 }
 
 static inline int
-is_alnum(uint8_t c)
+t_digit(uint8_t c)
 {
-	return ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'));
+	return ((uint8_t)(c - '0') <= 9);
+}
+
+static inline int
+t_letter(uint8_t c)
+{
+	return ((uint8_t)((c | 32) - 'a') <= 25);
 }
 
 int
@@ -137,13 +143,14 @@ lb_text_template(const uint8_t *text, size_t len, uint8_t *out, size_t cap, size
 {
 	size_t	 o = 0, run = 0, i = 0;
 
+	if (cap > len)
+		cap = len;	/* a template is never longer than its text */
 	while (i < len) {
 		uint8_t	 c = text[i];
-		size_t	 j = i;
-		int	 digit = 0;
+		size_t	 at = o, from = i;
 
-		if (!is_alnum(c)) {
-			if (c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r')
+		if (!t_digit(c) && !t_letter(c)) {
+			if (c == ' ' || (uint8_t)(c - '\t') <= '\r' - '\t')
 				run = 0;
 			else if (++run > LB_TOKEN_MAX)
 				return (0);	/* a token that may be cut: its forms may differ */
@@ -153,21 +160,22 @@ lb_text_template(const uint8_t *text, size_t len, uint8_t *out, size_t cap, size
 			i++;
 			continue;
 		}
-		while (j < len && is_alnum(text[j]))
-			digit |= text[j++] <= '9';
-		if ((run += j - i) > LB_TOKEN_MAX)
-			return (0);
-		if (digit) {
+		/* A run of letters and digits: copied folded until a digit makes it one "0". */
+		while (i < len && t_letter(text[i])) {
 			if (o == cap)
 				return (0);
-			out[o++] = '0';
-		} else {
-			if (j - i > cap - o)
-				return (0);
-			for (; i < j; i++)
-				out[o++] = text[i] <= 'Z' ? (uint8_t)(text[i] + 32) : text[i];
+			out[o++] = text[i++] | 32;
 		}
-		i = j;
+		if (i < len && t_digit(text[i])) {
+			while (i < len && (t_digit(text[i]) || t_letter(text[i])))
+				i++;
+			if (at == cap)
+				return (0);
+			out[at] = '0';
+			o = at + 1;
+		}
+		if ((run += i - from) > LB_TOKEN_MAX)
+			return (0);
 	}
 	*outlen = o;
 	return (1);

@@ -913,6 +913,13 @@ t_template_bytes(void **state)
 	assert_int_equal(lb_text_template(big, LB_TOKEN_MAX, out, sizeof(out), &n), 0);
 	assert_int_equal(lb_text_template(big, 10, out, 10, &n), 1);
 	assert_int_equal(lb_text_template(big, 11, out, 10, &n), 0);	/* no room */
+	memcpy(big, "aaaaaaaaa 1", 11);
+	assert_int_equal(lb_text_template(big, 11, out, 10, &n), 0);
+	assert_int_equal(lb_text_template(big, 11, out, 11, &n), 1);
+	assert_true(n == 11 && memcmp(out, "aaaaaaaaa 0", 11) == 0);
+	memcpy(big, "aaaaaaaa 12", 11);
+	assert_int_equal(lb_text_template(big, 11, out, 10, &n), 1);
+	assert_true(n == 10 && memcmp(out, "aaaaaaaa 0", 10) == 0);
 	{
 		uint8_t	 wide[LB_TOKEN_MAX + 1];
 

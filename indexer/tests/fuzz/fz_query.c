@@ -4,7 +4,9 @@
  * equal tree and prints again to the same text; a refused one must say where and why. The
  * tree is matched against a small message, its spans (lb_query_spans) in the input must be
  * tokens or forms of tokens, and the input split in two is run through lb_glob_match() as a glob and a
- * subject, checked against a plain recursive matcher.
+ * subject, checked against a plain recursive matcher. The input's text template
+ * (lb_text_template) is no longer than it, its own template, and decides a phrase of plain
+ * words (whole literals without digits) as the input does.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,45 @@ spans(const struct lb_tokconf *tc, const struct lb_qnode *q, const uint8_t *text
 		at = b + 1;
 	}
 	free(sp);
+}
+
+/* 1 for a text phrase of whole literals without digits (lb_eval.c's tpl_phrase). */
+static int
+plain_phrase(const struct lb_qnode *q)
+{
+	if (q->kind != LB_Q_PHRASE || q->ns != LB_NS_TEXT)
+		return (0);
+	for (size_t i = 0; i < q->npats; i++) {
+		if (q->pats[i].kind != LB_QP_EXACT || q->pats[i].litlen == 0)
+			return (0);
+		for (size_t j = 0; j < q->pats[i].litlen; j++)
+			if (q->pats[i].lit[j] >= '0' && q->pats[i].lit[j] <= '9')
+				return (0);
+	}
+	return (1);
+}
+
+/* The template of m's text: idempotent, no longer, and a plain phrase's verdict kept. */
+static void
+templates(const struct lb_tokconf *tc, const struct lb_qnode *q, const struct lb_msg *m, int r)
+{
+	struct lb_msg	 t = *m;
+	uint8_t		*a, *b;
+	size_t		 n, n2;
+
+	if ((a = malloc(m->message.len + 1)) == NULL || (b = malloc(m->message.len + 1)) == NULL)
+		abort();
+	if (lb_text_template(m->message.p, m->message.len, a, m->message.len + 1, &n)) {
+		CHECK(n <= m->message.len);
+		CHECK(lb_text_template(a, n, b, m->message.len + 1, &n2) == 1);
+		CHECK(n2 == n && memcmp(a, b, n) == 0);
+		t.message.p = a;
+		t.message.len = n;
+		if (plain_phrase(q))
+			CHECK(lb_query_match(q, tc, &t) == r);
+	}
+	free(a);
+	free(b);
 }
 
 static void
@@ -80,6 +121,7 @@ roundtrip(const struct lb_tokconf *tc, const uint8_t *data, size_t size)
 	r = lb_query_match(q, tc, &m);
 	CHECK(r == 0 || r == 1);
 	CHECK(lb_query_match(q2, tc, &m) == r);
+	templates(tc, q, &m, r);
 	spans(tc, q, data, size);
 	free(f);
 	free(f2);
