@@ -126,17 +126,28 @@ lb_token_forms(const uint8_t *tok, size_t len, lb_form_fn fn, void *arg)
 	return (0);
 }
 
-static inline int
-t_digit(uint8_t c)
-{
-	return ((uint8_t)(c - '0') <= 9);
-}
-
-static inline int
-t_letter(uint8_t c)
-{
-	return ((uint8_t)((c | 32) - 'a') <= 25);
-}
+/* Byte classes of a template: 0 other, T_WS ASCII white space, T_LETTER, T_DIGIT. */
+#define T_WS		1
+#define T_LETTER	2
+#define T_DIGIT		3
+static const uint8_t tcls[256] = {
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0,	/* 00 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* 10 */
+	1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* 20 */
+	3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0,	/* 30 */
+	0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,	/* 40 */
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0,	/* 50 */
+	0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,	/* 60 */
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0,	/* 70 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* 80 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* 90 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* a0 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* b0 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* c0 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* d0 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* e0 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* f0 */
+};
 
 int
 lb_text_template(const uint8_t *text, size_t len, uint8_t *out, size_t cap, size_t *outlen)
@@ -146,11 +157,11 @@ lb_text_template(const uint8_t *text, size_t len, uint8_t *out, size_t cap, size
 	if (cap > len)
 		cap = len;	/* a template is never longer than its text */
 	while (i < len) {
-		uint8_t	 c = text[i];
+		uint8_t	 c = text[i], k = tcls[c];
 		size_t	 at = o, from = i;
 
-		if (!t_digit(c) && !t_letter(c)) {
-			if (c == ' ' || (uint8_t)(c - '\t') <= '\r' - '\t')
+		if (k < T_LETTER) {
+			if (k == T_WS)
 				run = 0;
 			else if (++run > LB_TOKEN_MAX)
 				return (0);	/* a token that may be cut: its forms may differ */
@@ -161,13 +172,17 @@ lb_text_template(const uint8_t *text, size_t len, uint8_t *out, size_t cap, size
 			continue;
 		}
 		/* A run of letters and digits: copied folded until a digit makes it one "0". */
-		while (i < len && t_letter(text[i])) {
+		while (k == T_LETTER) {
 			if (o == cap)
 				return (0);
-			out[o++] = text[i++] | 32;
+			out[o++] = c | 32;
+			if (++i == len)
+				break;
+			c = text[i];
+			k = tcls[c];
 		}
-		if (i < len && t_digit(text[i])) {
-			while (i < len && (t_digit(text[i]) || t_letter(text[i])))
+		if (i < len && k == T_DIGIT) {
+			while (i < len && tcls[text[i]] >= T_LETTER)
 				i++;
 			if (at == cap)
 				return (0);
