@@ -133,6 +133,19 @@ def word_messages(size: int = 150, distinct: int = 4096) -> list[str]:
 # ---------------------------------------------------------------- statistics
 
 
+def du(path: Path) -> int:
+    """The apparent size of every file under path (files vanishing meanwhile, as a merge
+    removes them, count 0)."""
+    n = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                n += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return n
+
+
 def median(v: Sequence[float]) -> float | None:
     """The median, None for no values."""
     return statistics.median(v) if v else None

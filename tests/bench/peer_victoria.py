@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import re
 import shutil
 import signal
@@ -24,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchlib import KeepAlive
+from benchlib import KeepAlive, du
 from ingest_systems import VL_VERSION, free_port, vl_metric, wait_port
 
 VL_LOAD = "load-1"  # bump when the way the corpus is loaded changes (reloads the data dir)
@@ -205,18 +204,6 @@ def start(exe: Path, data: Path, syslog: bool = False) -> tuple[VL, int]:
 def _metric(vl: VL, name: str) -> int:
     st, body = vl.get("/metrics")
     return vl_metric(body.decode(), name) if st == 200 else 0
-
-
-def du(path: Path) -> int:
-    """Bytes of the files under path, those a merge removes meanwhile left out."""
-    n = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            try:
-                n += os.lstat(os.path.join(root, f)).st_size
-            except OSError:
-                pass
-    return n
 
 
 def load(exe: Path, data: Path, corpus: Path, lines: int) -> dict[str, Any]:

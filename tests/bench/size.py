@@ -47,6 +47,7 @@ import size_corpus  # noqa: E402
 from benchlib import (  # noqa: E402
     add_out_option,
     add_program_options,
+    du,
     find_shared,
     machine,
     machine_line,
@@ -178,18 +179,6 @@ def seal_day(logbox: Path, store: Path) -> str:
             f"{p.stderr.decode(errors='replace')[-3000:]}"
         )
     return time.strftime("%Y/%m-%d", nxt)
-
-
-def du(path: Path) -> int:
-    """The apparent size of every file under path (files vanishing meanwhile count 0)."""
-    n = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            try:
-                n += os.lstat(os.path.join(root, f)).st_size
-            except OSError:
-                pass
-    return n
 
 
 # ---------------------------------------------------------------- logbox
