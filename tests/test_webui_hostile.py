@@ -18,10 +18,14 @@ from lbtest.appliance import Appliance, octet
 from lbtest.cli import message_bytes
 from lbtest.searchd import Searchd, searchd_binary
 from lbtest.webui import WebuiServer, cookies_session, login
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import (
+    NoAlertPresentException,
+    StaleElementReferenceException,
+    WebDriverException,
+)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
 pytestmark = pytest.mark.slow
@@ -195,6 +199,20 @@ def other_id(stack: Stack) -> int:
     return int(m["id"])
 
 
+def gone(element: WebElement) -> bool:
+    """Whether the element's document has been replaced. Chrome reports a node of a document being
+    torn down either as stale or as "does not belong to the document"; both mean gone."""
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as e:
+        if "does not belong to the document" in str(e):
+            return True
+        raise
+    return False
+
+
 def test_query_with_quotes_and_brackets_round_trips(stack: Stack, driver: WebDriver) -> None:
     web = stack.web
     url = web.url + "/search?" + urllib.parse.urlencode({"q": QUERY, "from": "-1h", "limit": 10})
@@ -222,7 +240,7 @@ def test_query_with_quotes_and_brackets_round_trips(stack: Stack, driver: WebDri
     old_q = driver.find_element(By.ID, "q")
     driver.find_element(By.ID, "search-submit").click()
     # the old page must be gone before the new one is read (its readyState is "complete")
-    WebDriverWait(driver, 30).until(EC.staleness_of(old_q))
+    WebDriverWait(driver, 30).until(lambda d: gone(old_q))
     WebDriverWait(driver, 30).until(
         lambda d: d.execute_script("return document.readyState") == "complete"
     )

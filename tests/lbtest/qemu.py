@@ -156,8 +156,8 @@ class Vm:
         return ESCAPES.sub("", text).replace("\r", "")
 
     def wait_console(self, pattern: str, timeout: float) -> re.Match[str]:
-        """The first match of the regular expression on the serial log; fails with the log's
-        tail when qemu exits or timeout seconds pass."""
+        """The first match of the regular expression on the serial log's complete lines; fails
+        with the log's tail when qemu exits or timeout seconds pass."""
         rx = re.compile(pattern, re.M)
 
         def alive() -> None:
@@ -166,8 +166,12 @@ class Vm:
                     f"qemu exited ({self.proc.returncode}) before /{pattern}/:\n{self.tail()}"
                 )
 
+        def complete() -> str:  # a line still being written must not match
+            text = self.console()
+            return text[: text.rfind("\n") + 1]
+
         return wait_until(
-            lambda: rx.search(self.console()),
+            lambda: rx.search(complete()),
             f"/{pattern}/ is on the console",
             timeout,
             interval=0.5,
