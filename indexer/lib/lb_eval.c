@@ -66,6 +66,7 @@ struct ev {
 	struct lb_segment		*sg;		/* NULL for the tail */
 	uint32_t			 sgversion;	/* its format version */
 	uint64_t			 sgcount;	/* its messages */
+	uint64_t			 sgfirst, sglast;	/* its ids */
 	uint64_t			 wlo, whi;	/* its window [wlo, whi) */
 	uint64_t			 nterms;	/* terms wildcards expanded to in it */
 
@@ -1188,9 +1189,14 @@ top_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t d
 	uint64_t	 cnt = 0;
 	int		 rc;
 
-	(void)df;
 	if ((rc = ev_tick(e, 1)) != 0)
 		return (rc);
+	if (w->bm == NULL && e->wlo <= e->sgfirst && e->whi > e->sglast) {
+		/* Every message of the segment matches: the value's count is its df. */
+		if (df == 0)
+			return (0);
+		return (top_add(&e->top, term + e->topkeylen, len - e->topkeylen, df, 0));
+	}
 	e->tmp.n = 0;
 	if ((rc = lb_segment_postings(e->sg, cookie, &e->tmp)) != 0)
 		return (rc);
@@ -1489,9 +1495,22 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 	lb_segment_info(e->sg, &si);
 	e->sgversion = si.version;
 	e->sgcount = si.count;
+	e->sgfirst = si.first_id;
+	e->sglast = si.last_id;
 	e->res->segments++;
 	if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_ALL) {
 		take_range(e, lo, hi);
+		goto bad;
+	}
+	if (e->full && e->rq->q->kind == LB_Q_ALL && lo <= si.first_id && hi > si.last_id) {
+		/* ALL over the whole segment: top values from the dictionary's dfs, unlisted. */
+		struct topwalk w = { e, NULL };
+
+		e->wlo = lo;
+		e->whi = hi;
+		e->nterms = 0;
+		if ((rc = lb_segment_prefix(e->sg, e->topkey, e->topkeylen, top_term, &w)) == 0)
+			take_range(e, lo, hi);
 		goto bad;
 	}
 	if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_NOT &&
