@@ -800,29 +800,128 @@ lb_segw_stats(const struct lb_segw *w, uint64_t *count, uint64_t *first_id, uint
 		*tmax = w->tmax;
 }
 
-/* Sort key: the first 8 term bytes big-endian (so integer order is byte order), then all. */
+/*
+ * Sort key: the first 16 term bytes as two big-endian words (so integer order is byte order,
+ * short keys padded with zeros), then the rest and the length. Sorted in place by an
+ * introsort with the comparison inlined: terms are distinct, and the words alone order
+ * nearly all of them, so the term bytes are rarely read.
+ */
 struct sw_sortent {
-	uint64_t	 pfx;
+	uint64_t	 a, b;
 	uint32_t	 idx;
 };
 
-static int
-sw_cmp(const void *a, const void *b, void *arg)
+#define SORT_INSERTION	16	/* runs this short are insertion-sorted */
+
+static inline uint64_t
+sw_word(const uint8_t *k, size_t len)
 {
-	const struct sw_sortent	*x = a, *y = b;
-	const struct lb_segw	*w = arg;
+	uint64_t	 v = 0;
+
+	if (len >= 8) {
+		memcpy(&v, k, 8);
+		return (__builtin_bswap64(v));
+	}
+	for (size_t j = 0; j < 8; j++)
+		v = v << 8 | (j < len ? k[j] : 0);
+	return (v);
+}
+
+/* x < y: the words, then the bytes after the 16th, then the lengths. */
+static inline int
+sw_less(const struct lb_segw *w, const struct sw_sortent *x, const struct sw_sortent *y)
+{
 	const struct sw_term	*s, *t;
 	size_t			 n;
 	int			 c;
 
-	if (x->pfx != y->pfx)
-		return (x->pfx < y->pfx ? -1 : 1);
+	if (x->a != y->a)
+		return (x->a < y->a);
+	if (x->b != y->b)
+		return (x->b < y->b);
 	s = &w->terms[x->idx];
 	t = &w->terms[y->idx];
 	n = s->klen < t->klen ? s->klen : t->klen;
-	if ((c = memcmp(sw_ptr(w, s->key), sw_ptr(w, t->key), n)) != 0)
-		return (c);
-	return (s->klen < t->klen ? -1 : s->klen > t->klen);
+	if (n > 16 && (c = memcmp(sw_ptr(w, s->key) + 16, sw_ptr(w, t->key) + 16, n - 16)) != 0)
+		return (c < 0);
+	return (s->klen < t->klen);
+}
+
+static inline void
+sw_swap(struct sw_sortent *x, struct sw_sortent *y)
+{
+	struct sw_sortent t = *x;
+
+	*x = *y;
+	*y = t;
+}
+
+static void
+sw_sift(const struct lb_segw *w, struct sw_sortent *v, size_t i, size_t n)
+{
+	for (size_t c; (c = 2 * i + 1) < n; i = c) {
+		if (c + 1 < n && sw_less(w, &v[c], &v[c + 1]))
+			c++;
+		if (!sw_less(w, &v[i], &v[c]))
+			return;
+		sw_swap(&v[i], &v[c]);
+	}
+}
+
+/* Quicksort (median of three, Hoare), heapsort past depth, insertion sort for short runs. */
+static void
+sw_sort(const struct lb_segw *w, struct sw_sortent *v, size_t n, unsigned depth)
+{
+	while (n > SORT_INSERTION) {
+		struct sw_sortent	 p;
+		size_t			 i = 0, j = n - 1, m = n / 2;
+
+		if (depth-- == 0) {
+			for (size_t k = n / 2; k-- > 0;)
+				sw_sift(w, v, k, n);
+			for (size_t k = n - 1; k > 0; k--) {
+				sw_swap(&v[0], &v[k]);
+				sw_sift(w, v, 0, k);
+			}
+			return;
+		}
+		if (sw_less(w, &v[m], &v[0]))
+			sw_swap(&v[m], &v[0]);
+		if (sw_less(w, &v[n - 1], &v[m])) {
+			sw_swap(&v[n - 1], &v[m]);
+			if (sw_less(w, &v[m], &v[0]))
+				sw_swap(&v[m], &v[0]);
+		}
+		p = v[m];	/* v[0] <= p <= v[n - 1]: both scans stop inside */
+		for (;;) {
+			do
+				i++;
+			while (sw_less(w, &v[i], &p));
+			do
+				j--;
+			while (sw_less(w, &p, &v[j]));
+			if (i >= j)
+				break;
+			sw_swap(&v[i], &v[j]);
+		}
+		/* v[0..i) <= p <= v[i..n), both parts non-empty: recurse into the smaller */
+		if (i < n - i) {
+			sw_sort(w, v, i, depth);
+			v += i;
+			n -= i;
+		} else {
+			sw_sort(w, v + i, n - i, depth);
+			n = i;
+		}
+	}
+	for (size_t i = 1; i < n; i++) {
+		struct sw_sortent	 x = v[i];
+		size_t			 j = i;
+
+		for (; j > 0 && sw_less(w, &x, &v[j - 1]); j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
 }
 
 /*
@@ -966,11 +1065,9 @@ lb_segw_write(struct lb_segw *w, const char *path)
 	for (uint32_t i = 0; i < w->nterms; i++) {
 		const struct sw_term	*t = &w->terms[i];
 		const uint8_t		*k = sw_ptr(w, t->key);
-		uint64_t		 p = 0;
 
-		for (int j = 0; j < 8; j++)
-			p = p << 8 | (j < t->klen ? k[j] : 0);
-		ord[i].pfx = p;
+		ord[i].a = sw_word(k, t->klen);
+		ord[i].b = t->klen > 8 ? sw_word(k + 8, t->klen - 8u) : 0;
 		ord[i].idx = i;
 		if (t->plen > maxp)
 			maxp = t->plen;
@@ -979,7 +1076,7 @@ lb_segw_write(struct lb_segw *w, const char *path)
 		if (k[0] == LB_NS_NOTPL && t->klen == 1)
 			notpl = t;
 	}
-	qsort_r(ord, w->nterms, sizeof(*ord), sw_cmp, w);
+	sw_sort(w, ord, w->nterms, 2 * (64 - (unsigned)__builtin_clzll((uint64_t)w->nterms | 1)));
 	if ((list = malloc(maxp + LB_VARINT_MAX)) == NULL ||
 	    (solocap > 0 && (solo = malloc(solocap * sizeof(*solo))) == NULL)) {
 		rc = ENOMEM;

@@ -951,6 +951,95 @@ t_scan(void **state)
 	t_rmtree(dir);
 }
 
+static int
+shit_cmp(const void *a, const void *b)
+{
+	const struct shit	*x = a, *y = b;
+	size_t			 n = x->len < y->len ? x->len : y->len;
+	int			 c = memcmp(x->t, y->t, n);
+
+	return (c != 0 ? c : (x->len > y->len) - (x->len < y->len));
+}
+
+/*
+ * The builder writes its terms in byte order whatever order they came in: random terms that
+ * share long prefixes (past the 16 bytes its sort keys hold, with NULs and 0xff where a short
+ * key is padded), added at random, ascending and descending, some more than once; the walk of
+ * the written dictionary is qsort's order of the distinct terms, each with its count.
+ */
+static void
+t_term_order(void **state)
+{
+	static const uint8_t	 alpha[] = { 0x00, 'a', 0xff };
+	static const char	 base[] = "abcdefghijklmnopqrstuvw";
+	struct lb_segw		*w;
+	struct lb_segment	*sg;
+	struct shits		 got = { 0 };
+	struct shit		*in, *want;
+	char			 dir[256], path[300];
+	uint64_t		 seed = 0x0bd3e5ULL;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/o.seg", dir);
+	for (int round = 0; round < 9; round++) {
+		size_t	 n = round == 0 ? 17 : 100 + t_rnd(&seed) % 30000, nw = 0;
+
+		assert_non_null(in = calloc(n, sizeof(*in)));
+		assert_non_null(want = calloc(n, sizeof(*want)));
+		for (size_t i = 0; i < n; i++) {
+			size_t	 p = t_rnd(&seed) % (sizeof(base) - 1), r = t_rnd(&seed) % 12;
+
+			if (i > 0 && t_rnd(&seed) % 8 == 0) {	/* a term again */
+				in[i] = in[t_rnd(&seed) % i];
+				continue;
+			}
+			in[i].t[0] = t_rnd(&seed) % 2 ? LB_NS_TEXT : LB_NS_HOST;
+			memcpy(in[i].t + 1, base, p);
+			for (size_t k = 0; k < r; k++)
+				in[i].t[1 + p + k] = alpha[t_rnd(&seed) % sizeof(alpha)];
+			in[i].len = 1 + p + r;
+		}
+		if (round % 3 != 0)
+			qsort(in, n, sizeof(*in), shit_cmp);
+		if (round % 3 == 2)
+			for (size_t i = 0; i < n / 2; i++) {
+				struct shit x = in[i];
+
+				in[i] = in[n - 1 - i];
+				in[n - 1 - i] = x;
+			}
+		assert_ok(lb_segw_new(&w));
+		for (size_t i = 0; i < n; i++)
+			assert_ok(lb_segw_add_term(w, in[i].t, in[i].len, i + 1));
+		assert_ok(lb_segw_write(w, path));
+		lb_segw_free(w);
+		qsort(in, n, sizeof(*in), shit_cmp);
+		for (size_t i = 0; i < n; i++) {
+			if (nw > 0 && shit_cmp(&want[nw - 1], &in[i]) == 0) {
+				want[nw - 1].df++;
+				continue;
+			}
+			want[nw] = in[i];
+			want[nw++].df = 1;
+		}
+		assert_ok(lb_segment_open(path, &sg));
+		got.n = 0;
+		assert_ok(lb_segment_prefix(sg, (const uint8_t *)"", 0, shit_add, &got));
+		assert_int_equal(got.n, nw);
+		for (size_t i = 0; i < nw; i++) {
+			assert_int_equal(got.h[i].len, want[i].len);
+			assert_memory_equal(got.h[i].t, want[i].t, want[i].len);
+			assert_int_equal(got.h[i].df, want[i].df);
+		}
+		lb_segment_close(sg);
+		free(in);
+		free(want);
+	}
+	free(got.h);
+	t_rmtree(dir);
+}
+
 /* Terms added in batches (lb_segw_terms_add, lb_segw_add_terms) give the same file as one by one. */
 static void
 t_batches(void **state)
@@ -1353,4 +1442,5 @@ T_MAIN(
 	cmocka_unit_test(t_no_terms),
 	cmocka_unit_test(t_damage),
 	cmocka_unit_test(t_scan),
+	cmocka_unit_test(t_term_order),
 	cmocka_unit_test(t_versions))
