@@ -30,6 +30,7 @@
 #define ENTRY_MAX	(4 * LB_VARINT_MAX + LB_SEG_TERM_MAX + 4)
 #define ZLEVEL		6	/* DEFLATE level of version 2 dictionaries (merges of older segments) */
 #define DICT_ZSTD_LEVEL	5	/* zstd level of dictionary blocks: FORMAT.md §4.10 for the numbers */
+#define DICT_ZSTD_FRESH	1	/* ... of an interval's segment, which merges rewrite (§4.10) */
 
 #if BLK_HDR_MAX + LB_SEG_BLOCK_BYTES - 1 + ENTRY_MAX > LB_SEG_BLOCK_RAW_MAX
 #error "a full dictionary block must fit LB_SEG_BLOCK_RAW_MAX"
@@ -100,12 +101,19 @@ struct lb_segout {
 	uint8_t		 encbuf[LB_PENC_OUT];
 	uint32_t	 version;	/* of the file: LB_SEG_VERSION, or _NOFORMS (merges) */
 	struct lb_bcodec *zc;		/* zstd of each dictionary block (version 3) */
+	int		 zlevel;	/* its level */
 	z_stream	 zs;		/* raw deflate of each dictionary block (version 2) */
 	int		 zinit;
 	uint8_t		 raw[BLK_HDR_MAX + LB_SEG_BLOCK_BYTES + ENTRY_MAX];
 	uint8_t		*zbuf;		/* LB_VARINT_MAX + the codec's bound for raw + 4 */
 	size_t		 zcap;
 };
+
+void
+lb_segout_fresh(struct lb_segout *so)
+{
+	so->zlevel = DICT_ZSTD_FRESH;
+}
 
 void
 lb_segout_abort(struct lb_segout *so)
@@ -165,6 +173,7 @@ lb_segout_begin(const char *path, const struct lb_seginfo *info, struct lb_segou
 	so->post.fd = so->fd;
 	so->dict.fd = so->dfd;
 	so->version = info->version ? info->version : LB_SEG_VERSION;
+	so->zlevel = DICT_ZSTD_LEVEL;
 	if (so->version == LB_SEG_VERSION_NOFORMS) {
 		if (deflateInit2(&so->zs, ZLEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
 			rc = ENOMEM;
@@ -213,7 +222,7 @@ so_flush_block(struct lb_segout *so)
 	if (so->version == LB_SEG_VERSION) {
 		size_t	 comp;
 
-		if ((rc = lb_zstd_frame(&so->zc, DICT_ZSTD_LEVEL, so->raw, hn, so->zbuf + zn,
+		if ((rc = lb_zstd_frame(&so->zc, so->zlevel, so->raw, hn, so->zbuf + zn,
 		    so->zcap - zn - 4, &comp)) != 0)
 			return (rc == EINVAL ? EIO : rc);
 		zn += comp;

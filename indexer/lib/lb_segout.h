@@ -23,6 +23,11 @@ struct lb_seginfo;
  * last_id.
  */
 int	lb_segout_begin(const char *path, const struct lb_seginfo *info, struct lb_segout **out);
+/*
+ * The segment is an interval's, which merges rewrite: its dictionary blocks are compressed
+ * faster and a little less (FORMAT.md §4.10). Before the first term.
+ */
+void	lb_segout_fresh(struct lb_segout *so);
 int	lb_segout_term(struct lb_segout *so, const uint8_t *term, size_t len, uint64_t df,
 	    const uint8_t *list, size_t listlen);
 /*

@@ -1090,6 +1090,7 @@ lb_segw_write(struct lb_segw *w, const char *path)
 	info.tmax = w->tmax;
 	if ((rc = lb_segout_begin(path, &info, &so)) != 0)
 		goto fail;
+	lb_segout_fresh(so);
 	for (uint32_t i = 0; i < w->nterms; i++) {
 		const struct sw_term	*t = &w->terms[ord[i].idx];
 		const uint8_t		*k = sw_ptr(w, t->key);
