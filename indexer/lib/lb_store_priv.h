@@ -114,6 +114,8 @@ int	lb_store_tm_write(struct lb_store *st);
 int	lb_store_state_save(struct lb_store *st);
 int	lb_store_write_segw(struct lb_store *st, uint32_t day, struct lb_segref *ref);
 void	lb_store_ix_free(struct ixq *ix);
+/* Waits until the merge thread has done every merge asked for; a failure of one, once. */
+int	lb_store_merge_wait(struct lb_store *st);
 
 /* lb_store_merge.c */
 int	lb_store_merge_day(struct lb_store *st, uint32_t day, int all);

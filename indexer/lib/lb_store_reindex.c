@@ -97,7 +97,8 @@ lb_store_reindex(struct lb_store *st, void (*progress)(void *arg, uint64_t done,
 			return (rc);
 		if ((rc = lb_store_flush(st)) != 0)
 			return (rc);
-	}
+	} else if ((rc = lb_store_merge_wait(st)) != 0)
+		return (rc);
 	if ((rc = lb_store_days_load(st)) != 0)
 		return (rc);
 	lb_store_range(st, &first, &next);

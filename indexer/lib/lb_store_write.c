@@ -5,8 +5,8 @@
  * points at it (merges, lb_store_merge.c, then delete their inputs). Recovery
  * (lb_store_recover.c) finds where this order was cut by a crash.
  *
- * Threads: the writer indexes in a second thread, writes segments of timed flushes in a third
- * (and lb_msgfile.c compresses in a fourth). lb_store_append stores the message, then cuts,
+ * Threads: the writer indexes in a second thread, writes segments of timed flushes in a third,
+ * merges segments in a fourth (and lb_msgfile.c compresses in a fifth). lb_store_append stores the message, then cuts,
  * folds and hashes its terms into a batch (lb_segw_terms_add); full batches go to the indexer
  * thread, which only inserts them into the open interval (st->segw), in id order
  * (lb_segw_add_terms). Everything else that touches st->segw (flush, reindex, close) first
@@ -18,9 +18,15 @@
  * A flush that lb_store_append starts (time or memory) does not wait for the segment file:
  * after the messages are durable it hands the full builder to the segment thread, takes the
  * spare one (st->spare) for the next interval and goes on appending; the segment is published
- * (catalog, state, merges) by a later append, flush or close once the file is durable. The
- * order of the steps on disk is that of lb_store_flush, which does all of them before it
- * returns.
+ * (catalog, state) by a later append, flush or close once the file is durable. The order of
+ * the steps on disk is that of lb_store_flush, which does all of them before it returns.
+ *
+ * Merges (lb_store_merge.c) run in the merge thread, so that the appender never waits for
+ * one: a publish asks it for the tiered merges of the segment's day, a day's end for the
+ * whole day in one segment. It runs one merge at a time, in the order asked; lb_store_flush,
+ * reindex and close wait until it has done everything asked (merge_wait). A merge's failure
+ * loses nothing (its inputs stay published) and is returned once by the next append or flush
+ * that asks for a merge, which tries again; a day that retention removed meanwhile is not one.
  */
 #include <errno.h>
 #include <limits.h>
@@ -168,6 +174,13 @@ struct ixq {
 	int		 awidle;	/* appender's copy of wseg == NULL */
 	int		 aerr;		/* appender's sticky error: err, or its own */
 	size_t		 amem;		/* appender's copy of mem */
+	pthread_t	 mthr;		/* the merge thread */
+	int		 mthr_on;
+	pthread_cond_t	 cv_mjob;
+	uint32_t	 mtier;		/* a day whose tiered merges are asked for; 0: none */
+	uint32_t	 mall;		/* a day to merge into one segment; 0: none */
+	int		 mbusy;		/* a merge is running */
+	int		 merr;		/* the last failed merge's error, until returned */
 };
 
 static void *
@@ -231,6 +244,84 @@ ix_writer(void *arg)
 	return (NULL);
 }
 
+/* The merge thread: the merges asked for, one at a time, a whole day first. */
+static void *
+ix_merger(void *arg)
+{
+	struct ixq	*ix = arg;
+	uint32_t	 day;
+	int		 all, rc;
+
+	pthread_mutex_lock(&ix->mu);
+	for (;;) {
+		while (ix->mtier == 0 && ix->mall == 0 && !ix->stop)
+			pthread_cond_wait(&ix->cv_mjob, &ix->mu);
+		if (ix->mtier == 0 && ix->mall == 0)
+			break;
+		all = ix->mall != 0;
+		day = all ? ix->mall : ix->mtier;
+		if (all)
+			ix->mall = 0;
+		else
+			ix->mtier = 0;
+		ix->mbusy = 1;
+		pthread_mutex_unlock(&ix->mu);
+		rc = lb_store_merge_day(ix->st, day, all);
+		if (rc == ENOENT || rc == LB_ENOTFOUND)
+			rc = 0;		/* the day's segments went meanwhile (retention) */
+		pthread_mutex_lock(&ix->mu);
+		ix->mbusy = 0;
+		if (rc != 0)
+			ix->merr = rc;
+		pthread_cond_broadcast(&ix->cv_done);
+	}
+	pthread_mutex_unlock(&ix->mu);
+	return (NULL);
+}
+
+/*
+ * Asks for the merges of day (tiered, or with all the whole day in one segment); merges at
+ * once without the thread. Returns a failure of an earlier merge, once.
+ */
+static int
+merge_ask(struct lb_store *st, uint32_t day, int all)
+{
+	struct ixq	*ix = st->ix;
+	int		 rc;
+
+	if (ix == NULL || !ix->mthr_on)
+		return (lb_store_merge_day(st, day, all));
+	pthread_mutex_lock(&ix->mu);
+	if (all) {
+		while (ix->mall != 0 && ix->mall != day)
+			pthread_cond_wait(&ix->cv_done, &ix->mu);
+		ix->mall = day;
+	} else
+		ix->mtier = day;
+	rc = ix->merr;
+	ix->merr = 0;
+	pthread_cond_signal(&ix->cv_mjob);
+	pthread_mutex_unlock(&ix->mu);
+	return (rc);
+}
+
+int
+lb_store_merge_wait(struct lb_store *st)
+{
+	struct ixq	*ix = st->ix;
+	int		 rc;
+
+	if (ix == NULL || !ix->mthr_on)
+		return (0);
+	pthread_mutex_lock(&ix->mu);
+	while (ix->mtier != 0 || ix->mall != 0 || ix->mbusy)
+		pthread_cond_wait(&ix->cv_done, &ix->mu);
+	rc = ix->merr;
+	ix->merr = 0;
+	pthread_mutex_unlock(&ix->mu);
+	return (rc);
+}
+
 void
 lb_store_ix_free(struct ixq *ix)
 {
@@ -241,10 +332,14 @@ lb_store_ix_free(struct ixq *ix)
 		ix->stop = 1;
 		pthread_cond_signal(&ix->cv_work);
 		pthread_cond_signal(&ix->cv_wjob);
+		pthread_cond_signal(&ix->cv_mjob);
 		pthread_mutex_unlock(&ix->mu);
 		pthread_join(ix->thr, NULL);
 		if (ix->wthr_on)
 			pthread_join(ix->wthr, NULL);
+		if (ix->mthr_on)	/* (it does what was asked first) */
+			pthread_join(ix->mthr, NULL);
+		pthread_cond_destroy(&ix->cv_mjob);
 		pthread_cond_destroy(&ix->cv_wjob);
 		pthread_cond_destroy(&ix->cv_work);
 		pthread_cond_destroy(&ix->cv_done);
@@ -284,7 +379,15 @@ ix_new(struct lb_store *st, struct ixq **out)
 		pthread_mutex_destroy(&ix->mu);
 		goto fail;
 	}
+	if ((rc = pthread_cond_init(&ix->cv_mjob, NULL)) != 0) {
+		pthread_cond_destroy(&ix->cv_wjob);
+		pthread_cond_destroy(&ix->cv_done);
+		pthread_cond_destroy(&ix->cv_work);
+		pthread_mutex_destroy(&ix->mu);
+		goto fail;
+	}
 	if ((rc = pthread_create(&ix->thr, NULL, ix_main, ix)) != 0) {
+		pthread_cond_destroy(&ix->cv_mjob);
 		pthread_cond_destroy(&ix->cv_wjob);
 		pthread_cond_destroy(&ix->cv_done);
 		pthread_cond_destroy(&ix->cv_work);
@@ -294,6 +397,8 @@ ix_new(struct lb_store *st, struct ixq **out)
 	ix->thr_on = 1;
 	if (pthread_create(&ix->wthr, NULL, ix_writer, ix) == 0)
 		ix->wthr_on = 1;	/* (without it, every flush writes in the caller) */
+	if (pthread_create(&ix->mthr, NULL, ix_merger, ix) == 0)
+		ix->mthr_on = 1;	/* (without it, the caller merges) */
 	ix->awidle = 1;
 	*out = ix;
 	return (0);
@@ -461,7 +566,7 @@ seg_finish(struct lb_store *st)
 	st->indexed_id = st->pend_ref.last_id + 1;
 	if ((rc = lb_store_state_save(st)) != 0)
 		return (rc);
-	return (lb_store_merge_day(st, st->pend_ref.day, 0));
+	return (merge_ask(st, st->pend_ref.day, 0));
 }
 
 /*
@@ -526,15 +631,14 @@ flush_async(struct lb_store *st)
 	return (0);
 }
 
-int
-lb_store_flush(struct lb_store *st)
+/* lb_store_flush without waiting for the merges it asks for. */
+static int
+flush_now(struct lb_store *st)
 {
 	struct lb_segref	 ref;
 	uint64_t		 count, last;
 	int			 rc;
 
-	if (st->mode != LB_RDWR)
-		return (EBADF);
 	if ((rc = flush_begin(st, &count, &last)) != 0 || count == 0)
 		return (rc);
 	if ((rc = publish_segw(st, st->day.day, &ref)) != 0)
@@ -548,10 +652,22 @@ lb_store_flush(struct lb_store *st)
 	st->indexed_id = last + 1;
 	if ((rc = lb_store_state_save(st)) != 0)
 		return (rc);
-	return (lb_store_merge_day(st, st->day.day, 0));
+	return (merge_ask(st, st->day.day, 0));
 }
 
-/* Ends the current day: seal, flush, merge the day into one segment, close its file. */
+int
+lb_store_flush(struct lb_store *st)
+{
+	int	rc, mrc;
+
+	if (st->mode != LB_RDWR)
+		return (EBADF);
+	rc = flush_now(st);
+	mrc = lb_store_merge_wait(st);
+	return (rc != 0 ? rc : mrc);
+}
+
+/* Ends the current day: seal, flush, close its file; the day is merged into one segment. */
 static int
 end_day(struct lb_store *st)
 {
@@ -560,11 +676,11 @@ end_day(struct lb_store *st)
 
 	if ((rc = lb_msgfile_seal(st->mf)) != 0)
 		return (rc);
-	if ((rc = lb_store_flush(st)) != 0)
+	if ((rc = flush_now(st)) != 0)
 		return (rc);
 	lb_msgfile_close(st->mf);
 	st->mf = NULL;
-	return (lb_store_merge_day(st, day, 1));
+	return (merge_ask(st, day, 1));
 }
 
 /* ---------------------------------------------------------------- append and commit */

@@ -166,6 +166,63 @@ t_day_rollover_and_time(void **state)
 	t_rmtree(dir);
 }
 
+/*
+ * Merges run beside the appends (the merge thread): an interval every millisecond over three
+ * days makes tiered merges while messages keep coming, and each day's end a whole-day merge.
+ * Checked while still open (lookups over segments a merge may be replacing) and after close:
+ * every message found, each ended day one segment, verify clean.
+ */
+static void
+t_background_merges(void **state)
+{
+	char			 dir[256], buf[128];
+	struct lb_catalog	*cat;
+	struct lb_store		*st;
+	struct lb_lsconf	 conf;
+	struct lb_msg		 m;
+	struct lb_storestats	 ss;
+	struct lb_segref	*refs = NULL;
+	size_t			 nrefs = 0, perday[3] = { 0 };
+	const uint64_t		 n = 4500;
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_ok(lb_catalog_open(dir, LB_RDWR, &cat));
+	lb_lsconf_default(&conf);
+	conf.flush_ms = 1;
+	assert_ok(lb_catalog_logspace_create(cat, "main", &conf));
+	assert_ok(lb_store_open_writer(cat, dir, "main", &st));
+	for (uint64_t i = 1; i <= n; i++) {
+		mkmsg(&m, buf, sizeof(buf), i, T0 + (int64_t)((i - 1) / (n / 3)) * DAY_US +
+		    (int64_t)i);
+		assert_ok(lb_store_append(st, &m));
+		assert_int_equal(m.id, i);
+		if (i % 1000 == 0) {
+			assert_ok(lb_store_commit(st, 0));
+			check_words(st, i);
+		}
+	}
+	assert_ok(lb_store_close(st));
+	assert_ok(lb_catalog_segments(cat, "main", 0, UINT64_MAX, &refs, &nrefs));
+	for (size_t i = 0; i < nrefs; i++) {
+		assert_true(refs[i].day >= 20250101 && refs[i].day <= 20250103);
+		perday[refs[i].day - 20250101]++;
+	}
+	assert_int_equal(perday[0], 1);
+	assert_int_equal(perday[1], 1);
+	assert_true(perday[2] >= 1);
+	free(refs);
+	lb_catalog_close(cat);
+	assert_ok(lb_store_open(dir, "main", LB_RDONLY, &st));
+	assert_ok(lb_store_stats(st, &ss));
+	assert_int_equal(ss.messages, n);
+	assert_int_equal(ss.days, 3);
+	check_words(st, n);
+	lb_store_close(st);
+	verify_ok(dir);
+	t_rmtree(dir);
+}
+
 /* A writer killed without closing: the next writer recovers every committed message. */
 static void
 t_recover_unclosed_writer(void **state)
@@ -432,6 +489,7 @@ t_parse_flags_cut(void **state)
 
 T_MAIN(
 	cmocka_unit_test(t_roundtrip_flush_merge),
+	cmocka_unit_test(t_background_merges),
 	cmocka_unit_test(t_day_rollover_and_time),
 	cmocka_unit_test(t_recover_unclosed_writer),
 	cmocka_unit_test(t_reindex_and_lock),
