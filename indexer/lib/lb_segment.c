@@ -1032,8 +1032,8 @@ sg_cmp_first(const void *a, const void *b)
 	return (x->first_id < y->first_id ? -1 : x->first_id > y->first_id);
 }
 
-int
-lb_segment_merge(struct lb_segment **in, int n, const char *path)
+static int
+merge_into(struct lb_segment **in, int n, const char *path, int tier)
 {
 	struct lb_segment	**s = NULL;
 	struct mcur		 *mc = NULL;
@@ -1076,6 +1076,8 @@ lb_segment_merge(struct lb_segment **in, int n, const char *path)
 	}
 	if ((rc = lb_segout_begin(path, &info, &so)) != 0)
 		goto fail;
+	if (tier)
+		lb_segout_fresh(so);
 	for (;;) {
 		/* The smallest current term; inputs holding it are taken in id order. */
 		for (lo = -1, i = 0; i < n; i++)
@@ -1120,4 +1122,16 @@ lb_segment_merge(struct lb_segment **in, int n, const char *path)
 	free(mc);
 	free(s);
 	return (rc);
+}
+
+int
+lb_segment_merge(struct lb_segment **in, int n, const char *path)
+{
+	return (merge_into(in, n, path, 0));
+}
+
+int
+lb_segment_merge_tier(struct lb_segment **in, int n, const char *path)
+{
+	return (merge_into(in, n, path, 1));
 }

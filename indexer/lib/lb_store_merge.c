@@ -20,10 +20,10 @@
 
 /*
  * Merges a day's run of segments refs[a..b) into one, publishes it in place of them, then
- * deletes the inputs.
+ * deletes the inputs. A tier's merge is one a later merge of the day rewrites.
  */
 static int
-merge_run(struct lb_store *st, struct lb_segref *refs, size_t a, size_t b)
+merge_run(struct lb_store *st, struct lb_segref *refs, size_t a, size_t b, int tier)
 {
 	struct lb_segment	**in;
 	struct lb_segref	 out;
@@ -63,7 +63,7 @@ merge_run(struct lb_store *st, struct lb_segref *refs, size_t a, size_t b)
 		goto done;
 	if ((rc = lb_store_seg_path(st, out.day, out.file, path, sizeof(path))) != 0)
 		goto done;
-	if ((rc = lb_segment_merge(in, n, path)) != 0)
+	if ((rc = (tier ? lb_segment_merge_tier : lb_segment_merge)(in, n, path)) != 0)
 		goto done;
 	if (stat(path, &sb) == -1) {
 		rc = errno;
@@ -112,14 +112,14 @@ lb_store_merge_day(struct lb_store *st, uint32_t day, int all)
 			;
 		if (all) {
 			if (b - a > 1)
-				rc = merge_run(st, refs, a, b);
+				rc = merge_run(st, refs, a, b, 0);
 			break;
 		}
 		for (size_t i = a; i < b; i = k) {
 			for (k = i + 1; k < b && refs[k].level == refs[i].level; k++)
 				;
 			if (k - i >= STORE_FANOUT) {
-				if ((rc = merge_run(st, refs, i, i + STORE_FANOUT)) != 0)
+				if ((rc = merge_run(st, refs, i, i + STORE_FANOUT, 1)) != 0)
 					goto done;
 				again = 1;
 				break;

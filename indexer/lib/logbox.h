@@ -466,6 +466,11 @@ int	lb_segment_verify(struct lb_segment *sg, char *why, size_t whylen);
  * stays bounded by streaming the dictionaries in order.
  */
 int	lb_segment_merge(struct lb_segment **in, int n, const char *path);
+/*
+ * lb_segment_merge for a segment that a later merge rewrites (a store's tiered merges within
+ * a day): its dictionary is compressed faster and a little less (FORMAT.md §4.10).
+ */
+int	lb_segment_merge_tier(struct lb_segment **in, int n, const char *path);
 
 /* ---------------------------------------------------------------- catalog (lb_catalog.c) */
 
