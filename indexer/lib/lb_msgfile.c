@@ -1556,6 +1556,19 @@ lb_msgfile_commit(struct lb_msgfile *mf, int sync)
 }
 
 int
+lb_msgfile_settle(struct lb_msgfile *mf)
+{
+	int	 rc;
+
+	if (mf->mode != LB_RDWR)
+		return (EINVAL);
+	/* The blocks written make the WAL stale: the commit replaces it. */
+	if ((rc = reap(mf, 0)) != 0)
+		return (rc);
+	return (lb_msgfile_commit(mf, 1));
+}
+
+int
 lb_msgfile_seal(struct lb_msgfile *mf)
 {
 	int	 rc;

@@ -238,7 +238,11 @@ lb_store_close(struct lb_store *st)
 	if (st == NULL)
 		return (0);
 	if (st->mode == LB_RDWR && st->mf != NULL && st->segw != NULL) {
-		rc = lb_msgfile_commit(st->mf, 1);
+		/*
+		 * Not a commit alone: it would leave the records of blocks still queued in the WAL,
+		 * where they would hide a messages file cut short from verify.
+		 */
+		rc = lb_msgfile_settle(st->mf);
 		if (rc == 0)
 			rc = lb_store_tm_write(st);
 		if (rc == 0)

@@ -262,6 +262,12 @@ int	lb_msgfile_append(struct lb_msgfile *mf, const struct lb_msg *m);
 /* Writes buffered WAL records; with sync, fdatasync()s them. After it returns 0 they survive a crash (with sync) or a process kill (without). */
 int	lb_msgfile_commit(struct lb_msgfile *mf, int sync);
 
+/*
+ * lb_msgfile_commit with sync, after the compressor thread has written every queued block: the
+ * WAL is left holding the open block's records only (a writer's last commit before close).
+ */
+int	lb_msgfile_settle(struct lb_msgfile *mf);
+
 /* Seals the open block (if any): compress, append, fsync, then empty the WAL. */
 int	lb_msgfile_seal(struct lb_msgfile *mf);
 
