@@ -82,6 +82,7 @@ struct ev {
 	struct toph			 top;
 	uint8_t				 topkey[EV_KEY_MAX];	/* namespace (and sd name) prefix */
 	size_t				 topkeylen;
+	const struct lb_qpat		*pin;		/* top: every match's value (pin_of) */
 };
 
 static int	ev_node(struct ev *, const struct lb_qnode *, struct lb_postings *, int *);
@@ -1216,6 +1217,29 @@ top_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t d
 	return (top_add(&e->top, term + e->topkeylen, len - e->topkeylen, cnt, 0));
 }
 
+/*
+ * The pattern of the one value of field ns that every match of q has, or NULL: ns holds one
+ * value per message, without forms (host, program, pid, msgid, peer), and q is an exact term
+ * on it or an AND with one as a child.
+ */
+static const struct lb_qpat *
+pin_of(const struct lb_qnode *q, uint8_t ns)
+{
+	const struct lb_qpat	*p;
+
+	if (ns != LB_NS_HOST && ns != LB_NS_PROGRAM && ns != LB_NS_PID && ns != LB_NS_MSGID &&
+	    ns != LB_NS_PEER)
+		return (NULL);
+	if (q->kind == LB_Q_TERM && q->ns == ns && q->npats == 1 &&
+	    q->pats[0].kind == LB_QP_EXACT)
+		return (&q->pats[0]);
+	if (q->kind == LB_Q_AND)
+		for (size_t i = 0; i < q->nkids; i++)
+			if ((p = pin_of(q->kids[i], ns)) != NULL)
+				return (p);
+	return (NULL);
+}
+
 /* Counts the top field's values over the matches (ids) of the current segment's window. */
 static int
 top_segment(struct ev *e, const struct lb_postings *ids)
@@ -1277,13 +1301,17 @@ top_message(struct ev *e, uint64_t id, const struct lb_msg *m)
 /*
  * The top values of a segment's matches. A few matches are counted from their messages (a
  * block read each), which beats decoding every list of the field (the whole text index for
- * LB_NS_TEXT) to find them.
+ * LB_NS_TEXT) to find them. When the query pins the field, every match has the one value.
  */
 static int
 top_matches(struct ev *e, const struct lb_postings *ids)
 {
 	struct lb_msg	m;
 	int		rc;
+
+	if (e->pin != NULL)
+		return (ids->n == 0 ? 0 :
+		    top_add(&e->top, e->pin->lit, e->pin->litlen, ids->n, 0));
 
 	if (ids->n > (e->rq->top_ns == LB_NS_TEXT ? EV_TOP_READ_TEXT : EV_TOP_READ))
 		return (top_segment(e, ids));
@@ -1880,6 +1908,7 @@ lb_search(struct lb_store *st, const struct lb_searchreq *rq, struct lb_searchre
 	if (rq->want & LB_WANT_TOP) {
 		e.topkey[0] = rq->top_ns;
 		e.topkeylen = 1;
+		e.pin = pin_of(rq->q, rq->top_ns);
 		if (rq->top_ns == LB_NS_SD &&
 		    (rc = mkkey(e.topkey, &e.topkeylen, LB_NS_SD, rq->top_sdname, NULL, 0)) != 0) {
 			rc = rc == LB_ENOTFOUND ? EINVAL : rc;

@@ -637,6 +637,64 @@ check_random(struct lb_store *st, int ntrees, int nmsg)
 	return (bad);
 }
 
+/*
+ * Top values of a field that the query pins (an exact term on host, program or peer, alone or
+ * in an AND), which the evaluator counts without the field's lists: against brute force, with
+ * patterns that do not pin (wildcards, OR, NOT) mixed in.
+ */
+static int
+check_pinned(struct lb_store *st, int ntrees, int nmsg)
+{
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct expect		*x = calloc(1, sizeof(*x));
+	int			 bad = 0, counted = 0;
+
+	assert_non_null(x);
+	for (int i = 0; i < ntrees; i++) {
+		static const uint8_t	 nss[] = { LB_NS_HOST, LB_NS_PROGRAM, LB_NS_PEER };
+		uint8_t			 ns = nss[rnd(3)];
+		const char		*pat = ns == LB_NS_HOST ? host_pats[rnd(6) % 3 == 2 ? 2 : rnd(2)] :
+		    ns == LB_NS_PROGRAM ? prog_pats[rnd(3)] : peer_pats[rnd(2)];
+		struct lb_qnode		*k[2] = { qterm(ns, NULL, pat), gen_tree(2) }, *q;
+		const char		*why;
+
+		switch (rnd(4)) {
+		case 0:
+			q = k[0];
+			lb_query_free(k[1]);
+			break;
+		case 1:
+			q = qkids(LB_Q_AND, 2, k);
+			break;
+		case 2:
+			q = qkids(LB_Q_AND, 2, (struct lb_qnode *[]){ k[1], k[0] });
+			break;
+		default:
+			q = qkids(LB_Q_OR, 2, k);
+			break;
+		}
+		random_req(&rq, q);
+		rq.want |= LB_WANT_TOP;
+		rq.top_ns = ns;
+		assert_ok(lb_search(st, &rq, &r));
+		brute(&rq, nmsg, x);
+		if ((why = compare(&rq, &r, x)) != NULL) {
+			fprintf(stderr, "pinned %d: %s differs: ", i, why);
+			print_tree(q);
+			fprintf(stderr, "\n");
+			bad++;
+		}
+		counted += r.ntop > 0;
+		lb_searchres_free(&r);
+		expect_free(x);
+		lb_query_free(q);
+	}
+	assert_true(counted > ntrees / 4);
+	free(x);
+	return (bad);
+}
+
 /* ---------------------------------------------------------------- tests */
 
 /* Queries as users write them, through the parser. */
@@ -695,6 +753,7 @@ t_random(void **state)
 	st = build();
 	/* The writer: segments and a tail not indexed yet; leading wildcards through term blobs. */
 	assert_int_equal(check_random(st, 1500, NMSG), 0);
+	assert_int_equal(check_pinned(st, 400, NMSG), 0);
 	blob = lb_store_blob_bytes(st);
 	assert_true(blob > 0 && blob <= LB_BLOB_BUDGET);
 	assert_ok(lb_store_close(st));
