@@ -6,10 +6,10 @@
  * (lb_store_recover.c) finds where this order was cut by a crash.
  *
  * Threads: the writer indexes in a second thread, writes segments of timed flushes in a third,
- * merges segments in a fourth (and lb_msgfile.c compresses in a fifth). lb_store_append stores the message, then cuts,
- * folds and hashes its terms into a batch (lb_segw_terms_add); full batches go to the indexer
- * thread, which only inserts them into the open interval (st->segw), in id order
- * (lb_segw_add_terms). Everything else that touches st->segw (flush, reindex, close) first
+ * merges segments in a fourth (and lb_msgfile.c compresses in a fifth). lb_store_append stores
+ * the message, then cuts, folds and hashes its terms into a batch (lb_segw_terms_add); full
+ * batches go to the indexer thread, which only inserts them into the open interval
+ * (st->segw), in id order (lb_segw_add_terms). Everything else that touches st->segw (flush, reindex, close) first
  * waits for the thread to finish what is queued (ix_sync). A failure of a thread is returned
  * by the next append or flush. Nothing on disk depends on the threads: the message file is
  * written by the caller's thread before the terms are queued, and a segment is only written
