@@ -136,15 +136,42 @@ class Vm:
             cmd += ["-fw_cfg", f"name=opt/logbox/firstboot,file={cfg}"]
         return cmd
 
-    def start(self) -> Vm:
-        """Starts qemu (returns at once)."""
-        self.serial.unlink(missing_ok=True)
-        self.qmp_path.unlink(missing_ok=True)
-        log = open(self.workdir / f"{self.name}.qemu.log", "wb")  # noqa: SIM115
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
-        log.close()
+    def start(self, attempts: int = 4) -> Vm:
+        """Starts qemu (returns once it has set up its devices). The forwarded ports are free
+        when picked but may be taken before qemu binds them: qemu then exits at once ("Could
+        not set up host forwarding rule"), and it is started again on other ports."""
+        for attempt in range(attempts):
+            self.serial.unlink(missing_ok=True)
+            self.qmp_path.unlink(missing_ok=True)
+            log = open(self.qemu_log, "wb")  # noqa: SIM115
+            self.started = time.monotonic()
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
+            log.close()
+            try:  # the QMP socket appears once the command line is accepted
+                wait_until(lambda: self.qmp_path.exists() or self.proc.poll() is not None,
+                           "qemu accepted its command line", 30, interval=0.05)  # fmt: skip
+            except AssertionError:
+                pass  # slow to start: wait_console reports what comes next
+            if self.proc.poll() is None or self.proc.returncode == 0:
+                return self
+            if "host forwarding" not in self.qemu_output() or attempt == attempts - 1:
+                raise AssertionError(
+                    f"qemu exited ({self.proc.returncode}) at start:\n{self.qemu_output()}"
+                )
+            self.ports = {gp: free_port() for gp in GUEST_PORTS}
         return self
+
+    @property
+    def qemu_log(self) -> Path:
+        """qemu's own stdout and stderr."""
+        return self.workdir / f"{self.name}.qemu.log"
+
+    def qemu_output(self, limit: int = 4000) -> str:
+        """The end of qemu's own output."""
+        try:
+            return self.qemu_log.read_bytes()[-limit:].decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
 
     def console(self) -> str:
         """The serial log so far, without terminal escapes and carriage returns (bytes that are
@@ -164,6 +191,7 @@ class Vm:
             if self.proc is not None and self.proc.poll() is not None:
                 raise AssertionError(
                     f"qemu exited ({self.proc.returncode}) before /{pattern}/:\n{self.tail()}"
+                    f"\nqemu said:\n{self.qemu_output()}"
                 )
 
         def complete() -> str:  # a line still being written must not match
