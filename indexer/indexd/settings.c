@@ -586,6 +586,12 @@ retention_ls(struct indexd *env, const char *ls, int64_t now)
 	/* Never the newest day: its writer appends to it (and it may be today). */
 	for (size_t i = 0; i + 1 < n && days[i].day < cutoff; i++) {
 		day_name(name, sizeof(name), days[i].day);
+		/* The next day's chain keeps the removed day's head (FORMAT.md §14). */
+		if ((rc = lb_chain_tomb(env->data, env->cat, ls, &days[i], days[i + 1].day)) != 0) {
+			log_warnx("retention: %s: the tombstone of %s: %s", ls, name,
+			    lb_strerror(rc));
+			break;
+		}
 		if ((rc = lb_catalog_day_delete(env->cat, ls, days[i].day)) != 0) {
 			log_warnx("retention: %s: removing %s from the catalog: %s", ls, name,
 			    lb_strerror(rc));

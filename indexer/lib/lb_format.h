@@ -160,6 +160,36 @@
 #define LB_DL_FRAME_MAX		(1024 * 1024)	/* frame bytes a record may hold */
 #define LB_DL_BODY_MAX		(LB_DL_BODY_MIN + 2 * 65535 + LB_DL_FRAME_MAX)
 
+/* ---------------------------------------------------------------- hash chain (lb_chain.c) */
+/*
+ * <day>/chain (FORMAT.md §14): records back to back, each a 32-byte header (magic, length,
+ * kind, flags, seq, time), the kind's body, then a 68-byte trailer: the hash of the record
+ * before, this record's SHA-256 (of every byte before it), and the length again.
+ */
+#define LB_FILE_CHAIN		"chain"		/* <day>/chain */
+#define LB_CHAIN_MAGIC		0x5243424cU	/* "LBCR" at offset 0 of every record */
+#define LB_CHR_MAGIC		0	/* u32 */
+#define LB_CHR_LEN		4	/* u32: the record's bytes, header to trailer */
+#define LB_CHR_KIND		8	/* u8: LB_CH_* */
+#define LB_CHR_FLAGS		9	/* u8: LB_CHF_* */
+#define LB_CHR_RESERVED		10	/* 6 bytes: 0 */
+#define LB_CHR_SEQ		16	/* u64 */
+#define LB_CHR_TIME		24	/* i64: µs since the epoch */
+#define LB_CHR_HDR_SIZE		32
+#define LB_CHR_TRAILER_SIZE	68	/* prev (32), hash (32), length (u32) */
+#define LB_CHR_MAX		(1024 * 1024)	/* bytes a record may have */
+#define LB_CH_GENESIS		1	/* body: logspace[64] day u32 prev_day u32 prev_seq u64 */
+#define LB_CH_BLOCK		2	/* body: first_id u64 off u64 count u32 len u32 sha[32] */
+#define LB_CH_SEGMENT		3	/* body: name[64] first u64 last u64 count u64 size u64
+				   level u32 nrepl u32 sha[32], then nrepl names[64] */
+#define LB_CH_TOMB		4	/* body: day u32 0 u32 first_id u64 count u64 seq u64
+				   head[32] */
+#define LB_CHF_RECOVERED	0x01	/* chained when the writer opened, not when made */
+#define LB_CH_GENESIS_BODY	80
+#define LB_CH_BLOCK_BODY	56
+#define LB_CH_SEGMENT_BODY	136	/* without the names it replaces */
+#define LB_CH_TOMB_BODY		64
+
 /* ---------------------------------------------------------------- time map */
 #define LB_TIMEMAP_STEP		(1000000LL)	/* µs of receive time per time→id entry */
 

@@ -54,6 +54,7 @@
 
 #include "logbox.h"
 #include "lb_block.h"
+#include "lb_chain.h"
 #include "lb_format.h"
 #include "lb_util.h"
 
@@ -1793,4 +1794,53 @@ lb_msgfile_sizes(struct lb_msgfile *mf, uint64_t *disk, uint64_t *raw)
 		wal = mf->wsize;
 	*disk = mf->mend + wal;
 	*raw = mf->sraw + mf->qraw + mf->tail.len;
+}
+
+/* ------------------------------------------------------------------ the block index */
+
+size_t
+lb_msgfile_nblocks(struct lb_msgfile *mf)
+{
+	return (mf->nblk);
+}
+
+void
+lb_msgfile_block(struct lb_msgfile *mf, size_t i, struct lb_blkref *b)
+{
+	const struct bent *e = &mf->blk[i];
+
+	b->off = e->off;
+	b->first = e->first;
+	b->count = e->count;
+	b->bad = e->bad;
+	b->len = e->bad ? 0 : LB_BHDR_SIZE + e->comp;
+}
+
+int
+lb_msgfile_block_hash(struct lb_msgfile *mf, const struct lb_blkref *b, uint8_t sha[32])
+{
+	if (b->bad)
+		return (LB_ECORRUPT);
+	return (lb_sha256_fd(mf->mfd, b->off, b->len, sha));
+}
+
+uint64_t
+lb_msgfile_end(struct lb_msgfile *mf)
+{
+	return (mf->mend);
+}
+
+int
+lb_msgfile_fd(struct lb_msgfile *mf)
+{
+	return (mf->mfd);
+}
+
+uint64_t
+lb_msgfile_file_size(struct lb_msgfile *mf)
+{
+	uint64_t size = 0;
+
+	(void)fsize(mf->mfd, &size);
+	return (size);
 }

@@ -130,6 +130,13 @@ lb_store_days_file(struct lb_store *st, size_t i, struct lb_msgfile **out)
 	return (0);
 }
 
+void
+lb_store_days_forget(struct lb_store *st, size_t i)
+{
+	lb_msgfile_close(st->days[i].mf);
+	st->days[i].mf = NULL;
+}
+
 /* ---------------------------------------------------------------- open and close */
 
 static int
@@ -243,6 +250,8 @@ lb_store_close(struct lb_store *st)
 		 * where they would hide a messages file cut short from verify.
 		 */
 		rc = lb_msgfile_settle(st->mf);
+		if (rc == 0)
+			rc = lb_store_chain_blocks(st);
 		if (rc == 0)
 			rc = lb_store_tm_write(st);
 		if (rc == 0)

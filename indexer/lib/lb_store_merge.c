@@ -27,14 +27,11 @@ merge_run(struct lb_store *st, struct lb_segref *refs, size_t a, size_t b, int t
 {
 	struct lb_segment	**in;
 	struct lb_segref	 out;
-	uint64_t		*del;
 	char			 path[PATH_MAX];
 	struct stat		 sb;
 	int			 rc = 0, n = (int)(b - a);
 
-	in = calloc((size_t)n, sizeof(*in));
-	del = calloc((size_t)n, sizeof(*del));
-	if (in == NULL || del == NULL) {
+	if ((in = calloc((size_t)n, sizeof(*in))) == NULL) {
 		rc = errno;
 		goto done;
 	}
@@ -50,7 +47,6 @@ merge_run(struct lb_store *st, struct lb_segref *refs, size_t a, size_t b, int t
 			goto done;
 		if ((rc = lb_segment_open(path, &in[i - a])) != 0)
 			goto done;
-		del[i - a] = refs[i].first_id;
 		out.count += refs[i].count;
 		if (refs[i].tmin < out.tmin)
 			out.tmin = refs[i].tmin;
@@ -70,7 +66,7 @@ merge_run(struct lb_store *st, struct lb_segref *refs, size_t a, size_t b, int t
 		goto done;
 	}
 	out.size = (uint64_t)sb.st_size;
-	if ((rc = lb_catalog_publish(st->cat, st->ls, del, n, &out, 1)) != 0) {
+	if ((rc = lb_store_publish(st, out.day, refs + a, (size_t)n, &out, 1)) != 0) {
 		unlink(path);
 		goto done;
 	}
@@ -83,7 +79,6 @@ merge_run(struct lb_store *st, struct lb_segref *refs, size_t a, size_t b, int t
 		for (int i = 0; i < n; i++)
 			lb_segment_close(in[i]);
 	free(in);
-	free(del);
 	return (rc);
 }
 

@@ -6,6 +6,7 @@
 #define LB_STORE_PRIV_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -72,6 +73,9 @@ struct lb_store {
 	int			 dirty;		/* appended since the last commit */
 	int			 unsynced;	/* committed without fdatasync since the last sync */
 	int64_t			 dnum;		/* UTC day number of the last receive time */
+	uint32_t		 ch_day;	/* the day whose chained blocks ch_end knows */
+	uint64_t		 ch_end;	/* its blocks before this offset are chained */
+	atomic_int		 ch_err;	/* a chain append failed: returned once by a flush */
 };
 
 /*
@@ -100,6 +104,8 @@ int	lb_store_day_dir(const struct lb_store *st, uint32_t day, char *buf, size_t 
 /* Reloads the day list from the catalog, keeping open files of days that are still there. */
 int	lb_store_days_load(struct lb_store *st);
 int	lb_store_days_file(struct lb_store *st, size_t i, struct lb_msgfile **out);
+/* Closes day i's cached message file (not the writer's): the next use reads it anew. */
+void	lb_store_days_forget(struct lb_store *st, size_t i);
 int	lb_store_seg_name(char *buf, size_t len, uint64_t first, uint64_t last);
 int	lb_store_seg_path(struct lb_store *st, uint32_t day, const char *file, char *buf,
 	    size_t len);
@@ -119,5 +125,36 @@ int	lb_store_merge_wait(struct lb_store *st);
 
 /* lb_store_merge.c */
 int	lb_store_merge_day(struct lb_store *st, uint32_t day, int all);
+
+/* lb_store_chain.c (FORMAT.md §14) */
+/*
+ * Chains the writer's durable blocks not chained yet (after a synced commit). A failure
+ * leaves them for the next call, which starts where the chain stops.
+ */
+int	lb_store_chain_blocks(struct lb_store *st);
+/* A chain append's failure that did not fail its caller (a flush, a merge): once. */
+int	lb_store_chain_err(struct lb_store *st);
+/* Chains made[] of day, made[0] naming old[] as what it replaced; flags LB_CHF_*. */
+int	lb_store_chain_segs(struct lb_store *st, uint32_t day, const struct lb_segref *old,
+	    size_t nold, const struct lb_segref *made, size_t nmade, uint8_t flags);
+/*
+ * lb_catalog_publish (made[] replacing old[]), then lb_store_chain_segs. Its error is that of
+ * the publish: a chain append that fails is kept for lb_store_chain_err.
+ */
+int	lb_store_publish(struct lb_store *st, uint32_t day, const struct lb_segref *old,
+	    size_t nold, const struct lb_segref *made, size_t nmade);
+/* At the writer's open (after recovery): chains what the last two days have unchained. */
+int	lb_store_chain_recover(struct lb_store *st);
+/* lb_store_verify's check of day i against its chain (mf: its message file, or NULL). */
+struct lb_chrec;
+/*
+ * (cut: the chain is damaged after recs[0..n); prev[0..nprev): the chain of day i - 1, or
+ * NULL.) Returns the problems it reported.
+ */
+int	lb_store_chain_check(struct lb_store *st, size_t i, struct lb_msgfile *mf,
+	    const struct lb_chrec *recs, size_t n, int cut, const struct lb_chrec *prev,
+	    size_t nprev,
+	    const struct lb_segref *refs, size_t nrefs,
+	    void (*report)(void *, const char *, const char *), void *arg);
 
 #endif /* LB_STORE_PRIV_H */

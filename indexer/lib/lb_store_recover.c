@@ -142,6 +142,8 @@ lb_store_recover(struct lb_store *st)
 		if ((rc = lb_msgfile_open(dir, LB_RDWR, st->day.first_id, &st->mf)) != 0)
 			return (rc);
 	}
+	if ((rc = lb_store_chain_recover(st)) != 0)
+		return (rc);
 	lb_msgfile_range(st->mf, &first, &next);
 	if (next > st->next_id)
 		st->next_id = next;

@@ -62,9 +62,14 @@ reindex_day(struct lb_store *st, size_t i, uint64_t *done, uint64_t total,
 		}
 	}
 	/* The new set replaces the old in one transaction: readers see one or the other. */
-	if ((nmade > 0 || ndel > 0) && (rc = lb_catalog_publish(st->cat, st->ls, del,
-	    (int)ndel, made, (int)nmade)) != 0)
-		goto done;
+	if (nmade > 0 || ndel > 0) {
+		struct lb_segref *old = refs;	/* the day's: contiguous in id order */
+
+		while (old < refs + n && old->day != day)
+			old++;
+		if ((rc = lb_store_publish(st, day, old, ndel, made, nmade)) != 0)
+			goto done;
+	}
 	/* Delete the old files whose names the new set did not reuse. */
 	for (size_t k = 0; k < n; k++) {
 		int kept = 0;

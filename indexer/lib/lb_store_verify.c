@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "logbox.h"
+#include "lb_chain.h"
 #include "lb_format.h"
 #include "lb_util.h"
 #include "lb_store_priv.h"
@@ -40,6 +42,103 @@ vreport(struct vctx *v, const char *path, const char *fmt, ...)
 		v->report(v->arg, path, buf);
 }
 
+/* Problems found in one try of a day's chain check, kept until the last try. */
+struct held {
+	char	(*path)[PATH_MAX];
+	char	(*what)[512];
+	size_t	  n, cap;
+};
+
+static void
+hold(void *arg, const char *path, const char *what)
+{
+	struct held *h = arg;
+
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 8;
+		void *p = realloc(h->path, cap * sizeof(*h->path));
+
+		if (p == NULL)
+			return;
+		h->path = p;
+		if ((p = realloc(h->what, cap * sizeof(*h->what))) == NULL)
+			return;
+		h->what = p;
+		h->cap = cap;
+	}
+	snprintf(h->path[h->n], sizeof(h->path[h->n]), "%s", path);
+	snprintf(h->what[h->n], sizeof(h->what[h->n]), "%s", what);
+	h->n++;
+}
+
+#define CHAIN_TRIES	4	/* a day the writer may be changing is checked again */
+#define CHAIN_WAIT_US	250000
+
+/*
+ * Day i against its chain (FORMAT.md §14). The writer may chain, publish and merge the
+ * newest two days while this reads them: a problem there is looked at again, with the chain
+ * and the catalog read anew, and reported only when it stays. *recs gets the day's chain (for
+ * the next day's link).
+ */
+static int
+verify_chain(struct lb_store *st, struct vctx *v, size_t i, struct lb_chrec **recs,
+    size_t *nrecs, const struct lb_chrec *prev, size_t nprev)
+{
+	const struct lb_dayref	*d = &st->days[i].ref;
+	struct held		 h = { NULL, NULL, 0, 0 };
+	struct lb_segref	*refs = NULL;
+	struct lb_msgfile	*mf;
+	size_t			 nrefs = 0;
+	char			 dir[PATH_MAX], why[512];
+	int			 rc = 0, live = i + 2 >= st->ndays, tries = live ? CHAIN_TRIES : 1;
+
+	if ((rc = lb_store_day_dir(st, d->day, dir, sizeof(dir))) != 0)
+		return (rc);
+	for (int t = 0; t < tries; t++) {
+		if (t > 0)
+			usleep(CHAIN_WAIT_US);
+		h.n = 0;
+		lb_chain_free(*recs, *nrecs);
+		free(refs);
+		refs = NULL;
+		why[0] = '\0';
+		/* The chain first, then what it names: the writer adds to both in that order. */
+		rc = lb_chain_load(dir, recs, nrecs, why, sizeof(why));
+		if (rc == LB_ECORRUPT)
+			hold(&h, dir, why);
+		else if (rc != 0 && rc != ENOENT)
+			break;
+		if ((rc = lb_catalog_segments(st->cat, st->ls, 0, UINT64_MAX, &refs, &nrefs)) != 0)
+			break;
+		/* A message file that does not open is the day loop's to report. */
+		if (lb_store_days_file(st, i, &mf) != 0)
+			mf = NULL;
+		if (*nrecs == 0) {
+			int has = mf != NULL && lb_msgfile_nblocks(mf) > 0;
+
+			for (size_t q = 0; q < nrefs && !has; q++)
+				has = refs[q].day == d->day;
+			/* (The newest day's first blocks are chained by the writer's first flush.) */
+			if (has && why[0] == '\0' && i + 1 < st->ndays)
+				hold(&h, dir, "no chain: the day's blocks and segments are not "
+				    "tamper-evident (written before chains, or the chain removed)");
+		} else
+			(void)lb_store_chain_check(st, i, mf, *recs, *nrecs, why[0] != '\0', prev,
+			    nprev, refs, nrefs, hold, &h);
+		if (h.n == 0)
+			break;
+		/* Read the newest day's blocks anew on the next try. */
+		if (live)
+			lb_store_days_forget(st, i);
+	}
+	for (size_t k = 0; k < h.n; k++)
+		vreport(v, h.path[k], "%s", h.what[k]);
+	free(h.path);
+	free(h.what);
+	free(refs);
+	return (rc);
+}
+
 int
 lb_store_verify(struct lb_store *st,
     void (*report)(void *arg, const char *path, const char *what), void *arg)
@@ -49,8 +148,9 @@ lb_store_verify(struct lb_store *st,
 	struct lb_segment	*sg;
 	struct lb_seginfo	 si;
 	struct lb_msgfile	*mf;
+	struct lb_chrec		*crecs = NULL, *cprev = NULL;
 	uint64_t		 first, next, expect = 0, msgs_next = 0;
-	size_t			 n = 0;
+	size_t			 n = 0, ncrecs = 0, ncprev = 0;
 	char			 path[PATH_MAX], why[512];
 	int			 rc;
 
@@ -59,6 +159,13 @@ lb_store_verify(struct lb_store *st,
 	for (size_t i = 0; i < st->ndays; i++) {
 		const struct lb_dayref *d = &st->days[i].ref;
 
+		if ((rc = verify_chain(st, &v, i, &crecs, &ncrecs, cprev, ncprev)) != 0)
+			goto done;
+		lb_chain_free(cprev, ncprev);
+		cprev = crecs;
+		ncprev = ncrecs;
+		crecs = NULL;
+		ncrecs = 0;
 		if ((rc = lb_store_day_dir(st, d->day, path, sizeof(path))) != 0)
 			goto done;
 		if ((rc = lb_store_days_file(st, i, &mf)) != 0) {
@@ -140,6 +247,8 @@ lb_store_verify(struct lb_store *st,
 		    (unsigned long long)refs[n - 1].last_id, (unsigned long long)msgs_next);
 	rc = 0;
  done:
+	lb_chain_free(crecs, ncrecs);
+	lb_chain_free(cprev, ncprev);
 	free(refs);
 	if (rc == 0 && v.bad)
 		rc = LB_ECORRUPT;

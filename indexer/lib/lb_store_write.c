@@ -519,7 +519,7 @@ publish_segw(struct lb_store *st, uint32_t day, struct lb_segref *ref)
 
 	if ((rc = lb_store_write_segw(st, day, ref)) != 0)
 		return (rc);
-	if ((rc = lb_catalog_publish(st->cat, st->ls, NULL, 0, ref, 1)) != 0 &&
+	if ((rc = lb_store_publish(st, day, NULL, 0, ref, 1)) != 0 &&
 	    lb_store_seg_path(st, day, ref->file, path, sizeof(path)) == 0)
 		unlink(path);
 	return (rc);
@@ -560,7 +560,7 @@ seg_finish(struct lb_store *st)
 	if (stat(st->pend_path, &sb) == -1)
 		return (errno);
 	st->pend_ref.size = (uint64_t)sb.st_size;
-	if ((rc = lb_catalog_publish(st->cat, st->ls, NULL, 0, &st->pend_ref, 1)) != 0)
+	if ((rc = lb_store_publish(st, st->pend_ref.day, NULL, 0, &st->pend_ref, 1)) != 0)
 		return (rc);
 	st->pending = 0;
 	st->indexed_id = st->pend_ref.last_id + 1;
@@ -588,7 +588,12 @@ flush_begin(struct lb_store *st, uint64_t *count, uint64_t *last)
 	lb_segw_stats(st->segw, count, &first, last, &tmin, &tmax);
 	if (*count == 0)
 		return (0);
-	if ((rc = lb_msgfile_commit(st->mf, 1)) != 0 || (rc = lb_store_tm_write(st)) != 0)
+	if ((rc = lb_msgfile_commit(st->mf, 1)) != 0)
+		return (rc);
+	/* Ingest goes on when the chain cannot: lb_store_flush retries and says so. */
+	if ((rc = lb_store_chain_blocks(st)) != 0)
+		atomic_store(&st->ch_err, rc);
+	if ((rc = lb_store_tm_write(st)) != 0)
 		return (rc);
 	st->dirty = 0;
 	st->unsynced = 0;
@@ -664,7 +669,13 @@ lb_store_flush(struct lb_store *st)
 		return (EBADF);
 	rc = flush_now(st);
 	mrc = lb_store_merge_wait(st);
-	return (rc != 0 ? rc : mrc);
+	if (rc == 0)
+		rc = mrc;
+	/* Blocks a failed chain append left, and what failed where the caller went on. */
+	if ((mrc = lb_store_chain_err(st)) != 0 && rc == 0 &&
+	    (rc = lb_store_chain_blocks(st)) == 0)
+		rc = mrc;
+	return (rc);
 }
 
 /* Ends the current day: seal, flush, close its file; the day is merged into one segment. */
@@ -674,7 +685,7 @@ end_day(struct lb_store *st)
 	uint32_t	day = st->day.day;
 	int		rc;
 
-	if ((rc = lb_msgfile_seal(st->mf)) != 0)
+	if ((rc = lb_msgfile_seal(st->mf)) != 0 || (rc = lb_store_chain_blocks(st)) != 0)
 		return (rc);
 	if ((rc = flush_now(st)) != 0)
 		return (rc);

@@ -46,6 +46,25 @@ lb_grow(void *pp, size_t *cap, size_t need, size_t elem)
 }
 
 int
+lb_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t	*p = buf;
+	ssize_t		 n;
+
+	while (len > 0) {
+		if ((n = pwrite(fd, p, len, (off_t)off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return (errno);
+		}
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return (0);
+}
+
+int
 lb_write_all(int fd, const void *buf, size_t len)
 {
 	const uint8_t	*p = buf;

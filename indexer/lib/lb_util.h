@@ -192,6 +192,8 @@ int	lb_grow(void *pp, size_t *cap, size_t need, size_t elem);
 int	lb_write_all(int fd, const void *buf, size_t len);
 /* pread(2) exactly len bytes at off: 0, errno, or LB_ECORRUPT when the file is shorter. */
 int	lb_pread_all(int fd, void *buf, size_t len, uint64_t off);
+/* pwrite(2) of all len bytes at off (retrying short writes and EINTR). */
+int	lb_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 /* fsync(2)s the directory holding path (after a rename or create). 0 or errno. */
 int	lb_fsync_dir(const char *dir);
 /* mkdir -p with mode 0750. 0 or errno. */

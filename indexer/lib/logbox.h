@@ -288,6 +288,28 @@ int	lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen);
 /* Bytes on disk of the sealed file and the WAL, and raw message bytes stored. */
 void	lb_msgfile_sizes(struct lb_msgfile *mf, uint64_t *disk, uint64_t *raw);
 
+/*
+ * The block index: the sealed blocks as the file holds them, in file order (a writer's: the
+ * blocks its compressor thread has written; durable after lb_msgfile_commit with sync). A
+ * damaged range has bad set and no bytes (len 0). lb_msgfile_block_hash is the SHA-256 of a
+ * block's bytes on disk, header and payload (lb_chain.h).
+ */
+struct lb_blkref {
+	uint64_t	off;		/* of its header in messages */
+	uint64_t	first;		/* its first id */
+	uint32_t	count;		/* its messages */
+	uint32_t	len;		/* header + payload bytes */
+	int		bad;
+};
+size_t	lb_msgfile_nblocks(struct lb_msgfile *mf);
+void	lb_msgfile_block(struct lb_msgfile *mf, size_t i, struct lb_blkref *b);
+int	lb_msgfile_block_hash(struct lb_msgfile *mf, const struct lb_blkref *b, uint8_t sha[32]);
+/* The file's end as the index knows it (where the next block goes). */
+uint64_t lb_msgfile_end(struct lb_msgfile *mf);
+/* The messages file's descriptor and size now (for the chain's checks). */
+int	lb_msgfile_fd(struct lb_msgfile *mf);
+uint64_t lb_msgfile_file_size(struct lb_msgfile *mf);
+
 /* ---------------------------------------------------------------- segments (lb_segment.c) */
 
 /*
@@ -744,6 +766,13 @@ int	lb_store_lookup(struct lb_store *st, const uint8_t *term, size_t len, int pr
  * problem with the path and a description; returns 0 when nothing was found, LB_ECORRUPT
  * otherwise (or another error that stopped the check).
  */
+/*
+ * Retention: before day gone of logspace ls is removed, a tombstone for it (its ids and its
+ * chain's head) goes into the chain of the logspace's next day, next (FORMAT.md §14).
+ */
+int	lb_chain_tomb(const char *data, struct lb_catalog *cat, const char *ls,
+	    const struct lb_dayref *gone, uint32_t next);
+
 int	lb_store_verify(struct lb_store *st,
 	    void (*report)(void *arg, const char *path, const char *what), void *arg);
 

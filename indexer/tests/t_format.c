@@ -73,6 +73,20 @@ static const struct konst konsts[] = {
 	NUM(LB_DL_RHDR_SIZE),
 	NUM(LB_DL_BODY_MIN),
 	NUM(LB_DL_FRAME_MAX),
+	/* hash chain (lb_chain.c) */
+	NUM(LB_CHAIN_MAGIC),
+	NUM(LB_CHR_HDR_SIZE),
+	NUM(LB_CHR_TRAILER_SIZE),
+	NUM(LB_CHR_MAX),
+	NUM(LB_CH_GENESIS),
+	NUM(LB_CH_BLOCK),
+	NUM(LB_CH_SEGMENT),
+	NUM(LB_CH_TOMB),
+	NUM(LB_CHF_RECOVERED),
+	NUM(LB_CH_GENESIS_BODY),
+	NUM(LB_CH_BLOCK_BODY),
+	NUM(LB_CH_SEGMENT_BODY),
+	NUM(LB_CH_TOMB_BODY),
 };
 
 /* The limits of the query language and of a search (QUERY.md). */
