@@ -361,6 +361,16 @@ def prepare(data: Path) -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+    if cli.exists() and not (data / "indexd" / "seal").exists():
+        # Forward-secure seals (indexer/FORMAT.md §14.5): the verification key is shown here,
+        # once, and is not kept in the data directory.
+        made = subprocess.run(
+            [str(cli), "keys", "init", "--data", str(data)], capture_output=True, text=True
+        )
+        if made.returncode != 0:
+            raise RuntimeError(f"logbox keys init: {made.stderr.strip()}")
+        log(f"set up sealing in {data / 'indexd' / 'seal'}")
+        print(made.stdout, end="", flush=True)
 
 
 def _openssl(*args: str) -> None:
@@ -649,7 +659,11 @@ def stop_all(running: list[Service]) -> None:
 def main() -> int:
     """Start, supervise and stop the local appliance."""
     data = Path(os.environ.get("LOGBOX_DATA", TOP / "var")).resolve()
-    prepare(data)
+    try:
+        prepare(data)
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
+        log(f"preparing {data}: {e}")
+        return 1
     log(f"data directory {data}")
     try:
         col = prepare_collector(data)

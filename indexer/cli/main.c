@@ -32,7 +32,10 @@ static const char *usage_text =
     "                      [--received now|header] [--flush-ms MS] [FILE|-]\n"
     "       logbox cat     --data DIR [--logspace L] [--from-id N] [--to-id N]\n"
     "       logbox lookup  --data DIR [--logspace L] [--prefix] [--field F] TERM\n"
-    "       logbox verify  --data DIR [--logspace L]   (default: every logspace)\n"
+    "       logbox verify  --data DIR [--logspace L] [--key HEX|@FILE]\n"
+    "                      (default: every logspace)\n"
+    "       logbox keys init --data DIR [--interval SECONDS] [--key-file FILE]\n"
+    "       logbox seal    --data DIR [--force]\n"
     "       logbox stats   --data DIR [--logspace L] [--json]\n"
     "       logbox reindex --data DIR [--logspace L]\n"
     "       logbox dump    FILE\n"
@@ -52,6 +55,12 @@ struct opts {
 	uint64_t	 flush_ms;	/* ingest --flush-ms: 0 keeps the logspace's setting */
 	uint64_t	 from_id;
 	uint64_t	 to_id;
+	uint64_t	 interval;	/* keys init --interval, in seconds */
+	const char	*key;		/* verify --key */
+	const char	*key_file;	/* keys init --key-file */
+	int		 force;		/* seal --force */
+	uint8_t		 vkey[LB_SEAL_KEYLEN];	/* --key, parsed */
+	int		 has_key;
 	int		 ack;
 	int		 prefix;
 	int		 json;
@@ -136,6 +145,10 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "received", required_argument, NULL, 'r' },
 		{ "flush-ms", required_argument, NULL, 'M' },
+		{ "key", required_argument, NULL, 'K' },
+		{ "key-file", required_argument, NULL, 'Q' },
+		{ "interval", required_argument, NULL, 'I' },
+		{ "force", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -168,6 +181,10 @@ parse_opts(int argc, char *argv[], struct opts *o)
 			    o->flush_ms > UINT32_MAX)
 				die("--flush-ms: 1 to %u", UINT32_MAX);
 			break;
+		case 'K': o->key = optarg; break;
+		case 'Q': o->key_file = optarg; break;
+		case 'I': o->interval = parse_u64(optarg, "--interval"); break;
+		case 'G': o->force = 1; break;
 		case 'h': print_usage(stdout); exit(0);
 		default: usage();
 		}
@@ -564,6 +581,111 @@ cmd_lookup(struct opts *o)
 	return (0);
 }
 
+/* ---------------------------------------------------------------- keys and seals */
+
+/* RFC 3339 UTC with seconds, of µs since the epoch. */
+static void
+fmt_time(char *buf, size_t len, int64_t us)
+{
+	time_t		t = (time_t)(us / 1000000);
+	struct tm	tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* --key HEX, or @FILE holding it: the verification key. */
+static void
+read_key(struct opts *o)
+{
+	char	buf[256];
+	FILE	*f;
+	int	 rc;
+
+	if (o->key[0] == '@') {
+		if ((f = fopen(o->key + 1, "r")) == NULL)
+			die("--key: %s: %s", o->key + 1, strerror(errno));
+		if (fgets(buf, sizeof(buf), f) == NULL)
+			buf[0] = '\0';
+		fclose(f);
+	} else
+		snprintf(buf, sizeof(buf), "%s", o->key);
+	if ((rc = lb_seal_key_parse(buf, o->vkey)) != 0)
+		die("--key: not a verification key (64 hex digits)");
+	o->has_key = 1;
+	memset(buf, 0, sizeof(buf));
+}
+
+/*
+ * keys init: sets sealing up and shows the verification key once (stdout, and with
+ * --key-file FILE also that file, mode 0600, for automation). It is not kept on the box.
+ */
+static int
+cmd_keys(struct opts *o)
+{
+	uint8_t		k[LB_SEAL_KEYLEN];
+	char		hex[2 * LB_SEAL_KEYLEN + 1];
+	uint64_t	interval = o->interval ? o->interval : LB_SEAL_INTERVAL_DEFAULT / 1000000;
+	FILE		*f;
+	int		 rc, fd;
+
+	if (o->argc != 1 || strcmp(o->argv[0], "init") != 0 || o->data == NULL)
+		usage();
+	if (interval > UINT64_MAX / 1000000)
+		die("--interval: too long");
+	if ((rc = lb_seal_init(o->data, interval * 1000000, k)) == EEXIST)
+		die("%s: sealing is set up already (%s): its verification key was shown when it "
+		    "was", o->data, LB_SEAL_FILE);
+	else if (rc == LB_EBADCONF)
+		die("--interval: %llu to %llu seconds", LB_SEAL_INTERVAL_MIN / 1000000,
+		    LB_SEAL_INTERVAL_MAX / 1000000);
+	else if (rc != 0)
+		die("%s: setting sealing up: %s", o->data, lb_strerror(rc));
+	for (int i = 0; i < LB_SEAL_KEYLEN; i++)
+		snprintf(hex + 2 * i, 3, "%02x", k[i]);
+	memset(k, 0, sizeof(k));
+	if (o->key_file != NULL) {
+		if ((fd = open(o->key_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) == -1 ||
+		    (f = fdopen(fd, "w")) == NULL)
+			die("--key-file: %s: %s", o->key_file, strerror(errno));
+		fprintf(f, "%s\n", hex);
+		if (fclose(f) != 0)
+			die("--key-file: %s: %s", o->key_file, strerror(errno));
+	}
+	printf("Sealing is set up: %s, a new epoch every %llu s.\n"
+	    "The verification key, shown this once and not kept on this box:\n\n"
+	    "    %s\n\n"
+	    "Keep it off the box. `logbox verify --key KEY` checks every seal with it.\n",
+	    LB_SEAL_FILE, (unsigned long long)interval, hex);
+	memset(hex, 0, sizeof(hex));
+	return (fflush(stdout) == 0 ? 0 : 1);
+}
+
+/* seal: the seal of the epoch now, when it is due (or --force). */
+static int
+cmd_seal(struct opts *o)
+{
+	struct lb_catalog	*cat;
+	uint64_t		 e;
+	int			 rc;
+
+	if (o->argc != 0 || o->data == NULL)
+		usage();
+	if ((rc = lb_catalog_open(o->data, LB_RDONLY, &cat)) != 0)
+		die("%s: catalog: %s", o->data, lb_strerror(rc));
+	rc = lb_seal_run(o->data, cat, o->force, &e);
+	lb_catalog_close(cat);
+	if (rc == ENOENT)
+		die("%s: sealing is not set up (logbox keys init)", o->data);
+	if (rc != 0)
+		die("%s: seal: %s", o->data, lb_strerror(rc));
+	if (e == 0)
+		printf("not due\n");
+	else
+		printf("sealed epoch %llu\n", (unsigned long long)e);
+	return (0);
+}
+
 /* ---------------------------------------------------------------- verify, stats */
 
 static void
@@ -580,10 +702,11 @@ verify_report(void *arg, const char *path, const char *what)
  * it is sound, 1 when a problem was found.
  */
 static int
-verify_one(const struct opts *o, const char *ls, int *problems)
+verify_one(struct opts *o, const char *ls, int *problems)
 {
 	struct lb_store		*st;
 	struct lb_storestats	 ss;
+	struct lb_sealinfo	 si;
 	int			 rc, before = *problems;
 
 	if ((rc = lb_store_open(o->data, ls, LB_RDONLY, &st)) != 0) {
@@ -592,6 +715,8 @@ verify_one(const struct opts *o, const char *ls, int *problems)
 		    lb_strerror(rc));
 		return (1);
 	}
+	if (o->has_key)
+		lb_store_set_verify_key(st, o->vkey);
 	rc = lb_store_verify(st, verify_report, problems);
 	if (rc != 0 && rc != LB_ECORRUPT) {
 		(*problems)++;
@@ -601,9 +726,24 @@ verify_one(const struct opts *o, const char *ls, int *problems)
 	if (*problems == before) {
 		if ((rc = lb_store_stats(st, &ss)) != 0)
 			die("stats: %s", lb_strerror(rc));
-		printf("ok: %s/%s: %llu messages in %llu days, %llu segments\n", o->data, ls,
+		lb_store_seal_info(st, &si);
+		printf("ok: %s/%s: %llu messages in %llu days, %llu segments", o->data, ls,
 		    (unsigned long long)ss.messages, (unsigned long long)ss.days,
 		    (unsigned long long)ss.segments);
+		if (!si.setup)
+			printf("; not sealed (no sealing key)\n");
+		else if (si.seals == 0)
+			printf("; no seal yet (the key is at epoch %llu)\n",
+			    (unsigned long long)si.key_epoch);
+		else {
+			char when[40];
+
+			fmt_time(when, sizeof(when), si.last_time);
+			printf("; sealed through epoch %llu at %s, %s\n",
+			    (unsigned long long)si.last, when, o->has_key ?
+			    "every seal checked with the verification key" :
+			    "seals not checked (no --key)");
+		}
 	}
 	lb_store_close(st);
 	return (*problems == before ? 0 : 1);
@@ -643,6 +783,8 @@ cmd_verify(struct opts *o)
 
 	if (o->argc != 0 || o->data == NULL)
 		usage();
+	if (o->key != NULL)
+		read_key(o);
 	if (o->ls_given)
 		bad = verify_one(o, o->ls, &problems);
 	else {
@@ -859,7 +1001,8 @@ main(int argc, char *argv[])
 	} cmds[] = {
 		{ "ingest", cmd_ingest }, { "cat", cmd_cat }, { "lookup", cmd_lookup },
 		{ "verify", cmd_verify }, { "stats", cmd_stats }, { "reindex", cmd_reindex },
-		{ "dump", cmd_dump }, { "deadletter", cmd_deadletter },
+		{ "dump", cmd_dump }, { "deadletter", cmd_deadletter }, { "keys", cmd_keys },
+		{ "seal", cmd_seal },
 	};
 	struct opts o;
 

@@ -272,6 +272,8 @@ struct indexd {
 	size_t		 nls, capls;
 	struct lspace	*ls_last;	/* the last one looked up */
 	int		 stopping;
+	int64_t		 seal_checked;	/* mono µs the sealing key was last looked at */
+	int		 sealing;	/* 1: set up; 0: not (said once); -1: not looked yet */
 	char		 holding[256];	/* "" or why inputs are not read */
 	uint64_t	 conns;		/* connections open */
 

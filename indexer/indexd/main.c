@@ -399,6 +399,32 @@ sig_cb(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(env->base_ev);
 }
 
+/*
+ * Seals the store's chains when the epoch is over (FORMAT.md §14.5), or at once with force
+ * (stopping: the tail written since the last seal is sealed too). Looked at every second.
+ */
+static void
+seal_due(struct indexd *env, int force)
+{
+	uint64_t	e = 0;
+	int		rc;
+
+	env->seal_checked = now_mono_us();
+	rc = lb_seal_run(env->data, env->cat, force, &e);
+	if (rc == ENOENT) {
+		if (env->sealing != 0)
+			log_info("seal: sealing is not set up in %s (logbox keys init): the chains "
+			    "are not sealed", env->data);
+		env->sealing = 0;
+		return;
+	}
+	env->sealing = 1;
+	if (rc != 0)
+		log_warnx("seal: %s", lb_strerror(rc));
+	else if (e != 0)
+		log_info("seal: epoch %llu sealed", (unsigned long long)e);
+}
+
 static void
 tick_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -417,6 +443,8 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	if (env->holding[0] == '\0' && now - env->disk.checked >= 1000000)
 		(void)disk_check(env);
 	malformed_second(env);
+	if (now - env->seal_checked >= 1000000)
+		seal_due(env, 0);
 	if (now - env->last_status >= (int64_t)env->conf.status_interval_ms * 1000) {
 		env->last_status = now;
 		status_tick(env);
@@ -429,6 +457,7 @@ indexd_init(struct indexd *env)
 	memset(env, 0, sizeof(*env));
 	TAILQ_INIT(&env->inputs);
 	env->lockfd = -1;
+	env->sealing = -1;
 	env->fifo.statefd = -1;
 	env->fifo.priv[0] = env->fifo.priv[1] = -1;
 }
@@ -484,6 +513,7 @@ main(int argc, char **argv)
 	watchdog_start(env.base_ev, &env.ev_wd);
 	if (env.holding[0] == '\0')
 		inputs_resume(&env);
+	seal_due(&env, 0);		/* (says now when sealing is not set up) */
 	env.last_status = now_mono_us();
 	status_tick(&env);
 	(void)disk_check(&env);		/* (numbers for the status) */
@@ -506,6 +536,8 @@ main(int argc, char **argv)
 		log_warnx("closing the stores: %s", lb_strerror(rc));
 		status = 1;
 	}
+	if (env.sealing != 0)
+		seal_due(&env, 1);
 	status_write(&env);
 	for (in = TAILQ_FIRST(&env.inputs); in != NULL; in = next) {
 		next = TAILQ_NEXT(in, in_entry);

@@ -35,6 +35,8 @@ lb_chain_kind_name(unsigned kind)
 		return ("segment");
 	case LB_CH_TOMB:
 		return ("tombstone");
+	case LB_CH_SEAL:
+		return ("seal");
 	default:
 		return ("unknown");
 	}
@@ -151,6 +153,8 @@ body_len(const struct lb_chrec *r)
 		return (LB_CH_SEGMENT_BODY + (size_t)r->nrepl * 64);
 	case LB_CH_TOMB:
 		return (LB_CH_TOMB_BODY);
+	case LB_CH_SEAL:
+		return (LB_CH_SEAL_BODY);
 	default:
 		return (SIZE_MAX);
 	}
@@ -201,6 +205,11 @@ encode(struct lb_chrec *r, uint8_t *p, size_t len)
 		lb_put64(b + 16, r->count);
 		lb_put64(b + 24, r->prev_seq);
 		memcpy(b + 32, r->sha, LB_SHA256_LEN);
+		break;
+	case LB_CH_SEAL:
+		lb_put64(b, r->epoch);
+		lb_put64(b + 8, (uint64_t)r->started);
+		memcpy(b + 16, r->sha, LB_SHA256_LEN);
 		break;
 	default:
 		return (EINVAL);
@@ -300,6 +309,13 @@ decode(const uint8_t *p, size_t avail, struct lb_chrec *r, size_t *used, char *w
 		r->count = lb_get64(b + 16);
 		r->prev_seq = lb_get64(b + 24);
 		memcpy(r->sha, b + 32, LB_SHA256_LEN);
+		break;
+	case LB_CH_SEAL:
+		if (blen != LB_CH_SEAL_BODY)
+			goto badlen;
+		r->epoch = lb_get64(b);
+		r->started = (int64_t)lb_get64(b + 8);
+		memcpy(r->sha, b + 16, LB_SHA256_LEN);
 		break;
 	default:
 		setwhy(why, whylen, "unknown record kind %u", r->kind);
@@ -445,7 +461,8 @@ lb_chain_load(const char *daydir, struct lb_chrec **out, size_t *n, char *why, s
  * trailer's length; when that does not land on a sound record, reads the whole file.
  */
 static int
-tail_of(int fd, uint64_t size, uint64_t *seq, uint8_t head[LB_SHA256_LEN], uint64_t *end)
+tail_of(int fd, uint64_t size, uint64_t *seq, uint8_t head[LB_SHA256_LEN], uint64_t *end,
+    uint8_t *kind)
 {
 	struct lb_chrec	*recs = NULL, r;
 	uint8_t		 t[4], *buf = NULL;
@@ -466,6 +483,7 @@ tail_of(int fd, uint64_t size, uint64_t *seq, uint8_t head[LB_SHA256_LEN], uint6
 		if (rc == 0) {
 			free(r.repl);
 			*seq = r.seq;
+			*kind = r.kind;
 			memcpy(head, r.hash, LB_SHA256_LEN);
 			*end = size;
 			return (0);
@@ -478,6 +496,7 @@ tail_of(int fd, uint64_t size, uint64_t *seq, uint8_t head[LB_SHA256_LEN], uint6
 	if (rc == 0 || (rc == LB_ECORRUPT && torn)) {
 		if (n > 0) {
 			*seq = recs[n - 1].seq;
+			*kind = recs[n - 1].kind;
 			memcpy(head, recs[n - 1].hash, LB_SHA256_LEN);
 			*end = recs[n - 1].foff + lb_get32(buf + recs[n - 1].foff + LB_CHR_LEN);
 			rc = 0;
@@ -496,6 +515,7 @@ lb_chain_head(const char *daydir, uint64_t *seq, uint8_t head[LB_SHA256_LEN])
 {
 	struct stat	sb;
 	uint64_t	end;
+	uint8_t		kind;
 	char		path[PATH_MAX];
 	int		fd, rc;
 
@@ -508,7 +528,7 @@ lb_chain_head(const char *daydir, uint64_t *seq, uint8_t head[LB_SHA256_LEN])
 	else if (sb.st_size == 0)
 		rc = ENOENT;
 	else
-		rc = tail_of(fd, (uint64_t)sb.st_size, seq, head, &end);
+		rc = tail_of(fd, (uint64_t)sb.st_size, seq, head, &end, &kind);
 	close(fd);
 	return (rc);
 }
@@ -526,9 +546,17 @@ int
 lb_chain_append(const char *daydir, const struct lb_chgen *gen, struct lb_chrec *recs,
     size_t n, int sync)
 {
+	return (lb_chain_append_fill(daydir, gen, recs, n, sync, 0, NULL, NULL));
+}
+
+int
+lb_chain_append_fill(const char *daydir, const struct lb_chgen *gen, struct lb_chrec *recs,
+    size_t n, int sync, int unless_sealed,
+    int (*fill)(struct lb_chrec *, const uint8_t *, void *), void *arg)
+{
 	struct lb_chrec	 g;
 	struct stat	 sb;
-	uint8_t		*buf = NULL, head[LB_SHA256_LEN];
+	uint8_t		*buf = NULL, head[LB_SHA256_LEN], kind = 0;
 	uint64_t	 seq = 0, end = 0;
 	size_t		 total = 0, o = 0;
 	char		 path[PATH_MAX];
@@ -545,7 +573,7 @@ lb_chain_append(const char *daydir, const struct lb_chgen *gen, struct lb_chrec 
 	created = sb.st_size == 0;
 	fresh = created;
 	if (!fresh) {
-		rc = tail_of(fd, (uint64_t)sb.st_size, &seq, head, &end);
+		rc = tail_of(fd, (uint64_t)sb.st_size, &seq, head, &end, &kind);
 		if (rc == ENOENT)
 			fresh = 1;
 		else if (rc != 0)
@@ -555,6 +583,8 @@ lb_chain_append(const char *daydir, const struct lb_chgen *gen, struct lb_chrec 
 			goto done;
 		}
 	}
+	if (!fresh && unless_sealed && kind == LB_CH_SEAL && end == (uint64_t)sb.st_size)
+		goto done;
 	if (fresh) {
 		if (gen == NULL) {
 			rc = ENOENT;
@@ -602,7 +632,8 @@ lb_chain_append(const char *daydir, const struct lb_chgen *gen, struct lb_chrec 
 		recs[i].seq = ++seq;
 		recs[i].time = now_us();
 		memcpy(recs[i].prev, head, LB_SHA256_LEN);
-		if ((rc = encode(&recs[i], buf + o, l)) != 0)
+		if ((fill != NULL && (rc = fill(&recs[i], head, arg)) != 0) ||
+		    (rc = encode(&recs[i], buf + o, l)) != 0)
 			goto done;
 		memcpy(head, recs[i].hash, LB_SHA256_LEN);
 		o += l;

@@ -37,6 +37,9 @@ struct lb_chrec {
 	uint8_t		 sha[LB_SHA256_LEN];	/* block/segment: of its bytes; tomb: head */
 	char		(*repl)[64];	/* segment: the names it replaces (malloc'ed) */
 	uint32_t	 nrepl;
+	/* seal: the epoch, when it began, and the MAC (in sha) */
+	uint64_t	 epoch;
+	int64_t		 started;
 };
 
 /*
@@ -61,6 +64,15 @@ struct lb_chgen {
  */
 int	lb_chain_append(const char *daydir, const struct lb_chgen *gen, struct lb_chrec *recs,
 	    size_t n, int sync);
+
+/*
+ * lb_chain_append, but fill(rec, prev, arg) is called for each record before it is encoded,
+ * with the hash it will link (a seal's MAC covers it). With unless_sealed nothing is appended
+ * when the chain's last record is a seal already.
+ */
+int	lb_chain_append_fill(const char *daydir, const struct lb_chgen *gen,
+	    struct lb_chrec *recs, size_t n, int sync, int unless_sealed,
+	    int (*fill)(struct lb_chrec *, const uint8_t *, void *), void *arg);
 
 /* The seq and hash of the chain's last complete record; ENOENT when there is no chain. */
 int	lb_chain_head(const char *daydir, uint64_t *seq, uint8_t head[LB_SHA256_LEN]);

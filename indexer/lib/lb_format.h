@@ -184,11 +184,37 @@
 				   level u32 nrepl u32 sha[32], then nrepl names[64] */
 #define LB_CH_TOMB		4	/* body: day u32 0 u32 first_id u64 count u64 seq u64
 				   head[32] */
+#define LB_CH_SEAL		5	/* body: epoch u64 started i64 mac[32] */
 #define LB_CHF_RECOVERED	0x01	/* chained when the writer opened, not when made */
 #define LB_CH_GENESIS_BODY	80
 #define LB_CH_BLOCK_BODY	56
 #define LB_CH_SEGMENT_BODY	136	/* without the names it replaces */
 #define LB_CH_TOMB_BODY		64
+#define LB_CH_SEAL_BODY		48
+
+/* ---------------------------------------------------------------- seals (lb_seal.c) */
+/*
+ * <data>/indexd/seal (FORMAT.md §14.5): two 96-byte slots; the sound one with the higher epoch
+ * is the key now. A new key goes to the other slot, then the old slot is zeroed.
+ */
+#define LB_SEAL_FILE		"indexd/seal"	/* under the data directory */
+#define LB_SEAL_MAGIC		0x4b53424cU	/* "LBSK" at offset 0 of each slot */
+#define LB_SEAL_VERSION		1
+#define LB_SEAL_SLOT_SIZE	96
+#define LB_SEAL_SLOT_MAGIC	0	/* u32 */
+#define LB_SEAL_SLOT_VERSION	4	/* u32 */
+#define LB_SEAL_SLOT_EPOCH	8	/* u64 */
+#define LB_SEAL_SLOT_STARTED	16	/* i64: µs when the epoch began */
+#define LB_SEAL_SLOT_INTERVAL	24	/* u64: µs of an epoch */
+#define LB_SEAL_SLOT_KEY	32	/* 32 bytes: K_epoch */
+#define LB_SEAL_SLOT_CRC	92	/* u32: CRC of bytes 0..91 */
+#define LB_SEAL_RATCHET_TAG	"LBRATCH1"	/* K_{e+1} = HMAC(K_e, tag || u64 e+1) */
+#define LB_SEAL_RATCHET_TAG_LEN	8
+#define LB_SEAL_MAC_TAG		"LBSEAL01"	/* a seal's MAC message starts with it */
+#define LB_SEAL_MAC_TAG_LEN	8
+#define LB_SEAL_INTERVAL_MIN	(1000000ULL)		/* µs: 1 s */
+#define LB_SEAL_INTERVAL_MAX	(86400000000ULL)	/* µs: a day */
+#define LB_SEAL_INTERVAL_DEFAULT (900000000ULL)		/* µs: 15 min */
 
 /* ---------------------------------------------------------------- time map */
 #define LB_TIMEMAP_STEP		(1000000LL)	/* µs of receive time per time→id entry */

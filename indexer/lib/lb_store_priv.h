@@ -76,6 +76,11 @@ struct lb_store {
 	uint32_t		 ch_day;	/* the day whose chained blocks ch_end knows */
 	uint64_t		 ch_end;	/* its blocks before this offset are chained */
 	atomic_int		 ch_err;	/* a chain append failed: returned once by a flush */
+
+	/* verify */
+	uint8_t			 vkey[LB_SEAL_KEYLEN];	/* lb_store_set_verify_key */
+	int			 has_vkey;
+	struct lb_sealinfo	 sinfo;		/* what the last verify found */
 };
 
 /*

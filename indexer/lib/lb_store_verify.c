@@ -139,6 +139,180 @@ verify_chain(struct lb_store *st, struct vctx *v, size_t i, struct lb_chrec **re
 	return (rc);
 }
 
+/* ---------------------------------------------------------------- seals */
+
+struct sealrec {
+	uint64_t	epoch;
+	int64_t		started, time;
+	uint32_t	day;
+	uint64_t	seq;
+	uint8_t		prev[LB_SHA256_LEN], mac[LB_SHA256_LEN];
+};
+
+struct seals {
+	struct sealrec	*v;
+	size_t		 n, cap;
+	int64_t		 oldest;	/* µs: the logspace's oldest chain record */
+	int		 err;
+};
+
+static void
+seals_add(struct seals *s, const struct lb_chrec *recs, size_t n, uint32_t day)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct lb_chrec *r = &recs[i];
+
+		if (s->oldest == 0 || r->time < s->oldest)
+			s->oldest = r->time;
+		if (r->kind != LB_CH_SEAL)
+			continue;
+		if (lb_grow(&s->v, &s->cap, s->n + 1, sizeof(*s->v)) != 0) {
+			s->err = ENOMEM;
+			return;
+		}
+		s->v[s->n].epoch = r->epoch;
+		s->v[s->n].started = r->started;
+		s->v[s->n].time = r->time;
+		s->v[s->n].day = day;
+		s->v[s->n].seq = r->seq;
+		memcpy(s->v[s->n].prev, r->prev, LB_SHA256_LEN);
+		memcpy(s->v[s->n].mac, r->sha, LB_SHA256_LEN);
+		s->n++;
+	}
+}
+
+static int
+epoch_cmp(const void *a, const void *b)
+{
+	const struct sealrec *x = a, *y = b;
+
+	if (x->epoch != y->epoch)
+		return (x->epoch < y->epoch ? -1 : 1);
+	if (x->day != y->day)
+		return (x->day < y->day ? -1 : 1);
+	return (x->seq < y->seq ? -1 : x->seq > y->seq);
+}
+
+static void
+day_str(char *buf, size_t len, uint32_t day)
+{
+	snprintf(buf, len, "%04u-%02u-%02u", day / 10000, day / 100 % 100, day % 100);
+}
+
+/*
+ * The logspace's seals (FORMAT.md §14.5): no epoch missing between the first and the last,
+ * the last one the key's epoch before now (else the newest records and their seals were
+ * removed), none from the key's epoch or after (the key file was replaced); with the
+ * verification key, each seal's MAC with its own epoch's key.
+ */
+static void
+check_seals(struct lb_store *st, struct vctx *v, struct seals *s, int rc0,
+    const struct lb_sealstate *ss0)
+{
+	struct lb_sealstate	 ss;
+	struct lb_sealinfo	*si = &st->sinfo;
+	uint8_t			 k[LB_SEAL_KEYLEN], t[LB_SEAL_KEYLEN], mac[LB_SHA256_LEN];
+	uint64_t		 ke = 0;
+	char			 path[PATH_MAX], lspath[PATH_MAX], ds[16];
+	int			 rc;
+
+	memset(si, 0, sizeof(*si));
+	if (lb_path(path, sizeof(path), "%s/%s", st->data, LB_SEAL_FILE) != 0 ||
+	    lb_path(lspath, sizeof(lspath), "%s/%s", st->data, st->ls) != 0)
+		return;
+	rc = lb_seal_state(st->data, &ss);
+	if (rc == ENOENT) {
+		if (s->n > 0)
+			vreport(v, path, "missing, and the logspace has %zu seals: the sealing key "
+			    "file was removed", s->n);
+		return;
+	}
+	if (rc != 0) {
+		vreport(v, path, "cannot read the sealing key: %s", lb_strerror(rc));
+		return;
+	}
+	si->setup = 1;
+	si->key_epoch = ss.epoch;
+	qsort(s->v, s->n, sizeof(*s->v), epoch_cmp);
+	si->seals = s->n;
+	if (s->n > 0) {
+		si->first = s->v[0].epoch;
+		si->last = s->v[s->n - 1].epoch;
+		si->last_time = s->v[s->n - 1].time;
+	}
+	for (size_t i = 1; i < s->n; i++)
+		if (s->v[i].epoch > s->v[i - 1].epoch + 1) {
+			day_str(ds, sizeof(ds), s->v[i].day);
+			vreport(v, lspath, "seals of epochs %llu-%llu are missing (the seal after "
+			    "them is record %llu of %s): seals removed",
+			    (unsigned long long)s->v[i - 1].epoch + 1,
+			    (unsigned long long)s->v[i].epoch - 1, (unsigned long long)s->v[i].seq,
+			    ds);
+		}
+	/*
+	 * The key's epoch before the chains were read (ss0) bounds what they must hold; the
+	 * one after (ss), what they may: a seal run may have come in between.
+	 */
+	if (rc0 == 0 && ss0->epoch <= ss.epoch)
+		ss.started = ss0->started;
+	if (s->n > 0 && si->last >= ss.epoch)
+		vreport(v, path, "the logspace has a seal of epoch %llu, the key is at epoch %llu: "
+		    "the key file was replaced by an older one", (unsigned long long)si->last,
+		    (unsigned long long)ss.epoch);
+	else if (s->oldest != 0 && rc0 == 0 && s->oldest < ss0->started &&
+	    si->last + 1 < ss0->epoch) {
+		if (s->n == 0)
+			vreport(v, lspath, "no seal, though the key is at epoch %llu and the "
+			    "logspace's records are older than that epoch: its seals were removed",
+			    (unsigned long long)ss0->epoch);
+		else
+			vreport(v, lspath, "truncated: the last seal is of epoch %llu, the key is "
+			    "at %llu: the seals of epochs %llu-%llu, and the records they sealed, "
+			    "were removed", (unsigned long long)si->last,
+			    (unsigned long long)ss0->epoch, (unsigned long long)si->last + 1,
+			    (unsigned long long)ss0->epoch - 1);
+	}
+	if (!st->has_vkey)
+		return;
+	if ((rc = lb_seal_key_check(st->data, st->vkey)) != 0)
+		vreport(v, path, "its key is not the one the verification key gives at epoch %llu%s",
+		    (unsigned long long)ss.epoch, rc == LB_ECORRUPT ? ": replaced, or the wrong "
+		    "verification key" : "");
+	memcpy(k, st->vkey, sizeof(k));
+	for (size_t i = 0; i < s->n; i++) {
+		const struct sealrec *r = &s->v[i];
+
+		for (; ke < r->epoch; ke++) {
+			(void)lb_seal_ratchet(k, ke + 1, t);
+			memcpy(k, t, sizeof(k));
+		}
+		(void)lb_seal_mac(k, st->ls, r->day, r->epoch, r->started, r->prev, mac);
+		day_str(ds, sizeof(ds), r->day);
+		if (memcmp(mac, r->mac, sizeof(mac)) != 0)
+			vreport(v, lspath, "the seal of epoch %llu (record %llu of %s) does not "
+			    "verify: made with another epoch's key (resealed), or the records before "
+			    "it changed", (unsigned long long)r->epoch, (unsigned long long)r->seq,
+			    ds);
+		else
+			si->checked++;
+	}
+	memset(k, 0, sizeof(k));
+	memset(t, 0, sizeof(t));
+}
+
+void
+lb_store_set_verify_key(struct lb_store *st, const uint8_t key[LB_SEAL_KEYLEN])
+{
+	memcpy(st->vkey, key, LB_SEAL_KEYLEN);
+	st->has_vkey = 1;
+}
+
+void
+lb_store_seal_info(const struct lb_store *st, struct lb_sealinfo *out)
+{
+	*out = st->sinfo;
+}
+
 int
 lb_store_verify(struct lb_store *st,
     void (*report)(void *arg, const char *path, const char *what), void *arg)
@@ -149,6 +323,9 @@ lb_store_verify(struct lb_store *st,
 	struct lb_seginfo	 si;
 	struct lb_msgfile	*mf;
 	struct lb_chrec		*crecs = NULL, *cprev = NULL;
+	struct seals		 seals = { NULL, 0, 0, 0, 0 };
+	struct lb_sealstate	 ss0;
+	int			 src0;
 	uint64_t		 first, next, expect = 0, msgs_next = 0;
 	size_t			 n = 0, ncrecs = 0, ncprev = 0;
 	char			 path[PATH_MAX], why[512];
@@ -156,11 +333,13 @@ lb_store_verify(struct lb_store *st,
 
 	if ((rc = lb_store_days_load(st)) != 0)
 		return (rc);
+	src0 = lb_seal_state(st->data, &ss0);
 	for (size_t i = 0; i < st->ndays; i++) {
 		const struct lb_dayref *d = &st->days[i].ref;
 
 		if ((rc = verify_chain(st, &v, i, &crecs, &ncrecs, cprev, ncprev)) != 0)
 			goto done;
+		seals_add(&seals, crecs, ncrecs, d->day);
 		lb_chain_free(cprev, ncprev);
 		cprev = crecs;
 		ncprev = ncrecs;
@@ -245,10 +424,16 @@ lb_store_verify(struct lb_store *st,
 	if (n > 0 && refs[n - 1].last_id >= msgs_next)
 		vreport(&v, st->data, "segments index id %llu but messages end before %llu",
 		    (unsigned long long)refs[n - 1].last_id, (unsigned long long)msgs_next);
+	if (seals.err != 0) {
+		rc = seals.err;
+		goto done;
+	}
+	check_seals(st, &v, &seals, src0, &ss0);
 	rc = 0;
  done:
 	lb_chain_free(crecs, ncrecs);
 	lb_chain_free(cprev, ncprev);
+	free(seals.v);
 	free(refs);
 	if (rc == 0 && v.bad)
 		rc = LB_ECORRUPT;

@@ -766,6 +766,42 @@ int	lb_store_lookup(struct lb_store *st, const uint8_t *term, size_t len, int pr
  * problem with the path and a description; returns 0 when nothing was found, LB_ECORRUPT
  * otherwise (or another error that stopped the check).
  */
+/* ---------------------------------------------------------------- seals (lb_seal.c) */
+
+#define LB_SEAL_KEYLEN	32
+
+/* The sealing key's state (never the key). */
+struct lb_sealstate {
+	uint64_t	epoch;		/* the epoch now: seals up to epoch - 1 are written */
+	int64_t		started;	/* µs when it began */
+	uint64_t	interval;	/* µs of an epoch */
+};
+
+/*
+ * Sets sealing up in data: a random verification key K_0 in vkey (to show once and keep off
+ * the box), and <data>/indexd/seal holding K_1, epoch 1 (FORMAT.md §14.5). EEXIST when
+ * sealing is set up already; LB_EBADCONF for an interval outside LB_SEAL_INTERVAL_MIN..MAX.
+ */
+int	lb_seal_init(const char *data, uint64_t interval_us, uint8_t vkey[LB_SEAL_KEYLEN]);
+/* The key's state; ENOENT when sealing is not set up, LB_ECORRUPT when the file is damaged. */
+int	lb_seal_state(const char *data, struct lb_sealstate *s);
+/*
+ * When the epoch is over (or force): a seal of every logspace's chains (each day whose chain
+ * does not end with a seal, and the newest day always) with the epoch's key, then the key
+ * moves to the next epoch and the old one is overwritten. *sealed: the epoch sealed, 0 when
+ * none was due. ENOENT when sealing is not set up.
+ */
+int	lb_seal_run(const char *data, struct lb_catalog *cat, int force, uint64_t *sealed);
+/* For verification: K_next from K_next-1, and a seal's MAC (FORMAT.md §14.5). */
+int	lb_seal_ratchet(const uint8_t k[LB_SEAL_KEYLEN], uint64_t next,
+	    uint8_t out[LB_SEAL_KEYLEN]);
+int	lb_seal_mac(const uint8_t k[LB_SEAL_KEYLEN], const char *ls, uint32_t day,
+	    uint64_t epoch, int64_t started, const uint8_t prev[32], uint8_t out[32]);
+/* 0 when the key file's key is the one k0 gives at its epoch; LB_ECORRUPT when not. */
+int	lb_seal_key_check(const char *data, const uint8_t k0[LB_SEAL_KEYLEN]);
+/* A verification key as written: 64 hex digits. LB_EBADCONF otherwise. */
+int	lb_seal_key_parse(const char *text, uint8_t k[LB_SEAL_KEYLEN]);
+
 /*
  * Retention: before day gone of logspace ls is removed, a tombstone for it (its ids and its
  * chain's head) goes into the chain of the logspace's next day, next (FORMAT.md §14).
@@ -775,6 +811,23 @@ int	lb_chain_tomb(const char *data, struct lb_catalog *cat, const char *ls,
 
 int	lb_store_verify(struct lb_store *st,
 	    void (*report)(void *arg, const char *path, const char *what), void *arg);
+
+/*
+ * The verification key (K_0, lb_seal_init) for the next lb_store_verify: every seal's MAC is
+ * then checked with its own epoch's key, and the key file's key against it.
+ */
+void	lb_store_set_verify_key(struct lb_store *st, const uint8_t key[LB_SEAL_KEYLEN]);
+
+/* What the last lb_store_verify found of the seals. */
+struct lb_sealinfo {
+	int		 setup;		/* the data directory has a sealing key */
+	uint64_t	 key_epoch;	/* the key's epoch now */
+	uint64_t	 first, last;	/* the epochs of the logspace's seals (0: none) */
+	int64_t		 last_time;	/* µs: when the last seal was made */
+	uint64_t	 seals;		/* seal records */
+	uint64_t	 checked;	/* of them, MACs checked with the verification key */
+};
+void	lb_store_seal_info(const struct lb_store *st, struct lb_sealinfo *out);
 
 struct lb_storestats {
 	uint64_t	 messages;

@@ -87,6 +87,20 @@ static const struct konst konsts[] = {
 	NUM(LB_CH_BLOCK_BODY),
 	NUM(LB_CH_SEGMENT_BODY),
 	NUM(LB_CH_TOMB_BODY),
+	NUM(LB_CH_SEAL),
+	NUM(LB_CH_SEAL_BODY),
+	/* seals (lb_seal.c) */
+	STR(LB_SEAL_FILE),
+	NUM(LB_SEAL_MAGIC),
+	NUM(LB_SEAL_VERSION),
+	NUM(LB_SEAL_SLOT_SIZE),
+	STR(LB_SEAL_RATCHET_TAG),
+	NUM(LB_SEAL_RATCHET_TAG_LEN),
+	STR(LB_SEAL_MAC_TAG),
+	NUM(LB_SEAL_MAC_TAG_LEN),
+	NUM(LB_SEAL_INTERVAL_MIN),
+	NUM(LB_SEAL_INTERVAL_MAX),
+	NUM(LB_SEAL_INTERVAL_DEFAULT),
 };
 
 /* The limits of the query language and of a search (QUERY.md). */
