@@ -190,7 +190,8 @@ def test_sealed_store_verifies_after_kills_and_reindex(
     assert p.returncode == 0, p.stderr[-3000:]
     for ls in ("main", "odd"):
         m = re.search(
-            rf"ok: \S+/{ls}: (\d+) messages in (\d+) days.*sealed through epoch (\d+) .*"
+            rf"ok: \S+/{ls}: (\d+) messages in (\d+) days, \d+ segments; 1 days signed; "
+            r"sealed through epoch (\d+) .*"
             r"every seal checked with the verification key",
             p.stdout,
         )
@@ -301,6 +302,31 @@ def t_day_removed(data: Path) -> tuple[str, str]:
     return "cannot open the message file", str(day.relative_to(data))
 
 
+def _relink_next(data: Path, ls: str, hashes: list[bytes], key: bytes) -> None:
+    """The next day's chain links a record of the day before: relinked and resealed."""
+    nxt = _day(data, ls, 1)
+    recs = read_chain(nxt / "chain")
+    recs[0].prev = hashes[struct.unpack_from("<Q", recs[0].body, 72)[0]]
+    rebuild(nxt / "chain", recs, key, ls, int(nxt.parent.name + nxt.name.replace("-", "")))
+
+
+def t_signature_swapped(data: Path) -> tuple[str, str]:
+    """The day root of main's first day gets odd's signature of the same day; the chains are
+    made to agree again with the key of now."""
+    day = _day(data, "main", 0)
+    recs = read_chain(day / "chain")
+    other = [r for r in read_chain(_day(data, "odd", 0) / "chain") if r.kind == 6]
+    roots = [r for r in recs if r.kind == 6]
+    assert len(roots) == 1 and len(other) == 1
+    roots[0].body = roots[0].body[:16] + other[0].body[16:]
+    _epoch, key = key_now(data)
+    hashes = rebuild(
+        day / "chain", recs, key, "main", int(day.parent.name + day.name.replace("-", ""))
+    )
+    _relink_next(data, "main", hashes, key)
+    return "has a bad signature", str(day.relative_to(data))
+
+
 def t_resealed_with_key_of_now(data: Path) -> tuple[str, str]:
     """Root now edits a message and makes everything agree again: the block's checksums, the
     chain, and every seal, made anew with the key of now."""
@@ -319,11 +345,7 @@ def t_resealed_with_key_of_now(data: Path) -> tuple[str, str]:
     hashes = rebuild(
         day / "chain", recs, key, "main", int(day.parent.name + day.name.replace("-", ""))
     )
-    # The next day's chain links a record of this one: relinked and resealed the same way.
-    nxt = _day(data, "main", 1)
-    recs1 = read_chain(nxt / "chain")
-    recs1[0].prev = hashes[struct.unpack_from("<Q", recs1[0].body, 72)[0]]
-    rebuild(nxt / "chain", recs1, key, "main", int(nxt.parent.name + nxt.name.replace("-", "")))
+    _relink_next(data, "main", hashes, key)
     return "made with another epoch's key (resealed)", "of 2026-"
 
 
@@ -336,6 +358,7 @@ TAMPERS: list[Callable[[Path], tuple[str, str]]] = [
     t_seal_removed,
     t_tail_cut_after_last_seal,
     t_day_removed,
+    t_signature_swapped,
     t_resealed_with_key_of_now,
 ]
 

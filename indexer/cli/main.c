@@ -32,7 +32,7 @@ static const char *usage_text =
     "                      [--received now|header] [--flush-ms MS] [FILE|-]\n"
     "       logbox cat     --data DIR [--logspace L] [--from-id N] [--to-id N]\n"
     "       logbox lookup  --data DIR [--logspace L] [--prefix] [--field F] TERM\n"
-    "       logbox verify  --data DIR [--logspace L] [--key HEX|@FILE]\n"
+    "       logbox verify  --data DIR [--logspace L] [--key HEX|@FILE] [--pubkey FILE]\n"
     "                      (default: every logspace)\n"
     "       logbox keys init --data DIR [--interval SECONDS] [--key-file FILE]\n"
     "       logbox seal    --data DIR [--force]\n"
@@ -58,6 +58,7 @@ struct opts {
 	uint64_t	 interval;	/* keys init --interval, in seconds */
 	const char	*key;		/* verify --key */
 	const char	*key_file;	/* keys init --key-file */
+	const char	*pubkey;	/* verify --pubkey */
 	int		 force;		/* seal --force */
 	uint8_t		 vkey[LB_SEAL_KEYLEN];	/* --key, parsed */
 	int		 has_key;
@@ -147,6 +148,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		{ "flush-ms", required_argument, NULL, 'M' },
 		{ "key", required_argument, NULL, 'K' },
 		{ "key-file", required_argument, NULL, 'Q' },
+		{ "pubkey", required_argument, NULL, 'P' },
 		{ "interval", required_argument, NULL, 'I' },
 		{ "force", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
@@ -183,6 +185,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 			break;
 		case 'K': o->key = optarg; break;
 		case 'Q': o->key_file = optarg; break;
+		case 'P': o->pubkey = optarg; break;
 		case 'I': o->interval = parse_u64(optarg, "--interval"); break;
 		case 'G': o->force = 1; break;
 		case 'h': print_usage(stdout); exit(0);
@@ -641,6 +644,8 @@ cmd_keys(struct opts *o)
 		    LB_SEAL_INTERVAL_MAX / 1000000);
 	else if (rc != 0)
 		die("%s: setting sealing up: %s", o->data, lb_strerror(rc));
+	if ((rc = lb_sign_init(o->data)) != 0 && rc != EEXIST)
+		die("%s: making the signing key: %s", o->data, lb_strerror(rc));
 	for (int i = 0; i < LB_SEAL_KEYLEN; i++)
 		snprintf(hex + 2 * i, 3, "%02x", k[i]);
 	memset(k, 0, sizeof(k));
@@ -655,8 +660,11 @@ cmd_keys(struct opts *o)
 	printf("Sealing is set up: %s, a new epoch every %llu s.\n"
 	    "The verification key, shown this once and not kept on this box:\n\n"
 	    "    %s\n\n"
-	    "Keep it off the box. `logbox verify --key KEY` checks every seal with it.\n",
-	    LB_SEAL_FILE, (unsigned long long)interval, hex);
+	    "Keep it off the box. `logbox verify --key KEY` checks every seal with it.\n"
+	    "Days are signed with %s/%s; keep a copy of its public key, %s/%s\n"
+	    "(`logbox verify --pubkey FILE` checks the day roots with your copy).\n",
+	    LB_SEAL_FILE, (unsigned long long)interval, hex, o->data, LB_SIGN_KEY_FILE, o->data,
+	    LB_SIGN_PUB_FILE);
 	memset(hex, 0, sizeof(hex));
 	return (fflush(stdout) == 0 ? 0 : 1);
 }
@@ -717,6 +725,8 @@ verify_one(struct opts *o, const char *ls, int *problems)
 	}
 	if (o->has_key)
 		lb_store_set_verify_key(st, o->vkey);
+	if (o->pubkey != NULL)
+		lb_store_set_verify_pubkey(st, o->pubkey);
 	rc = lb_store_verify(st, verify_report, problems);
 	if (rc != 0 && rc != LB_ECORRUPT) {
 		(*problems)++;
@@ -730,6 +740,8 @@ verify_one(struct opts *o, const char *ls, int *problems)
 		printf("ok: %s/%s: %llu messages in %llu days, %llu segments", o->data, ls,
 		    (unsigned long long)ss.messages, (unsigned long long)ss.days,
 		    (unsigned long long)ss.segments);
+		if (si.days_signed > 0)
+			printf("; %llu days signed", (unsigned long long)si.days_signed);
 		if (!si.setup)
 			printf("; not sealed (no sealing key)\n");
 		else if (si.seals == 0)

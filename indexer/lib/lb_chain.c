@@ -37,6 +37,8 @@ lb_chain_kind_name(unsigned kind)
 		return ("tombstone");
 	case LB_CH_SEAL:
 		return ("seal");
+	case LB_CH_DAYROOT:
+		return ("day root");
 	default:
 		return ("unknown");
 	}
@@ -155,6 +157,8 @@ body_len(const struct lb_chrec *r)
 		return (LB_CH_TOMB_BODY);
 	case LB_CH_SEAL:
 		return (LB_CH_SEAL_BODY);
+	case LB_CH_DAYROOT:
+		return (LB_CH_DAYROOT_BODY);
 	default:
 		return (SIZE_MAX);
 	}
@@ -210,6 +214,11 @@ encode(struct lb_chrec *r, uint8_t *p, size_t len)
 		lb_put64(b, r->epoch);
 		lb_put64(b + 8, (uint64_t)r->started);
 		memcpy(b + 16, r->sha, LB_SHA256_LEN);
+		break;
+	case LB_CH_DAYROOT:
+		lb_put64(b, r->first_id);
+		lb_put64(b + 8, r->count);
+		memcpy(b + 16, r->sig, sizeof(r->sig));
 		break;
 	default:
 		return (EINVAL);
@@ -316,6 +325,13 @@ decode(const uint8_t *p, size_t avail, struct lb_chrec *r, size_t *used, char *w
 		r->epoch = lb_get64(b);
 		r->started = (int64_t)lb_get64(b + 8);
 		memcpy(r->sha, b + 16, LB_SHA256_LEN);
+		break;
+	case LB_CH_DAYROOT:
+		if (blen != LB_CH_DAYROOT_BODY)
+			goto badlen;
+		r->first_id = lb_get64(b);
+		r->count = lb_get64(b + 8);
+		memcpy(r->sig, b + 16, sizeof(r->sig));
 		break;
 	default:
 		setwhy(why, whylen, "unknown record kind %u", r->kind);

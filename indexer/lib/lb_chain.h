@@ -40,6 +40,8 @@ struct lb_chrec {
 	/* seal: the epoch, when it began, and the MAC (in sha) */
 	uint64_t	 epoch;
 	int64_t		 started;
+	/* day root: first_id and count of the day's messages, and the signature */
+	uint8_t		 sig[64];
 };
 
 /*
@@ -94,6 +96,18 @@ int	lb_chain_parse(const uint8_t *buf, size_t len, struct lb_chrec **out, size_t
 /* SHA-256 of len bytes of fd from off; of a whole file (*size its length, may be NULL). */
 int	lb_sha256_fd(int fd, uint64_t off, uint64_t len, uint8_t out[LB_SHA256_LEN]);
 int	lb_sha256_file(const char *path, uint8_t out[LB_SHA256_LEN], uint64_t *size);
+
+/*
+ * Signed days (lb_sign.c, FORMAT.md §14.6). lb_sign_day appends to day's chain of ls a day
+ * root: the chain head, signed with <data>/indexd/sign.key (ENOENT when there is none).
+ * lb_sign_check: 0 when sig is the signature, under the public key at pubpath, of the day
+ * root of ls's day whose record links record seq (hash prev); LB_ECORRUPT when it is not.
+ */
+int	lb_sign_day(const char *data, const char *ls, uint32_t day, uint64_t first_id,
+	    uint64_t count, const struct lb_chgen *gen);
+int	lb_sign_check(const char *pubpath, const char *ls, uint32_t day, uint64_t seq,
+	    const uint8_t prev[LB_SHA256_LEN], uint64_t first_id, uint64_t count,
+	    const uint8_t sig[64]);
 
 /* The kind's name ("genesis", "block", ...) for messages. */
 const char *lb_chain_kind_name(unsigned kind);

@@ -185,12 +185,14 @@
 #define LB_CH_TOMB		4	/* body: day u32 0 u32 first_id u64 count u64 seq u64
 				   head[32] */
 #define LB_CH_SEAL		5	/* body: epoch u64 started i64 mac[32] */
+#define LB_CH_DAYROOT		6	/* body: first_id u64 count u64 sig[64] */
 #define LB_CHF_RECOVERED	0x01	/* chained when the writer opened, not when made */
 #define LB_CH_GENESIS_BODY	80
 #define LB_CH_BLOCK_BODY	56
 #define LB_CH_SEGMENT_BODY	136	/* without the names it replaces */
 #define LB_CH_TOMB_BODY		64
 #define LB_CH_SEAL_BODY		48
+#define LB_CH_DAYROOT_BODY	80
 
 /* ---------------------------------------------------------------- seals (lb_seal.c) */
 /*
@@ -215,6 +217,14 @@
 #define LB_SEAL_INTERVAL_MIN	(1000000ULL)		/* µs: 1 s */
 #define LB_SEAL_INTERVAL_MAX	(86400000000ULL)	/* µs: a day */
 #define LB_SEAL_INTERVAL_DEFAULT (900000000ULL)		/* µs: 15 min */
+
+/* ---------------------------------------------------------------- signed days (lb_sign.c) */
+#define LB_SIGN_KEY_FILE	"indexd/sign.key"	/* Ed25519 private key, PEM, mode 0600 */
+#define LB_SIGN_PUB_FILE	"indexd/sign.pub"	/* its public key, PEM */
+#define LB_SIGN_TAG		"LBDAY001"	/* a day root's signed message starts with it */
+#define LB_SIGN_TAG_LEN		8
+#define LB_SIGN_MSG_LEN		132	/* tag, logspace[64], day, seq, head, first_id, count */
+#define LB_SIGN_SIG_LEN		64
 
 /* ---------------------------------------------------------------- time map */
 #define LB_TIMEMAP_STEP		(1000000LL)	/* µs of receive time per time→id entry */

@@ -367,6 +367,31 @@ lb_store_chain_recover(struct lb_store *st)
 	return (recover_day(st, st->day.day, st->mf));
 }
 
+/* ---------------------------------------------------------------- signed days */
+
+int
+lb_store_sign_day(struct lb_store *st, uint32_t day)
+{
+	struct lb_dayref	*days = NULL;
+	struct lb_chgen		 g;
+	size_t			 n = 0;
+	uint64_t		 first = 0, count = 0;
+	int			 rc;
+
+	if ((rc = lb_catalog_days(st->cat, st->ls, &days, &n)) != 0)
+		return (rc);
+	for (size_t i = 0; i < n; i++)
+		if (days[i].day == day) {
+			first = days[i].first_id;
+			count = days[i].next_id - days[i].first_id;
+		}
+	free(days);
+	if ((rc = genesis_of(st->data, st->cat, st->ls, day, &g)) != 0)
+		return (rc);
+	rc = lb_sign_day(st->data, st->ls, day, first, count, &g);
+	return (rc == ENOENT ? 0 : rc);		/* (signing not set up) */
+}
+
 /* ---------------------------------------------------------------- retention */
 
 int

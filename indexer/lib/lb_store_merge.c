@@ -121,6 +121,9 @@ lb_store_merge_day(struct lb_store *st, uint32_t day, int all)
 			}
 		}
 	}
+	/* A day merged whole has ended: its root is signed (FORMAT.md §14.6). */
+	if (all)
+		rc = lb_store_sign_day(st, day);
  done:
 	free(refs);
 	return (rc);

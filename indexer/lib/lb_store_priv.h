@@ -80,6 +80,7 @@ struct lb_store {
 	/* verify */
 	uint8_t			 vkey[LB_SEAL_KEYLEN];	/* lb_store_set_verify_key */
 	int			 has_vkey;
+	char			 pubpath[PATH_MAX];	/* lb_store_set_verify_pubkey */
 	struct lb_sealinfo	 sinfo;		/* what the last verify found */
 };
 
@@ -148,6 +149,8 @@ int	lb_store_chain_segs(struct lb_store *st, uint32_t day, const struct lb_segre
  */
 int	lb_store_publish(struct lb_store *st, uint32_t day, const struct lb_segref *old,
 	    size_t nold, const struct lb_segref *made, size_t nmade);
+/* A day that ended: its chain's day root, signed (none when signing is not set up). */
+int	lb_store_sign_day(struct lb_store *st, uint32_t day);
 /* At the writer's open (after recovery): chains what the last two days have unchained. */
 int	lb_store_chain_recover(struct lb_store *st);
 /* lb_store_verify's check of day i against its chain (mf: its message file, or NULL). */

@@ -216,7 +216,10 @@ check_seals(struct lb_store *st, struct vctx *v, struct seals *s, int rc0,
 	char			 path[PATH_MAX], lspath[PATH_MAX], ds[16];
 	int			 rc;
 
+	uint64_t signed_days = si->days_signed;
+
 	memset(si, 0, sizeof(*si));
+	si->days_signed = signed_days;
 	if (lb_path(path, sizeof(path), "%s/%s", st->data, LB_SEAL_FILE) != 0 ||
 	    lb_path(lspath, sizeof(lspath), "%s/%s", st->data, st->ls) != 0)
 		return;
@@ -300,6 +303,55 @@ check_seals(struct lb_store *st, struct vctx *v, struct seals *s, int rc0,
 	memset(t, 0, sizeof(t));
 }
 
+/*
+ * The day roots of day's chain (FORMAT.md §14.6): each signature checked with the public key
+ * given (lb_store_set_verify_pubkey), else the box's own sign.pub; its counts, the day's.
+ */
+static void
+check_roots(struct lb_store *st, struct vctx *v, const struct lb_chrec *recs, size_t n,
+    const struct lb_dayref *d)
+{
+	char	dir[PATH_MAX], pub[PATH_MAX], ds[16];
+	int	rc, roots = 0;
+
+	if (lb_store_day_dir(st, d->day, dir, sizeof(dir)) != 0)
+		return;
+	if (st->pubpath[0] != '\0')
+		snprintf(pub, sizeof(pub), "%s", st->pubpath);
+	else if (lb_path(pub, sizeof(pub), "%s/%s", st->data, LB_SIGN_PUB_FILE) != 0)
+		return;
+	day_str(ds, sizeof(ds), d->day);
+	for (size_t i = 1; i < n; i++) {
+		const struct lb_chrec *r = &recs[i];
+
+		if (r->kind != LB_CH_DAYROOT)
+			continue;
+		roots++;
+		rc = lb_sign_check(pub, st->ls, d->day, r->seq - 1, r->prev, r->first_id,
+		    r->count, r->sig);
+		if (rc == LB_ECORRUPT)
+			vreport(v, dir, "the day root (record %llu) has a bad signature: not made "
+			    "by %s's key, or swapped from another day", (unsigned long long)r->seq,
+			    pub);
+		else if (rc != 0)
+			vreport(v, pub, "cannot check the day root of %s: %s", ds, lb_strerror(rc));
+		else if (r->first_id != d->first_id || r->count != d->next_id - d->first_id)
+			vreport(v, dir, "the day root (record %llu) signs ids %llu-%llu, the day has "
+			    "%llu-%llu", (unsigned long long)r->seq, (unsigned long long)r->first_id,
+			    (unsigned long long)(r->first_id + r->count - 1),
+			    (unsigned long long)d->first_id, (unsigned long long)d->next_id - 1);
+		else
+			st->sinfo.days_signed++;
+	}
+	(void)roots;
+}
+
+void
+lb_store_set_verify_pubkey(struct lb_store *st, const char *path)
+{
+	snprintf(st->pubpath, sizeof(st->pubpath), "%s", path);
+}
+
 void
 lb_store_set_verify_key(struct lb_store *st, const uint8_t key[LB_SEAL_KEYLEN])
 {
@@ -333,6 +385,7 @@ lb_store_verify(struct lb_store *st,
 
 	if ((rc = lb_store_days_load(st)) != 0)
 		return (rc);
+	st->sinfo.days_signed = 0;
 	src0 = lb_seal_state(st->data, &ss0);
 	for (size_t i = 0; i < st->ndays; i++) {
 		const struct lb_dayref *d = &st->days[i].ref;
@@ -340,6 +393,7 @@ lb_store_verify(struct lb_store *st,
 		if ((rc = verify_chain(st, &v, i, &crecs, &ncrecs, cprev, ncprev)) != 0)
 			goto done;
 		seals_add(&seals, crecs, ncrecs, d->day);
+		check_roots(st, &v, crecs, ncrecs, d);
 		lb_chain_free(cprev, ncprev);
 		cprev = crecs;
 		ncprev = ncrecs;

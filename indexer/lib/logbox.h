@@ -799,6 +799,11 @@ int	lb_seal_mac(const uint8_t k[LB_SEAL_KEYLEN], const char *ls, uint32_t day,
 	    uint64_t epoch, int64_t started, const uint8_t prev[32], uint8_t out[32]);
 /* 0 when the key file's key is the one k0 gives at its epoch; LB_ECORRUPT when not. */
 int	lb_seal_key_check(const char *data, const uint8_t k0[LB_SEAL_KEYLEN]);
+/*
+ * Signed days: an Ed25519 key pair, <data>/indexd/sign.key (mode 0600) and sign.pub (the
+ * public key the admin downloads; FORMAT.md §14.6). EEXIST when there is one.
+ */
+int	lb_sign_init(const char *data);
 /* A verification key as written: 64 hex digits. LB_EBADCONF otherwise. */
 int	lb_seal_key_parse(const char *text, uint8_t k[LB_SEAL_KEYLEN]);
 
@@ -818,6 +823,12 @@ int	lb_store_verify(struct lb_store *st,
  */
 void	lb_store_set_verify_key(struct lb_store *st, const uint8_t key[LB_SEAL_KEYLEN]);
 
+/*
+ * The public key (PEM) the next lb_store_verify checks day roots with, instead of the box's
+ * own <data>/indexd/sign.pub (which whoever holds the box could replace).
+ */
+void	lb_store_set_verify_pubkey(struct lb_store *st, const char *path);
+
 /* What the last lb_store_verify found of the seals. */
 struct lb_sealinfo {
 	int		 setup;		/* the data directory has a sealing key */
@@ -826,6 +837,7 @@ struct lb_sealinfo {
 	int64_t		 last_time;	/* µs: when the last seal was made */
 	uint64_t	 seals;		/* seal records */
 	uint64_t	 checked;	/* of them, MACs checked with the verification key */
+	uint64_t	 days_signed;	/* days whose day root's signature checked */
 };
 void	lb_store_seal_info(const struct lb_store *st, struct lb_sealinfo *out);
 
