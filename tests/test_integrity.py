@@ -33,6 +33,8 @@ from pathlib import Path
 import pytest
 from lbtest.indexd import Indexd, kill_while
 from lbtest.spool import file_name, record, wait_spool_empty
+from lbtest.wait import wait_until
+from logbox_core.status import gather
 
 N = 120_000
 FILES = 4
@@ -382,3 +384,43 @@ def test_tampering_is_named(
         q = verify(cli, copy)
         said = q.stderr.replace(str(copy), "DATA")
         assert "seal" not in said and "SHA-256" not in said and "chain" not in said, said[-3000:]
+
+
+def test_sealing_in_the_status(top: Path, tmp_path: Path) -> None:
+    """indexd says in its status how far it has sealed; a seal run that fails (the key file
+    damaged) is a problem of /api/v1/status's gather(), and sealing resumes once it is whole."""
+    cli = top / "build" / "bin" / "logbox"
+    data = tmp_path / "data"
+    assert run([str(cli), "keys", "init", "--data", str(data), "--interval", "1"]).returncode == 0
+    status = tmp_path / "status.json"
+    d = Indexd(top / "build" / "bin" / "logbox-indexd", data, status)
+    d.start()
+    try:
+        got = wait_until(
+            lambda: (s := d.status(missing_ok=True))
+            and (s.get("sealing") or {}).get("epoch", 0) >= 3
+            and s,
+            "indexd has sealed twice",
+            30,
+        )
+        seal = got["sealing"]
+        assert seal["setup"] is True and seal["error"] is None and seal["last_sealed"], seal
+        key = data / "indexd" / "seal"
+        good = key.read_bytes()
+        key.write_bytes(b"\0" * len(good))
+        wait_until(
+            lambda: ((d.status(missing_ok=True) or {}).get("sealing") or {}).get("error"),
+            "indexd says sealing fails",
+            30,
+        )
+        g = gather(data_dir=data, indexd_status=status, syslogng_pidfile=None, searchd=None)
+        assert any(p.startswith("indexd: sealing failed: ") for p in g["problems"]), g["problems"]
+        assert g["services"]["indexd"]["sealing"]["setup"] is True
+        key.write_bytes(good)
+        wait_until(
+            lambda: ((d.status(missing_ok=True) or {}).get("sealing") or {}).get("error") is None,
+            "indexd seals again",
+            30,
+        )
+    finally:
+        d.stop()

@@ -33,6 +33,7 @@ static const char *usage_text =
     "       logbox cat     --data DIR [--logspace L] [--from-id N] [--to-id N]\n"
     "       logbox lookup  --data DIR [--logspace L] [--prefix] [--field F] TERM\n"
     "       logbox verify  --data DIR [--logspace L] [--key HEX|@FILE] [--pubkey FILE]\n"
+    "                      [--integrity]\n"
     "                      (default: every logspace)\n"
     "       logbox keys init --data DIR [--interval SECONDS] [--key-file FILE]\n"
     "       logbox seal    --data DIR [--force]\n"
@@ -60,6 +61,7 @@ struct opts {
 	const char	*key_file;	/* keys init --key-file */
 	const char	*pubkey;	/* verify --pubkey */
 	int		 force;		/* seal --force */
+	int		 integrity;	/* verify --integrity */
 	uint8_t		 vkey[LB_SEAL_KEYLEN];	/* --key, parsed */
 	int		 has_key;
 	int		 ack;
@@ -151,6 +153,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		{ "pubkey", required_argument, NULL, 'P' },
 		{ "interval", required_argument, NULL, 'I' },
 		{ "force", no_argument, NULL, 'G' },
+		{ "integrity", no_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -188,6 +191,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		case 'P': o->pubkey = optarg; break;
 		case 'I': o->interval = parse_u64(optarg, "--interval"); break;
 		case 'G': o->force = 1; break;
+		case 'Y': o->integrity = 1; break;
 		case 'h': print_usage(stdout); exit(0);
 		default: usage();
 		}
@@ -727,6 +731,7 @@ verify_one(struct opts *o, const char *ls, int *problems)
 		lb_store_set_verify_key(st, o->vkey);
 	if (o->pubkey != NULL)
 		lb_store_set_verify_pubkey(st, o->pubkey);
+	lb_store_set_verify_fast(st, o->integrity);
 	rc = lb_store_verify(st, verify_report, problems);
 	if (rc != 0 && rc != LB_ECORRUPT) {
 		(*problems)++;

@@ -274,6 +274,9 @@ struct indexd {
 	int		 stopping;
 	int64_t		 seal_checked;	/* mono µs the sealing key was last looked at */
 	int		 sealing;	/* 1: set up; 0: not (said once); -1: not looked yet */
+	uint64_t	 seal_epoch;	/* the key's epoch now */
+	int64_t		 seal_last;	/* real µs of the last seal made; 0: none yet */
+	char		 seal_error[256];	/* "" or why the last seal run failed */
 	char		 holding[256];	/* "" or why inputs are not read */
 	uint64_t	 conns;		/* connections open */
 

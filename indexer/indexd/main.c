@@ -406,8 +406,9 @@ sig_cb(evutil_socket_t sig, short what, void *arg)
 static void
 seal_due(struct indexd *env, int force)
 {
-	uint64_t	e = 0;
-	int		rc;
+	struct lb_sealstate	ss;
+	uint64_t		e = 0;
+	int			rc;
 
 	env->seal_checked = now_mono_us();
 	rc = lb_seal_run(env->data, env->cat, force, &e);
@@ -419,10 +420,21 @@ seal_due(struct indexd *env, int force)
 		return;
 	}
 	env->sealing = 1;
-	if (rc != 0)
-		log_warnx("seal: %s", lb_strerror(rc));
-	else if (e != 0)
+	if (rc != 0) {
+		if (env->seal_error[0] == '\0')
+			log_warnx("seal: %s", lb_strerror(rc));
+		snprintf(env->seal_error, sizeof(env->seal_error), "%s", lb_strerror(rc));
+	} else {
+		if (env->seal_error[0] != '\0')
+			log_info("seal: sealing again");
+		env->seal_error[0] = '\0';
+	}
+	if (rc == 0 && e != 0) {
+		env->seal_last = now_real_us();
 		log_info("seal: epoch %llu sealed", (unsigned long long)e);
+	}
+	if (lb_seal_state(env->data, &ss) == 0)
+		env->seal_epoch = ss.epoch;
 }
 
 static void

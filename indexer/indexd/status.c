@@ -302,6 +302,26 @@ status_routes(struct indexd *env)
 	return (o);
 }
 
+/* Forward-secure sealing (FORMAT.md §14.5): set up or not, the key's epoch, the last seal. */
+static json_t *
+status_sealing(struct indexd *env)
+{
+	json_t	*o = json_object();
+	char	 t[40];
+
+	json_object_set_new(o, "setup", env->sealing == 1 ? json_true() : json_false());
+	json_object_set_new(o, "epoch", env->sealing == 1 ?
+	    json_integer((json_int_t)env->seal_epoch) : json_null());
+	if (env->seal_last != 0) {
+		lb_time_fmt(t, sizeof(t), env->seal_last, 0);
+		json_object_set_new(o, "last_sealed", json_string(t));
+	} else
+		json_object_set_new(o, "last_sealed", json_null());
+	json_object_set_new(o, "error", env->seal_error[0] != '\0' ?
+	    json_string(env->seal_error) : json_null());
+	return (o);
+}
+
 /*
  * The file system of the status file is full: writes buf over FILE in place (the pages it
  * has), then cuts what is left of the old text.
@@ -361,6 +381,7 @@ status_write(struct indexd *env)
 	json_object_set_new(o, "inputs", status_inputs(env));
 	json_object_set_new(o, "spool", spool_status(env));
 	json_object_set_new(o, "routes", status_routes(env));
+	json_object_set_new(o, "sealing", status_sealing(env));
 	json_object_set_new(o, "settings", status_settings(env));
 	json_object_set_new(o, "logspaces", status_logspaces(env));
 	text = json_dumps(o, JSON_COMPACT);

@@ -81,6 +81,7 @@ struct lb_store {
 	uint8_t			 vkey[LB_SEAL_KEYLEN];	/* lb_store_set_verify_key */
 	int			 has_vkey;
 	char			 pubpath[PATH_MAX];	/* lb_store_set_verify_pubkey */
+	int			 verify_fast;	/* lb_store_set_verify_fast */
 	struct lb_sealinfo	 sinfo;		/* what the last verify found */
 };
 

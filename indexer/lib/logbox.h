@@ -829,6 +829,14 @@ void	lb_store_set_verify_key(struct lb_store *st, const uint8_t key[LB_SEAL_KEYL
  */
 void	lb_store_set_verify_pubkey(struct lb_store *st, const char *path);
 
+/*
+ * With fast, the next lb_store_verify checks the chains, seals and day roots (every byte
+ * chained is hashed) and the catalog's cross-references, but does not decode every block and
+ * id list: blocks and segments not chained yet (the newest day's last ones) are then checked
+ * only as far as their headers.
+ */
+void	lb_store_set_verify_fast(struct lb_store *st, int fast);
+
 /* What the last lb_store_verify found of the seals. */
 struct lb_sealinfo {
 	int		 setup;		/* the data directory has a sealing key */

@@ -429,6 +429,18 @@ def _indexd(
         )
     if st.get("stopping") is True:
         problems.append("indexd: stopping")
+    sealing = st.get("sealing") if isinstance(st.get("sealing"), dict) else None
+    if sealing is not None:
+        entry["sealing"] = {
+            "setup": sealing.get("setup") is True,
+            "epoch": _int(sealing.get("epoch")) if sealing.get("epoch") is not None else None,
+            "last_sealed": sealing.get("last_sealed")
+            if isinstance(sealing.get("last_sealed"), str)
+            else None,
+            "error": sealing.get("error") if isinstance(sealing.get("error"), str) else None,
+        }
+        if entry["sealing"]["error"]:
+            problems.append(f"indexd: sealing failed: {entry['sealing']['error']}")
     return entry, st
 
 

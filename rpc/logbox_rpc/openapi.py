@@ -213,6 +213,15 @@ SCHEMAS: dict[str, Any] = {
                         "disk_full": {"type": "boolean", "nullable": True},
                         "held_back_bytes": NINT,
                         "reserve_bytes": NINT,
+                        "sealing": _obj(
+                            {
+                                "setup": {"type": "boolean"},
+                                "epoch": NINT,
+                                "last_sealed": {**TIME, "nullable": True},
+                                "error": NSTR,
+                            },
+                            ["setup", "epoch", "last_sealed", "error"],
+                        ),
                     },
                     ["state"],
                 ),
