@@ -26,7 +26,7 @@ VENV        := $(CURDIR)/.venv
 PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
-.PHONY: all deps build install run test test-c test-py lint bench bench-ingest bench-ingest-quick \
+.PHONY: all deps build install run test test-c test-py lint bench bench-integrity bench-ingest bench-ingest-quick \
 	bench-search bench-size bench-rpc bench-webui fuzz image test-image clean
 
 all: build
@@ -71,6 +71,12 @@ bench:
 	@$(PY) tests/bench/search.py
 	@$(PY) tests/bench/rpc.py
 	@$(PY) tests/bench/webui.py
+	@$(PY) tests/bench/integrity.py
+
+bench-integrity:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(PY) tests/bench/integrity.py $(BENCH_ARGS)
 
 bench-ingest:
 	@$(MAKE) --no-print-directory deps
