@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "logbox.h"
 #include "lb_chain.h"
@@ -65,8 +66,12 @@ append(struct lb_store *st, uint32_t day, struct lb_chrec *recs, size_t n)
 	char		dir[PATH_MAX];
 	int		rc;
 
-	if ((rc = lb_store_day_dir(st, day, dir, sizeof(dir))) != 0 ||
-	    (rc = genesis_of(st->data, st->cat, st->ls, day, &g)) != 0)
+	if ((rc = lb_store_day_dir(st, day, dir, sizeof(dir))) != 0)
+		return (rc);
+	/* The day before's head only for a chain that begins (ENOENT: none yet). */
+	if ((rc = lb_chain_append(dir, NULL, recs, n, 1)) != ENOENT)
+		return (rc);
+	if ((rc = genesis_of(st->data, st->cat, st->ls, day, &g)) != 0)
 		return (rc);
 	return (lb_chain_append(dir, &g, recs, n, 1));
 }
@@ -412,8 +417,24 @@ lb_chain_tomb(const char *data, struct lb_catalog *cat, const char *ls,
 		return (rc);
 	if ((rc = lb_chain_head(dir, &r.prev_seq, r.sha)) != 0 && rc != ENOENT)
 		return (rc);
-	if ((rc = day_path(data, ls, next, dir, sizeof(dir))) != 0 ||
-	    (rc = genesis_of(data, cat, ls, next, &g)) != 0)
+	if ((rc = day_path(data, ls, next, dir, sizeof(dir))) != 0)
+		return (rc);
+	if ((rc = lb_chain_append(dir, NULL, &r, 1, 1)) != ENOENT)
+		return (rc);
+	/*
+	 * The next day has no chain. With sealed blocks it was written before chains (a store
+	 * from before them): starting a chain there would leave its blocks unchained. Else its
+	 * chain begins with the tombstone.
+	 */
+	{
+		char		mpath[PATH_MAX];
+		struct stat	sb;
+
+		if (lb_path(mpath, sizeof(mpath), "%s/%s", dir, LB_FILE_MESSAGES) == 0 &&
+		    stat(mpath, &sb) == 0 && (uint64_t)sb.st_size > LB_FHDR_SIZE)
+			return (0);
+	}
+	if ((rc = genesis_of(data, cat, ls, next, &g)) != 0)
 		return (rc);
 	return (lb_chain_append(dir, &g, &r, 1, 1));
 }
