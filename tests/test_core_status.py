@@ -100,7 +100,14 @@ def test_everything_running(appliance: dict) -> None:
             "held_back_bytes": 0,
             "reserve_bytes": got["services"]["indexd"]["reserve_bytes"],
             # no `logbox keys init` in this data directory
-            "sealing": {"setup": False, "epoch": None, "last_sealed": None, "error": None},
+            "sealing": {
+                "setup": False,
+                "epoch": None,
+                "last_sealed": None,
+                "error": None,
+                "tsa_url": None,
+                "tsa_error": None,
+            },
         },
         "searchd": {"state": "running"},
     }

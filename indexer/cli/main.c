@@ -33,7 +33,7 @@ static const char *usage_text =
     "       logbox cat     --data DIR [--logspace L] [--from-id N] [--to-id N]\n"
     "       logbox lookup  --data DIR [--logspace L] [--prefix] [--field F] TERM\n"
     "       logbox verify  --data DIR [--logspace L] [--key HEX|@FILE] [--pubkey FILE]\n"
-    "                      [--integrity]\n"
+    "                      [--integrity] [--tsa-ca FILE]\n"
     "                      (default: every logspace)\n"
     "       logbox keys init --data DIR [--interval SECONDS] [--key-file FILE]\n"
     "       logbox seal    --data DIR [--force]\n"
@@ -60,6 +60,7 @@ struct opts {
 	const char	*key;		/* verify --key */
 	const char	*key_file;	/* keys init --key-file */
 	const char	*pubkey;	/* verify --pubkey */
+	const char	*tsa_ca;	/* verify --tsa-ca */
 	int		 force;		/* seal --force */
 	int		 integrity;	/* verify --integrity */
 	uint8_t		 vkey[LB_SEAL_KEYLEN];	/* --key, parsed */
@@ -151,6 +152,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		{ "key", required_argument, NULL, 'K' },
 		{ "key-file", required_argument, NULL, 'Q' },
 		{ "pubkey", required_argument, NULL, 'P' },
+		{ "tsa-ca", required_argument, NULL, 'A' },
 		{ "interval", required_argument, NULL, 'I' },
 		{ "force", no_argument, NULL, 'G' },
 		{ "integrity", no_argument, NULL, 'Y' },
@@ -189,6 +191,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		case 'K': o->key = optarg; break;
 		case 'Q': o->key_file = optarg; break;
 		case 'P': o->pubkey = optarg; break;
+		case 'A': o->tsa_ca = optarg; break;
 		case 'I': o->interval = parse_u64(optarg, "--interval"); break;
 		case 'G': o->force = 1; break;
 		case 'Y': o->integrity = 1; break;
@@ -732,6 +735,8 @@ verify_one(struct opts *o, const char *ls, int *problems)
 	if (o->pubkey != NULL)
 		lb_store_set_verify_pubkey(st, o->pubkey);
 	lb_store_set_verify_fast(st, o->integrity);
+	if (o->tsa_ca != NULL)
+		lb_store_set_verify_tsa_ca(st, o->tsa_ca);
 	rc = lb_store_verify(st, verify_report, problems);
 	if (rc != 0 && rc != LB_ECORRUPT) {
 		(*problems)++;
@@ -747,6 +752,9 @@ verify_one(struct opts *o, const char *ls, int *problems)
 		    (unsigned long long)ss.segments);
 		if (si.days_signed > 0)
 			printf("; %llu days signed", (unsigned long long)si.days_signed);
+		if (si.days_stamped > 0)
+			printf("; %llu days time-stamped%s", (unsigned long long)si.days_stamped,
+			    o->tsa_ca != NULL ? "" : " (their TSA not checked: no --tsa-ca)");
 		if (!si.setup)
 			printf("; not sealed (no sealing key)\n");
 		else if (si.seals == 0)

@@ -21,6 +21,7 @@
 #define INDEXD_H
 
 #include <sys/queue.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -250,6 +251,15 @@ struct indexd {
 	struct ix_conf	 base;		/* from the command line */
 	struct ix_conf	 conf;		/* in force: base with --config on top */
 	struct ix_settings settings;	/* --logspaces */
+	struct {
+		const char	*url;		/* --tsa-url: NULL, none */
+		int		 on;		/* the thread runs */
+		pthread_t	 thr;
+		pthread_mutex_t	 mu;
+		pthread_cond_t	 cv;
+		int		 stop, kick;	/* under mu */
+		char		 error[512];	/* under mu: "" or why the last pass failed */
+	} stamp;			/* stamp.c */
 	struct ix_disk	 disk;		/* free space of --data */
 
 	/* runtime */
@@ -420,6 +430,10 @@ void	routes_describe(const struct routes *r, char *buf, size_t len);
 /* status.c */
 void	escape_bytes(char *out, size_t outlen, const uint8_t *p, size_t len);
 void	status_tick(struct indexd *env);
+/* stamp.c: RFC 3161 time stamps of day roots from --tsa-url, in a thread of their own. */
+void	stamp_start(struct indexd *env);
+void	stamp_kick(struct indexd *env);
+void	stamp_stop(struct indexd *env);
 int	status_write(struct indexd *env);
 void	malformed_second(struct indexd *env);
 void	malformed(struct indexd *env, struct input *in, uint64_t off, const char *why,

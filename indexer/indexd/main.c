@@ -43,7 +43,7 @@ static const char *usage_text =
     "                     [--listen PATH]... [--status FILE]\n"
     "                     [--config FILE] [--logspaces FILE] [--max-memory MB]\n"
     "                     [--reserve-percent P] [--reserve-mb MB] [--user USER]\n"
-    "                     [--allow-root] [--foreground] [-v]\n";
+    "                     [--tsa-url URL] [--allow-root] [--foreground] [-v]\n";
 
 static const char *
 level_name(int l)
@@ -159,6 +159,7 @@ parse_options(struct indexd *env, int argc, char **argv)
 		{ "reserve-mb",		required_argument,	NULL, 'M' },
 		{ "spool",		required_argument,	NULL, 'S' },
 		{ "routes",		required_argument,	NULL, 'r' },
+		{ "tsa-url",		required_argument,	NULL, 'T' },
 		{ "user",		required_argument,	NULL, 'u' },
 		{ "allow-root",		no_argument,		NULL, 'R' },
 		{ "foreground",		no_argument,		NULL, 'F' },
@@ -196,6 +197,11 @@ parse_options(struct indexd *env, int argc, char **argv)
 			break;
 		case 'S': env->spool_dir = optarg; break;
 		case 'r': env->routes_path = optarg; break;
+		case 'T':
+			if (strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0)
+				fatalx("--tsa-url: an http:// or https:// URL");
+			env->stamp.url = optarg;
+			break;
 		case 'u': env->user = optarg; break;
 		case 'R': env->allow_root = 1; break;
 		case 'F': break;	/* the only mode */
@@ -432,6 +438,7 @@ seal_due(struct indexd *env, int force)
 	if (rc == 0 && e != 0) {
 		env->seal_last = now_real_us();
 		log_info("seal: epoch %llu sealed", (unsigned long long)e);
+		stamp_kick(env);	/* (a day root is sealed with a day's end) */
 	}
 	if (lb_seal_state(env->data, &ss) == 0)
 		env->seal_epoch = ss.epoch;
@@ -526,6 +533,7 @@ main(int argc, char **argv)
 	if (env.holding[0] == '\0')
 		inputs_resume(&env);
 	seal_due(&env, 0);		/* (says now when sealing is not set up) */
+	stamp_start(&env);
 	env.last_status = now_mono_us();
 	status_tick(&env);
 	(void)disk_check(&env);		/* (numbers for the status) */
@@ -548,6 +556,7 @@ main(int argc, char **argv)
 		log_warnx("closing the stores: %s", lb_strerror(rc));
 		status = 1;
 	}
+	stamp_stop(&env);
 	if (env.sealing != 0)
 		seal_due(&env, 1);
 	status_write(&env);

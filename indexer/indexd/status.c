@@ -319,6 +319,17 @@ status_sealing(struct indexd *env)
 		json_object_set_new(o, "last_sealed", json_null());
 	json_object_set_new(o, "error", env->seal_error[0] != '\0' ?
 	    json_string(env->seal_error) : json_null());
+	json_object_set_new(o, "tsa_url", env->stamp.url != NULL ? json_string(env->stamp.url) :
+	    json_null());
+	if (env->stamp.on) {
+		char e[sizeof(env->stamp.error)];
+
+		pthread_mutex_lock(&env->stamp.mu);
+		memcpy(e, env->stamp.error, sizeof(e));
+		pthread_mutex_unlock(&env->stamp.mu);
+		json_object_set_new(o, "tsa_error", e[0] != '\0' ? json_string(e) : json_null());
+	} else
+		json_object_set_new(o, "tsa_error", json_null());
 	return (o);
 }
 

@@ -109,6 +109,19 @@ int	lb_sign_check(const char *pubpath, const char *ls, uint32_t day, uint64_t se
 	    const uint8_t prev[LB_SHA256_LEN], uint64_t first_id, uint64_t count,
 	    const uint8_t sig[64]);
 
+/*
+ * RFC 3161 time stamps of day roots (lb_tsa.c, FORMAT.md §14.7). lb_tsa_request: the DER of a
+ * request over digest (SHA-256 imprint, a random nonce, the TSA's certificate asked for),
+ * malloc'ed. lb_tsa_check: 0 when resp is a granted reply whose token stamps digest, its
+ * signature checked against cafile's CAs when cafile != NULL (*when: the time it gives, µs);
+ * LB_ECORRUPT with why when it is not. lb_tsa_save writes it as <daydir>/root.tsr.
+ */
+int	lb_tsa_request(const uint8_t digest[LB_SHA256_LEN], uint8_t **der, size_t *len);
+int	lb_tsa_check(const uint8_t *resp, size_t len, const uint8_t digest[LB_SHA256_LEN],
+	    const char *cafile, int64_t *when, char *why, size_t whylen);
+int	lb_tsa_path(char *buf, size_t len, const char *daydir);
+int	lb_tsa_save(const char *daydir, const uint8_t *resp, size_t len);
+
 /* The kind's name ("genesis", "block", ...) for messages. */
 const char *lb_chain_kind_name(unsigned kind);
 

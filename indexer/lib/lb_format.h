@@ -225,6 +225,8 @@
 #define LB_SIGN_TAG_LEN		8
 #define LB_SIGN_MSG_LEN		132	/* tag, logspace[64], day, seq, head, first_id, count */
 #define LB_SIGN_SIG_LEN		64
+#define LB_FILE_TSR		"root.tsr"	/* <day>/root.tsr: the day root's RFC 3161 reply */
+#define LB_TSR_MAX		(64 * 1024)	/* bytes of a time-stamp reply kept */
 
 /* ---------------------------------------------------------------- time map */
 #define LB_TIMEMAP_STEP		(1000000LL)	/* µs of receive time per time→id entry */

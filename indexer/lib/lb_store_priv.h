@@ -82,6 +82,7 @@ struct lb_store {
 	int			 has_vkey;
 	char			 pubpath[PATH_MAX];	/* lb_store_set_verify_pubkey */
 	int			 verify_fast;	/* lb_store_set_verify_fast */
+	char			 tsa_ca[PATH_MAX];	/* lb_store_set_verify_tsa_ca */
 	struct lb_sealinfo	 sinfo;		/* what the last verify found */
 };
 

@@ -4,6 +4,7 @@
  * changes nothing.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -216,10 +217,11 @@ check_seals(struct lb_store *st, struct vctx *v, struct seals *s, int rc0,
 	char			 path[PATH_MAX], lspath[PATH_MAX], ds[16];
 	int			 rc;
 
-	uint64_t signed_days = si->days_signed;
+	uint64_t signed_days = si->days_signed, stamped = si->days_stamped;
 
 	memset(si, 0, sizeof(*si));
 	si->days_signed = signed_days;
+	si->days_stamped = stamped;
 	if (lb_path(path, sizeof(path), "%s/%s", st->data, LB_SEAL_FILE) != 0 ||
 	    lb_path(lspath, sizeof(lspath), "%s/%s", st->data, st->ls) != 0)
 		return;
@@ -304,6 +306,53 @@ check_seals(struct lb_store *st, struct vctx *v, struct seals *s, int rc0,
 }
 
 /*
+ * The day's RFC 3161 time stamp, <day>/root.tsr (FORMAT.md §14.7): a granted time stamp of its
+ * last day root's hash, signed by a TSA the given CAs vouch for (lb_store_set_verify_tsa_ca;
+ * without them, the hash and the status only).
+ */
+static void
+check_stamp(struct lb_store *st, struct vctx *v, const char *dir, const char *ds,
+    const struct lb_chrec *root)
+{
+	char		 path[PATH_MAX], why[256];
+	uint8_t		*b = NULL;
+	size_t		 len = 0;
+	int64_t		 when;
+	int		 fd, rc;
+
+	if (lb_tsa_path(path, sizeof(path), dir) != 0)
+		return;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		if (errno != ENOENT)
+			vreport(v, path, "cannot read: %s", strerror(errno));
+		return;
+	}
+	{
+		struct stat sb;
+
+		if (fstat(fd, &sb) == -1 || sb.st_size > LB_TSR_MAX ||
+		    (b = malloc((size_t)sb.st_size + 1)) == NULL ||
+		    lb_pread_all(fd, b, (size_t)sb.st_size, 0) != 0) {
+			vreport(v, path, "cannot read (or over %d bytes)", LB_TSR_MAX);
+			close(fd);
+			free(b);
+			return;
+		}
+		len = (size_t)sb.st_size;
+	}
+	close(fd);
+	if (root == NULL)
+		vreport(v, path, "a time stamp, but %s has no day root", ds);
+	else if ((rc = lb_tsa_check(b, len, root->hash, st->tsa_ca[0] != '\0' ? st->tsa_ca :
+	    NULL, &when, why, sizeof(why))) != 0)
+		vreport(v, path, "bad timestamp of the day root (record %llu): %s",
+		    (unsigned long long)root->seq, why);
+	else
+		st->sinfo.days_stamped++;
+	free(b);
+}
+
+/*
  * The day roots of day's chain (FORMAT.md §14.6): each signature checked with the public key
  * given (lb_store_set_verify_pubkey), else the box's own sign.pub; its counts, the day's.
  */
@@ -311,8 +360,9 @@ static void
 check_roots(struct lb_store *st, struct vctx *v, const struct lb_chrec *recs, size_t n,
     const struct lb_dayref *d)
 {
-	char	dir[PATH_MAX], pub[PATH_MAX], ds[16];
-	int	rc, roots = 0;
+	const struct lb_chrec	*last;
+	char			 dir[PATH_MAX], pub[PATH_MAX], ds[16];
+	int			 rc, roots = 0;
 
 	if (lb_store_day_dir(st, d->day, dir, sizeof(dir)) != 0)
 		return;
@@ -321,12 +371,14 @@ check_roots(struct lb_store *st, struct vctx *v, const struct lb_chrec *recs, si
 	else if (lb_path(pub, sizeof(pub), "%s/%s", st->data, LB_SIGN_PUB_FILE) != 0)
 		return;
 	day_str(ds, sizeof(ds), d->day);
+	last = NULL;
 	for (size_t i = 1; i < n; i++) {
 		const struct lb_chrec *r = &recs[i];
 
 		if (r->kind != LB_CH_DAYROOT)
 			continue;
 		roots++;
+		last = r;
 		rc = lb_sign_check(pub, st->ls, d->day, r->seq - 1, r->prev, r->first_id,
 		    r->count, r->sig);
 		if (rc == LB_ECORRUPT)
@@ -343,6 +395,7 @@ check_roots(struct lb_store *st, struct vctx *v, const struct lb_chrec *recs, si
 		else
 			st->sinfo.days_signed++;
 	}
+	check_stamp(st, v, dir, ds, last);
 	(void)roots;
 }
 
@@ -350,6 +403,12 @@ void
 lb_store_set_verify_fast(struct lb_store *st, int fast)
 {
 	st->verify_fast = fast;
+}
+
+void
+lb_store_set_verify_tsa_ca(struct lb_store *st, const char *path)
+{
+	snprintf(st->tsa_ca, sizeof(st->tsa_ca), "%s", path);
 }
 
 void
@@ -392,6 +451,7 @@ lb_store_verify(struct lb_store *st,
 	if ((rc = lb_store_days_load(st)) != 0)
 		return (rc);
 	st->sinfo.days_signed = 0;
+	st->sinfo.days_stamped = 0;
 	src0 = lb_seal_state(st->data, &ss0);
 	for (size_t i = 0; i < st->ndays; i++) {
 		const struct lb_dayref *d = &st->days[i].ref;

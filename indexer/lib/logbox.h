@@ -837,6 +837,9 @@ void	lb_store_set_verify_pubkey(struct lb_store *st, const char *path);
  */
 void	lb_store_set_verify_fast(struct lb_store *st, int fast);
 
+/* The CAs (PEM file) a day's RFC 3161 time stamp must come from; without, hash and status. */
+void	lb_store_set_verify_tsa_ca(struct lb_store *st, const char *path);
+
 /* What the last lb_store_verify found of the seals. */
 struct lb_sealinfo {
 	int		 setup;		/* the data directory has a sealing key */
@@ -846,6 +849,7 @@ struct lb_sealinfo {
 	uint64_t	 seals;		/* seal records */
 	uint64_t	 checked;	/* of them, MACs checked with the verification key */
 	uint64_t	 days_signed;	/* days whose day root's signature checked */
+	uint64_t	 days_stamped;	/* days whose root.tsr checked (FORMAT.md §14.7) */
 };
 void	lb_store_seal_info(const struct lb_store *st, struct lb_sealinfo *out);
 

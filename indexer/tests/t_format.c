@@ -97,6 +97,8 @@ static const struct konst konsts[] = {
 	NUM(LB_SIGN_TAG_LEN),
 	NUM(LB_SIGN_MSG_LEN),
 	NUM(LB_SIGN_SIG_LEN),
+	STR(LB_FILE_TSR),
+	NUM(LB_TSR_MAX),
 	/* seals (lb_seal.c) */
 	STR(LB_SEAL_FILE),
 	NUM(LB_SEAL_MAGIC),

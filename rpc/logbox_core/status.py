@@ -438,9 +438,15 @@ def _indexd(
             if isinstance(sealing.get("last_sealed"), str)
             else None,
             "error": sealing.get("error") if isinstance(sealing.get("error"), str) else None,
+            "tsa_url": sealing.get("tsa_url") if isinstance(sealing.get("tsa_url"), str) else None,
+            "tsa_error": sealing.get("tsa_error")
+            if isinstance(sealing.get("tsa_error"), str)
+            else None,
         }
         if entry["sealing"]["error"]:
             problems.append(f"indexd: sealing failed: {entry['sealing']['error']}")
+        if entry["sealing"]["tsa_error"]:
+            problems.append(f"indexd: time stamps failing: {entry['sealing']['tsa_error']}")
     return entry, st
 
 

@@ -1,0 +1,262 @@
+/*
+ * stamp.c — RFC 3161 time stamps of day roots from --tsa-url (FORMAT.md §14.7). A thread of
+ * its own (a TSA may be slow or away: the appends never wait for it) looks, when kicked after
+ * a seal run and at least every STAMP_EVERY_S, at each logspace's days but the newest: a day
+ * whose chain has a day root and that has no root.tsr gets one. The request goes over HTTP(S)
+ * (libcurl, STAMP_TIMEOUT_S); the reply is kept only when it is a granted time stamp of that
+ * root. A failure is logged once until one succeeds again, and tried again later.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "indexd.h"
+#include "lb_chain.h"
+#include "lb_format.h"
+#include "lb_util.h"
+
+#define STAMP_EVERY_S	60	/* looked at least this often */
+#define STAMP_TIMEOUT_S	20	/* a request's time limit */
+#define STAMP_DAYS	7	/* the newest days but one looked at (older ones: done or gone) */
+
+struct buf {
+	uint8_t	*p;
+	size_t	 n;
+	int	 big;
+};
+
+static size_t
+take(char *p, size_t size, size_t n, void *arg)
+{
+	struct buf	*b = arg;
+	size_t		 k = size * n;
+	uint8_t		*q;
+
+	if (b->n + k > LB_TSR_MAX) {
+		b->big = 1;
+		return (0);
+	}
+	if ((q = realloc(b->p, b->n + k)) == NULL)
+		return (0);
+	b->p = q;
+	memcpy(b->p + b->n, p, k);
+	b->n += k;
+	return (k);
+}
+
+/* POSTs the request der to url; the reply body in *out. 0, or why in err. */
+static int
+post(const char *url, const uint8_t *der, size_t len, struct buf *out, char *err, size_t elen)
+{
+	CURL			*c;
+	struct curl_slist	*h = NULL;
+	long			 code = 0;
+	CURLcode		 cc;
+
+	if ((c = curl_easy_init()) == NULL) {
+		snprintf(err, elen, "libcurl: cannot start a request");
+		return (ENOMEM);
+	}
+	h = curl_slist_append(h, "Content-Type: application/timestamp-query");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, der);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)len);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, take);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)STAMP_TIMEOUT_S);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	cc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	if (out->big) {
+		snprintf(err, elen, "%s: a reply over %d bytes", url, LB_TSR_MAX);
+		return (EFBIG);
+	}
+	if (cc != CURLE_OK) {
+		snprintf(err, elen, "%s: %s", url, curl_easy_strerror(cc));
+		return (EIO);
+	}
+	if (code != 200) {
+		snprintf(err, elen, "%s: HTTP %ld", url, code);
+		return (EIO);
+	}
+	return (0);
+}
+
+/* The day root of daydir's chain (the last one): its hash. ENOENT when it has none. */
+static int
+root_of(const char *daydir, uint8_t hash[LB_SHA256_LEN])
+{
+	struct lb_chrec	*recs = NULL;
+	size_t		 n = 0;
+	int		 rc, found = 0;
+
+	rc = lb_chain_load(daydir, &recs, &n, NULL, 0);
+	for (size_t i = 0; i < n; i++)
+		if (recs[i].kind == LB_CH_DAYROOT) {
+			memcpy(hash, recs[i].hash, LB_SHA256_LEN);
+			found = 1;
+		}
+	lb_chain_free(recs, n);
+	if (rc != 0 && rc != LB_ECORRUPT)
+		return (rc);
+	return (found ? 0 : ENOENT);
+}
+
+/* Stamps day of ls; 0 when done (or nothing to do). */
+static int
+stamp_day(struct indexd *env, const char *ls, uint32_t day, char *err, size_t elen)
+{
+	struct buf	 b = { NULL, 0, 0 };
+	struct stat	 sb;
+	uint8_t		 hash[LB_SHA256_LEN], *der = NULL;
+	size_t		 len;
+	char		 dir[PATH_MAX], tsr[PATH_MAX], why[256];
+	int		 rc;
+
+	if (lb_path(dir, sizeof(dir), "%s/%s/%04u/%02u-%02u", env->data, ls, day / 10000,
+	    day / 100 % 100, day % 100) != 0 || lb_tsa_path(tsr, sizeof(tsr), dir) != 0)
+		return (0);
+	if (stat(tsr, &sb) == 0 || root_of(dir, hash) != 0)
+		return (0);	/* stamped, or not ended (signed) yet */
+	if ((rc = lb_tsa_request(hash, &der, &len)) != 0) {
+		snprintf(err, elen, "the request: %s", lb_strerror(rc));
+		return (rc);
+	}
+	rc = post(env->stamp.url, der, len, &b, err, elen);
+	free(der);
+	if (rc == 0 && (rc = lb_tsa_check(b.p, b.n, hash, NULL, NULL, why, sizeof(why))) != 0)
+		snprintf(err, elen, "%s: %s", env->stamp.url, why);
+	if (rc == 0 && (rc = lb_tsa_save(dir, b.p, b.n)) != 0)
+		snprintf(err, elen, "%s %04u-%02u-%02u: writing %s: %s", ls, day / 10000,
+		    day / 100 % 100, day % 100, LB_FILE_TSR, strerror(rc));
+	if (rc == 0)
+		log_info("stamp: %s %04u-%02u-%02u: time-stamped by %s", ls, day / 10000,
+		    day / 100 % 100, day % 100, env->stamp.url);
+	free(b.p);
+	return (rc);
+}
+
+struct names {
+	char	(*v)[LB_NAME_MAX + 1];
+	size_t	  n;
+};
+
+static int
+name_add(void *arg, const char *name)
+{
+	struct names	*ns = arg;
+	void		*p;
+
+	if ((p = realloc(ns->v, (ns->n + 1) * sizeof(*ns->v))) == NULL)
+		return (errno);
+	ns->v = p;
+	snprintf(ns->v[ns->n++], sizeof(ns->v[0]), "%s", name);
+	return (0);
+}
+
+/* One pass over every logspace: the first failure stops it (the TSA is likely away). */
+static void
+stamp_pass(struct indexd *env)
+{
+	struct names		 ns = { NULL, 0 };
+	struct lb_dayref	*days;
+	size_t			 n;
+	char			 err[512] = "";
+	int			 rc = 0;
+
+	if (lb_catalog_logspaces(env->cat, name_add, &ns) != 0)
+		return;
+	for (size_t i = 0; i < ns.n && rc == 0; i++) {
+		days = NULL;
+		n = 0;
+		if (lb_catalog_days(env->cat, ns.v[i], &days, &n) != 0)
+			continue;
+		for (size_t k = n > STAMP_DAYS ? n - STAMP_DAYS : 0; k + 1 < n && rc == 0; k++)
+			rc = stamp_day(env, ns.v[i], days[k].day, err, sizeof(err));
+		free(days);
+	}
+	free(ns.v);
+	pthread_mutex_lock(&env->stamp.mu);
+	if (rc != 0 && env->stamp.error[0] == '\0')
+		log_warnx("stamp: %s (tried again later)", err);
+	else if (rc == 0 && env->stamp.error[0] != '\0')
+		log_info("stamp: time stamps work again");
+	snprintf(env->stamp.error, sizeof(env->stamp.error), "%s", rc != 0 ? err : "");
+	pthread_mutex_unlock(&env->stamp.mu);
+}
+
+static void *
+stamp_main(void *arg)
+{
+	struct indexd	*env = arg;
+	struct timespec	 until;
+
+	pthread_mutex_lock(&env->stamp.mu);
+	while (!env->stamp.stop) {
+		env->stamp.kick = 0;
+		pthread_mutex_unlock(&env->stamp.mu);
+		stamp_pass(env);
+		pthread_mutex_lock(&env->stamp.mu);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += STAMP_EVERY_S;
+		while (!env->stamp.stop && !env->stamp.kick)
+			if (pthread_cond_timedwait(&env->stamp.cv, &env->stamp.mu, &until) ==
+			    ETIMEDOUT)
+				break;
+	}
+	pthread_mutex_unlock(&env->stamp.mu);
+	return (NULL);
+}
+
+void
+stamp_start(struct indexd *env)
+{
+	if (env->stamp.url == NULL)
+		return;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+		fatalx("%s: curl_global_init failed", __func__);
+	pthread_mutex_init(&env->stamp.mu, NULL);
+	pthread_cond_init(&env->stamp.cv, NULL);
+	if (pthread_create(&env->stamp.thr, NULL, stamp_main, env) != 0)
+		fatalx("%s: cannot start the time-stamp thread", __func__);
+	env->stamp.on = 1;
+	log_info("stamp: day roots are time-stamped by %s", env->stamp.url);
+}
+
+void
+stamp_kick(struct indexd *env)
+{
+	if (!env->stamp.on)
+		return;
+	pthread_mutex_lock(&env->stamp.mu);
+	env->stamp.kick = 1;
+	pthread_cond_signal(&env->stamp.cv);
+	pthread_mutex_unlock(&env->stamp.mu);
+}
+
+void
+stamp_stop(struct indexd *env)
+{
+	if (!env->stamp.on)
+		return;
+	pthread_mutex_lock(&env->stamp.mu);
+	env->stamp.stop = 1;
+	pthread_cond_signal(&env->stamp.cv);
+	pthread_mutex_unlock(&env->stamp.mu);
+	pthread_join(env->stamp.thr, NULL);
+	env->stamp.on = 0;
+	curl_global_cleanup();
+}
