@@ -1,12 +1,15 @@
-"""RFC 3161 time stamps of day roots (indexer/FORMAT.md §14.7) against a real TSA the test runs:
+"""Day roots off the box (indexer/FORMAT.md §14.7): RFC 3161 time stamps against a real TSA the
+test runs, and the root as a syslog line to a remote collector. The TSA:
 `openssl ts -reply` behind a small HTTP handler, with a test CA and a TSA certificate
 (extendedKeyUsage timeStamping), and a second, rogue TSA the CA does not know.
 
 logbox-indexd with --tsa-url stores a day's records, the day ends (signed), and the thread that
 stamps day roots gets a token for it (root.tsr); `logbox verify --tsa-ca` says the day is
-time-stamped. Then: a token over another hash, a token of the rogue TSA, and a reply that is not
-a token at all are each named as a bad time stamp; a TSA answering garbage makes indexd keep no
-token and say so, and stamping resumes once it answers again.
+time-stamped, and a TCP listener standing for the remote collector gets one RFC 5424 line whose
+structured data names the day root's hash and signature as the chain has them. Then: a token
+over another hash, a token of the rogue TSA, and a reply that is not a token at all are each
+named as a bad time stamp; a TSA answering garbage makes indexd keep no token and say so (log
+and status), and stamping resumes once it answers again.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import http.server
 import os
+import re
+import socket
 import subprocess
 import threading
 import time
@@ -122,6 +127,28 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]
     rogue.srv.shutdown()
 
 
+class Collector:
+    """A TCP listener on 127.0.0.1 that keeps every line it receives."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.addr = f"127.0.0.1:{self.sock.getsockname()[1]}"
+        self.lines: list[str] = []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            with c:
+                data = b""
+                while chunk := c.recv(65536):
+                    data += chunk
+            self.lines += data.decode().splitlines()
+
+
 def verify(cli: Path, data: Path, ca: Path | None) -> subprocess.CompletedProcess[str]:
     extra = ["--tsa-ca", str(ca)] if ca else []
     return subprocess.run([str(cli), "verify", "--data", str(data), *extra], capture_output=True,
@@ -139,8 +166,9 @@ def test_day_roots_time_stamped(top: Path, tmp_path: Path, pki: dict) -> None:
     )
     assert p.returncode == 0, p.stderr
     good.mode = "garbage"  # first the TSA answers garbage: no token is kept
+    col = Collector()
     d = Indexd(top / "build" / "bin" / "logbox-indexd", data, tmp_path / "status.json",
-               args=["--spool", str(spool), "--tsa-url", good.url])  # fmt: skip
+               args=["--spool", str(spool), "--tsa-url", good.url, "--root-syslog", col.addr])  # fmt: skip
     d.start()
     try:
         recs = b"".join(
@@ -172,6 +200,16 @@ def test_day_roots_time_stamped(top: Path, tmp_path: Path, pki: dict) -> None:
     assert p.returncode == 0, p.stderr
     assert "; 1 days signed; 1 days time-stamped;" in p.stdout, p.stdout
     root = [r for r in read_chain(day0 / "chain") if r.kind == 6][-1]
+    # The remote collector got the day root: its hash and signature as the chain has them.
+    sent = [ln for ln in col.lines if " dayroot [dayroot@32473 " in ln]
+    assert len(sent) == 1, col.lines
+    m = re.match(r'<85>1 \S+ \S+ logbox-indexd - dayroot \[dayroot@32473 logspace="main" '
+                 r'day="(\d{4}-\d\d-\d\d)" seq="(\d+)" first_id="1" count="(\d+)" '
+                 r'root="([0-9a-f]{64})" sig="([0-9a-f]{128})"\] day root of main ', sent[0])  # fmt: skip
+    assert m, sent[0]
+    assert m.group(1) == day0.parent.name + "-" + day0.name and int(m.group(2)) == root.seq
+    assert m.group(4) == root.hash.hex() and m.group(5) == root.body[16:80].hex(), sent[0]
+    assert (day0 / "root.sent").read_text().strip() == sent[0]
     tsr = day0 / "root.tsr"
     token = tsr.read_bytes()
 

@@ -253,6 +253,7 @@ struct indexd {
 	struct ix_settings settings;	/* --logspaces */
 	struct {
 		const char	*url;		/* --tsa-url: NULL, none */
+		const char	*syslog;	/* --root-syslog HOST:PORT: NULL, none */
 		int		 on;		/* the thread runs */
 		pthread_t	 thr;
 		pthread_mutex_t	 mu;

@@ -43,7 +43,8 @@ static const char *usage_text =
     "                     [--listen PATH]... [--status FILE]\n"
     "                     [--config FILE] [--logspaces FILE] [--max-memory MB]\n"
     "                     [--reserve-percent P] [--reserve-mb MB] [--user USER]\n"
-    "                     [--tsa-url URL] [--allow-root] [--foreground] [-v]\n";
+    "                     [--tsa-url URL] [--root-syslog HOST:PORT] [--allow-root]\n"
+    "                     [--foreground] [-v]\n";
 
 static const char *
 level_name(int l)
@@ -160,6 +161,7 @@ parse_options(struct indexd *env, int argc, char **argv)
 		{ "spool",		required_argument,	NULL, 'S' },
 		{ "routes",		required_argument,	NULL, 'r' },
 		{ "tsa-url",		required_argument,	NULL, 'T' },
+		{ "root-syslog",	required_argument,	NULL, 'Y' },
 		{ "user",		required_argument,	NULL, 'u' },
 		{ "allow-root",		no_argument,		NULL, 'R' },
 		{ "foreground",		no_argument,		NULL, 'F' },
@@ -201,6 +203,12 @@ parse_options(struct indexd *env, int argc, char **argv)
 			if (strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0)
 				fatalx("--tsa-url: an http:// or https:// URL");
 			env->stamp.url = optarg;
+			break;
+		case 'Y':
+			if (strrchr(optarg, ':') == NULL || strrchr(optarg, ':') == optarg ||
+			    strrchr(optarg, ':')[1] == '\0' || strlen(optarg) > 250)
+				fatalx("--root-syslog: HOST:PORT");
+			env->stamp.syslog = optarg;
 			break;
 		case 'u': env->user = optarg; break;
 		case 'R': env->allow_root = 1; break;

@@ -227,6 +227,7 @@
 #define LB_SIGN_SIG_LEN		64
 #define LB_FILE_TSR		"root.tsr"	/* <day>/root.tsr: the day root's RFC 3161 reply */
 #define LB_TSR_MAX		(64 * 1024)	/* bytes of a time-stamp reply kept */
+#define LB_FILE_ROOT_SENT	"root.sent"	/* <day>/root.sent: the syslog line sent */
 
 /* ---------------------------------------------------------------- time map */
 #define LB_TIMEMAP_STEP		(1000000LL)	/* µs of receive time per time→id entry */

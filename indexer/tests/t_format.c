@@ -99,6 +99,7 @@ static const struct konst konsts[] = {
 	NUM(LB_SIGN_SIG_LEN),
 	STR(LB_FILE_TSR),
 	NUM(LB_TSR_MAX),
+	STR(LB_FILE_ROOT_SENT),
 	/* seals (lb_seal.c) */
 	STR(LB_SEAL_FILE),
 	NUM(LB_SEAL_MAGIC),
