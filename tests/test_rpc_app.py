@@ -12,6 +12,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -738,3 +741,92 @@ def test_session_ttl_from_config(app: Flask, client: FlaskClient) -> None:
     assert r.status_code == 200
     t = accounts_of(app).get_token(r.get_json()["id"])
     assert t.kind == "session" and t.expires_us - t.created_us == 5_000_000
+
+
+# ---------------------------------------------------------------- integrity (API.md §9)
+
+
+def test_integrity_report(
+    app: Flask,
+    client: FlaskClient,
+    admin: dict[str, str],
+    alice: dict[str, str],
+    data: Path,
+    store_cli: Path,
+    tmp_path: Path,
+) -> None:
+    """GET /logspaces/{logspace}/integrity serves the last `logbox verify --json --out`
+    report's entry, admins only, audited; a report with problems, or none for two days, is a
+    /status problem."""
+    report = tmp_path / "integrity.json"
+    old = app.config["INTEGRITY_REPORT"]
+    app.config["INTEGRITY_REPORT"] = str(report)
+    try:
+        error(client.get(f"{API}/logspaces/main/integrity", headers=admin), 404, "not_found")
+        p = subprocess.run(
+            [
+                str(store_cli),
+                "verify",
+                "--data",
+                str(data),
+                "--integrity",
+                "--json",
+                "--out",
+                str(report),
+            ],
+            capture_output=True,
+        )
+        assert p.returncode == 0, p.stderr
+        r = client.get(f"{API}/logspaces/main/integrity", headers=admin)
+        assert r.status_code == 200, r.data[:400]
+        body = r.get_json()
+        assert body["logspace"] == "main" and body["ok"] is True and body["problems"] == []
+        assert body["messages"] == N_MAIN and body["integrity_only"] is True
+        assert body["days"] and all(d["intact"] and d["chained"] for d in body["days"]), body
+        assert sum(d["messages"] for d in body["days"]) == N_MAIN
+        e = last_audit(app, "integrity")
+        assert e.user == "admin" and e.logspace == "main"
+        error(client.get(f"{API}/logspaces/main/integrity", headers=alice), 403, "forbidden")
+        error(client.get(f"{API}/logspaces/nosuch/integrity", headers=admin), 404, "not_found")
+        assert not [x for x in client.get(f"{API}/status", headers=admin).get_json()["problems"]
+                    if x.startswith("integrity:")]  # fmt: skip
+        # A store with a block edited: the report names it, /status says so.
+        copy = tmp_path / "copy"
+        shutil.copytree(data, copy)
+        day = sorted(copy.glob("main/*/*/messages"))[0]
+        b = bytearray(day.read_bytes())
+        b[len(b) // 2] ^= 0x40
+        day.write_bytes(bytes(b))
+        p = subprocess.run(
+            [
+                str(store_cli),
+                "verify",
+                "--data",
+                str(copy),
+                "--integrity",
+                "--json",
+                "--out",
+                str(report),
+            ],
+            capture_output=True,
+        )
+        assert p.returncode == 1
+        body = client.get(f"{API}/logspaces/main/integrity", headers=admin).get_json()
+        assert body["ok"] is False and body["problems"], body
+        bad = [d for d in body["days"] if not d["intact"]]
+        assert len(bad) == 1 and bad[0]["day"] == day.parent.parent.name + "-" + day.parent.name
+        assert any("edited" in x["what"] and x["day"] == bad[0]["day"] for x in body["problems"])
+        st = client.get(f"{API}/status", headers=admin).get_json()
+        assert st["health"] == "degraded"
+        assert any(
+            x.startswith("integrity: verify found 1 problems (main)") for x in st["problems"]
+        ), st
+        st = client.get(f"{API}/status", headers=alice).get_json()
+        assert "integrity: see the status as an admin" in st["problems"], st["problems"]
+        # Two days without a new report: stale.
+        t = time.time() - 3 * 86400
+        os.utime(report, (t, t))
+        st = client.get(f"{API}/status", headers=admin).get_json()
+        assert any("the last verify ran" in x for x in st["problems"]), st["problems"]
+    finally:
+        app.config["INTEGRITY_REPORT"] = old

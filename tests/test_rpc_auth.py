@@ -62,6 +62,7 @@ ROUTES: dict[tuple[str, str], Sample] = {
     ("PATCH", "/api/v1/users/{}"): ("admin", ("alice",), {}, {"disabled": False}),
     ("DELETE", "/api/v1/users/{}"): ("admin", ("nobody",), {}, None),
     ("GET", "/api/v1/audit"): ("admin", (), {}, None),
+    ("GET", "/api/v1/logspaces/{}/integrity"): ("admin", ("main",), {}, None),
 }
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
 EXPIRES_IN = 2  # s: the expired token's lifetime (long enough to be used once first)

@@ -78,7 +78,7 @@ def test_document_covers_exactly_the_routes(app: Flask, doc: dict[str, Any]) -> 
     assert all(r.rule.startswith(API + "/") for r in app.url_map.iter_rules())  # no /static
     in_doc = {(p, m) for p, item in doc["paths"].items() for m in item}
     assert in_doc == routes(app)
-    assert len(in_doc) == 22
+    assert len(in_doc) == 23
     assert doc == document(app)
     assert (
         openapi_path("/logspaces/<logspace>/messages/<int:id>")
@@ -134,7 +134,7 @@ def test_security_on_every_route_but_health_and_login(doc: dict[str, Any]) -> No
 
 def test_components_schemas(doc: dict[str, Any]) -> None:
     want = {"User", "Token", "AuditEntry", "Message", "SearchResult", "Count", "Histogram",
-            "Top", "Logspaces", "Status", "Error"}  # fmt: skip
+            "Top", "Logspaces", "Status", "Error", "Integrity"}  # fmt: skip
     assert want <= set(doc["components"]["schemas"])
     assert doc["openapi"] == "3.0.3"
 
@@ -142,7 +142,7 @@ def test_components_schemas(doc: dict[str, Any]) -> None:
 def test_schemathesis_loads_and_validates(doc: dict[str, Any]) -> None:
     schema = schemathesis.from_dict(doc, validate_schema=True)
     ops = [r.ok().path + " " + r.ok().method for r in schema.get_all_operations()]
-    assert len(ops) == 22
+    assert len(ops) == 23
 
 
 def test_openapi_needs_a_token(app: Flask) -> None:

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "clock.h"
 #include "logbox.h"
 #include "lb_format.h"
@@ -33,7 +35,7 @@ static const char *usage_text =
     "       logbox cat     --data DIR [--logspace L] [--from-id N] [--to-id N]\n"
     "       logbox lookup  --data DIR [--logspace L] [--prefix] [--field F] TERM\n"
     "       logbox verify  --data DIR [--logspace L] [--key HEX|@FILE] [--pubkey FILE]\n"
-    "                      [--integrity] [--tsa-ca FILE]\n"
+    "                      [--integrity] [--tsa-ca FILE] [--json [--out FILE]]\n"
     "                      (default: every logspace)\n"
     "       logbox keys init --data DIR [--interval SECONDS] [--key-file FILE]\n"
     "       logbox seal    --data DIR [--force]\n"
@@ -61,6 +63,8 @@ struct opts {
 	const char	*key_file;	/* keys init --key-file */
 	const char	*pubkey;	/* verify --pubkey */
 	const char	*tsa_ca;	/* verify --tsa-ca */
+	const char	*out;		/* verify --json --out */
+	json_t		*report;	/* verify --json: the logspace being verified's problems */
 	int		 force;		/* seal --force */
 	int		 integrity;	/* verify --integrity */
 	uint8_t		 vkey[LB_SEAL_KEYLEN];	/* --key, parsed */
@@ -153,6 +157,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		{ "key-file", required_argument, NULL, 'Q' },
 		{ "pubkey", required_argument, NULL, 'P' },
 		{ "tsa-ca", required_argument, NULL, 'A' },
+		{ "out", required_argument, NULL, 'O' },
 		{ "interval", required_argument, NULL, 'I' },
 		{ "force", no_argument, NULL, 'G' },
 		{ "integrity", no_argument, NULL, 'Y' },
@@ -192,6 +197,7 @@ parse_opts(int argc, char *argv[], struct opts *o)
 		case 'Q': o->key_file = optarg; break;
 		case 'P': o->pubkey = optarg; break;
 		case 'A': o->tsa_ca = optarg; break;
+		case 'O': o->out = optarg; break;
 		case 'I': o->interval = parse_u64(optarg, "--interval"); break;
 		case 'G': o->force = 1; break;
 		case 'Y': o->integrity = 1; break;
@@ -703,13 +709,96 @@ cmd_seal(struct opts *o)
 
 /* ---------------------------------------------------------------- verify, stats */
 
+struct vrep {
+	int	*problems;
+	json_t	*list;		/* --json: the problems, else NULL (stderr) */
+};
+
+/* The day (YYYY-MM-DD) a path under a day's folder names, or "" (FORMAT.md §1). */
+static void
+path_day(const char *path, char out[11])
+{
+	out[0] = '\0';
+	for (const char *p = path; *p != '\0'; p++) {
+		if (p[0] == '/' && strlen(p) >= 11 && p[5] == '/' && p[8] == '-' &&
+		    (p[11] == '\0' || p[11] == '/')) {
+			int ok = 1;
+
+			for (int k = 1; k <= 10; k++)
+				if (k != 5 && k != 8 && (p[k] < '0' || p[k] > '9'))
+					ok = 0;
+			if (ok) {
+				snprintf(out, 11, "%.4s-%.2s-%.2s", p + 1, p + 6, p + 9);
+				return;
+			}
+		}
+	}
+}
+
 static void
 verify_report(void *arg, const char *path, const char *what)
 {
-	int *n = arg;
+	struct vrep	*r = arg;
+	char		 day[11];
 
-	(*n)++;
-	fprintf(stderr, "logbox: verify: %s: %s\n", path, what);
+	(*r->problems)++;
+	if (r->list == NULL) {
+		fprintf(stderr, "logbox: verify: %s: %s\n", path, what);
+		return;
+	}
+	path_day(path, day);
+	json_array_append_new(r->list, json_pack("{s:s, s:s, s:s?}", "path", path, "what", what,
+	    "day", day[0] != '\0' ? day : NULL));
+}
+
+static json_t *
+jtime(int64_t us)
+{
+	char t[40];
+
+	if (us == 0)
+		return (json_null());
+	lb_time_fmt(t, sizeof(t), us, 0);
+	return (json_string(t));
+}
+
+/* verify --json: logspace ls's object (st verified, with problems). */
+static json_t *
+verify_json(const struct opts *o, struct lb_store *st, const char *ls, json_t *problems,
+    int ok)
+{
+	struct lb_storestats	 ss;
+	struct lb_sealinfo	 si;
+	struct lb_dayinfo	 di;
+	json_t			*days = json_array(), *obj;
+	char			 d[16];
+
+	memset(&ss, 0, sizeof(ss));
+	(void)lb_store_stats(st, &ss);
+	lb_store_seal_info(st, &si);
+	for (size_t i = 0; i < lb_store_day_count(st); i++) {
+		lb_store_day_info(st, i, &di);
+		snprintf(d, sizeof(d), "%04u-%02u-%02u", di.day / 10000 % 10000,
+		    di.day / 100 % 100, di.day % 100);
+		json_array_append_new(days, json_pack("{s:s, s:I, s:b, s:b, s:o, s:o, s:s, s:s, s:I}",
+		    "day", d, "messages", (json_int_t)di.messages, "intact", di.problems == 0,
+		    "chained", di.records > 0, "sealed_epoch", di.seal_epoch ?
+		    json_integer((json_int_t)di.seal_epoch) : json_null(), "sealed_through",
+		    jtime(di.sealed_time), "signed", di.signed_ > 0 ? "yes" : di.signed_ < 0 ? "bad" :
+		    "no", "timestamped", di.stamped > 0 ? "yes" : di.stamped < 0 ? "bad" : "no",
+		    "problems", (json_int_t)di.problems));
+	}
+	obj = json_pack("{s:s, s:b, s:I, s:I, s:I, s:{s:b, s:o, s:o, s:o, s:o, s:I, s:b}, "
+	    "s:I, s:I, s:o, s:o}", "logspace", ls, "ok", ok, "messages", (json_int_t)ss.messages,
+	    "day_count", (json_int_t)ss.days, "segments", (json_int_t)ss.segments,
+	    "sealing", "setup", si.setup, "key_epoch", si.setup ?
+	    json_integer((json_int_t)si.key_epoch) : json_null(), "first_epoch", si.seals ?
+	    json_integer((json_int_t)si.first) : json_null(), "last_epoch", si.seals ?
+	    json_integer((json_int_t)si.last) : json_null(), "last_sealed", jtime(si.last_time),
+	    "seals", (json_int_t)si.seals, "checked_with_key", o->has_key,
+	    "days_signed", (json_int_t)si.days_signed, "days_timestamped",
+	    (json_int_t)si.days_stamped, "problems", problems, "days", days);
+	return (obj);
 }
 
 /*
@@ -722,14 +811,25 @@ verify_one(struct opts *o, const char *ls, int *problems)
 	struct lb_store		*st;
 	struct lb_storestats	 ss;
 	struct lb_sealinfo	 si;
+	struct vrep		 rep = { problems, NULL };
 	int			 rc, before = *problems;
 
 	if ((rc = lb_store_open(o->data, ls, LB_RDONLY, &st)) != 0) {
 		(*problems)++;
+		if (o->json) {
+			char what[256];
+
+			snprintf(what, sizeof(what), "cannot open: %s", lb_strerror(rc));
+			json_array_append_new(o->report, json_pack("{s:s, s:b, s:[{s:s, s:s}]}",
+			    "logspace", ls, "ok", 0, "problems", "path", o->data, "what", what));
+			return (1);
+		}
 		fprintf(stderr, "logbox: verify: %s/%s: cannot open: %s\n", o->data, ls,
 		    lb_strerror(rc));
 		return (1);
 	}
+	if (o->json)
+		rep.list = json_array();
 	if (o->has_key)
 		lb_store_set_verify_key(st, o->vkey);
 	if (o->pubkey != NULL)
@@ -737,12 +837,20 @@ verify_one(struct opts *o, const char *ls, int *problems)
 	lb_store_set_verify_fast(st, o->integrity);
 	if (o->tsa_ca != NULL)
 		lb_store_set_verify_tsa_ca(st, o->tsa_ca);
-	rc = lb_store_verify(st, verify_report, problems);
+	rc = lb_store_verify(st, verify_report, &rep);
 	if (rc != 0 && rc != LB_ECORRUPT) {
-		(*problems)++;
-		fprintf(stderr, "logbox: verify: %s/%s: %s\n", o->data, ls, lb_strerror(rc));
+		char path[PATH_MAX + 80];
+
+		snprintf(path, sizeof(path), "%s/%s", o->data, ls);
+		verify_report(&rep, path, lb_strerror(rc));
 	} else if (rc == LB_ECORRUPT && *problems == before)
 		(*problems)++;
+	if (o->json) {
+		json_array_append_new(o->report, verify_json(o, st, ls, rep.list,
+		    *problems == before));
+		lb_store_close(st);
+		return (*problems == before ? 0 : 1);
+	}
 	if (*problems == before) {
 		if ((rc = lb_store_stats(st, &ss)) != 0)
 			die("stats: %s", lb_strerror(rc));
@@ -794,6 +902,35 @@ verify_name_add(void *arg, const char *name)
 	return (0);
 }
 
+/* verify --json: the document, to stdout, and with --out to FILE (FILE.tmp, then rename). */
+static void
+verify_json_out(struct opts *o, int bad, int problems)
+{
+	json_t	*doc;
+	char	*text, tmp[PATH_MAX];
+	FILE	*f;
+
+	doc = json_pack("{s:o, s:s, s:b, s:b, s:s?, s:s?, s:b, s:i, s:o}", "time",
+	    jtime(now_real_us()), "data", o->data, "integrity_only", o->integrity,
+	    "checked_with_key", o->has_key, "pubkey", o->pubkey, "tsa_ca", o->tsa_ca, "ok", !bad,
+	    "problems", problems, "logspaces", o->report);
+	if (doc == NULL || (text = json_dumps(doc, JSON_COMPACT)) == NULL)
+		die("verify --json: out of memory");
+	json_decref(doc);
+	o->report = NULL;
+	if (o->out != NULL) {
+		if (snprintf(tmp, sizeof(tmp), "%s.tmp", o->out) >= (int)sizeof(tmp))
+			die("--out: path too long");
+		if ((f = fopen(tmp, "we")) == NULL)
+			die("--out: %s: %s", tmp, strerror(errno));
+		if (fprintf(f, "%s\n", text) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0 ||
+		    fclose(f) != 0 || rename(tmp, o->out) != 0)
+			die("--out: %s: %s", o->out, strerror(errno));
+	} else
+		printf("%s\n", text);
+	free(text);
+}
+
 /*
  * verify: --logspace L checks L; without it every logspace the catalog knows is checked, and
  * the exit status is 1 when any of them has a problem.
@@ -806,10 +943,12 @@ cmd_verify(struct opts *o)
 	size_t			 i;
 	int			 rc, problems = 0, bad = 0;
 
-	if (o->argc != 0 || o->data == NULL)
+	if (o->argc != 0 || o->data == NULL || (o->out != NULL && !o->json))
 		usage();
 	if (o->key != NULL)
 		read_key(o);
+	if (o->json)
+		o->report = json_array();
 	if (o->ls_given)
 		bad = verify_one(o, o->ls, &problems);
 	else {
@@ -829,6 +968,8 @@ cmd_verify(struct opts *o)
 		}
 		free(ns.v);
 	}
+	if (o->json)
+		verify_json_out(o, bad, problems);
 	if (bad) {
 		fprintf(stderr, "logbox: verify: %d problem%s found\n", problems,
 		    problems == 1 ? "" : "s");

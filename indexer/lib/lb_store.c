@@ -267,6 +267,7 @@ lb_store_close(struct lb_store *st)
 	free(st->tm_t);
 	free(st->tm_id);
 	lb_store_close(st->helper);
+	free(st->vdays);
 	for (size_t i = 0; i < STORE_CACHE_SEGS; i++)
 		lb_segment_close(st->segs[i].sg);
 	if (!st->borrowed)

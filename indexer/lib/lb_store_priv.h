@@ -84,6 +84,9 @@ struct lb_store {
 	int			 verify_fast;	/* lb_store_set_verify_fast */
 	char			 tsa_ca[PATH_MAX];	/* lb_store_set_verify_tsa_ca */
 	struct lb_sealinfo	 sinfo;		/* what the last verify found */
+	struct lb_dayinfo	*vdays;		/* ... of each day (nvdays) */
+	size_t			 nvdays;
+	struct lb_dayinfo	*vcur;		/* the day being checked, or NULL */
 };
 
 /*

@@ -23,6 +23,7 @@ struct vctx {
 	void	(*report)(void *, const char *, const char *);
 	void	*arg;
 	int	 bad;
+	uint64_t n;		/* problems reported */
 };
 
 static void
@@ -39,6 +40,7 @@ vreport(struct vctx *v, const char *path, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	v->bad = 1;
+	v->n++;
 	if (v->report != NULL)
 		v->report(v->arg, path, buf);
 }
@@ -341,14 +343,19 @@ check_stamp(struct lb_store *st, struct vctx *v, const char *dir, const char *ds
 		len = (size_t)sb.st_size;
 	}
 	close(fd);
+	if (st->vcur != NULL)
+		st->vcur->stamped = -1;
 	if (root == NULL)
 		vreport(v, path, "a time stamp, but %s has no day root", ds);
 	else if ((rc = lb_tsa_check(b, len, root->hash, st->tsa_ca[0] != '\0' ? st->tsa_ca :
 	    NULL, &when, why, sizeof(why))) != 0)
 		vreport(v, path, "bad timestamp of the day root (record %llu): %s",
 		    (unsigned long long)root->seq, why);
-	else
+	else {
 		st->sinfo.days_stamped++;
+		if (st->vcur != NULL)
+			st->vcur->stamped = 1;
+	}
 	free(b);
 }
 
@@ -381,6 +388,8 @@ check_roots(struct lb_store *st, struct vctx *v, const struct lb_chrec *recs, si
 		last = r;
 		rc = lb_sign_check(pub, st->ls, d->day, r->seq - 1, r->prev, r->first_id,
 		    r->count, r->sig);
+		if (st->vcur != NULL)
+			st->vcur->signed_ = rc == 0 ? 1 : -1;
 		if (rc == LB_ECORRUPT)
 			vreport(v, dir, "the day root (record %llu) has a bad signature: not made "
 			    "by %s's key, or swapped from another day", (unsigned long long)r->seq,
@@ -430,11 +439,23 @@ lb_store_seal_info(const struct lb_store *st, struct lb_sealinfo *out)
 	*out = st->sinfo;
 }
 
+size_t
+lb_store_day_count(const struct lb_store *st)
+{
+	return (st->nvdays);
+}
+
+void
+lb_store_day_info(const struct lb_store *st, size_t i, struct lb_dayinfo *out)
+{
+	*out = st->vdays[i];
+}
+
 int
 lb_store_verify(struct lb_store *st,
     void (*report)(void *arg, const char *path, const char *what), void *arg)
 {
-	struct vctx		 v = { report, arg, 0 };
+	struct vctx		 v = { report, arg, 0, 0 };
 	struct lb_segref	*refs = NULL;
 	struct lb_segment	*sg;
 	struct lb_seginfo	 si;
@@ -442,6 +463,7 @@ lb_store_verify(struct lb_store *st,
 	struct lb_chrec		*crecs = NULL, *cprev = NULL;
 	struct seals		 seals = { NULL, 0, 0, 0, 0 };
 	struct lb_sealstate	 ss0;
+	uint64_t		 before = 0;
 	int			 src0;
 	uint64_t		 first, next, expect = 0, msgs_next = 0;
 	size_t			 n = 0, ncrecs = 0, ncprev = 0;
@@ -450,16 +472,36 @@ lb_store_verify(struct lb_store *st,
 
 	if ((rc = lb_store_days_load(st)) != 0)
 		return (rc);
+	free(st->vdays);
+	st->nvdays = 0;
+	if ((st->vdays = calloc(st->ndays + 1, sizeof(*st->vdays))) == NULL)
+		return (errno);
+	st->nvdays = st->ndays;
 	st->sinfo.days_signed = 0;
 	st->sinfo.days_stamped = 0;
 	src0 = lb_seal_state(st->data, &ss0);
 	for (size_t i = 0; i < st->ndays; i++) {
 		const struct lb_dayref *d = &st->days[i].ref;
 
+		struct lb_dayinfo *di = &st->vdays[i];
+
+		if (i > 0)
+			st->vdays[i - 1].problems = v.n - before;
+		before = v.n;
+		memset(di, 0, sizeof(*di));
+		di->day = d->day;
+		di->messages = d->next_id - d->first_id;
+		st->vcur = di;
 		if ((rc = verify_chain(st, &v, i, &crecs, &ncrecs, cprev, ncprev)) != 0)
 			goto done;
 		seals_add(&seals, crecs, ncrecs, d->day);
 		check_roots(st, &v, crecs, ncrecs, d);
+		di->records = ncrecs;
+		for (size_t k = 0; k < ncrecs; k++)
+			if (crecs[k].kind == LB_CH_SEAL) {
+				di->seal_epoch = crecs[k].epoch;
+				di->sealed_time = crecs[k].time;
+			}
 		lb_chain_free(cprev, ncprev);
 		cprev = crecs;
 		ncprev = ncrecs;
@@ -507,6 +549,9 @@ lb_store_verify(struct lb_store *st,
 			    (unsigned long long)d->first_id, (unsigned long long)msgs_next);
 		msgs_next = next;
 	}
+	if (st->ndays > 0)
+		st->vdays[st->ndays - 1].problems = v.n - before;
+	st->vcur = NULL;
 	if ((rc = lb_catalog_segments(st->cat, st->ls, 0, UINT64_MAX, &refs, &n)) != 0)
 		goto done;
 	expect = st->ndays > 0 ? st->days[0].ref.first_id : 1;

@@ -853,6 +853,20 @@ struct lb_sealinfo {
 };
 void	lb_store_seal_info(const struct lb_store *st, struct lb_sealinfo *out);
 
+/* What the last lb_store_verify found of each day (in day order), for a per-day report. */
+struct lb_dayinfo {
+	uint32_t	 day;		/* YYYYMMDD */
+	uint64_t	 messages;
+	uint64_t	 records;	/* records of its chain; 0: it has none */
+	uint64_t	 seal_epoch;	/* the last seal in its chain (0: none) */
+	int64_t		 sealed_time;	/* µs: when that seal was made */
+	int		 signed_;	/* 1: a day root whose signature checked; 0: none; -1: bad */
+	int		 stamped;	/* 1: a root.tsr that checked; 0: none; -1: bad */
+	uint64_t	 problems;	/* problems reported while this day was checked */
+};
+size_t	lb_store_day_count(const struct lb_store *st);
+void	lb_store_day_info(const struct lb_store *st, size_t i, struct lb_dayinfo *out);
+
 struct lb_storestats {
 	uint64_t	 messages;
 	uint64_t	 days;

@@ -47,6 +47,12 @@ TOKEN_KINDS = ("api", "session", "web")  # web: a web UI sign-in (webui/UI.md)
 SCHEMA_VERSION = 1
 MAP_SIZE = 1 << 30
 DB_NAMES = (b"users", b"tokens", b"failures", b"audit", b"meta")
+# The audit log's actions (rpc/API.md §6): both apps' filters offer these.
+AUDIT_ACTIONS = (
+    "login", "login_failed", "login_locked", "logout", "search", "count", "histogram", "top",
+    "message", "export", "token_create", "token_revoke", "user_create", "user_update",
+    "user_delete", "denied", "logspace_settings", "audit_pruned", "integrity",
+)  # fmt: skip
 
 NAME_RE = re.compile(USER_NAME_PATTERN)
 TOKEN_RE = re.compile(r"lbx_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")

@@ -16,6 +16,8 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "DATA_DIR": "/var/lib/logbox",
     "INDEXD_STATUS": "/run/logbox/indexd.status.json",
     "SYSLOGNG_PIDFILE": "/run/logbox/syslog-ng.pid",
+    # the daily `logbox verify --json --out` (logbox_core.integrity)
+    "INTEGRITY_REPORT": "/var/lib/logbox-verify/integrity.json",
     "SESSION_TTL": 43200,
     "SEARCHD_TIMEOUT": 60,
     "ACCOUNTS_MAP_SIZE": 1 << 30,  # bytes: the LMDB map of the accounts store
@@ -30,6 +32,7 @@ COMMON_ENVIRONMENT: dict[str, tuple[str, type]] = {
     "DATA_DIR": ("LOGBOX_DATA", str),
     "INDEXD_STATUS": ("LOGBOX_INDEXD_STATUS", str),
     "SYSLOGNG_PIDFILE": ("LOGBOX_SYSLOGNG_PIDFILE", str),
+    "INTEGRITY_REPORT": ("LOGBOX_INTEGRITY_REPORT", str),
     "SESSION_TTL": ("LOGBOX_SESSION_TTL", int),
     "SEARCHD_TIMEOUT": ("LOGBOX_SEARCHD_TIMEOUT", float),
     "ACCOUNTS_MAP_SIZE": ("LOGBOX_ACCOUNTS_MAP_SIZE", int),

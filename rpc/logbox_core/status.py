@@ -632,6 +632,8 @@ def _service_value(key: str, value: object) -> object:
         return None
     if key != "state" and isinstance(value, str) and value:
         return HIDDEN
+    if isinstance(value, dict):  # sealing: its texts (an error, a URL) hidden the same way
+        return {k: _service_value(k, v) for k, v in value.items()}
     return value
 
 

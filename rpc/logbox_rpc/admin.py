@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, g, jsonify
-from logbox_core.accounts import ROLES, NotFound
+from logbox_core.accounts import AUDIT_ACTIONS, ROLES, NotFound
 from logbox_core.constants import USER_NAME_PATTERN
 
 from .auth import audit
@@ -15,11 +15,7 @@ from .state import accounts
 
 bp = Blueprint("admin", __name__)
 
-ACTIONS = (
-    "login", "login_failed", "login_locked", "logout", "search", "count", "histogram", "top",
-    "message", "export", "token_create", "token_revoke", "user_create", "user_update",
-    "user_delete", "denied", "logspace_settings", "audit_pruned",
-)  # fmt: skip
+ACTIONS = AUDIT_ACTIONS
 DEFAULT_TOKEN_TTL = 90 * 86400
 MAX_TOKEN_TTL = 10 * 365 * 86400
 ADMIN_ERRORS = (400, 401, 403)

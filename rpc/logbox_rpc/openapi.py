@@ -331,6 +331,39 @@ SCHEMAS: dict[str, Any] = {
         [],
         additionalProperties=False,
     ),
+    "Integrity": _obj(
+        {
+            "logspace": STR,
+            "verified_at": {**TIME, "nullable": True},
+            "integrity_only": {"type": "boolean"},
+            "checked_with_key": {"type": "boolean"},
+            "ok": {"type": "boolean"},
+            "messages": NINT,
+            "sealing": {"type": "object", "nullable": True},
+            "days_signed": NINT,
+            "days_timestamped": NINT,
+            "problems": {
+                "type": "array",
+                "items": _obj({"path": STR, "what": STR, "day": NSTR}, ["path", "what"]),
+            },
+            "days": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "day": STR,
+                        "messages": INT,
+                        "intact": {"type": "boolean"},
+                        "chained": {"type": "boolean"},
+                        "sealed_epoch": NINT,
+                        "sealed_through": {**TIME, "nullable": True},
+                        "signed": {"type": "string", "enum": ["yes", "no", "bad"]},
+                        "timestamped": {"type": "string", "enum": ["yes", "no", "bad"]},
+                        "problems": INT,
+                    }
+                ),
+            },
+        }
+    ),
     "AuditPage": _obj(
         {"entries": {"type": "array", "items": _ref("AuditEntry")}, "next_cursor": NSTR}
     ),

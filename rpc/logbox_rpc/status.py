@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, current_app, g, jsonify
+from logbox_core import integrity as core_integrity
 from logbox_core import status as core_status
 
 from .errors import error_response
@@ -31,6 +32,10 @@ def status(args: dict[str, Any]) -> Any:
         syslogng_pidfile=c["SYSLOGNG_PIDFILE"],
         searchd=searchd(),
     )
+    more = core_integrity.problems(c["INTEGRITY_REPORT"])
+    if more:
+        doc["problems"] = [*doc["problems"], *more]
+        doc["health"] = "degraded"
     return jsonify(core_status.for_user(doc, g.user))
 
 

@@ -22,6 +22,7 @@ from flask import (
     url_for,
 )
 from logbox_core.accounts import (
+    AUDIT_ACTIONS,
     ROLES,
     AccountsError,
     Conflict,
@@ -48,11 +49,7 @@ from .status import desired_settings, indexd_settings
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
-ACTIONS = (
-    "login", "login_failed", "login_locked", "logout", "search", "count", "histogram", "top",
-    "message", "export", "token_create", "token_revoke", "user_create", "user_update",
-    "user_delete", "logspace_settings", "denied", "audit_pruned",
-)  # fmt: skip
+ACTIONS = AUDIT_ACTIONS
 DEFAULT_TOKEN_DAYS = 90
 MAX_TOKEN_DAYS = 3650
 AUDIT_PAGE = 100
