@@ -205,10 +205,12 @@ encode(struct lb_chrec *r, uint8_t *p, size_t len)
 		break;
 	case LB_CH_TOMB:
 		lb_put32(b, r->day);
+		lb_put32(b + 4, r->level);	/* LB_CHT_SIGNED */
 		lb_put64(b + 8, r->first_id);
 		lb_put64(b + 16, r->count);
 		lb_put64(b + 24, r->prev_seq);
 		memcpy(b + 32, r->sha, LB_SHA256_LEN);
+		memcpy(b + 64, r->sig, sizeof(r->sig));
 		break;
 	case LB_CH_SEAL:
 		lb_put64(b, r->epoch);
@@ -314,10 +316,12 @@ decode(const uint8_t *p, size_t avail, struct lb_chrec *r, size_t *used, char *w
 		if (blen != LB_CH_TOMB_BODY)
 			goto badlen;
 		r->day = lb_get32(b);
+		r->level = lb_get32(b + 4);
 		r->first_id = lb_get64(b + 8);
 		r->count = lb_get64(b + 16);
 		r->prev_seq = lb_get64(b + 24);
 		memcpy(r->sha, b + 32, LB_SHA256_LEN);
+		memcpy(r->sig, b + 64, sizeof(r->sig));
 		break;
 	case LB_CH_SEAL:
 		if (blen != LB_CH_SEAL_BODY)

@@ -29,7 +29,8 @@ struct lb_chrec {
 	uint64_t	 prev_seq;	/* genesis: the seq of prev in prev_day's chain */
 	/* block: ids [first_id, first_id + count) at off, len bytes (header + payload) */
 	/* segment: the file name, ids [first_id, last_id], count, size, level */
-	/* tombstone: ids [first_id, last_id + 1) of the day removed, its chain's seq and head */
+	/* tombstone: ids [first_id, first_id + count) of the day removed, its chain's seq
+	 * (prev_seq) and head (sha), flags (level) and signature (sig) */
 	char		 name[64];
 	uint64_t	 first_id, last_id, count;
 	uint64_t	 off, len;
@@ -108,6 +109,16 @@ int	lb_sign_day(const char *data, const char *ls, uint32_t day, uint64_t first_i
 int	lb_sign_check(const char *pubpath, const char *ls, uint32_t day, uint64_t seq,
 	    const uint8_t prev[LB_SHA256_LEN], uint64_t first_id, uint64_t count,
 	    const uint8_t sig[64]);
+
+/*
+ * Tombstones (FORMAT.md §14.6): lb_sign_tomb_append appends r (a tombstone: its level gets
+ * LB_CHT_SIGNED) to daydir's chain, signed with <data>/indexd/sign.key when there is one.
+ * lb_sign_check_tomb: 0 when r is signed under the public key at pubpath; LB_ECORRUPT when
+ * it is unsigned or the signature is not; ENOENT when there is no public key there.
+ */
+int	lb_sign_tomb_append(const char *data, const char *daydir, const struct lb_chgen *gen,
+	    const char *ls, struct lb_chrec *r);
+int	lb_sign_check_tomb(const char *pubpath, const char *ls, const struct lb_chrec *r);
 
 /*
  * RFC 3161 time stamps of day roots (lb_tsa.c, FORMAT.md §14.7). lb_tsa_request: the DER of a

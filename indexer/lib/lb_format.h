@@ -182,15 +182,16 @@
 #define LB_CH_BLOCK		2	/* body: first_id u64 off u64 count u32 len u32 sha[32] */
 #define LB_CH_SEGMENT		3	/* body: name[64] first u64 last u64 count u64 size u64
 				   level u32 nrepl u32 sha[32], then nrepl names[64] */
-#define LB_CH_TOMB		4	/* body: day u32 0 u32 first_id u64 count u64 seq u64
-				   head[32] */
+#define LB_CH_TOMB		4	/* body: day u32 flags u32 first_id u64 count u64 seq u64
+				   head[32] sig[64] */
+#define LB_CHT_SIGNED		0x01	/* a tombstone's flags: sig is an Ed25519 signature */
 #define LB_CH_SEAL		5	/* body: epoch u64 started i64 mac[32] */
 #define LB_CH_DAYROOT		6	/* body: first_id u64 count u64 sig[64] */
 #define LB_CHF_RECOVERED	0x01	/* chained when the writer opened, not when made */
 #define LB_CH_GENESIS_BODY	80
 #define LB_CH_BLOCK_BODY	56
 #define LB_CH_SEGMENT_BODY	136	/* without the names it replaces */
-#define LB_CH_TOMB_BODY		64
+#define LB_CH_TOMB_BODY		128
 #define LB_CH_SEAL_BODY		48
 #define LB_CH_DAYROOT_BODY	80
 
@@ -225,6 +226,8 @@
 #define LB_SIGN_TAG_LEN		8
 #define LB_SIGN_MSG_LEN		132	/* tag, logspace[64], day, seq, head, first_id, count */
 #define LB_SIGN_SIG_LEN		64
+#define LB_TOMB_TAG		"LBTOMB01"	/* a tombstone's signed message starts with it */
+#define LB_TOMB_MSG_LEN		164	/* tag, logspace[64], day, first, count, seq, head, prev */
 #define LB_FILE_TSR		"root.tsr"	/* <day>/root.tsr: the day root's RFC 3161 reply */
 #define LB_TSR_MAX		(64 * 1024)	/* bytes of a time-stamp reply kept */
 #define LB_FILE_ROOT_SENT	"root.sent"	/* <day>/root.sent: the syslog line sent */

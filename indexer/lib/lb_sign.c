@@ -181,3 +181,87 @@ lb_sign_check(const char *pubpath, const char *ls, uint32_t day, uint64_t seq,
 	EVP_PKEY_free(k);
 	return (ok ? 0 : LB_ECORRUPT);
 }
+
+/* The message a tombstone's signature covers (FORMAT.md §14.6). */
+static void
+tomb_msg(uint8_t m[LB_TOMB_MSG_LEN], const char *ls, const struct lb_chrec *r,
+    const uint8_t prev[LB_SHA256_LEN])
+{
+	size_t o = LB_SIGN_TAG_LEN;
+
+	memset(m, 0, LB_TOMB_MSG_LEN);
+	memcpy(m, LB_TOMB_TAG, LB_SIGN_TAG_LEN);
+	memcpy(m + o, ls, strnlen(ls, 64));
+	o += 64;
+	lb_put32(m + o, r->day);
+	lb_put64(m + o + 4, r->first_id);
+	lb_put64(m + o + 12, r->count);
+	lb_put64(m + o + 20, r->prev_seq);
+	memcpy(m + o + 28, r->sha, LB_SHA256_LEN);
+	memcpy(m + o + 60, prev, LB_SHA256_LEN);
+}
+
+static int
+fill_tomb(struct lb_chrec *r, const uint8_t *prev, void *arg)
+{
+	struct signarg	*a = arg;
+	uint8_t		 m[LB_TOMB_MSG_LEN];
+	size_t		 n = LB_SIGN_SIG_LEN;
+	EVP_MD_CTX	*ctx;
+	int		 ok;
+
+	if (a->k == NULL)
+		return (0);	/* (signing not set up: the tombstone goes unsigned) */
+	tomb_msg(m, a->ls, r, prev);
+	if ((ctx = EVP_MD_CTX_new()) == NULL)
+		return (ENOMEM);
+	ok = EVP_DigestSignInit(ctx, NULL, NULL, NULL, a->k) == 1 &&
+	    EVP_DigestSign(ctx, r->sig, &n, m, sizeof(m)) == 1 && n == LB_SIGN_SIG_LEN;
+	EVP_MD_CTX_free(ctx);
+	r->level = LB_CHT_SIGNED;
+	return (ok ? 0 : EIO);
+}
+
+int
+lb_sign_tomb_append(const char *data, const char *daydir, const struct lb_chgen *gen,
+    const char *ls, struct lb_chrec *r)
+{
+	struct signarg	 a = { NULL, ls, r->day, 0 };
+	char		 kp[PATH_MAX];
+	int		 rc;
+
+	if ((rc = path_of(kp, sizeof(kp), data, LB_SIGN_KEY_FILE)) != 0)
+		return (rc);
+	if ((rc = read_key(kp, 1, &a.k)) != 0 && rc != ENOENT)
+		return (rc);
+	r->level = 0;
+	rc = lb_chain_append_fill(daydir, gen, r, 1, 1, 0, fill_tomb, &a);
+	EVP_PKEY_free(a.k);
+	return (rc);
+}
+
+int
+lb_sign_check_tomb(const char *pubpath, const char *ls, const struct lb_chrec *r)
+{
+	EVP_PKEY	*k;
+	EVP_MD_CTX	*ctx;
+	uint8_t		 m[LB_TOMB_MSG_LEN];
+	int		 rc, ok;
+
+	if ((rc = read_key(pubpath, 0, &k)) != 0)
+		return (rc);
+	if (!(r->level & LB_CHT_SIGNED)) {
+		EVP_PKEY_free(k);
+		return (LB_ECORRUPT);
+	}
+	tomb_msg(m, ls, r, r->prev);
+	if ((ctx = EVP_MD_CTX_new()) == NULL) {
+		EVP_PKEY_free(k);
+		return (ENOMEM);
+	}
+	ok = EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k) == 1 &&
+	    EVP_DigestVerify(ctx, r->sig, LB_SIGN_SIG_LEN, m, sizeof(m)) == 1;
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(k);
+	return (ok ? 0 : LB_ECORRUPT);
+}

@@ -419,7 +419,7 @@ lb_chain_tomb(const char *data, struct lb_catalog *cat, const char *ls,
 		return (rc);
 	if ((rc = day_path(data, ls, next, dir, sizeof(dir))) != 0)
 		return (rc);
-	if ((rc = lb_chain_append(dir, NULL, &r, 1, 1)) != ENOENT)
+	if ((rc = lb_sign_tomb_append(data, dir, NULL, ls, &r)) != ENOENT)
 		return (rc);
 	/*
 	 * The next day has no chain. With sealed blocks it was written before chains (a store
@@ -436,7 +436,7 @@ lb_chain_tomb(const char *data, struct lb_catalog *cat, const char *ls,
 	}
 	if ((rc = genesis_of(data, cat, ls, next, &g)) != 0)
 		return (rc);
-	return (lb_chain_append(dir, &g, &r, 1, 1));
+	return (lb_sign_tomb_append(data, dir, &g, ls, &r));
 }
 
 /* ---------------------------------------------------------------- verify */
@@ -694,7 +694,7 @@ lb_store_chain_check(struct lb_store *st, size_t i, struct lb_msgfile *mf,
 	struct chk	 c = { report, arg, 0 };
 	uint32_t	 day = st->days[i].ref.day;
 	uint32_t	 want = i > 0 ? st->days[i - 1].ref.day : 0;
-	char		 dir[PATH_MAX], mpath[PATH_MAX];
+	char		 dir[PATH_MAX], mpath[PATH_MAX], pub[PATH_MAX];
 	int		 tomb = 0, rc;
 
 	if ((rc = lb_store_day_dir(st, day, dir, sizeof(dir))) != 0 ||
@@ -702,12 +702,28 @@ lb_store_chain_check(struct lb_store *st, size_t i, struct lb_msgfile *mf,
 		return (rc);
 	if (n == 0)
 		return (0);
+	if (st->pubpath[0] != '\0')
+		snprintf(pub, sizeof(pub), "%s", st->pubpath);
+	else if ((rc = lb_path(pub, sizeof(pub), "%s/%s", st->data, LB_SIGN_PUB_FILE)) != 0)
+		return (rc);
 	if (strcmp(recs[0].ls, st->ls) != 0 || recs[0].day != day)
 		chk_report(&c, dir, "the chain is logspace %s's of day %u (moved or copied here)",
 		    recs[0].ls, recs[0].day);
-	for (size_t k = 0; k < n; k++)
-		if (recs[k].kind == LB_CH_TOMB && recs[k].day == recs[0].prev_day)
-			tomb = 1;
+	for (size_t k = 0; k < n; k++) {
+		if (recs[k].kind != LB_CH_TOMB)
+			continue;
+		/* A tombstone counts when its signature holds (or the box signs nothing). */
+		rc = lb_sign_check_tomb(pub, st->ls, &recs[k]);
+		if (rc == 0 || (rc == ENOENT && !(recs[k].level & LB_CHT_SIGNED))) {
+			if (recs[k].day == recs[0].prev_day)
+				tomb = 1;
+		} else
+			chk_report(&c, dir, "the tombstone of day %u (record %llu) %s", recs[k].day,
+			    (unsigned long long)recs[k].seq, rc == LB_ECORRUPT ?
+			    (recs[k].level & LB_CHT_SIGNED ? "has a bad signature (forged)" :
+			    "is not signed, though the box signs (forged)") :
+			    "cannot be checked: no public key");
+	}
 	if (recs[0].prev_day != want && !tomb) {
 		if (recs[0].prev_day > want)
 			chk_report(&c, dir, "the day before it, %04u-%02u-%02u, is missing and left "

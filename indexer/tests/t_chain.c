@@ -524,7 +524,6 @@ t_store_clean_and_tampered(void **state)
 	assert_int_equal(ndays, 3);
 	assert_ok(lb_chain_tomb(dir, cat, "main", &days[0], days[1].day));
 	assert_ok(lb_catalog_day_delete(cat, "main", days[0].day));
-	free(days);
 	lb_catalog_close(cat);
 	day_dir(dd, sizeof(dd), dir, 1);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dd);
@@ -544,6 +543,42 @@ t_store_clean_and_tampered(void **state)
 	}
 	if (verify(dir, &r) != 0)
 		fail_msg("after retention and more messages:\n%s", r.text);
+	/* With a signing key: retention's tombstone is signed, and clean. */
+	FRESH();
+	assert_ok(lb_sign_init(dir));
+	assert_ok(lb_catalog_open(dir, LB_RDWR, &cat));
+	assert_ok(lb_chain_tomb(dir, cat, "main", &days[0], days[1].day));
+	assert_ok(lb_catalog_day_delete(cat, "main", days[0].day));
+	lb_catalog_close(cat);
+	day_dir(dd, sizeof(dd), dir, 1);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dd);
+	assert_int_equal(system(cmd), 0);
+	if (verify(dir, &r) != 0)
+		fail_msg("retention with a signed tombstone:\n%s", r.text);
+	/* ... but an unsigned one, written by whoever removes a day, does not excuse it. */
+	FRESH();
+	assert_ok(lb_sign_init(dir));
+	{
+		struct lb_chrec	t;
+		char		d3[300];
+
+		memset(&t, 0, sizeof(t));
+		t.kind = LB_CH_TOMB;
+		t.day = days[0].day;
+		t.first_id = days[0].first_id;
+		t.count = days[0].next_id - days[0].first_id;
+		day_dir(d3, sizeof(d3), dir, 2);
+		assert_ok(lb_chain_append(d3, NULL, &t, 1, 0));
+	}
+	free(days);
+	assert_ok(lb_catalog_open(dir, LB_RDWR, &cat));
+	assert_ok(lb_catalog_day_delete(cat, "main", 20250101));
+	lb_catalog_close(cat);
+	day_dir(dd, sizeof(dd), dir, 1);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dd);
+	assert_int_equal(system(cmd), 0);
+	expect(dir, "a forged tombstone day", "is not signed, though the box signs (forged)", "01-02");
+	expect(dir, "a forged tombstone day", "2025-01-01, is missing and left no tombstone", "01-02");
 #undef FRESH
 	t_rmtree(dir);
 	t_rmtree(base);

@@ -98,6 +98,9 @@ static const struct konst konsts[] = {
 	NUM(LB_SIGN_MSG_LEN),
 	NUM(LB_SIGN_SIG_LEN),
 	STR(LB_FILE_TSR),
+	NUM(LB_CHT_SIGNED),
+	STR(LB_TOMB_TAG),
+	NUM(LB_TOMB_MSG_LEN),
 	NUM(LB_TSR_MAX),
 	STR(LB_FILE_ROOT_SENT),
 	/* seals (lb_seal.c) */
