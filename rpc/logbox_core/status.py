@@ -14,6 +14,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from . import integrity
 from .accounts import rfc3339
 from .searchd import Searchd, SearchdError
 
@@ -568,9 +569,11 @@ def gather(
     syslogng_pidfile: str | os.PathLike[str] | None,
     searchd: Searchd | None,
     now: float | None = None,
+    integrity_report: str | os.PathLike[str] | None = None,
 ) -> dict:
     """The status object of API.md §7 for every logspace (the caller filters by rights),
-    plus "problems": why health is not "ok". Never raises on missing or garbled files."""
+    plus "problems": why health is not "ok" (with integrity_report, also what the last verify
+    report says: logbox_core.integrity). Never raises on missing or garbled files."""
     now = time.time() if now is None else now
     data = os.fspath(data_dir)
     problems: list[str] = []
@@ -600,6 +603,9 @@ def gather(
             f"{raid['active']} of {raid['disks']} disks active"
         )
     disk = _disk(data, problems)
+    spool = _spool(st, problems) if running and st else None
+    if integrity_report is not None:
+        problems.extend(integrity.problems(integrity_report, now))
     return {
         "time": rfc3339(int(now * 1_000_000)),
         "health": "ok" if not problems else "degraded",
@@ -612,7 +618,7 @@ def gather(
         "malformed": _int(st.get("malformed")) if running and st else None,
         "quarantined": _int(st.get("quarantined")) if running and st else None,
         "deadletter": _deadletter(st) if running and st else None,
-        "spool": _spool(st, problems) if running and st else None,
+        "spool": spool,
         "logspaces": _logspaces(data, st, spaces),
         "disk": disk,
         "raid": raid,

@@ -300,6 +300,7 @@ def dashboard() -> Any:
         syslogng_pidfile=c.get("SYSLOGNG_PIDFILE"),
         searchd=client,
         now=now,
+        integrity_report=c.get("INTEGRITY_REPORT"),
     )
     doc = core_status.for_user(doc, user)
     up = doc["services"]["searchd"]["state"] == "running"
