@@ -1,10 +1,10 @@
 /*
  * stamp.c — day roots off the box (FORMAT.md §14.7): RFC 3161 time stamps from --tsa-url, and
- * a syslog line to --root-syslog HOST:PORT (removing the newest days then shows elsewhere). A thread of
- * its own (a TSA may be slow or away: the appends never wait for it) looks, when kicked after
- * a seal run and at least every STAMP_EVERY_S, at each logspace's days but the newest: a day
- * whose chain has a day root and that has no root.tsr gets one; with no root.sent, its line
- * goes out (then root.sent keeps it). The request goes over HTTP(S)
+ * a syslog line to --root-syslog HOST:PORT (removing the newest days then shows elsewhere).
+ * A thread of its own (a TSA may be slow or away: the appends never wait for it) looks, when
+ * kicked after a seal run and at least every STAMP_EVERY_S, at each logspace's days but the
+ * newest: a day whose chain has a day root and that has no root.tsr gets one; with no
+ * root.sent, its line goes out (then root.sent keeps it). The request goes over HTTP(S)
  * (libcurl, STAMP_TIMEOUT_S); the reply is kept only when it is a granted time stamp of that
  * root. A failure is logged once until one succeeds again, and tried again later.
  */
@@ -31,7 +31,7 @@
 
 #define STAMP_EVERY_S	60	/* looked at least this often */
 #define STAMP_TIMEOUT_S	20	/* a request's time limit */
-#define STAMP_DAYS	7	/* the newest days but one looked at (older ones: done or gone) */
+#define STAMP_DAYS	7	/* the newest days looked at (older ones: done or gone) */
 #define ROOT_PRI	85	/* the day root line: authpriv.notice */
 
 struct buf {
