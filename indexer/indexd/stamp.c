@@ -206,8 +206,8 @@ stamp_day(struct indexd *env, const char *ls, uint32_t day, char *err, size_t el
 	char		 dir[PATH_MAX], tsr[PATH_MAX], sent[PATH_MAX], why[256];
 	int		 rc;
 
-	if (lb_path(dir, sizeof(dir), "%s/%s/%04u/%02u-%02u", env->data, ls, day / 10000,
-	    day / 100 % 100, day % 100) != 0 || lb_tsa_path(tsr, sizeof(tsr), dir) != 0 ||
+	if (lb_day_dir(dir, sizeof(dir), env->data, ls, day) != 0 ||
+	    lb_tsa_path(tsr, sizeof(tsr), dir) != 0 ||
 	    lb_path(sent, sizeof(sent), "%s/%s", dir, LB_FILE_ROOT_SENT) != 0)
 		return (0);
 	if ((env->stamp.url == NULL || stat(tsr, &sb) == 0) &&

@@ -261,25 +261,6 @@ setwhy(char *why, size_t whylen, const char *fmt, ...)
 }
 
 static int
-pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const uint8_t	*p = buf;
-	ssize_t		 n;
-
-	while (len > 0) {
-		if ((n = pwrite(fd, p, len, (off_t)off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return (errno);
-		}
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return (0);
-}
-
-static int
 fsize(int fd, uint64_t *size)
 {
 	struct stat	 st;
@@ -1243,7 +1224,7 @@ block_write(struct lb_msgfile *mf, struct qslot *s)
 	lb_put32(h + LB_BHDR_PAYLOAD_CRC, lb_crc32(h + LB_BHDR_SIZE, comp));
 	h[LB_BHDR_METHOD] = method;
 	lb_put32(h + LB_BHDR_CRC, lb_crc32(h, LB_BHDR_CRC));
-	if ((rc = pwrite_all(mf->mfd, h, LB_BHDR_SIZE + (size_t)comp, mf->woff)) != 0) {
+	if ((rc = lb_pwrite_all(mf->mfd, h, LB_BHDR_SIZE + (size_t)comp, mf->woff)) != 0) {
 		if (ftruncate(mf->mfd, (off_t)mf->woff) == -1)
 			mf->wcut = 1;	/* the retry cuts it first (and recovery would) */
 		return (rc);
@@ -1544,7 +1525,7 @@ lb_msgfile_commit(struct lb_msgfile *mf, int sync)
 	if (sync && mf->wstale)
 		return (wal_replace(mf));
 	if (mf->wdone < mf->wlen) {
-		if ((rc = pwrite_all(mf->wfd, mf->wal + mf->wdone, mf->wlen - mf->wdone,
+		if ((rc = lb_pwrite_all(mf->wfd, mf->wal + mf->wdone, mf->wlen - mf->wdone,
 		    mf->wbase + mf->wdone)) != 0) {
 			/* A partial frame is cut on recovery; rewrite from wdone next time. */
 			return (rc);

@@ -231,13 +231,6 @@ lb_seal_state(const char *data, struct lb_sealstate *s)
 
 /* ---------------------------------------------------------------- sealing */
 
-static int
-day_dir(char *buf, size_t len, const char *data, const char *ls, uint32_t day)
-{
-	return (lb_path(buf, len, "%s/%s/%04u/%02u-%02u", data, ls, day / 10000,
-	    day / 100 % 100, day % 100));
-}
-
 struct sealarg {
 	const struct skey	*k;
 	const char		*ls;
@@ -271,7 +264,7 @@ seal_ls(const char *data, struct lb_catalog *cat, const char *ls, const struct s
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		struct stat sb;
 
-		if ((rc = day_dir(dir, sizeof(dir), data, ls, days[i].day)) != 0)
+		if ((rc = lb_day_dir(dir, sizeof(dir), data, ls, days[i].day)) != 0)
 			break;
 		if (stat(dir, &sb) == -1)
 			continue;	/* (named before its directory exists: nothing to seal) */
@@ -282,7 +275,7 @@ seal_ls(const char *data, struct lb_catalog *cat, const char *ls, const struct s
 			char pd[PATH_MAX];
 
 			g.prev_day = days[i - 1].day;
-			if (day_dir(pd, sizeof(pd), data, ls, g.prev_day) == 0 &&
+			if (lb_day_dir(pd, sizeof(pd), data, ls, g.prev_day) == 0 &&
 			    lb_chain_head(pd, &g.prev_seq, g.prev) != 0) {
 				g.prev_seq = 0;
 				memset(g.prev, 0, sizeof(g.prev));

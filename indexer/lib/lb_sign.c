@@ -146,8 +146,7 @@ lb_sign_day(const char *data, const char *ls, uint32_t day, uint64_t first_id,
 		return (rc);
 	if ((rc = read_key(kp, 1, &a.k)) != 0)
 		return (rc);
-	if ((rc = lb_path(dir, sizeof(dir), "%s/%s/%04u/%02u-%02u", data, ls, day / 10000,
-	    day / 100 % 100, day % 100)) == 0) {
+	if ((rc = lb_day_dir(dir, sizeof(dir), data, ls, day)) == 0) {
 		memset(&r, 0, sizeof(r));
 		r.kind = LB_CH_DAYROOT;
 		r.first_id = first_id;

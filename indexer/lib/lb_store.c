@@ -38,7 +38,13 @@
 int
 lb_store_day_dir(const struct lb_store *st, uint32_t day, char *buf, size_t len)
 {
-	return (lb_path(buf, len, "%s/%s/%04u/%02u-%02u", st->data, st->ls, day / 10000,
+	return (lb_day_dir(buf, len, st->data, st->ls, day));
+}
+
+int
+lb_day_dir(char *buf, size_t len, const char *data, const char *ls, uint32_t day)
+{
+	return (lb_path(buf, len, "%s/%s/%04u/%02u-%02u", data, ls, day / 10000,
 	    day / 100 % 100, day % 100));
 }
 

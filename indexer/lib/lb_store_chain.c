@@ -22,13 +22,6 @@
 #include "lb_util.h"
 #include "lb_store_priv.h"
 
-static int
-day_path(const char *data, const char *ls, uint32_t day, char *buf, size_t len)
-{
-	return (lb_path(buf, len, "%s/%s/%04u/%02u-%02u", data, ls, day / 10000,
-	    day / 100 % 100, day % 100));
-}
-
 /*
  * The genesis of day's chain: the logspace's day before it (from the catalog: any thread may
  * ask) and that day's chain head now (zeros when it has none).
@@ -53,7 +46,7 @@ genesis_of(const char *data, struct lb_catalog *cat, const char *ls, uint32_t da
 	free(days);
 	if (g->prev_day == 0)
 		return (0);
-	if ((rc = day_path(data, ls, g->prev_day, dir, sizeof(dir))) != 0)
+	if ((rc = lb_day_dir(dir, sizeof(dir), data, ls, g->prev_day)) != 0)
 		return (rc);
 	rc = lb_chain_head(dir, &g->prev_seq, g->prev);
 	return (rc == ENOENT ? 0 : rc);
@@ -413,11 +406,11 @@ lb_chain_tomb(const char *data, struct lb_catalog *cat, const char *ls,
 	r.day = gone->day;
 	r.first_id = gone->first_id;
 	r.count = gone->next_id - gone->first_id;
-	if ((rc = day_path(data, ls, gone->day, dir, sizeof(dir))) != 0)
+	if ((rc = lb_day_dir(dir, sizeof(dir), data, ls, gone->day)) != 0)
 		return (rc);
 	if ((rc = lb_chain_head(dir, &r.prev_seq, r.sha)) != 0 && rc != ENOENT)
 		return (rc);
-	if ((rc = day_path(data, ls, next, dir, sizeof(dir))) != 0)
+	if ((rc = lb_day_dir(dir, sizeof(dir), data, ls, next)) != 0)
 		return (rc);
 	if ((rc = lb_sign_tomb_append(data, dir, NULL, ls, &r)) != ENOENT)
 		return (rc);

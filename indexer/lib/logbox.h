@@ -766,6 +766,9 @@ int	lb_store_lookup(struct lb_store *st, const uint8_t *term, size_t len, int pr
  * problem with the path and a description; returns 0 when nothing was found, LB_ECORRUPT
  * otherwise (or another error that stopped the check).
  */
+/* <data>/<ls>/YYYY/MM-DD: the folder of a logspace's day (FORMAT.md §1), the one rule. */
+int	lb_day_dir(char *buf, size_t len, const char *data, const char *ls, uint32_t day);
+
 /* ---------------------------------------------------------------- seals (lb_seal.c) */
 
 #define LB_SEAL_KEYLEN	32
