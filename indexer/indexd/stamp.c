@@ -239,46 +239,29 @@ stamp_day(struct indexd *env, const char *ls, uint32_t day, char *err, size_t el
 	return (rc);
 }
 
-struct names {
-	char	(*v)[LB_NAME_MAX + 1];
-	size_t	  n;
-};
-
-static int
-name_add(void *arg, const char *name)
-{
-	struct names	*ns = arg;
-	void		*p;
-
-	if ((p = realloc(ns->v, (ns->n + 1) * sizeof(*ns->v))) == NULL)
-		return (errno);
-	ns->v = p;
-	snprintf(ns->v[ns->n++], sizeof(ns->v[0]), "%s", name);
-	return (0);
-}
-
 /* One pass over every logspace: the first failure stops it (the TSA is likely away). */
 static void
 stamp_pass(struct indexd *env)
 {
-	struct names		 ns = { NULL, 0 };
+	char			(*names)[LB_NAME_MAX + 1] = NULL;
+	size_t			 nnames = 0;
 	struct lb_dayref	*days;
 	size_t			 n;
 	char			 err[512] = "";
 	int			 rc = 0;
 
-	if (lb_catalog_logspaces(env->cat, name_add, &ns) != 0)
+	if (lb_catalog_logspace_names(env->cat, &names, &nnames) != 0)
 		return;
-	for (size_t i = 0; i < ns.n && rc == 0; i++) {
+	for (size_t i = 0; i < nnames && rc == 0; i++) {
 		days = NULL;
 		n = 0;
-		if (lb_catalog_days(env->cat, ns.v[i], &days, &n) != 0)
+		if (lb_catalog_days(env->cat, names[i], &days, &n) != 0)
 			continue;
 		for (size_t k = n > STAMP_DAYS ? n - STAMP_DAYS : 0; k + 1 < n && rc == 0; k++)
-			rc = stamp_day(env, ns.v[i], days[k].day, err, sizeof(err));
+			rc = stamp_day(env, names[i], days[k].day, err, sizeof(err));
 		free(days);
 	}
-	free(ns.v);
+	free(names);
 	pthread_mutex_lock(&env->stamp.mu);
 	if (rc != 0 && env->stamp.error[0] == '\0')
 		log_warnx("stamp: %s (tried again later)", err);

@@ -290,28 +290,11 @@ seal_ls(const char *data, struct lb_catalog *cat, const char *ls, const struct s
 	return (rc);
 }
 
-struct lsnames {
-	char	(*v)[LB_NAME_MAX + 1];
-	size_t	  n;
-};
-
-static int
-ls_add(void *arg, const char *name)
-{
-	struct lsnames	*ns = arg;
-	void		*p;
-
-	if ((p = realloc(ns->v, (ns->n + 1) * sizeof(*ns->v))) == NULL)
-		return (errno);
-	ns->v = p;
-	snprintf(ns->v[ns->n++], sizeof(ns->v[0]), "%s", name);
-	return (0);
-}
-
 int
 lb_seal_run(const char *data, struct lb_catalog *cat, int force, uint64_t *sealed)
 {
-	struct lsnames	 ns = { NULL, 0 };
+	char		(*names)[LB_NAME_MAX + 1] = NULL;
+	size_t		 nnames = 0;
 	struct skey	 k, next;
 	char		 path[PATH_MAX];
 	int64_t		 now = now_us();
@@ -333,11 +316,11 @@ lb_seal_run(const char *data, struct lb_catalog *cat, int force, uint64_t *seale
 		goto done;
 	if (!force && now - k.started < (int64_t)k.interval)
 		goto done;
-	if ((rc = lb_catalog_logspaces(cat, ls_add, &ns)) != 0)
+	if ((rc = lb_catalog_logspace_names(cat, &names, &nnames)) != 0)
 		goto done;
 	/* (The names first: a chain append is no place for the catalog's read transaction.) */
-	for (size_t i = 0; i < ns.n && rc == 0; i++)
-		rc = seal_ls(data, cat, ns.v[i], &k);
+	for (size_t i = 0; i < nnames && rc == 0; i++)
+		rc = seal_ls(data, cat, names[i], &k);
 	if (rc != 0)
 		goto done;
 	next.epoch = k.epoch + 1;
@@ -350,7 +333,7 @@ lb_seal_run(const char *data, struct lb_catalog *cat, int force, uint64_t *seale
  done:
 	OPENSSL_cleanse(&k, sizeof(k));
 	OPENSSL_cleanse(&next, sizeof(next));
-	free(ns.v);
+	free(names);
 	close(fd);
 	return (rc);
 }
