@@ -64,7 +64,8 @@ for p in logbox-firstboot logbox-storage logbox-ready; do
 done
 
 # units, users, directories, the firewall
-for u in "$TOP"/appliance/systemd/*.service "$TOP"/appliance/systemd/*.target; do
+for u in "$TOP"/appliance/systemd/*.service "$TOP"/appliance/systemd/*.timer \
+	"$TOP"/appliance/systemd/*.target; do
 	install -D -m 0644 "$u" "$UNITS/$(basename "$u")"
 done
 for d in "$TOP"/appliance/systemd/*.d; do

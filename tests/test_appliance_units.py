@@ -44,6 +44,8 @@ SYSTEMD_DIR = "usr/lib/systemd/system"
 SERVICES = (
     "logbox-storage.service",
     "logbox-firstboot.service",
+    "logbox-keys.service",
+    "logbox-verify.service",
     "logbox-indexd.service",
     "logbox-syslog-ng.service",
     "logbox-searchd.service",
@@ -52,7 +54,10 @@ SERVICES = (
     "logbox-nginx.service",
     "logbox-ready.service",
 )
-UNITS = (*SERVICES, "logbox.target")
+TIMERS = ("logbox-verify.timer",)
+UNITS = (*SERVICES, *TIMERS, "logbox.target")
+# started by their timer, not by the target
+TIMED = {"logbox-verify.service"}
 ROOT_SERVICES = {"logbox-storage.service", "logbox-firstboot.service"}
 # The users table of APPLIANCE.md: user -> (the unit, its groups, what it may write). The
 # daemons that put a file in /run/logbox (status, socket, pid) may write it too.
@@ -92,7 +97,12 @@ USERS = {
     ),
 }
 WRITABLE = {unit: paths for unit, _, paths in USERS.values()} | {
-    "logbox-storage.service": {"/run/logbox", "/run/mdadm"},
+    # the store's key file in /etc/logbox (made with the encrypted volume)
+    "logbox-storage.service": {"/run/logbox", "/run/mdadm", "/run/cryptsetup", "/etc/logbox"},
+    # as the store's owner: the sealing keys in the store, the verification key on /run
+    "logbox-keys.service": {"/var/lib/logbox", "/run/logbox-keys"},
+    # as the store's owner, reading it: its report, and an LMDB reader's slot in the catalog
+    "logbox-verify.service": {"/var/lib/logbox/catalog", "/var/lib/logbox-verify"},
     "logbox-firstboot.service": {"/etc/logbox", "/var/lib/logbox-accounts"},
     "logbox-ready.service": set(),
 }
@@ -118,8 +128,13 @@ HARDENING = {
 }
 # What the sandbox of a unit is allowed to differ in, and why (also said in the unit).
 EXCEPTIONS = {
-    # block devices, mdadm's /sys files
-    "logbox-storage.service": {"PrivateDevices": "no", "ProtectKernelTunables": "no"},
+    # block devices, device-mapper, mdadm's /sys files; cryptsetup's wait for udev (a System V
+    # semaphore udev releases: the host's IPC namespace)
+    "logbox-storage.service": {
+        "PrivateDevices": "no",
+        "ProtectKernelTunables": "no",
+        "PrivateIPC": "no",
+    },
     # /dev/console only (DevicePolicy=closed): the generated password goes there, not the journal
     "logbox-firstboot.service": {"PrivateDevices": "no"},
     # its pid file is read by the status of rpc and webui (other users); the state directory
@@ -271,7 +286,12 @@ def test_layout(root: Path) -> None:
 def test_target_wants_every_unit(root: Path) -> None:
     target = unit_file(root, "logbox.target")
     wanted = " ".join(target["Wants"]).split()
-    assert set(wanted) == set(SERVICES)
+    assert set(wanted) == set(SERVICES) - TIMED | set(TIMERS)
+    for timer in TIMERS:
+        t = unit_file(root, timer)
+        assert last(t, "PartOf") == "logbox.target", timer
+        service = timer.replace(".timer", ".service")
+        assert service in TIMED and last(t, "Unit") in (None, service), timer
     assert last(target, "WantedBy") == "multi-user.target"
 
 
@@ -456,12 +476,12 @@ def test_firewall_opens_ssh_only_when_enabled(tmp_path: Path) -> None:
 
 
 def run_libexec(
-    root: Path, name: str, env: dict[str, str], timeout: float = 60
+    root: Path, name: str, env: dict[str, str], timeout: float = 60, args: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess:
     """Runs the installed tool usr/lib/logbox/libexec/<name> of root with Debian's python3 and
     env; its exit status and text output."""
     return subprocess.run(
-        ["/usr/bin/python3", str(root / "usr/lib/logbox/libexec" / name)],
+        ["/usr/bin/python3", str(root / "usr/lib/logbox/libexec" / name), *args],
         env=env,
         capture_output=True,
         text=True,
@@ -575,6 +595,64 @@ def test_firstboot_generates_and_shows_password_once(root: Path, tree: Path) -> 
     assert after == {**before, tree / "dev/console": after[tree / "dev/console"]}
 
 
+def test_keys_made_once_shown_once_kept_off_disk(root: Path, tree: Path) -> None:
+    """logbox-keys.service's two steps as its unit gives them (paths moved into the tree):
+    `logbox keys init` makes the store's keys and the verification key's file on /run; then
+    `logbox-firstboot --keys-shown` (root) shows the key once on the console, gives the file to
+    root (0400) and copies the public key to /etc/logbox. The key is nowhere in the store or
+    /etc, as hex or as bytes, and it checks the store's seals."""
+    unit = unit_file(root, "logbox-keys.service")
+    assert last(unit, "StandardOutput") == "null"  # keys init's stdout (the key) never logged
+    assert last(unit, "ConditionPathExists") == "!/var/lib/logbox/indexd/seal"
+    store, run = tree / "var/lib/logbox", tree / "run/logbox-keys"
+    store.mkdir(parents=True, exist_ok=True)
+    run.mkdir(parents=True)
+
+    def moved(cmd: str) -> list[str]:
+        cmd = cmd.replace("/var/lib/logbox", str(store)).replace("/run/logbox-keys", str(run))
+        return cmd.split()
+
+    init = moved(last(unit, "ExecStart") or "")
+    assert init[0] == "/usr/lib/logbox/bin/logbox"
+    done = subprocess.run([str(root / init[0].lstrip("/")), *init[1:]], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    post = (last(unit, "ExecStartPost") or "").split()
+    assert post[0] == "+/usr/lib/logbox/libexec/logbox-firstboot", post
+    env = dict(os.environ, LOGBOX_ROOT=str(tree), LOGBOX_PYTHON=str(root / "usr/lib/logbox/python"))
+    shown = run_libexec(root, "logbox-firstboot", env, args=tuple(post[1:]))
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    console = (tree / "dev/console").read_text()
+    keys = re.findall(r"logbox-keys: verification key \(shown once\): ([0-9a-f]{64})\n", console)
+    assert len(keys) == 1, console
+    key = keys[0]
+    assert key not in shown.stdout + shown.stderr, "the key reached the journal"
+    assert mode_owner(tree, "/run/logbox-keys/verification-key") == (0o400, 0, 0)
+    assert (run / "verification-key").read_text().strip() == key
+    pub = tree / "etc/logbox/sign.pub"
+    assert pub.read_bytes() == (store / "indexd/sign.pub").read_bytes()
+    assert mode_owner(tree, "/etc/logbox/sign.pub")[0] == 0o644
+    for base in (store, tree / "etc"):
+        for f in base.rglob("*"):
+            if f.is_file() and not f.is_symlink():
+                data = f.read_bytes()
+                assert key.encode() not in data and bytes.fromhex(key) not in data, f
+    # the key checks a seal made with the store's key file
+    cli = str(root / "usr/lib/logbox/bin/logbox")
+    lines = b"".join(b"<14>Nov 26 10:00:%02d host app: message %d\n" % (i, i) for i in range(20))
+    done = subprocess.run([cli, "ingest", "--data", str(store)], input=lines, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([cli, "seal", "--data", str(store), "--force"], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    ok = subprocess.run([cli, "verify", "--data", str(store), "--key", key], capture_output=True)
+    bad = subprocess.run(
+        [cli, "verify", "--data", str(store), "--key", "ab" * 32], capture_output=True
+    )
+    assert ok.returncode == 0 and bad.returncode == 1, (ok.stderr, bad.stderr)
+    # a second run of the unit's first step refuses: keys are made once per store
+    again = subprocess.run([str(root / init[0].lstrip("/")), *init[1:]], capture_output=True)
+    assert again.returncode == 1 and b"set up already" in again.stderr
+
+
 def test_firstboot_uses_a_given_password_and_key(root: Path, tree: Path) -> None:
     password = "a-given-Passw0rd-for-admin"
     key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBkeyforthetest test@example"
@@ -656,14 +734,36 @@ BOOT = disk(
 CDROM = {"name": "sr0", "path": "/dev/sr0", "type": "rom", "fstype": None, "mountpoints": [None]}
 
 
-def md(name: str = "md127", fstype: str | None = "ext4", mounted: bool = False) -> dict:
+def vol(fstype: str | None = "ext4", mounted: bool = False) -> dict:
+    """The open LUKS2 volume (lsblk's crypt child of the array or the disk)."""
+    return {
+        "name": "logbox-store",
+        "path": "/dev/mapper/logbox-store",
+        "type": "crypt",
+        "fstype": fstype,
+        "label": "logbox-store" if fstype else None,
+        "mountpoints": ["/var/lib/logbox" if mounted else None],
+    }
+
+
+def md(
+    name: str = "md127",
+    fstype: str | None = "crypto_LUKS",
+    mounted: bool = False,
+    opened: dict | None = None,
+) -> dict:
+    """logbox's array: encrypted (crypto_LUKS; opened: its volume, mounted: the volume's
+    mounted), or ext4 from before encryption (mounted: itself), or blank (None)."""
+    if fstype == "crypto_LUKS" and mounted and opened is None:
+        opened = vol(mounted=True)
     return {
         "name": name,
         "path": f"/dev/{name}",
         "type": "raid1",
         "fstype": fstype,
         "label": "logbox-store" if fstype else None,
-        "mountpoints": ["/var/lib/logbox" if mounted else None],
+        "mountpoints": ["/var/lib/logbox" if mounted and fstype == "ext4" else None],
+        "children": [opened] if opened else [],
     }
 
 
@@ -698,8 +798,12 @@ unused devices: <none>
 """
 
 
-def plan(storage: types.ModuleType, devices: list[dict], mdstat: str = "") -> object:
-    return storage.plan({"blockdevices": devices}, storage.parse_mdstat(mdstat), "991:990")
+def plan(
+    storage: types.ModuleType, devices: list[dict], mdstat: str = "", have_key: bool = True
+) -> object:
+    return storage.plan(
+        {"blockdevices": devices}, storage.parse_mdstat(mdstat), "991:990", have_key
+    )
 
 
 def test_storage_two_blank_disks_make_an_array(storage: types.ModuleType) -> None:
@@ -709,19 +813,35 @@ def test_storage_two_blank_disks_make_an_array(storage: types.ModuleType) -> Non
     assert step[:3] == ["mdadm", "--create", "/dev/md/logbox"]
     assert "--level=1" in step and "--metadata=1.2" in step and "--raid-devices=2" in step
     assert step[-2:] == ["/dev/vdb", "/dev/vdc"]
-    # then: the array has no file system yet
+    # then: the array is blank: it becomes the encrypted volume
     p = plan(
         storage,
         [BOOT, member("vdb", md(fstype=None)), member("vdc", md(fstype=None))],
         MDSTAT_CLEAN,
     )
-    assert p.steps == [
-        ["mkfs.ext4", "-q", "-L", "logbox-store", "-E", "root_owner=991:990", "/dev/md127"]
-    ]
-    # then: mount it
+    assert p.steps == [["luks-format", "/dev/md127"]]
+    # then: open it with the key file
     p = plan(storage, [BOOT, member("vdb", md()), member("vdc", md())], MDSTAT_CLEAN)
+    assert p.steps == [
+        ["cryptsetup", "open", "--key-file", "/etc/logbox/store.key", "/dev/md127", "logbox-store"]
+    ]
+    # then: the open volume has no file system yet
+    a = md(opened=vol(None))
+    p = plan(storage, [BOOT, member("vdb", a), member("vdc", a)], MDSTAT_CLEAN)
+    assert p.steps == [
+        [
+            "mkfs.ext4", "-q", "-L", "logbox-store", "-E", "root_owner=991:990",
+            "/dev/mapper/logbox-store",
+        ]
+    ]  # fmt: skip
+    # then: mount it
+    a = md(opened=vol())
+    p = plan(storage, [BOOT, member("vdb", a), member("vdc", a)], MDSTAT_CLEAN)
     [step] = p.steps
-    assert step[0] == "systemd-mount" and step[-2:] == ["/dev/md127", "/var/lib/logbox"]
+    assert step[0] == "systemd-mount" and step[-2:] == [
+        "/dev/mapper/logbox-store",
+        "/var/lib/logbox",
+    ]
     assert "--options=nodev,nosuid,noexec" in step
     # then: nothing left to do (idempotent)
     p = plan(
@@ -730,7 +850,37 @@ def test_storage_two_blank_disks_make_an_array(storage: types.ModuleType) -> Non
         MDSTAT_CLEAN,
     )
     assert p.mode == "raid1" and p.steps == [] and p.device == "/dev/md127"
+    assert p.message == "RAID1 of vdb, vdc; encrypted (LUKS2)"
     assert storage.raid_state(storage.parse_mdstat(MDSTAT_CLEAN)["md127"]) == "clean"
+
+
+def test_storage_encrypted_without_its_key_file(storage: types.ModuleType) -> None:
+    # the key file is gone (root file system restored, say): nothing is done, the store is
+    # not mounted, and the message says how to unlock it with the recovery key
+    p = plan(storage, [BOOT, member("vdb", md()), member("vdc", md())], MDSTAT_CLEAN, False)
+    assert p.stuck and p.steps == []
+    assert "/etc/logbox/store.key is missing" in p.message and "recovery key" in p.message
+    p = plan(storage, [BOOT, disk("vdb", "crypto_LUKS", "logbox-store")], have_key=False)
+    assert p.stuck and p.mode == "single" and "cryptsetup open /dev/vdb" in p.message
+    # opened by hand with the recovery key: mounted as usual, with or without the key file
+    d = disk("vdb", "crypto_LUKS", "logbox-store", children=[vol()])
+    p = plan(storage, [BOOT, d], have_key=False)
+    assert not p.stuck and p.steps[0][0] == "systemd-mount"
+
+
+def test_storage_store_from_before_encryption(storage: types.ModuleType) -> None:
+    # ext4 straight on the array or the disk (made before encryption): mounted as it is
+    a = md(fstype="ext4")
+    p = plan(storage, [BOOT, member("vdb", a), member("vdc", a)], MDSTAT_CLEAN)
+    [step] = p.steps
+    assert step[0] == "systemd-mount" and step[-2:] == ["/dev/md127", "/var/lib/logbox"]
+    a = md(fstype="ext4", mounted=True)
+    p = plan(storage, [BOOT, member("vdb", a), member("vdc", a)], MDSTAT_CLEAN)
+    assert p.steps == [] and "not encrypted" in p.message
+    # an array holding something else is never mounted nor formatted
+    a = md(fstype="xfs")
+    p = plan(storage, [BOOT, member("vdb", a), member("vdc", a)], MDSTAT_CLEAN)
+    assert p.stuck and p.steps == [] and "not a logbox store" in p.message
 
 
 def test_storage_members_are_assembled(storage: types.ModuleType) -> None:
@@ -765,19 +915,25 @@ def test_storage_degraded_array_started_and_blank_added(storage: types.ModuleTyp
 
 def test_storage_one_disk(storage: types.ModuleType) -> None:
     p = plan(storage, [BOOT, disk("vdb")])
-    assert p.mode == "single"
-    assert p.steps == [
-        ["mkfs.ext4", "-q", "-L", "logbox-store", "-E", "root_owner=991:990", "/dev/vdb"]
-    ]
+    assert p.mode == "single" and p.steps == [["luks-format", "/dev/vdb"]]
+    p = plan(storage, [BOOT, disk("vdb", "crypto_LUKS", "logbox-store")])
+    assert p.mode == "single" and p.steps[0][:2] == ["cryptsetup", "open"]
+    d = disk("vdb", "crypto_LUKS", "logbox-store", children=[vol(None)])
+    p = plan(storage, [BOOT, d])
+    assert p.steps[0][0] == "mkfs.ext4" and p.steps[0][-1] == "/dev/mapper/logbox-store"
+    d = disk("vdb", "crypto_LUKS", "logbox-store", children=[vol()])
+    p = plan(storage, [BOOT, d])
+    assert p.steps[0][0] == "systemd-mount" and p.steps[0][-2] == "/dev/mapper/logbox-store"
+    mounted = disk("vdb", "crypto_LUKS", "logbox-store", children=[vol(mounted=True)])
+    p = plan(storage, [BOOT, mounted])
+    assert p.steps == [] and "without RAID" in p.message and "encrypted (LUKS2)" in p.message
+    # from before encryption: ext4 on the disk
     p = plan(storage, [BOOT, disk("vdb", "ext4", "logbox-store")])
     assert p.mode == "single" and p.steps[0][0] == "systemd-mount" and p.steps[0][-2] == "/dev/vdb"
     p = plan(storage, [BOOT, disk("vdb", "ext4", "logbox-store", mountpoints=["/var/lib/logbox"])])
-    assert p.steps == [] and "without RAID" in p.message
+    assert p.steps == [] and "without RAID" in p.message and "not encrypted" in p.message
     # a store disk and a new blank disk: stays single (no migration), says so
-    p = plan(
-        storage,
-        [BOOT, disk("vdb", "ext4", "logbox-store", mountpoints=["/var/lib/logbox"]), disk("vdc")],
-    )
+    p = plan(storage, [BOOT, mounted, disk("vdc")])
     assert p.mode == "single" and p.steps == [] and "vdc" in p.message
 
 
@@ -1191,14 +1347,28 @@ tool, args = os.path.basename(sys.argv[0]), sys.argv[1:]
 st["calls"].append([tool, *args])
 devs = st["devices"]
 
+def walk(ds):
+    for d in ds:
+        yield d
+        yield from walk(d.get("children") or [])
+
 def find(path):
-    for d in devs:
-        if d["path"] == path:
+    for d in walk(devs):
+        if d["path"] == path or path == "/dev/md/logbox" and d["type"] == "raid1":
             return d
-        for c in d.get("children") or []:
-            if c["path"] == path or path == "/dev/md/logbox" and c["type"] == "raid1":
-                return c
     sys.exit(f"{tool}: {path}: no such device")
+
+# each member disk holds its own copy of the array's entry: after a change to the array or
+# to the volume on it (path), every copy is made the same
+def sync(path):
+    for a in walk(devs):
+        if a["type"] == "raid1" and (a["path"] == path or any(
+                c["path"] == path for c in a.get("children") or [])):
+            for b in walk(devs):
+                if b["type"] == "raid1" and b is not a:
+                    b.clear()
+                    b.update(json.loads(json.dumps(a)))
+            return
 
 def mdstat(n, members, extra=""):
     st["mdstat"] = (
@@ -1210,7 +1380,12 @@ def mdstat(n, members, extra=""):
 
 def array(fs):
     return {"name": "md127", "path": "/dev/md127", "type": "raid1", "fstype": fs,
-            "label": "logbox-store" if fs else None, "mountpoints": [None]}
+            "label": "logbox-store" if fs else None, "mountpoints": [None], "children": []}
+
+def volume():
+    return {"name": "logbox-store", "path": "/dev/mapper/logbox-store", "type": "crypt",
+            "fstype": st.get("volume_fs"), "label": "logbox-store" if st.get("volume_fs") else None,
+            "mountpoints": [None]}
 
 if tool == "lsblk":
     print(json.dumps({"blockdevices": devs}))
@@ -1238,17 +1413,27 @@ elif tool == "mkfs.ext4" and os.environ.get("FAKE_UDEV_BLIND"):
 elif tool == "mkfs.ext4":
     d = find(args[-1])
     d.update(fstype="ext4", label=args[args.index("-L") + 1])
-    st["array_fs"] = "ext4"
-    for x in devs:
-        for c in x.get("children") or []:
-            if c["type"] == "raid1" and d["type"] == "raid1":
-                c.update(fstype="ext4", label=d["label"])
+    st["volume_fs" if d["type"] == "crypt" else "array_fs"] = "ext4"
+    sync(d["path"])
+elif tool == "cryptsetup" and args[0] == "luksFormat":
+    assert args[args.index("--key-file") + 1] == "/etc/logbox/store.key", args
+    d = find(args[-1])
+    d.update(fstype="crypto_LUKS", label=args[args.index("--label") + 1])
+    st["array_fs"] = "crypto_LUKS"
+    st["slots"] = ["key file"]
+    sync(d["path"])
+elif tool == "cryptsetup" and args[0] == "luksAddKey":
+    assert args[-1] == "-", args
+    st["slots"].append(sys.stdin.read())
+elif tool == "cryptsetup" and args[0] == "open":
+    d = find(args[-2])
+    assert d["fstype"] == "crypto_LUKS" and args[-1] == "logbox-store", (d, args)
+    d["children"] = [volume()]
+    sync(d["path"])
 elif tool == "systemd-mount":
     d = find(args[-2])
-    for x in devs:
-        for c in [x, *(x.get("children") or [])]:
-            if c["path"] == d["path"]:
-                c["mountpoints"] = [args[-1]]
+    d["mountpoints"] = [args[-1]]
+    sync(d["path"])
 elif tool == "udevadm":
     pass
 else:
@@ -1267,7 +1452,7 @@ def fake_disks(root: Path, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str
     fake = bin_dir / "fake.py"
     fake.write_text(FAKE_TOOLS)
     fake.chmod(0o755)
-    for tool in ("lsblk", "mdadm", "mkfs.ext4", "systemd-mount", "udevadm"):
+    for tool in ("lsblk", "mdadm", "mkfs.ext4", "systemd-mount", "udevadm", "cryptsetup"):
         (bin_dir / tool).symlink_to(fake)
     t = tmp_path / "t"
     shutil.copytree(root / "etc", t / "etc", symlinks=True)
@@ -1305,24 +1490,43 @@ def run_storage(
 
 def test_storage_first_boot_then_again(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
     state, env = fake_disks
+    t = Path(env["LOGBOX_ROOT"])
+    (t / "dev").mkdir()
+    (t / "dev/console").write_text("")
     status, calls, out = run_storage(root, state, env, [BOOT, disk("vdb"), disk("vdc")])
     assert [c[:2] for c in calls] == [
         ["mdadm", "--create"],
+        ["cryptsetup", "luksFormat"],
+        ["cryptsetup", "luksAddKey"],
+        ["cryptsetup", "open"],
         ["mkfs.ext4", "-q"],
         ["systemd-mount", "--no-ask-password"],
     ]
+    assert calls[1][-1] == calls[2][-2] == calls[3][-2] == "/dev/md127"
+    assert "--type" in calls[1] and calls[1][calls[1].index("--type") + 1] == "luks2"
+    assert calls[4][-1] == calls[5][-2] == "/dev/mapper/logbox-store"
     assert status == {
         "mode": "raid1",
         "device": "/dev/md127",
         "state": "clean",
-        "message": "RAID1 of vdb, vdc",
+        "message": "RAID1 of vdb, vdc; encrypted (LUKS2)",
     }
-    store = Path(env["LOGBOX_ROOT"]) / "var/lib/logbox"
+    # the key file: 256 random bits as hex, root's only; the recovery key: in the second key
+    # slot, shown once on the console and nowhere else (not in the output, i.e. the journal)
+    key = t / "etc/logbox/store.key"
+    assert re.fullmatch(r"[0-9a-f]{64}", key.read_text())
+    assert stat.S_IMODE(key.stat().st_mode) == 0o400 and key.stat().st_uid == 0
+    shown = re.findall(r"store recovery key \(shown once\): (\S+)", (t / "dev/console").read_text())
+    slots = json.loads(state.read_text())["slots"]
+    assert len(shown) == 1 and slots == ["key file", shown[0]]
+    assert re.fullmatch(r"([cbdefghijklnrtuv]{8}-){7}[cbdefghijklnrtuv]{8}", shown[0])
+    assert shown[0] not in out and key.read_text() not in out
+    store = t / "var/lib/logbox"
     st = store.stat()
-    uid = int(db(Path(env["LOGBOX_ROOT"]), "passwd")["logbox-indexd"][2])
-    gid = int(db(Path(env["LOGBOX_ROOT"]), "group")["logbox-store"][2])
+    uid = int(db(t, "passwd")["logbox-indexd"][2])
+    gid = int(db(t, "group")["logbox-store"][2])
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (uid, gid, 0o751)
-    mkfs = calls[1]
+    mkfs = calls[4]
     assert f"root_owner={uid}:{gid}" in mkfs
     # the next boot: everything is there; nothing is done but the status
     status, calls, _ = run_storage(root, state, env, [])
@@ -1331,24 +1535,54 @@ def test_storage_first_boot_then_again(root: Path, fake_disks: tuple[Path, dict[
 
 def test_storage_replaced_disk_resyncs(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
     state, env = fake_disks
+    (Path(env["LOGBOX_ROOT"]) / "etc/logbox/store.key").write_text("00" * 32)
     status, calls, _ = run_storage(
-        root, state, env, [BOOT, member("vdb"), disk("vdc")], array_fs="ext4", array_disks=2
+        root,
+        state,
+        env,
+        [BOOT, member("vdb"), disk("vdc")],
+        array_fs="crypto_LUKS",
+        volume_fs="ext4",
+        array_disks=2,
     )
     assert [c[:2] for c in calls] == [
         ["mdadm", "--assemble"],
+        ["cryptsetup", "open"],
         ["mdadm", "/dev/md127"],
         ["systemd-mount", "--no-ask-password"],
     ]
-    assert calls[1] == ["mdadm", "/dev/md127", "--add", "/dev/vdc"]
+    assert calls[2] == ["mdadm", "/dev/md127", "--add", "/dev/vdc"]
     assert status["mode"] == "raid1" and status["state"].startswith("recovering")
+    # an array from before encryption: assembled and mounted as it is
+    status, calls, _ = run_storage(
+        root, state, env, [BOOT, member("vdb"), member("vdc")], array_fs="ext4", array_disks=2
+    )
+    assert [c[:2] for c in calls] == [
+        ["mdadm", "--assemble"],
+        ["systemd-mount", "--no-ask-password"],
+    ]
+    assert calls[1][-2] == "/dev/md127" and "not encrypted" in status["message"]
 
 
 def test_storage_single_and_root(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
     state, env = fake_disks
     status, calls, _ = run_storage(root, state, env, [BOOT, disk("vdb")])
-    assert [c[0] for c in calls] == ["mkfs.ext4", "systemd-mount"]
+    assert [c[:2] for c in calls] == [
+        ["cryptsetup", "luksFormat"],
+        ["cryptsetup", "luksAddKey"],
+        ["cryptsetup", "open"],
+        ["mkfs.ext4", "-q"],
+        ["systemd-mount", "--no-ask-password"],
+    ]
     assert status["mode"] == "single" and status["device"] == "/dev/vdb"
-    assert "without RAID" in status["message"]
+    assert "without RAID" in status["message"] and "encrypted (LUKS2)" in status["message"]
+    # the key file gone: the store is not mounted, and the unit fails saying why
+    (Path(env["LOGBOX_ROOT"]) / "etc/logbox/store.key").unlink()
+    status, calls, out = run_storage(
+        root, state, env, [BOOT, disk("vdb", "crypto_LUKS", "logbox-store")], rc=1
+    )
+    assert calls == [] and status["state"] == "failed"
+    assert "store.key is missing" in status["message"] and "recovery key" in out
     status, calls, _ = run_storage(root, state, env, [BOOT])
     assert calls == []
     assert status == {
@@ -1364,7 +1598,9 @@ def test_storage_never_repeats_a_step(root: Path, fake_disks: tuple[Path, dict[s
     # with the reason rather than make the file system a second time
     state, env = fake_disks
     env["FAKE_UDEV_BLIND"] = "1"
-    status, calls, out = run_storage(root, state, env, [BOOT, disk("vdb")], rc=1)
+    (Path(env["LOGBOX_ROOT"]) / "etc/logbox/store.key").write_text("00" * 32)
+    opened = disk("vdb", "crypto_LUKS", "logbox-store", children=[vol(None)])
+    status, calls, out = run_storage(root, state, env, [BOOT, opened], rc=1)
     assert [c[0] for c in calls] == ["mkfs.ext4"]
     udev = [
         c for c in json.loads(state.read_text())["calls"] if c[0] == "udevadm" and c[1] == "trigger"
