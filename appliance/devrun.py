@@ -34,6 +34,16 @@ configuration appliance/nginxconf.py renders into ``<data>/run/nginx/nginx.conf`
 temporary files in that directory too, its log on this terminal) and serves the web UI's static
 files itself.
 
+Both apps read the integrity report (``LOGBOX_INTEGRITY_REPORT``) from
+``<data>/run/integrity.json`` and serve the public key day roots are signed with
+(``LOGBOX_SIGN_PUBKEY``) from ``<data>/indexd/sign.pub`` itself, where the appliance serves its
+copy in /etc/logbox. As the appliance's daily timer does, the supervisor runs ``logbox verify
+--integrity --json --out`` on the store into that report a few seconds after indexd is up, then
+every 24 hours, in the background, and prints one line of what it found. ``run`` is one of the
+data directory's own folders (LB_RESERVED_NAMES), so the report never sits where a logspace
+could. The store is not encrypted here (the appliance keeps it on LUKS2); the supervisor says so
+at start.
+
 A service whose program is missing (``make build`` makes the C ones, ``make deps`` installs
 syslog-ng and nginx) is named and left out rather than pretended.
 """
@@ -58,6 +68,9 @@ from pathlib import Path
 TOP = Path(__file__).resolve().parent.parent
 BIN = TOP / "build" / "bin"
 RESTART_DELAY = 0.5  # seconds between a death and the restart: "within a second"
+VERIFY_AFTER = 5.0  # seconds after indexd is up that the first verify runs
+VERIFY_WAIT_INDEXD = 60.0  # ... or after this long when indexd's status file does not appear
+VERIFY_EVERY = 86400.0  # and then every 24 hours, as the appliance's timer
 SYSLOGNG_STOP = 30  # seconds syslog-ng gets to write what it holds into the spool at a stop
 
 RPC = TOP / "rpc"  # logbox_core, logbox_rpc: run from the checkout (PYTHONPATH)
@@ -160,6 +173,16 @@ def settings_path(data: Path) -> Path:
 def logspaces_path(data: Path) -> Path:
     """The logspace settings file the web UI writes and indexd reads: <data>/etc/logspaces.json."""
     return data / "etc" / "logspaces.json"
+
+
+def integrity_report(data: Path) -> Path:
+    """Where verify writes its report and the apps read it: <data>/run/integrity.json."""
+    return run_dir(data) / "integrity.json"
+
+
+def sign_pubkey(data: Path) -> Path:
+    """The public key day roots are signed with (`logbox keys init`): <data>/indexd/sign.pub."""
+    return data / "indexd" / "sign.pub"
 
 
 def nginx_dir(data: Path) -> Path:
@@ -294,6 +317,8 @@ def services(
                     "LOGBOX_DATA": str(data),
                     "LOGBOX_INDEXD_STATUS": str(run / "indexd.status.json"),
                     "LOGBOX_SYSLOGNG_PIDFILE": str(run / "syslog-ng.pid"),
+                    "LOGBOX_INTEGRITY_REPORT": str(integrity_report(data)),
+                    "LOGBOX_SIGN_PUBKEY": str(sign_pubkey(data)),
                 },
             )
         )
@@ -331,6 +356,8 @@ def services(
                     "LOGBOX_INDEXD_STATUS": str(run / "indexd.status.json"),
                     "LOGBOX_SYSLOGNG_PIDFILE": str(run / "syslog-ng.pid"),
                     "LOGBOX_LOGSPACE_SETTINGS": str(webui.logspaces),
+                    "LOGBOX_INTEGRITY_REPORT": str(integrity_report(data)),
+                    "LOGBOX_SIGN_PUBKEY": str(sign_pubkey(data)),
                 },
             )
         )
@@ -561,6 +588,118 @@ def prepare_collector(data: Path) -> Collector | None:
     )
 
 
+@dataclass
+class Verifier:
+    """`logbox verify --integrity --json --out <data>/run/integrity.json` in the background:
+    first VERIFY_AFTER seconds after indexd is up (its status file exists; or VERIFY_WAIT_INDEXD
+    after the start when it does not appear), then every VERIFY_EVERY seconds; one line of what
+    it found each time. poll() is called from the supervisor's loop (it has one thread)."""
+
+    data: Path
+    started: float  # time.monotonic() at the start
+    wall: float = field(default_factory=time.time)  # time.time() at the start
+    proc: subprocess.Popen[bytes] | None = None
+    began: float = 0.0  # when proc started
+    next_at: float | None = None  # when the next run is due (None: waiting for indexd)
+    errors: Path | None = None  # proc's stderr
+    before: int = -1  # the report's mtime (ns) before proc started; -1: none
+
+    @property
+    def report(self) -> Path:
+        """The report's path."""
+        return integrity_report(self.data)
+
+    def poll(self, now: float) -> None:
+        """Start a run that is due, or report one that ended."""
+        if self.proc is not None:
+            if self.proc.poll() is not None:
+                self._done(now)
+            return
+        if self.next_at is None:
+            indexd_up = _mtime(run_dir(self.data) / "indexd.status.json") >= self.wall * 1e9
+            if indexd_up or now - self.started >= VERIFY_WAIT_INDEXD:
+                self.next_at = now + VERIFY_AFTER
+            return
+        if now >= self.next_at:
+            self._start(now)
+
+    def _start(self, now: float) -> None:
+        cli = BIN / "logbox"
+        self.next_at = now + VERIFY_EVERY
+        if not cli.exists():
+            log(f"verify: {cli} does not exist (make build); next try in 24 h")
+            return
+        self.errors = run_dir(self.data) / "integrity.stderr"
+        self.before = _mtime(self.report)
+        with open(self.errors, "wb") as err:
+            self.proc = subprocess.Popen(
+                [str(cli), "verify", "--data", str(self.data), "--integrity", "--json"]
+                + ["--out", str(self.report)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,  # a Ctrl-C reaches the supervisor, which stops it
+            )
+        self.began = now
+
+    def _done(self, now: float) -> None:
+        assert self.proc is not None
+        code = self.proc.returncode
+        self.proc = None
+        took = now - self.began
+        fresh = _mtime(self.report) != self.before
+        log(f"verify: {summary(self.report, code, fresh, self.errors, took)}; next in 24 h")
+
+    def stop(self) -> None:
+        """End a run in progress (its report is written only when it completes)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            log("verify: stopped before it ended")
+        self.proc = None
+
+
+def _mtime(path: Path) -> int:
+    """path's mtime in ns; -1 when it does not exist."""
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return -1
+
+
+def summary(report: Path, code: int, fresh: bool, errors: Path | None, took: float) -> str:
+    """One line of what a verify run found: its report (fresh: written by this run) read by
+    logbox_core.integrity (the reader the apps use), or why there is none."""
+    if str(RPC) not in sys.path:
+        sys.path.insert(0, str(RPC))
+    from logbox_core import integrity  # the checkout's, as gunicorn runs it
+
+    doc = integrity.load(report) if code in (0, 1) and fresh else None
+    if doc is None:
+        why = ""
+        if errors is not None:
+            try:
+                why = errors.read_text(errors="replace").strip().splitlines()[-1]
+            except (OSError, IndexError):
+                pass
+        return f"failed (exit {code}){': ' + why if why else ''}"
+    parts = []
+    for name in integrity.names(doc):
+        v = integrity.view(doc, name)
+        assert v is not None
+        n = len(v["problems"])
+        parts.append(
+            f"{name} {v['messages']} messages in {len(v['days'])} days"
+            + (f", {n} problems" if n else ", intact")
+        )
+    head = "ok" if doc.get("ok") is True else f"{doc.get('problems')} problems found"
+    return f"{head} in {took:.1f} s ({'; '.join(parts) or 'no logspace'}), report {report}"
+
+
 def log(msg: str) -> None:
     """Print one supervisor line, flushed so it interleaves with the daemons' output."""
     print(f"logbox-run: {msg}", flush=True)
@@ -665,6 +804,7 @@ def main() -> int:
         log(f"preparing {data}: {e}")
         return 1
     log(f"data directory {data}")
+    log("the store is not encrypted (make run; the appliance encrypts it with LUKS2)")
     try:
         col = prepare_collector(data)
     except (collector.SettingsError, OSError, subprocess.CalledProcessError) as e:
@@ -719,9 +859,11 @@ def main() -> int:
     if not running:
         log("no daemon could start (make build); the CLI is at build/bin/logbox")
     log("press Ctrl-C to stop")
+    verifier = Verifier(data, time.monotonic())
 
     while not stopping:
         time.sleep(0.2)
+        verifier.poll(time.monotonic())
         for svc in running:
             if svc.proc is None or svc.proc.poll() is None:
                 continue
@@ -733,6 +875,7 @@ def main() -> int:
             svc.restarts += 1
             start(svc)
             log(f"{svc.name} exited with {code}; restarted (restart #{svc.restarts})")
+    verifier.stop()
     stop_all(running)
     log("all stopped")
     return 0

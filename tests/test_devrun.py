@@ -9,7 +9,9 @@
 # over HTTPS on its own port with the same certificate and accounts: the admin signs in through
 # the login form (a generated password must be changed first), logspace settings saved on its
 # admin page reach logbox-indexd (--logspaces), and the session key file is made once with mode
-# 0600.
+# 0600. It says at start that the store is not encrypted. A few seconds after indexd is up it
+# runs `logbox verify --integrity --json --out` into <data>/run/integrity.json and prints what it
+# found in one line; the API serves that report and the public key `logbox keys init` wrote.
 from __future__ import annotations
 
 import json
@@ -52,6 +54,10 @@ def devrun(top: Path, data: Path) -> Iterator[DevRun]:
 def test_devrun_starts_and_stops_on_ctrl_c(devrun: DevRun, data: Path) -> None:
     devrun.until("press Ctrl-C")
     assert any(str(data) in ln for ln in devrun.lines), devrun.lines
+    assert any(
+        "the store is not encrypted (make run; the appliance encrypts it with LUKS2)" in ln
+        for ln in devrun.lines
+    ), devrun.lines
     assert any("started syslog-ng" in ln for ln in devrun.lines), devrun.lines
     assert data.is_dir()
     run = data / "run"
@@ -251,6 +257,18 @@ def test_devrun_serves_the_api_with_the_given_admin_password(top: Path, data: Pa
         c = api(d)
         assert c.login("admin", password).startswith("lbx_")
         assert "main" in [ls["name"] for ls in c.logspaces()]
+        # The integrity report of the first verify, through the API, and the signing key.
+        line = d.until("logbox-run: verify: ", timeout=90)
+        report = data / "run" / "integrity.json"
+        assert "verify: ok in " in line and f"report {report}" in line, line
+        doc = json.loads(report.read_text())
+        assert doc["ok"] is True and doc["integrity_only"] is True, doc
+        assert "main" in [e["logspace"] for e in doc["logspaces"]], doc
+        got = c.call("GET", "/logspaces/main/integrity")
+        assert got["verified_at"] == doc["time"] and got["ok"] is True, got
+        pem = c.request("GET", "/integrity/public-key").content
+        assert pem == (data / "indexd" / "sign.pub").read_bytes()
+        assert pem.startswith(b"-----BEGIN PUBLIC KEY-----")
     finally:
         out = "".join(d.lines) + d.stop()
     assert d.proc.returncode == 0 and "stopped logbox-rpc" in out, out

@@ -830,3 +830,50 @@ def test_integrity_report(
         assert any("the last verify ran" in x for x in st["problems"]), st["problems"]
     finally:
         app.config["INTEGRITY_REPORT"] = old
+
+
+def test_integrity_public_key(
+    app: Flask,
+    client: FlaskClient,
+    admin: dict[str, str],
+    alice: dict[str, str],
+    store_cli: Path,
+    tmp_path: Path,
+) -> None:
+    """GET /integrity/public-key serves SIGN_PUBKEY, the PEM `logbox keys init` made, as the
+    attachment logbox-sign.pub, admins only, audited; 404 without the file, 500 (saying so) for
+    a file that is not a PEM public key, such as the private key beside it."""
+    data = tmp_path / "data"
+    old = app.config["SIGN_PUBKEY"]
+    app.config["SIGN_PUBKEY"] = str(data / "indexd" / "sign.pub")
+    url = f"{API}/integrity/public-key"
+    try:
+        err = error(client.get(url, headers=admin), 404, "not_found")
+        assert str(data / "indexd" / "sign.pub") in err["message"]
+        made = subprocess.run(
+            [str(store_cli), "keys", "init", "--data", str(data)], capture_output=True
+        )
+        assert made.returncode == 0, made.stderr
+        r = client.get(url, headers=admin)
+        assert r.status_code == 200, r.data[:400]
+        assert r.mimetype == "application/x-pem-file"
+        assert r.headers["Content-Disposition"] == "attachment; filename=logbox-sign.pub"
+        assert r.data == (data / "indexd" / "sign.pub").read_bytes()
+        got = tmp_path / "logbox-sign.pub"
+        got.write_bytes(r.data)
+        p = subprocess.run(
+            ["openssl", "pkey", "-pubin", "-in", str(got), "-noout"], capture_output=True
+        )
+        assert p.returncode == 0, p.stderr
+        e = last_audit(app, "integrity_public_key")
+        assert e.user == "admin" and e.status == 200
+        error(client.get(url, headers=alice), 403, "forbidden")
+        error(client.get(url + "?x=1", headers=admin), 400, "bad_parameter")
+        # The private key is PEM too, but not a public key: refused, its bytes not sent.
+        app.config["SIGN_PUBKEY"] = str(data / "indexd" / "sign.key")
+        r = client.get(url, headers=admin)
+        err = error(r, 500, "internal")
+        assert "is not a PEM public key" in err["message"], err
+        assert b"PRIVATE" not in r.data
+    finally:
+        app.config["SIGN_PUBKEY"] = old

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -42,9 +43,19 @@ def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def app(searchd: Searchd, tmp_path_factory: pytest.TempPathFactory) -> Flask:
+def app(searchd: Searchd, tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Flask:
     root = tmp_path_factory.mktemp("oapp")
-    config = apps.app_config(searchd, root, **apps.status_files(root))
+    # a signing key pair of its own: GET /integrity/public-key answers its PEM
+    keys = subprocess.run(
+        [str(store_cli), "keys", "init", "--data", str(root / "keys")], capture_output=True
+    )
+    assert keys.returncode == 0, keys.stderr
+    config = apps.app_config(
+        searchd,
+        root,
+        **apps.status_files(root),
+        SIGN_PUBKEY=str(root / "keys" / "indexd" / "sign.pub"),
+    )
     return apps.add_users(create_app(config), apps.USERS[:1])
 
 
@@ -78,7 +89,7 @@ def test_document_covers_exactly_the_routes(app: Flask, doc: dict[str, Any]) -> 
     assert all(r.rule.startswith(API + "/") for r in app.url_map.iter_rules())  # no /static
     in_doc = {(p, m) for p, item in doc["paths"].items() for m in item}
     assert in_doc == routes(app)
-    assert len(in_doc) == 23
+    assert len(in_doc) == 24
     assert doc == document(app)
     assert (
         openapi_path("/logspaces/<logspace>/messages/<int:id>")
@@ -142,7 +153,7 @@ def test_components_schemas(doc: dict[str, Any]) -> None:
 def test_schemathesis_loads_and_validates(doc: dict[str, Any]) -> None:
     schema = schemathesis.from_dict(doc, validate_schema=True)
     ops = [r.ok().path + " " + r.ok().method for r in schema.get_all_operations()]
-    assert len(ops) == 23
+    assert len(ops) == 24
 
 
 def test_openapi_needs_a_token(app: Flask) -> None:
@@ -180,6 +191,9 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("/users/{name}", "DELETE", {"path": {"name": "bob"}}),
     ("/users/{name}", "GET", {"path": {"name": "bob"}}),
     ("/audit", "GET", {"query": {"limit": 5}}),
+    ("/logspaces/{logspace}/integrity", "GET", {}),
+    ("/integrity/public-key", "GET", {}),
+    ("/integrity/public-key", "GET", {"query": {"x": "1"}}),
     ("/logout", "POST", {}),
 ]
 

@@ -5,8 +5,10 @@
 # row twice, newest first), turns the order around, opens a message, refines by a top host,
 # exports CSV (as many rows as the total) and signs out. The admin creates a user who may read
 # only the logspace "main": that user sees only "main" and gets 403 for "beta"'s search and
-# messages. The search runs from the keyboard alone. Screenshots of the search page and the
-# dashboard are saved under tests/artifacts/ (also when a step fails).
+# messages. The search runs from the keyboard alone. The integrity page, reached from the
+# dashboard, shows the day table of a real `logbox verify --json --out` report of the store for
+# each logspace chosen in its selector. Screenshots of the search page, the dashboard and the
+# integrity page are saved under tests/artifacts/ (also when a step fails).
 from __future__ import annotations
 
 import contextlib
@@ -14,6 +16,7 @@ import csv
 import io
 import json
 import re
+import subprocess
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -58,6 +61,7 @@ class Stack:
     web: WebuiServer
     main: Searcher
     beta: Searcher
+    report: Path  # the web UI's INTEGRITY_REPORT (absent until a test runs verify)
 
 
 def host_of(i: int) -> str:
@@ -99,6 +103,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, top: Path) -> Iterator[Stack
                 data=app.data,
                 indexd_status=app.status_file,
                 syslogng_pidfile=app.run / "syslog-ng.pid",
+                env={"LOGBOX_INTEGRITY_REPORT": str(tmp / "integrity.json")},
             ) as web:
                 lb = Path(top / "build" / "bin" / "logbox")
                 yield Stack(
@@ -107,6 +112,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, top: Path) -> Iterator[Stack
                     web,
                     Searcher(Logbox(lb, app.data, "main"), socket=sd.sock),
                     Searcher(Logbox(lb, app.data, "beta"), socket=sd.sock),
+                    tmp / "integrity.json",
                 )
         finally:
             sd.stop()
@@ -414,6 +420,37 @@ def test_status_dashboard(stack: Stack, driver: WebDriver) -> None:
     finally:
         with contextlib.suppress(Exception):
             screenshot(driver, "webui-status")
+
+
+def test_integrity_page(stack: Stack, driver: WebDriver, top: Path) -> None:
+    web = stack.web
+    p = subprocess.run(
+        [str(top / "build" / "bin" / "logbox"), "verify", "--data", str(stack.app.data)]
+        + ["--integrity", "--json", "--out", str(stack.report)],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 0, p.stderr
+    want = {e["logspace"]: e for e in json.loads(stack.report.read_text())["logspaces"]}
+    try:
+        login(driver, web.url, "admin", web.admin_password)
+        driver.get(web.url + "/status")
+        click_and_wait(driver, driver.find_element(By.ID, "status-integrity"))
+        for logspace, n in (("main", PER_BATCH), ("beta", BETA_PER_BATCH)):
+            if logspace != "main":
+                Select(driver.find_element(By.ID, "integrity-logspace")).select_by_value(logspace)
+                click_and_wait(driver, driver.find_element(By.ID, "integrity-select-submit"))
+            assert params(driver).get("logspace", "main") == logspace
+            days = driver.find_elements(By.CSS_SELECTOR, "#integrity-days tr.day")
+            assert days, driver.find_element(By.ID, "main").text[:1000]
+            assert all(d.get_attribute("data-intact") == "yes" for d in days)
+            counts = [d.find_element(By.CSS_SELECTOR, "td.messages").text for d in days]
+            assert counts == [str(d["messages"]) for d in want[logspace]["days"]], counts
+            assert driver.find_element(By.ID, "integrity-messages").text == str(BATCHES * n)
+            assert driver.find_element(By.ID, "integrity-ok").text == "intact"
+    finally:
+        with contextlib.suppress(Exception):
+            screenshot(driver, "webui-integrity")
 
 
 # ---------------------------------------------------------------- rights per logspace

@@ -52,6 +52,7 @@ AUDIT_ACTIONS = (
     "login", "login_failed", "login_locked", "logout", "search", "count", "histogram", "top",
     "message", "export", "token_create", "token_revoke", "user_create", "user_update",
     "user_delete", "denied", "logspace_settings", "audit_pruned", "integrity",
+    "integrity_public_key",
 )  # fmt: skip
 
 NAME_RE = re.compile(USER_NAME_PATTERN)

@@ -1,19 +1,21 @@
-"""A logspace's integrity as the last verify found it, day by day (API.md §4); admins only."""
+"""A logspace's integrity as the last verify found it, day by day, and the public key its days
+are signed with (API.md §4); admins only."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, current_app, jsonify
+from flask import Blueprint, Response, current_app, jsonify
 from logbox_core import integrity as core
 
 from .auth import audit
-from .errors import ApiError
+from .errors import STORE_ERRORS, ApiError, log
 from .params import Param, Spec, declare
 
 bp = Blueprint("integrity", __name__)
 
 LOGSPACE = Param("logspace", "string", "the logspace", where="path")
+PUBKEY_NAME = "logbox-sign.pub"  # the download's file name
 
 
 @bp.route("/logspaces/<logspace>/integrity", methods=["GET"])
@@ -23,7 +25,7 @@ LOGSPACE = Param("logspace", "string", "the logspace", where="path")
         "when, signed, time-stamped; the problems with their place",
         (LOGSPACE,),
         answer="Integrity",
-        errors=(400, 401, 403, 404),
+        errors=(400, 401, 403, 404, *STORE_ERRORS),
         admin=True,
     )
 )
@@ -33,22 +35,35 @@ def integrity(logspace: str, args: dict[str, Any]) -> Any:
     doc = core.load(path)
     if doc is None:
         raise ApiError(404, "not_found", "no verify report yet (the daily verify has not run)")
-    e = core.logspace(doc, logspace)
-    if e is None:
+    v = core.view(doc, logspace)
+    if v is None:
         raise ApiError(404, "not_found", f"the last verify has no logspace {logspace}")
     audit("integrity", logspace=logspace)
-    return jsonify(
-        {
-            "logspace": logspace,
-            "verified_at": doc.get("time"),
-            "integrity_only": doc.get("integrity_only") is True,
-            "checked_with_key": doc.get("checked_with_key") is True,
-            "ok": e.get("ok") is True,
-            "messages": e.get("messages"),
-            "sealing": e.get("sealing"),
-            "days_signed": e.get("days_signed"),
-            "days_timestamped": e.get("days_timestamped"),
-            "problems": e.get("problems") or [],
-            "days": e.get("days") or [],
-        }
+    return jsonify(v)
+
+
+@bp.route("/integrity/public-key", methods=["GET"])
+@declare(
+    Spec(
+        "The public key (PEM) the store's day roots are signed with, to check them elsewhere "
+        "(`logbox verify --pubkey FILE`)",
+        media={"application/x-pem-file": f"the PEM public key, as the attachment {PUBKEY_NAME}"},
+        errors=(400, 401, 403, 404, *STORE_ERRORS),
+        admin=True,
+    )
+)
+def public_key(args: dict[str, Any]) -> Any:
+    """GET /integrity/public-key: the file SIGN_PUBKEY names."""
+    try:
+        pem = core.public_key(current_app.config["SIGN_PUBKEY"])
+    except core.PublicKeyError as e:
+        if e.status == 404:
+            raise ApiError(404, "not_found", e.message) from None
+        log.error("integrity: %s", e.message)
+        raise ApiError(500, "internal", e.message) from None
+    audit("integrity_public_key", detail=f"{len(pem)} bytes")
+    return Response(
+        pem,
+        mimetype="application/x-pem-file",
+        headers={"Content-Disposition": f"attachment; filename={PUBKEY_NAME}"},
     )
