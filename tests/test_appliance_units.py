@@ -137,6 +137,8 @@ EXCEPTIONS = {
     },
     # /dev/console only (DevicePolicy=closed): the generated password goes there, not the journal
     "logbox-firstboot.service": {"PrivateDevices": "no"},
+    # the same, for the verification key (its last step, as root)
+    "logbox-keys.service": {"PrivateDevices": "no"},
     # its pid file is read by the status of rpc and webui (other users); the state directory
     # is 0750 and the control socket owner-only (connecting needs write permission)
     "logbox-syslog-ng.service": {"UMask": "0022"},
@@ -1430,6 +1432,20 @@ elif tool == "cryptsetup" and args[0] == "open":
     assert d["fstype"] == "crypto_LUKS" and args[-1] == "logbox-store", (d, args)
     d["children"] = [volume()]
     sync(d["path"])
+elif tool == "cryptsetup" and args[0] == "luksDump":
+    print("LUKS header information\nTokens:\n" + ("  0: systemd-tpm2\n" if st.get("tpm2") else ""))
+elif tool == "cryptsetup" and args[0] == "luksRemoveKey":
+    assert args[-1] == "/etc/logbox/store.key", args
+    st["slots"].remove("key file")
+elif tool == "systemd-cryptenroll":
+    assert "--unlock-key-file=/etc/logbox/store.key" in args and "--tpm2-device=auto" in args
+    st["tpm2"] = True
+    st["slots"].append("tpm2")
+elif tool == "systemd-cryptsetup" and args[0] == "attach":
+    assert args[1] == "logbox-store" and "tpm2-device=auto" in args[-1] and st["tpm2"], args
+    d = find(args[2])
+    d["children"] = [volume()]
+    sync(d["path"])
 elif tool == "systemd-mount":
     d = find(args[-2])
     d["mountpoints"] = [args[-1]]
@@ -1452,7 +1468,8 @@ def fake_disks(root: Path, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str
     fake = bin_dir / "fake.py"
     fake.write_text(FAKE_TOOLS)
     fake.chmod(0o755)
-    for tool in ("lsblk", "mdadm", "mkfs.ext4", "systemd-mount", "udevadm", "cryptsetup"):
+    tools = ("lsblk", "mdadm", "mkfs.ext4", "systemd-mount", "udevadm", "cryptsetup")
+    for tool in (*tools, "systemd-cryptenroll", "systemd-cryptsetup"):
         (bin_dir / tool).symlink_to(fake)
     t = tmp_path / "t"
     shutil.copytree(root / "etc", t / "etc", symlinks=True)
@@ -1467,6 +1484,7 @@ def fake_disks(root: Path, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str
         FAKE_STATE=str(state),
         LOGBOX_ROOT=str(t),
         LOGBOX_PYTHON=str(root / "usr/lib/logbox/python"),
+        LOGBOX_SYSTEMD_CRYPTSETUP=str(bin_dir / "systemd-cryptsetup"),
     )
     yield state, env
 
@@ -1484,7 +1502,11 @@ def run_storage(
     done = run_libexec(root, "logbox-storage", env)
     assert done.returncode == rc, done.stdout + done.stderr
     status = json.loads((Path(env["LOGBOX_ROOT"]) / "run/logbox/storage.json").read_text())
-    calls = [c for c in json.loads(state.read_text())["calls"] if c[0] not in ("lsblk", "udevadm")]
+    calls = [
+        c
+        for c in json.loads(state.read_text())["calls"]
+        if c[0] not in ("lsblk", "udevadm") and c[:2] != ["cryptsetup", "luksDump"]
+    ]
     return status, calls, done.stdout
 
 
@@ -1591,6 +1613,43 @@ def test_storage_single_and_root(root: Path, fake_disks: tuple[Path, dict[str, s
         "state": "root",
         "message": "no data disk: the store is on the root file system, without RAID",
     }
+
+
+def test_storage_key_sealed_to_a_tpm2(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
+    # a TPM2: the key is sealed to it, the key file's slot and the file removed; the next boot
+    # opens the store with the TPM2 (systemd-cryptsetup), with no key file
+    state, env = fake_disks
+    t = Path(env["LOGBOX_ROOT"])
+    (t / "dev").mkdir()
+    (t / "dev/console").write_text("")
+    (t / "dev/tpmrm0").write_text("")
+    status, calls, _ = run_storage(root, state, env, [BOOT, disk("vdb")])
+    assert [c[:2] for c in calls] == [
+        ["cryptsetup", "luksFormat"],
+        ["cryptsetup", "luksAddKey"],
+        ["systemd-cryptenroll", "--unlock-key-file=/etc/logbox/store.key"],
+        ["cryptsetup", "luksRemoveKey"],
+        ["systemd-cryptsetup", "attach"],
+        ["mkfs.ext4", "-q"],
+        ["systemd-mount", "--no-ask-password"],
+    ], calls
+    assert calls[2][-1] == calls[3][2] == calls[4][3] == "/dev/vdb"
+    assert "--tpm2-pcrs=7" in calls[2]
+    assert not (t / "etc/logbox/store.key").exists()
+    shown = re.findall(r"recovery key \(shown once\): (\S+)", (t / "dev/console").read_text())
+    assert json.loads(state.read_text())["slots"] == [shown[0], "tpm2"]
+    assert "its key sealed to the TPM2" in status["message"], status
+    # the next boot: the volume is closed, the TPM2 opens it
+    st = json.loads(state.read_text())
+    st["devices"][1]["children"] = []
+    st["devices"][1]["mountpoints"] = [None]
+    state.write_text(json.dumps(st))
+    status, calls, _ = run_storage(root, state, env, [])
+    assert [c[:2] for c in calls] == [
+        ["systemd-cryptsetup", "attach"],
+        ["systemd-mount", "--no-ask-password"],
+    ]
+    assert status["state"] == "single" and "sealed to the TPM2" in status["message"]
 
 
 def test_storage_never_repeats_a_step(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:

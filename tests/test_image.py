@@ -6,7 +6,11 @@
 # disk replaced by a blank one: every message still found, RAID degraded then rebuilding, new
 # messages stored. A third copy boots under UEFI (OVMF) without a first-boot file and one data
 # disk: the generated admin password is printed once on the console and signs in (the web UI
-# makes it change it), and the store is on the one disk without RAID. The first two boot
+# makes it change it), and the store is on the one disk without RAID. The store is encrypted
+# (LUKS2) in every boot: the recovery key and the verification key are each shown once, the raw
+# data disks hold no message in plain text, no disk holds either key in clear, and the recovery
+# key opens the one disk (cryptsetup on the host). The daily verify's first run is read through
+# the API (GET /logspaces/main/integrity) in the first boot. The first two boot
 # through BIOS (SeaBIOS): the one image has both boot paths. Build time, image sizes and time
 # to readiness go to build/image/report.json and are printed at the end.
 # Skips (saying why) only without qemu, OVMF or mmdebstrap, without root, or with LOGBOX_SKIP_IMAGE=1.
@@ -260,6 +264,53 @@ class Api:
             assert st["health"] == "ok" and not st.get("problems"), st.get("problems")
         return st
 
+    def integrity(self, timeout: float = 420) -> dict:
+        """Logspace main's integrity as the appliance's own verify found it (logbox-verify.timer:
+        3 minutes after boot), polled until there is a report."""
+        deadline = time.monotonic() + timeout
+        while True:
+            r = self.s.get(self.base + "/logspaces/main/integrity", timeout=120)
+            if r.status_code == 200 or time.monotonic() > deadline:
+                assert r.status_code == 200, f"integrity: {r.status_code} {r.text}"
+                return r.json()
+            assert r.status_code == 404, f"integrity: {r.status_code} {r.text}"
+            time.sleep(5)
+
+
+def shown_once(vm: Vm, what: str, rx: str) -> str:
+    """The secret a boot-time program showed once on the console (`<what> (shown once): X`)."""
+    found = re.findall(re.escape(what) + r" \(shown once\): (" + rx + r")\s*$", vm.console(), re.M)
+    assert len(found) == 1, f"{what}: {found}\n{vm.tail()}"
+    return found[0]
+
+
+RECOVERY_RX = r"(?:[cbdefghijklnrtuv]{8}-){7}[cbdefghijklnrtuv]{8}"
+
+
+def found_in(path: Path, needles: list[bytes]) -> list[bytes]:
+    """Which of needles occur in the file's bytes (read in overlapping chunks)."""
+    left, seen = set(needles), []
+    tail = b""
+    width = max(len(n) for n in needles)
+    with open(path, "rb") as f:
+        while left and (chunk := f.read(16 << 20)):
+            buf = tail + chunk
+            for n in list(left):
+                if n in buf:
+                    left.discard(n)
+                    seen.append(n)
+            tail = buf[-width:]
+    return seen
+
+
+def luks_at_start(path: Path) -> bool:
+    """Whether a LUKS2 header (magic LUKS\\xba\\xbe, version 2) is in the first 64 MiB of a
+    raw disk: at 0 on a disk of its own, after the md superblock's data offset on a member."""
+    with open(path, "rb") as f:
+        head = f.read(64 << 20)
+    i = head.find(b"LUKS\xba\xbe\x00\x02")
+    return i >= 0 and i % 4096 == 0
+
 
 def csrf_of(page: str) -> str:
     """The csrf_token of a form."""
@@ -341,6 +392,11 @@ def test_first_boot_with_two_blank_disks(image: Path, workdir: Path) -> None:
         assert ready.endswith(", boot bios"), ready
         check_units(vm)
         assert "admin password (shown once)" not in vm.console(), "printed despite fw_cfg"
+        # the store's secrets, each shown once on the console: the LUKS2 recovery key and the
+        # verification key of the seals
+        recovery = shown_once(vm, "logbox-storage: store recovery key", RECOVERY_RX)
+        vkey = shown_once(vm, "logbox-keys: verification key", "[0-9a-f]{64}")
+        assert "encrypted (LUKS2)" in vm.console()
 
         # the first web sign-in may have to change the first-boot password (logbox-firstboot
         # makes the admin with --must-change, and the API refuses it until then: 403
@@ -363,7 +419,24 @@ def test_first_boot_with_two_blank_disks(image: Path, workdir: Path) -> None:
         assert raid["disks"] == 2 and raid["active"] == 2, raid
         api.check_status()
 
+        # the daily verify's first run (3 minutes after boot), through the API
+        t0 = time.monotonic()
+        report = api.integrity()
+        rec["integrity_wait_s"] = round(time.monotonic() - t0, 1)
+        assert report["ok"] is True and report["problems"] == [], report
+        assert report["integrity_only"] is True and report["sealing"]["setup"] is True, report
+        assert report["days"] and all(d["intact"] for d in report["days"]), report
+        api.check_status()  # the report's problems would be the status's
+
         rec["poweroff_s"] = round(vm.powerdown(), 1)
+    # off the box: the data disks hold the store encrypted (no message in plain text, a LUKS2
+    # header on each), and no disk holds the recovery key or the verification key in clear
+    for d in disks:
+        assert luks_at_start(d), f"{d.name}: no LUKS2 header"
+        assert found_in(d, [token.encode()]) == [], f"{d.name}: a message in plain text"
+    keys = [recovery.encode(), vkey.encode(), bytes.fromhex(vkey)]
+    for d in [boot, *disks]:
+        assert found_in(d, keys) == [], f"{d.name}: a key in clear"
     STATE["first"] = {"boot": boot, "disks": disks, "token": token, "password": password}
 
 
@@ -384,6 +457,9 @@ def test_second_boot_with_one_disk_replaced(workdir: Path) -> None:
         check_units(vm)
         console = vm.console()
         assert "logbox-firstboot: admin password" not in console
+        # the store is the same: opened with its key file, no new keys, no secret shown again
+        assert "(shown once)" not in console, vm.tail()
+        assert "encrypted (LUKS2)" in console
         # degraded first: the array started with one of its two disks, then the blank one added
         assert re.search(r"md/raid1:md\d+: active with 1 out of 2 mirrors", console), vm.tail()
         assert re.search(r"logbox-storage: mdadm /dev/md\S+ --add /dev/vdc", console), vm.tail()
@@ -422,6 +498,8 @@ def test_second_boot_with_one_disk_replaced(workdir: Path) -> None:
         assert api.total(old) == 50
         assert Web(vm.ports[443], first["password"]).total(f"{old} OR {token}") == 70
         rec["poweroff_s"] = round(vm.powerdown(), 1)
+    for d in disks:  # the blank disk that replaced one was added under the encryption
+        assert found_in(d, [token.encode(), old.encode()]) == [], f"{d.name}: plain text"
 
 
 def test_uefi_generated_password_and_one_disk(image: Path, workdir: Path) -> None:
@@ -430,7 +508,8 @@ def test_uefi_generated_password_and_one_disk(image: Path, workdir: Path) -> Non
     boot = overlay(image, workdir / "c-boot.qcow2")
     disks = [blank_disk(workdir / "c-data0.raw")]
     rec = REPORT["boots"].setdefault("generated", {})
-    with Vm(workdir, boot, disks, name="generated", firmware="uefi") as vm:
+    tpm = workdir / "c-tpm"
+    with Vm(workdir, boot, disks, name="generated", firmware="uefi", tpm=tpm) as vm:
         ready = wait_ready(vm, "generated")
         rec["ready_line"] = ready
         # UEFI: OVMF started GRUB from the EFI system partition, and the kernel knows it
@@ -457,5 +536,50 @@ def test_uefi_generated_password_and_one_disk(image: Path, workdir: Path) -> Non
         send_tcp(vm.ports[514], token, 5)
         assert api.wait_total(token, 5) == 5
         assert web.total(token) == 5
+        api.check_status()
+        recovery = shown_once(vm, "logbox-storage: store recovery key", RECOVERY_RX)
+        vkey = shown_once(vm, "logbox-keys: verification key", "[0-9a-f]{64}")
+        # a TPM2: the store's key is sealed to it, and no key file is left on the boot disk
+        assert "its key sealed to the TPM2" in vm.console(), vm.tail()
+        rec["poweroff_s"] = round(vm.powerdown(), 1)
+    STATE["generated"] = {"boot": boot, "disks": disks, "tpm": tpm, "token": token}
+    # the one disk is a LUKS2 volume of its own, which the recovery key opens (and a wrong key
+    # does not); nothing in plain text on it, no key in clear on either disk
+    [data] = disks
+    assert luks_at_start(data)
+    assert found_in(data, [token.encode()]) == []
+    for d in (boot, data):
+        assert found_in(d, [recovery.encode(), vkey.encode(), bytes.fromhex(vkey)]) == [], d
+    for key, rc in ((recovery, 0), (recovery[::-1], 2)):
+        done = subprocess.run(
+            ["cryptsetup", "open", "--test-passphrase", "--key-file", "-", str(data)],
+            input=key.encode(),
+            capture_output=True,
+        )
+        assert done.returncode == rc, (key == recovery, done.stderr)
+    dump = subprocess.run(["cryptsetup", "luksDump", str(data)], capture_output=True, text=True)
+    assert dump.returncode == 0 and "systemd-tpm2" in dump.stdout, dump.stdout + dump.stderr
+    # two key slots: the recovery key and the TPM2's (the key file's was removed)
+    assert len(re.findall(r"^\s+\d+: luks2$", dump.stdout, re.M)) == 2, dump.stdout
+
+
+def test_uefi_second_boot_opens_the_store_with_the_tpm2(workdir: Path) -> None:
+    """The same disks and the same TPM2: systemd-cryptsetup opens the store with the key
+    sealed to the TPM2 (there is no key file), and the messages are all there."""
+    if "generated" not in STATE:
+        pytest.skip("the UEFI boot did not complete")
+    gen = STATE["generated"]
+    rec = REPORT["boots"].setdefault("generated-again", {})
+    with Vm(workdir, gen["boot"], gen["disks"], name="generated-again", firmware="uefi",
+            tpm=gen["tpm"]) as vm:  # fmt: skip
+        rec["ready_line"] = wait_ready(vm, "generated-again")
+        check_units(vm)
+        console = vm.console()
+        assert re.search(
+            r"logbox-storage: /lib/systemd/systemd-cryptsetup attach logbox-store", console
+        )
+        assert "(shown once)" not in console, vm.tail()
+        api = Api(vm.ports[8444], PASSWORD + "-new")
+        assert api.total(gen["token"]) == 5
         api.check_status()
         rec["poweroff_s"] = round(vm.powerdown(), 1)

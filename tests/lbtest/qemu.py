@@ -78,6 +78,7 @@ class Vm:
         cpus: int = 2,
         write_bps: dict[int, int] | None = None,
         firmware: str = "bios",
+        tpm: Path | None = None,
     ) -> None:
         self.workdir = workdir
         self.name = name
@@ -90,6 +91,10 @@ class Vm:
         if firmware not in ("bios", "uefi"):
             raise ValueError(f"firmware: bios or uefi, not {firmware!r}")
         self.firmware = firmware  # bios: qemu's SeaBIOS; uefi: OVMF (Debian's ovmf package)
+        # a TPM2 (swtpm) keeping its state in this directory: the same directory is the same
+        # TPM at the next boot
+        self.tpm = tpm
+        self.swtpm: subprocess.Popen | None = None
         self.serial = workdir / f"{name}.serial.log"
         self.qmp_path = workdir / f"{name}.qmp"
         self.ports = {gp: free_port() for gp in GUEST_PORTS}
@@ -130,17 +135,46 @@ class Vm:
             throttle = f",throttling.bps-write={bps}" if bps else ""
             cmd += ["-drive", f"file={d},if=none,id=data{i},format={fmt},cache=unsafe{throttle}",
                     "-device", f"virtio-blk-pci,drive=data{i},serial=logbox-data{i}"]  # fmt: skip
+        if self.tpm is not None:
+            cmd += ["-chardev", f"socket,id=chrtpm,path={self.tpm_socket}",
+                    "-tpmdev", "emulator,id=tpm0,chardev=chrtpm",
+                    "-device", "tpm-tis,tpmdev=tpm0"]  # fmt: skip
         if self.firstboot is not None:
             cfg = self.workdir / f"{self.name}.firstboot.toml"
             cfg.write_text(self.firstboot)
             cmd += ["-fw_cfg", f"name=opt/logbox/firstboot,file={cfg}"]
         return cmd
 
+    @property
+    def tpm_socket(self) -> Path:
+        return self.workdir / f"{self.name}.swtpm.sock"
+
+    def start_tpm(self) -> None:
+        """swtpm, a TPM2 emulator, on its control socket (it ends when qemu lets go of it)."""
+        assert self.tpm is not None
+        if self.swtpm is not None and self.swtpm.poll() is None:  # a start that failed before
+            self.swtpm.kill()
+            self.swtpm.wait(10)
+        self.tpm.mkdir(parents=True, exist_ok=True)
+        self.tpm_socket.unlink(missing_ok=True)
+        log = self.workdir / f"{self.name}.swtpm.log"
+        self.swtpm = subprocess.Popen(
+            ["swtpm", "socket", "--tpm2", "--tpmstate", f"dir={self.tpm}",
+             "--ctrl", f"type=unixio,path={self.tpm_socket}", "--terminate",
+             "--log", f"file={log},level=1"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        wait_until(lambda: self.tpm_socket.exists() or self.swtpm.poll() is not None,
+                   "swtpm listening", 30, interval=0.05)  # fmt: skip
+        assert self.swtpm.poll() is None, f"swtpm exited ({self.swtpm.returncode}): {log}"
+
     def start(self, attempts: int = 4) -> Vm:
         """Starts qemu (returns once it has set up its devices). The forwarded ports are free
         when picked but may be taken before qemu binds them: qemu then exits at once ("Could
         not set up host forwarding rule"), and it is started again on other ports."""
         for attempt in range(attempts):
+            if self.tpm is not None:
+                self.start_tpm()
             self.serial.unlink(missing_ok=True)
             self.qmp_path.unlink(missing_ok=True)
             log = open(self.qemu_log, "wb")  # noqa: SIM115
@@ -246,10 +280,13 @@ class Vm:
         return time.monotonic() - t0
 
     def kill(self) -> None:
-        """Kills qemu if it runs."""
+        """Kills qemu if it runs (and swtpm)."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
+        if self.swtpm is not None and self.swtpm.poll() is None:
+            self.swtpm.send_signal(signal.SIGKILL)
+            self.swtpm.wait(10)
 
     def __enter__(self) -> Vm:
         return self.start()
@@ -275,8 +312,9 @@ def have_ovmf() -> str | None:
 
 
 def have_qemu() -> str | None:
-    """None when qemu and qemu-img are installed, else what is missing."""
-    for tool in ("qemu-system-x86_64", "qemu-img"):
+    """None when qemu, qemu-img and swtpm (a TPM2 for the guest) are installed, else what is
+    missing."""
+    for tool in ("qemu-system-x86_64", "qemu-img", "swtpm"):
         if shutil.which(tool) is None:
             return tool
     return None
