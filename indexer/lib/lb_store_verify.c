@@ -94,6 +94,13 @@ verify_chain(struct lb_store *st, struct vctx *v, size_t i, struct lb_chrec **re
 	size_t			 nrefs = 0;
 	char			 dir[PATH_MAX], why[512];
 	int			 rc = 0, live = i + 2 >= st->ndays, tries = live ? CHAIN_TRIES : 1;
+	/*
+	 * The day's segments: those overlapping its ids (days' ids do not overlap), so a day
+	 * costs its own segments, not the logspace's. The newest two may grow while this reads
+	 * them: every segment from the day's first id on.
+	 */
+	uint64_t		 lo = d->first_id, hi = live ? UINT64_MAX :
+			    d->next_id > d->first_id ? d->next_id - 1 : d->first_id;
 
 	if ((rc = lb_store_day_dir(st, d->day, dir, sizeof(dir))) != 0)
 		return (rc);
@@ -111,7 +118,7 @@ verify_chain(struct lb_store *st, struct vctx *v, size_t i, struct lb_chrec **re
 			hold(&h, dir, why);
 		else if (rc != 0 && rc != ENOENT)
 			break;
-		if ((rc = lb_catalog_segments(st->cat, st->ls, 0, UINT64_MAX, &refs, &nrefs)) != 0)
+		if ((rc = lb_catalog_segments(st->cat, st->ls, lo, hi, &refs, &nrefs)) != 0)
 			break;
 		/* A message file that does not open is the day loop's to report. */
 		if (lb_store_days_file(st, i, &mf) != 0)
