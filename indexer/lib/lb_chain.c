@@ -44,21 +44,6 @@ lb_chain_kind_name(unsigned kind)
 	}
 }
 
-static void
-setwhy(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-setwhy(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why == NULL || whylen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-}
-
 /* ---------------------------------------------------------------- SHA-256 */
 
 static int
@@ -247,24 +232,24 @@ decode(const uint8_t *p, size_t avail, struct lb_chrec *r, size_t *used, char *w
 
 	memset(r, 0, sizeof(*r));
 	if (avail < LB_CHR_HDR_SIZE + LB_CHR_TRAILER_SIZE) {
-		setwhy(why, whylen, "a record cut short (%zu bytes at the end)", avail);
+		lb_setwhy(why, whylen, "a record cut short (%zu bytes at the end)", avail);
 		return (LB_ECORRUPT);
 	}
 	len = lb_get32(p + LB_CHR_LEN);
 	if (lb_get32(p + LB_CHR_MAGIC) != LB_CHAIN_MAGIC || len > LB_CHR_MAX ||
 	    len < LB_CHR_HDR_SIZE + LB_CHR_TRAILER_SIZE) {
-		setwhy(why, whylen, "not a chain record (bad magic or length)");
+		lb_setwhy(why, whylen, "not a chain record (bad magic or length)");
 		return (LB_ECORRUPT);
 	}
 	if (len > avail) {
-		setwhy(why, whylen, "a record cut short (%zu of its %zu bytes)", avail, len);
+		lb_setwhy(why, whylen, "a record cut short (%zu of its %zu bytes)", avail, len);
 		return (LB_ECORRUPT);
 	}
 	if (sha256(p, len - LB_SHA256_LEN - 4, h) != 0)
 		return (ENOMEM);
 	if (memcmp(h, p + len - LB_SHA256_LEN - 4, LB_SHA256_LEN) != 0 ||
 	    lb_get32(p + len - 4) != len) {
-		setwhy(why, whylen, "the record's hash does not match its bytes (edited)");
+		lb_setwhy(why, whylen, "the record's hash does not match its bytes (edited)");
 		return (LB_ECORRUPT);
 	}
 	r->kind = p[LB_CHR_KIND];
@@ -338,13 +323,13 @@ decode(const uint8_t *p, size_t avail, struct lb_chrec *r, size_t *used, char *w
 		memcpy(r->sig, b + 16, sizeof(r->sig));
 		break;
 	default:
-		setwhy(why, whylen, "unknown record kind %u", r->kind);
+		lb_setwhy(why, whylen, "unknown record kind %u", r->kind);
 		return (LB_ECORRUPT);
 	}
 	*used = len;
 	return (0);
  badlen:
-	setwhy(why, whylen, "a %s record of the wrong length", lb_chain_kind_name(r->kind));
+	lb_setwhy(why, whylen, "a %s record of the wrong length", lb_chain_kind_name(r->kind));
 	return (LB_ECORRUPT);
 }
 
@@ -375,7 +360,7 @@ parse(const uint8_t *buf, size_t len, struct lb_chrec **out, size_t *n, int *tor
 	while (off < len) {
 		if ((rc = decode(buf + off, len - off, &r, &used, w, sizeof(w))) != 0) {
 			if (rc == LB_ECORRUPT)
-				setwhy(why, whylen, "record %zu at byte %zu: %s", k, off, w);
+				lb_setwhy(why, whylen, "record %zu at byte %zu: %s", k, off, w);
 			*torn = rc == LB_ECORRUPT && (len - off < 8 ||
 			    (lb_get32(buf + off + LB_CHR_MAGIC) == LB_CHAIN_MAGIC &&
 			    lb_get32(buf + off + LB_CHR_LEN) > len - off &&
@@ -384,17 +369,17 @@ parse(const uint8_t *buf, size_t len, struct lb_chrec **out, size_t *n, int *tor
 		}
 		r.foff = off;
 		if (r.seq != k) {
-			setwhy(why, whylen, "record %zu at byte %zu: seq %llu where %zu belongs "
+			lb_setwhy(why, whylen, "record %zu at byte %zu: seq %llu where %zu belongs "
 			    "(records removed, added or reordered)", k, off,
 			    (unsigned long long)r.seq, k);
 			rc = LB_ECORRUPT;
 		} else if ((k == 0) != (r.kind == LB_CH_GENESIS)) {
-			setwhy(why, whylen, "record %zu at byte %zu: a %s record %s", k, off,
+			lb_setwhy(why, whylen, "record %zu at byte %zu: a %s record %s", k, off,
 			    lb_chain_kind_name(r.kind), k == 0 ? "starts the chain" :
 			    "after the first");
 			rc = LB_ECORRUPT;
 		} else if (k > 0 && memcmp(r.prev, recs[k - 1].hash, LB_SHA256_LEN) != 0) {
-			setwhy(why, whylen, "record %zu at byte %zu: does not link the record "
+			lb_setwhy(why, whylen, "record %zu at byte %zu: does not link the record "
 			    "before (removed, reordered or edited)", k, off);
 			rc = LB_ECORRUPT;
 		}

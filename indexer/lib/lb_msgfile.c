@@ -244,22 +244,6 @@ mblk_free(struct mblk *b)
 	memset(b, 0, sizeof(*b));
 }
 
-static void
-setwhy(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-setwhy(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	if (why == NULL || whylen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-}
-
 static int
 fsize(int fd, uint64_t *size)
 {
@@ -1654,22 +1638,22 @@ verify_wal(struct lb_msgfile *mf, uint64_t snext, char *why, size_t whylen)
 	if ((fd = open(mf->wpath, O_RDONLY | O_CLOEXEC)) == -1) {
 		if (errno == ENOENT)
 			return (0);
-		setwhy(why, whylen, "%s: cannot open: %s", mf->wpath, strerror(errno));
+		lb_setwhy(why, whylen, "%s: cannot open: %s", mf->wpath, strerror(errno));
 		return (errno);
 	}
 	rc = read_whole(fd, &w, &len);
 	close(fd);
 	if (rc != 0) {
-		setwhy(why, whylen, "%s: cannot read: %s", mf->wpath, lb_strerror(rc));
+		lb_setwhy(why, whylen, "%s: cannot read: %s", mf->wpath, lb_strerror(rc));
 		return (rc);
 	}
 	if (len < LB_FHDR_SIZE || (rc = fhdr_check(w, LB_WAL_MAGIC, &first)) != 0) {
-		setwhy(why, whylen, "%s: offset 0: bad file header", mf->wpath);
+		lb_setwhy(why, whylen, "%s: offset 0: bad file header", mf->wpath);
 		rc = LB_ECORRUPT;
 		goto done;
 	}
 	if (first != mf->first_id) {
-		setwhy(why, whylen, "%s: offset %d: first id %llu, messages says %llu",
+		lb_setwhy(why, whylen, "%s: offset %d: first id %llu, messages says %llu",
 		    mf->wpath, LB_FHDR_FIRST_ID, (unsigned long long)first,
 		    (unsigned long long)mf->first_id);
 		rc = LB_ECORRUPT;
@@ -1686,7 +1670,7 @@ verify_wal(struct lb_msgfile *mf, uint64_t snext, char *why, size_t whylen)
 	    !wal_sound_record_after(w, len, end + 1))
 		end = len;
 	if (end != len) {
-		setwhy(why, whylen, "%s: offset %zu: %s (after id %llu)", mf->wpath, end,
+		lb_setwhy(why, whylen, "%s: offset %zu: %s (after id %llu)", mf->wpath, end,
 		    what != NULL ? what : "trailing bytes",
 		    (unsigned long long)(snext + nkept - 1));
 		rc = LB_ECORRUPT;
@@ -1704,13 +1688,13 @@ lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen)
 	uint64_t	 size = 0, off = LB_FHDR_SIZE, next, first;
 	int		 rc, torn = 0;
 
-	setwhy(why, whylen, "ok");
+	lb_setwhy(why, whylen, "ok");
 	if (mf->mode == LB_RDWR && (rc = reap(mf, 0)) != 0) {
-		setwhy(why, whylen, "%s: cannot write a block: %s", mf->mpath, lb_strerror(rc));
+		lb_setwhy(why, whylen, "%s: cannot write a block: %s", mf->mpath, lb_strerror(rc));
 		return (rc);
 	}
 	if ((rc = read_fhdr(mf->mfd, LB_MSGF_MAGIC, &first)) != 0 || first != mf->first_id) {
-		setwhy(why, whylen, "%s: offset 0: bad file header", mf->mpath);
+		lb_setwhy(why, whylen, "%s: offset 0: bad file header", mf->mpath);
 		return (rc != 0 ? rc : LB_ECORRUPT);
 	}
 	if ((rc = fsize(mf->mfd, &size)) != 0)
@@ -1733,7 +1717,7 @@ lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen)
 				torn = 1;
 				break;
 			}
-			setwhy(why, whylen, "%s: offset %llu: %llu trailing bytes, expected block "
+			lb_setwhy(why, whylen, "%s: offset %llu: %llu trailing bytes, expected block "
 			    "first id %llu", mf->mpath, (unsigned long long)off,
 			    (unsigned long long)(size - off), (unsigned long long)next);
 			return (LB_ECORRUPT);
@@ -1749,7 +1733,7 @@ lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen)
 			rc = LB_ECORRUPT;
 		}
 		if (rc != 0) {
-			setwhy(why, whylen, "%s: offset %llu: block first id %llu: %s",
+			lb_setwhy(why, whylen, "%s: offset %llu: block first id %llu: %s",
 			    mf->mpath, (unsigned long long)off, (unsigned long long)next,
 			    rc == LB_ECORRUPT ? what : lb_strerror(rc));
 			return (rc);
@@ -1758,7 +1742,7 @@ lb_msgfile_verify(struct lb_msgfile *mf, char *why, size_t whylen)
 		off += LB_BHDR_SIZE + (uint64_t)e.comp;
 	}
 	if ((rc = verify_wal(mf, next, why, whylen)) != 0 && torn)
-		setwhy(why, whylen, "%s: offset %llu: the last block is cut short and the WAL does "
+		lb_setwhy(why, whylen, "%s: offset %llu: the last block is cut short and the WAL does "
 		    "not hold its records from id %llu on", mf->mpath, (unsigned long long)off,
 		    (unsigned long long)next);
 	return (rc);

@@ -207,20 +207,29 @@ lb_seal_init(const char *data, uint64_t interval_us, uint8_t vkey[LB_SEAL_KEYLEN
 	return (rc);
 }
 
-int
-lb_seal_state(const char *data, struct lb_sealstate *s)
+/* The key file of data, read (no lock: a seal run writes the other slot first). */
+static int
+key_load(const char *data, struct skey *k)
 {
-	struct skey	k;
-	char		path[PATH_MAX];
-	int		fd, rc, slot;
+	char	path[PATH_MAX];
+	int	fd, rc, slot;
 
 	if ((rc = key_path(path, sizeof(path), data)) != 0)
 		return (rc);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return (errno);
-	rc = key_read(fd, &k, &slot);
+	rc = key_read(fd, k, &slot);
 	close(fd);
-	if (rc == 0) {
+	return (rc);
+}
+
+int
+lb_seal_state(const char *data, struct lb_sealstate *s)
+{
+	struct skey	k;
+	int		rc;
+
+	if ((rc = key_load(data, &k)) == 0) {
 		s->epoch = k.epoch;
 		s->started = k.started;
 		s->interval = k.interval;
@@ -363,16 +372,9 @@ lb_seal_key_check(const char *data, const uint8_t k0[LB_SEAL_KEYLEN])
 {
 	struct skey	k;
 	uint8_t		d[LB_SEAL_KEYLEN], t[LB_SEAL_KEYLEN];
-	char		path[PATH_MAX];
-	int		fd, rc, slot;
+	int		rc;
 
-	if ((rc = key_path(path, sizeof(path), data)) != 0)
-		return (rc);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return (errno);
-	rc = key_read(fd, &k, &slot);
-	close(fd);
-	if (rc != 0)
+	if ((rc = key_load(data, &k)) != 0)
 		return (rc);
 	memcpy(d, k0, sizeof(d));
 	for (uint64_t e = 1; e <= k.epoch && rc == 0; e++) {

@@ -108,6 +108,47 @@ read_key(const char *path, int priv, EVP_PKEY **out)
 	return (0);
 }
 
+/* An Ed25519 signature of m[0..len) with k into sig: 0, ENOMEM or EIO. */
+static int
+sign_msg(EVP_PKEY *k, const uint8_t *m, size_t len, uint8_t sig[LB_SIGN_SIG_LEN])
+{
+	size_t		 n = LB_SIGN_SIG_LEN;
+	EVP_MD_CTX	*ctx;
+	int		 ok;
+
+	if ((ctx = EVP_MD_CTX_new()) == NULL)
+		return (ENOMEM);
+	ok = EVP_DigestSignInit(ctx, NULL, NULL, NULL, k) == 1 &&
+	    EVP_DigestSign(ctx, sig, &n, m, len) == 1 && n == LB_SIGN_SIG_LEN;
+	EVP_MD_CTX_free(ctx);
+	return (ok ? 0 : EIO);
+}
+
+/*
+ * Whether sig is an Ed25519 signature of m[0..len) by the public key in pubpath: 0, or
+ * LB_ECORRUPT when not; read_key's errors for the key file.
+ */
+static int
+verify_msg(const char *pubpath, const uint8_t *m, size_t len,
+    const uint8_t sig[LB_SIGN_SIG_LEN])
+{
+	EVP_PKEY	*k;
+	EVP_MD_CTX	*ctx;
+	int		 rc, ok;
+
+	if ((rc = read_key(pubpath, 0, &k)) != 0)
+		return (rc);
+	if ((ctx = EVP_MD_CTX_new()) == NULL) {
+		EVP_PKEY_free(k);
+		return (ENOMEM);
+	}
+	ok = EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k) == 1 &&
+	    EVP_DigestVerify(ctx, sig, LB_SIGN_SIG_LEN, m, len) == 1;
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(k);
+	return (ok ? 0 : LB_ECORRUPT);
+}
+
 struct signarg {
 	EVP_PKEY	*k;
 	const char	*ls;
@@ -120,17 +161,9 @@ fill_root(struct lb_chrec *r, const uint8_t *prev, void *arg)
 {
 	struct signarg	*a = arg;
 	uint8_t		 m[LB_SIGN_MSG_LEN];
-	size_t		 n = LB_SIGN_SIG_LEN;
-	EVP_MD_CTX	*ctx;
-	int		 ok;
 
 	signed_msg(m, a->ls, a->day, r->seq - 1, prev, r->first_id, r->count);
-	if ((ctx = EVP_MD_CTX_new()) == NULL)
-		return (ENOMEM);
-	ok = EVP_DigestSignInit(ctx, NULL, NULL, NULL, a->k) == 1 &&
-	    EVP_DigestSign(ctx, r->sig, &n, m, sizeof(m)) == 1 && n == LB_SIGN_SIG_LEN;
-	EVP_MD_CTX_free(ctx);
-	return (ok ? 0 : EIO);
+	return (sign_msg(a->k, m, sizeof(m), r->sig));
 }
 
 int
@@ -162,23 +195,10 @@ lb_sign_check(const char *pubpath, const char *ls, uint32_t day, uint64_t seq,
     const uint8_t prev[LB_SHA256_LEN], uint64_t first_id, uint64_t count,
     const uint8_t sig[LB_SIGN_SIG_LEN])
 {
-	EVP_PKEY	*k;
-	EVP_MD_CTX	*ctx;
 	uint8_t		 m[LB_SIGN_MSG_LEN];
-	int		 rc, ok;
 
-	if ((rc = read_key(pubpath, 0, &k)) != 0)
-		return (rc);
 	signed_msg(m, ls, day, seq, prev, first_id, count);
-	if ((ctx = EVP_MD_CTX_new()) == NULL) {
-		EVP_PKEY_free(k);
-		return (ENOMEM);
-	}
-	ok = EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k) == 1 &&
-	    EVP_DigestVerify(ctx, sig, LB_SIGN_SIG_LEN, m, sizeof(m)) == 1;
-	EVP_MD_CTX_free(ctx);
-	EVP_PKEY_free(k);
-	return (ok ? 0 : LB_ECORRUPT);
+	return (verify_msg(pubpath, m, sizeof(m), sig));
 }
 
 /* The message a tombstone's signature covers (FORMAT.md §14.6). */
@@ -205,20 +225,12 @@ fill_tomb(struct lb_chrec *r, const uint8_t *prev, void *arg)
 {
 	struct signarg	*a = arg;
 	uint8_t		 m[LB_TOMB_MSG_LEN];
-	size_t		 n = LB_SIGN_SIG_LEN;
-	EVP_MD_CTX	*ctx;
-	int		 ok;
 
 	if (a->k == NULL)
 		return (0);	/* (signing not set up: the tombstone goes unsigned) */
 	tomb_msg(m, a->ls, r, prev);
-	if ((ctx = EVP_MD_CTX_new()) == NULL)
-		return (ENOMEM);
-	ok = EVP_DigestSignInit(ctx, NULL, NULL, NULL, a->k) == 1 &&
-	    EVP_DigestSign(ctx, r->sig, &n, m, sizeof(m)) == 1 && n == LB_SIGN_SIG_LEN;
-	EVP_MD_CTX_free(ctx);
 	r->level = LB_CHT_SIGNED;
-	return (ok ? 0 : EIO);
+	return (sign_msg(a->k, m, sizeof(m), r->sig));
 }
 
 int
@@ -242,25 +254,16 @@ lb_sign_tomb_append(const char *data, const char *daydir, const struct lb_chgen 
 int
 lb_sign_check_tomb(const char *pubpath, const char *ls, const struct lb_chrec *r)
 {
-	EVP_PKEY	*k;
-	EVP_MD_CTX	*ctx;
 	uint8_t		 m[LB_TOMB_MSG_LEN];
-	int		 rc, ok;
+	EVP_PKEY	*k;
+	int		 rc;
 
+	/* The key first: without one, the caller learns that (not that the record is bad). */
 	if ((rc = read_key(pubpath, 0, &k)) != 0)
 		return (rc);
-	if (!(r->level & LB_CHT_SIGNED)) {
-		EVP_PKEY_free(k);
-		return (LB_ECORRUPT);
-	}
-	tomb_msg(m, ls, r, r->prev);
-	if ((ctx = EVP_MD_CTX_new()) == NULL) {
-		EVP_PKEY_free(k);
-		return (ENOMEM);
-	}
-	ok = EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k) == 1 &&
-	    EVP_DigestVerify(ctx, r->sig, LB_SIGN_SIG_LEN, m, sizeof(m)) == 1;
-	EVP_MD_CTX_free(ctx);
 	EVP_PKEY_free(k);
-	return (ok ? 0 : LB_ECORRUPT);
+	if (!(r->level & LB_CHT_SIGNED))
+		return (LB_ECORRUPT);
+	tomb_msg(m, ls, r, r->prev);
+	return (verify_msg(pubpath, m, sizeof(m), r->sig));
 }

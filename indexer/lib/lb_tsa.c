@@ -25,21 +25,6 @@
 #include "lb_format.h"
 #include "lb_util.h"
 
-static void
-setwhy(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-setwhy(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why == NULL || len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
-
 int
 lb_tsa_request(const uint8_t digest[LB_SHA256_LEN], uint8_t **der, size_t *len)
 {
@@ -102,7 +87,7 @@ lb_tsa_check(const uint8_t *resp, size_t len, const uint8_t digest[LB_SHA256_LEN
 		*when = 0;
 	if (len > LONG_MAX || (r = d2i_TS_RESP(NULL, &p, (long)len)) == NULL ||
 	    p != resp + len) {
-		setwhy(why, whylen, "not an RFC 3161 time-stamp reply");
+		lb_setwhy(why, whylen, "not an RFC 3161 time-stamp reply");
 		goto done;
 	}
 	if ((ctx = TS_VERIFY_CTX_new()) == NULL || (imp = OPENSSL_memdup(digest,
@@ -113,7 +98,7 @@ lb_tsa_check(const uint8_t *resp, size_t len, const uint8_t digest[LB_SHA256_LEN
 	flags = TS_VFY_VERSION | TS_VFY_IMPRINT;
 	if (cafile != NULL) {
 		if ((store = X509_STORE_new()) == NULL || !X509_STORE_load_file(store, cafile)) {
-			setwhy(why, whylen, "cannot load the TSA's CA %s", cafile);
+			lb_setwhy(why, whylen, "cannot load the TSA's CA %s", cafile);
 			rc = LB_EBADCONF;
 			goto done;
 		}
@@ -125,7 +110,7 @@ lb_tsa_check(const uint8_t *resp, size_t len, const uint8_t digest[LB_SHA256_LEN
 	TS_VERIFY_CTX_set_imprint(ctx, imp, LB_SHA256_LEN);
 	imp = NULL;
 	if (TS_RESP_verify_response(ctx, r) != 1) {
-		setwhy(why, whylen, "%s", cafile != NULL ? "the token is not a time stamp of "
+		lb_setwhy(why, whylen, "%s", cafile != NULL ? "the token is not a time stamp of "
 		    "this day root by a TSA the CA vouches for (swapped, edited, or another TSA)" :
 		    "the token is not a granted time stamp of this day root (swapped or edited)");
 		goto done;

@@ -150,6 +150,18 @@ lb_path(char *buf, size_t len, const char *fmt, ...)
 	return (0);
 }
 
+void
+lb_setwhy(char *why, size_t len, const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (why == NULL || len == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
 int
 lb_inflate_raw(struct inflate_state **state, const uint8_t *src, size_t srclen, uint8_t *dst,
     size_t dstlen)

@@ -212,4 +212,11 @@ int	lb_inflate_raw(struct inflate_state **state, const uint8_t *src, size_t srcl
 int	lb_path(char *buf, size_t len, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 
+/*
+ * A reader's explanation of damage: fmt into why[0..len) (cut to fit), nothing when why is
+ * NULL or len 0. The one copy for every file reader that says what it found wrong.
+ */
+void	lb_setwhy(char *why, size_t len, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+
 #endif /* LB_UTIL_H */

@@ -240,37 +240,6 @@ when(uint64_t i)
 	return (T0 + (int64_t)((i - 1) / (NMSG / 3)) * DAY_US + (int64_t)i * 1000);
 }
 
-struct reports {
-	char	text[16384];
-	size_t	len;
-	int	n;
-};
-
-static void
-collect(void *arg, const char *path, const char *what)
-{
-	struct reports *r = arg;
-
-	r->len += (size_t)snprintf(r->text + r->len, sizeof(r->text) - r->len, "%s: %s\n",
-	    path, what);
-	if (r->len >= sizeof(r->text))
-		r->len = sizeof(r->text) - 1;
-	r->n++;
-}
-
-static int
-verify(const char *dir, struct reports *r)
-{
-	struct lb_store	*st;
-	int		 rc;
-
-	memset(r, 0, sizeof(*r));
-	assert_ok(lb_store_open(dir, "main", LB_RDONLY, &st));
-	rc = lb_store_verify(st, collect, r);
-	lb_store_close(st);
-	return (rc);
-}
-
 /*
  * The store every tampering starts from: three days, flushes every millisecond (tiered
  * merges; each ended day merged whole), a writer killed with messages committed, the next
@@ -349,9 +318,9 @@ blocks(const char *dir, int d, struct lb_blkref *out, size_t max)
 static void
 expect(const char *dir, const char *what, const char *needle, const char *where)
 {
-	struct reports r;
+	struct t_reports r;
 
-	if (verify(dir, &r) != LB_ECORRUPT)
+	if (t_verify(dir, NULL, &r, NULL) != LB_ECORRUPT)
 		fail_msg("%s: verify found nothing", what);
 	if (strstr(r.text, needle) == NULL || strstr(r.text, where) == NULL)
 		fail_msg("%s: no \"%s\" at %s in:\n%s", what, needle, where, r.text);
@@ -398,7 +367,7 @@ t_store_clean_and_tampered(void **state)
 	char			 base[256], dir[256], dd[300], path[400], cmd[1024], seg[400];
 	char			 where[64];
 	struct lb_blkref	 b[64];
-	struct reports		 r;
+	struct t_reports		 r;
 	struct lb_catalog	*cat;
 	struct lb_dayref	*days = NULL;
 	uint8_t			*bytes;
@@ -408,7 +377,7 @@ t_store_clean_and_tampered(void **state)
 	(void)state;
 	t_mkdtemp(base, sizeof(base));
 	build_store(base);
-	if (verify(base, &r) != 0)
+	if (t_verify(base, NULL, &r, NULL) != 0)
 		fail_msg("a store nobody touched:\n%s", r.text);
 	/* Each day has a chain; the recovery's records are flagged. */
 	for (int d = 1; d <= 3; d++) {
@@ -528,7 +497,7 @@ t_store_clean_and_tampered(void **state)
 	day_dir(dd, sizeof(dd), dir, 1);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dd);
 	assert_int_equal(system(cmd), 0);
-	if (verify(dir, &r) != 0)
+	if (t_verify(dir, NULL, &r, NULL) != 0)
 		fail_msg("retention with a tombstone:\n%s", r.text);
 	/* ... and the chain of the day after still links: a writer goes on. */
 	{
@@ -541,7 +510,7 @@ t_store_clean_and_tampered(void **state)
 		assert_ok(lb_store_append(st, &m));
 		assert_ok(lb_store_close(st));
 	}
-	if (verify(dir, &r) != 0)
+	if (t_verify(dir, NULL, &r, NULL) != 0)
 		fail_msg("after retention and more messages:\n%s", r.text);
 	/* With a signing key: retention's tombstone is signed, and clean. */
 	FRESH();
@@ -553,7 +522,7 @@ t_store_clean_and_tampered(void **state)
 	day_dir(dd, sizeof(dd), dir, 1);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dd);
 	assert_int_equal(system(cmd), 0);
-	if (verify(dir, &r) != 0)
+	if (t_verify(dir, NULL, &r, NULL) != 0)
 		fail_msg("retention with a signed tombstone:\n%s", r.text);
 	/* ... but an unsigned one, written by whoever removes a day, does not excuse it. */
 	FRESH();

@@ -126,6 +126,47 @@ t_rmtree(const char *dir)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* What lb_store_verify reported: its lines "path: what", and how many. */
+struct t_reports {
+	char	text[16384];
+	size_t	len;
+	int	n;
+};
+
+/* lb_store_verify's report callback: appends to the struct t_reports arg (cut to fit). */
+static inline void
+t_collect(void *arg, const char *path, const char *what)
+{
+	struct t_reports *r = arg;
+
+	r->len += (size_t)snprintf(r->text + r->len, sizeof(r->text) - r->len, "%s: %s\n",
+	    path, what);
+	if (r->len >= sizeof(r->text))
+		r->len = sizeof(r->text) - 1;
+	r->n++;
+}
+
+/*
+ * lb_store_verify of dir's logspace main into *r; with the verification key k when it is not
+ * NULL; *si gets the seal information when si is not NULL. Its return value.
+ */
+static inline int
+t_verify(const char *dir, const uint8_t *k, struct t_reports *r, struct lb_sealinfo *si)
+{
+	struct lb_store	*st;
+	int		 rc;
+
+	memset(r, 0, sizeof(*r));
+	assert_ok(lb_store_open(dir, "main", LB_RDONLY, &st));
+	if (k != NULL)
+		lb_store_set_verify_key(st, k);
+	rc = lb_store_verify(st, t_collect, r);
+	if (si != NULL)
+		lb_store_seal_info(st, si);
+	lb_store_close(st);
+	return (rc);
+}
+
 /*
  * The main() of a test file: runs the tests listed (cmocka_unit_test(name), ...) as one group
  * and exits with the number that failed. T_FILTER=name runs only the tests it matches

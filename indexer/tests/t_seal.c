@@ -66,40 +66,6 @@ mkmsg(struct lb_msg *m, char *buf, size_t len, uint64_t i)
 	m->received = T0 + (int64_t)i * 1000;
 }
 
-struct reports {
-	char	text[16384];
-	size_t	len;
-};
-
-static void
-collect(void *arg, const char *path, const char *what)
-{
-	struct reports *r = arg;
-
-	r->len += (size_t)snprintf(r->text + r->len, sizeof(r->text) - r->len, "%s: %s\n",
-	    path, what);
-	if (r->len >= sizeof(r->text))
-		r->len = sizeof(r->text) - 1;
-}
-
-/* Verifies dir's main, with the verification key when k != NULL. */
-static int
-verify(const char *dir, const uint8_t *k, struct reports *r, struct lb_sealinfo *si)
-{
-	struct lb_store	*st;
-	int		 rc;
-
-	memset(r, 0, sizeof(*r));
-	assert_ok(lb_store_open(dir, "main", LB_RDONLY, &st));
-	if (k != NULL)
-		lb_store_set_verify_key(st, k);
-	rc = lb_store_verify(st, collect, r);
-	if (si != NULL)
-		lb_store_seal_info(st, si);
-	lb_store_close(st);
-	return (rc);
-}
-
 static void
 seal(const char *dir, uint64_t want)
 {
@@ -254,9 +220,9 @@ rewrite_chain(const char *daydir, const uint8_t key[LB_SEAL_KEYLEN], int drop_ep
 static void
 expect(const char *dir, const uint8_t *k, const char *what, const char *needle)
 {
-	struct reports r;
+	struct t_reports r;
 
-	if (verify(dir, k, &r, NULL) != LB_ECORRUPT)
+	if (t_verify(dir, k, &r, NULL) != LB_ECORRUPT)
 		fail_msg("%s: verify found nothing", what);
 	if (strstr(r.text, needle) == NULL)
 		fail_msg("%s: no \"%s\" in:\n%s", what, needle, r.text);
@@ -269,7 +235,7 @@ t_seals_and_forgeries(void **state)
 {
 	char			 base[256], dir[256], cmd[1200], dd[400], path[500], save[520];
 	uint8_t			 k0[LB_SEAL_KEYLEN], kn[LB_SEAL_KEYLEN], sha[32];
-	struct reports		 r;
+	struct t_reports		 r;
 	struct lb_sealinfo	 si;
 	struct lb_msgfile	*mf;
 	struct lb_blkref	 b;
@@ -278,14 +244,14 @@ t_seals_and_forgeries(void **state)
 	(void)state;
 	t_mkdtemp(base, sizeof(base));
 	build(base, k0);
-	if (verify(base, k0, &r, &si) != 0)
+	if (t_verify(base, k0, &r, &si) != 0)
 		fail_msg("sealed store:\n%s", r.text);
 	assert_int_equal(si.setup, 1);
 	assert_int_equal(si.first, 1);
 	assert_int_equal(si.last, 4);
 	assert_int_equal(si.key_epoch, 5);
 	assert_true(si.checked == si.seals && si.seals >= 4);
-	if (verify(base, NULL, &r, &si) != 0)
+	if (t_verify(base, NULL, &r, &si) != 0)
 		fail_msg("sealed store, no key:\n%s", r.text);
 	assert_int_equal(si.checked, 0);
 	t_mkdtemp(dir, sizeof(dir));
@@ -350,7 +316,7 @@ t_seals_and_forgeries(void **state)
 	assert_ok(lb_sha256_fd(fd, b.off, b.len, sha));
 	close(fd);
 	rewrite_chain(dd, kn, 0, 0, b.off, sha);
-	if (verify(dir, NULL, &r, NULL) != LB_ECORRUPT || strstr(r.text, "seal") != NULL)
+	if (t_verify(dir, NULL, &r, NULL) != LB_ECORRUPT || strstr(r.text, "seal") != NULL)
 		fail_msg("resealed, no key: only the block's own checksum is wrong:\n%s", r.text);
 	expect(dir, k0, "resealed", "the seal of epoch 1 (record");
 	expect(dir, k0, "resealed", "made with another epoch's key (resealed)");
