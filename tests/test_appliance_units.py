@@ -870,6 +870,21 @@ def test_storage_encrypted_without_its_key_file(storage: types.ModuleType) -> No
     assert not p.stuck and p.steps[0][0] == "systemd-mount"
 
 
+def test_storage_tpm2_token_opens_first(storage: types.ModuleType) -> None:
+    # a LUKS2 store with a TPM2 token: systemd-cryptsetup opens it with the TPM2, also when a
+    # key file was left beside it (its slot was removed when the key was sealed)
+    doc = {"blockdevices": [BOOT, disk("vdb", "crypto_LUKS", "logbox-store")]}
+    for have_key in (False, True):
+        p = storage.plan(doc, {}, "0:0", have_key, frozenset({"/dev/vdb"}))
+        assert p.steps == [
+            [storage.CRYPTSETUP_ATTACH, "attach", "logbox-store", "/dev/vdb", "-",
+             "tpm2-device=auto,headless=true"]
+        ]  # fmt: skip
+    opened = disk("vdb", "crypto_LUKS", "logbox-store", children=[vol(mounted=True)])
+    p = storage.plan({"blockdevices": [BOOT, opened]}, {}, "0:0", False, frozenset({"/dev/vdb"}))
+    assert p.steps == [] and "its key sealed to the TPM2" in p.message
+
+
 def test_storage_store_from_before_encryption(storage: types.ModuleType) -> None:
     # ext4 straight on the array or the disk (made before encryption): mounted as it is
     a = md(fstype="ext4")
