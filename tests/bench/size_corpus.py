@@ -6,7 +6,8 @@ smaller target gives a prefix of a larger one:
     (Zipf), a random pid on every line, messages drawn from sshd (failed / accepted, random user,
     IP, port, base64 key), nginx/haproxy access lines (random IP, ids, sizes, status), kernel
     firewall lines (two random IPs, ports, lengths), else 4-14 Zipf words with 0-3 inserted
-    numbers, IPs, `size=`, `id=<hex>` or `<N>ms`; ~130 B a line.
+    numbers, IPs, `size=`, `id=<hex>` or `<N>ms`; ~130 B a line. synth_lines() gives these lines
+    from any start time at any rate (integrity.py's one day of --day-msgs messages).
   - lhlike: the 16 loghub samples as RFC 5424 (MSG = the original line), cycled in runs of
     20-400 consecutive lines of one system, every run of digits in the message part replaced by
     random digits of the same length, so the corpus is not a copy of itself; ~190 B a line.
@@ -22,10 +23,11 @@ expovariate).
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -133,7 +135,15 @@ AGENTS = [
 PRIS = [(4 << 3) | 6, (3 << 3) | 6, (1 << 3) | 5, (10 << 3) | 4, (3 << 3) | 3, (16 << 3) | 6]
 
 
-def synth(out: BinaryIO, target: int, rnd: random.Random, samples: Samples) -> None:
+def synth_lines(
+    rnd: random.Random,
+    t0: float = 1_700_000_000.0,
+    rate: float = 20000.0 / 3600,
+    t_end: float = math.inf,
+) -> Iterator[bytes]:
+    """synth's lines, endless: time stamps from t0 on, Poisson at rate lines a second, never
+    past t_end (a later one is held at t_end). The defaults give synth's bytes."""
+
     def zipf_words(k: int) -> list[str]:
         w = len(WORDS)
         return [WORDS[min(w - 1, int(w ** rnd.random()) - 1)] for _ in range(k)]
@@ -152,11 +162,9 @@ def synth(out: BinaryIO, target: int, rnd: random.Random, samples: Samples) -> N
         + [f"fw{i}.example.com" for i in range(6)]
         + [f"10.1.{i // 10}.{i % 10 + 1}" for i in range(30)]
     )
-    t = 1_700_000_000.0
-    n = 0
-    buf: list[bytes] = []
-    while n < target:
-        t += rnd.expovariate(20000.0 / 3600)
+    t = t0
+    while True:
+        t = min(t + rnd.expovariate(rate), t_end)
         tm = time.gmtime(t)
         ts = "%s %2d %02d:%02d:%02d" % (
             MON[tm.tm_mon - 1],
@@ -228,7 +236,15 @@ def synth(out: BinaryIO, target: int, rnd: random.Random, samples: Samples) -> N
                     ),
                 )
             msg = " ".join(ws)
-        b = f"<{pri}>{ts} {host} {prog}[{rnd.randrange(100, 65536)}]: {msg}\n".encode()
+        yield f"<{pri}>{ts} {host} {prog}[{rnd.randrange(100, 65536)}]: {msg}\n".encode()
+
+
+def synth(out: BinaryIO, target: int, rnd: random.Random, samples: Samples) -> None:
+    n = 0
+    buf: list[bytes] = []
+    for b in synth_lines(rnd):
+        if n >= target:
+            break
         buf.append(b)
         n += len(b)
         if len(buf) >= 10000:
