@@ -97,8 +97,8 @@ USERS = {
     ),
 }
 WRITABLE = {unit: paths for unit, _, paths in USERS.values()} | {
-    # the store's key file in /etc/logbox (made with the encrypted volume)
-    "logbox-storage.service": {"/run/logbox", "/run/mdadm", "/run/cryptsetup", "/etc/logbox"},
+    # the store's key file in /etc/logbox/luks (made with the encrypted volume)
+    "logbox-storage.service": {"/run/logbox", "/run/mdadm", "/run/cryptsetup", "/etc/logbox/luks"},
     # as the store's owner: the sealing keys in the store, the verification key on /run
     "logbox-keys.service": {"/var/lib/logbox", "/run/logbox-keys"},
     # as the store's owner, reading it: its report, and an LMDB reader's slot in the catalog
@@ -605,7 +605,7 @@ def test_keys_made_once_shown_once_kept_off_disk(root: Path, tree: Path) -> None
     /etc, as hex or as bytes, and it checks the store's seals."""
     unit = unit_file(root, "logbox-keys.service")
     assert last(unit, "StandardOutput") == "null"  # keys init's stdout (the key) never logged
-    assert last(unit, "ConditionPathExists") == "!/var/lib/logbox/indexd/seal"
+    assert last(unit, "ConditionPathExists") == "!/var/lib/logbox/indexd/keys-shown"
     store, run = tree / "var/lib/logbox", tree / "run/logbox-keys"
     store.mkdir(parents=True, exist_ok=True)
     run.mkdir(parents=True)
@@ -628,8 +628,9 @@ def test_keys_made_once_shown_once_kept_off_disk(root: Path, tree: Path) -> None
     assert len(keys) == 1, console
     key = keys[0]
     assert key not in shown.stdout + shown.stderr, "the key reached the journal"
-    assert mode_owner(tree, "/run/logbox-keys/verification-key") == (0o400, 0, 0)
-    assert (run / "verification-key").read_text().strip() == key
+    # not asked for by the first-boot configuration: the file on /run is gone too
+    assert not (run / "verification-key").exists()
+    assert (store / "indexd/keys-shown").exists()
     pub = tree / "etc/logbox/sign.pub"
     assert pub.read_bytes() == (store / "indexd/sign.pub").read_bytes()
     assert mode_owner(tree, "/etc/logbox/sign.pub")[0] == 0o644
@@ -653,6 +654,21 @@ def test_keys_made_once_shown_once_kept_off_disk(root: Path, tree: Path) -> None
     # a second run of the unit's first step refuses: keys are made once per store
     again = subprocess.run([str(root / init[0].lstrip("/")), *init[1:]], capture_output=True)
     assert again.returncode == 1 and b"set up already" in again.stderr
+    # a new store, and the first-boot configuration asked for the file (verification_key_file
+    # = true: firstboot's marker): it stays on /run, root's, 0400
+    shutil.rmtree(store)
+    store.mkdir()
+    (tree / "etc/logbox/verification-key-file").write_text("")
+    (tree / "dev/console").write_text("")
+    done = subprocess.run([str(root / init[0].lstrip("/")), *init[1:]], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    shown = run_libexec(root, "logbox-firstboot", env, args=tuple(post[1:]))
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    [key2] = re.findall(
+        r"verification key \(shown once\): ([0-9a-f]{64})", (tree / "dev/console").read_text()
+    )
+    assert mode_owner(tree, "/run/logbox-keys/verification-key") == (0o400, 0, 0)
+    assert (run / "verification-key").read_text().strip() == key2 != key
 
 
 def test_firstboot_uses_a_given_password_and_key(root: Path, tree: Path) -> None:
@@ -693,6 +709,15 @@ def test_firstboot_refuses_a_bad_configuration(root: Path, tree: Path) -> None:
     assert done.returncode != 0 and "cannot add admin" in done.stderr
     assert "short" not in done.stdout + done.stderr.replace("short\n", "")  # not echoed back
     assert not (tree / "etc/logbox/firstboot.done").exists()
+    (tree / "etc/logbox/firstboot.toml").write_text('verification_key_file = "yes"\n')
+    done = firstboot(root, tree)
+    assert done.returncode != 0
+    assert "verification_key_file: expected true or false" in done.stderr
+    # given as it should be: firstboot leaves the marker logbox-keys.service looks for
+    (tree / "etc/logbox/firstboot.toml").write_text("verification_key_file = true\n")
+    done = firstboot(root, tree)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tree / "etc/logbox/verification-key-file").exists()
 
 
 # ---------------------------------------------------------------- logbox-storage
@@ -824,9 +849,7 @@ def test_storage_two_blank_disks_make_an_array(storage: types.ModuleType) -> Non
     assert p.steps == [["luks-format", "/dev/md127"]]
     # then: open it with the key file
     p = plan(storage, [BOOT, member("vdb", md()), member("vdc", md())], MDSTAT_CLEAN)
-    assert p.steps == [
-        ["cryptsetup", "open", "--key-file", "/etc/logbox/store.key", "/dev/md127", "logbox-store"]
-    ]
+    assert p.steps == [["luks-open", "/dev/md127", "key"]]
     # then: the open volume has no file system yet
     a = md(opened=vol(None))
     p = plan(storage, [BOOT, member("vdb", a), member("vdc", a)], MDSTAT_CLEAN)
@@ -861,7 +884,8 @@ def test_storage_encrypted_without_its_key_file(storage: types.ModuleType) -> No
     # not mounted, and the message says how to unlock it with the recovery key
     p = plan(storage, [BOOT, member("vdb", md()), member("vdc", md())], MDSTAT_CLEAN, False)
     assert p.stuck and p.steps == []
-    assert "/etc/logbox/store.key is missing" in p.message and "recovery key" in p.message
+    assert "/etc/logbox/luks/store.key is missing" in p.message and "recovery key" in p.message
+    assert "systemctl restart logbox.target" in p.message
     p = plan(storage, [BOOT, disk("vdb", "crypto_LUKS", "logbox-store")], have_key=False)
     assert p.stuck and p.mode == "single" and "cryptsetup open /dev/vdb" in p.message
     # opened by hand with the recovery key: mounted as usual, with or without the key file
@@ -870,19 +894,23 @@ def test_storage_encrypted_without_its_key_file(storage: types.ModuleType) -> No
     assert not p.stuck and p.steps[0][0] == "systemd-mount"
 
 
-def test_storage_tpm2_token_opens_first(storage: types.ModuleType) -> None:
-    # a LUKS2 store with a TPM2 token: systemd-cryptsetup opens it with the TPM2, also when a
-    # key file was left beside it (its slot was removed when the key was sealed)
+def test_storage_tpm2_and_key_file(storage: types.ModuleType) -> None:
+    # a LUKS2 store with a TPM2 token: the key file first when there is one (the admin's way
+    # back after the TPM2 stopped opening it), then the TPM2
     doc = {"blockdevices": [BOOT, disk("vdb", "crypto_LUKS", "logbox-store")]}
-    for have_key in (False, True):
-        p = storage.plan(doc, {}, "0:0", have_key, frozenset({"/dev/vdb"}))
-        assert p.steps == [
-            [storage.CRYPTSETUP_ATTACH, "attach", "logbox-store", "/dev/vdb", "-",
-             "tpm2-device=auto,headless=true"]
-        ]  # fmt: skip
+    sealed = {"/dev/vdb": storage.Luks(tpm2=True, slots=2)}
+    p = storage.plan(doc, {}, "0:0", True, sealed)
+    assert p.steps == [["luks-open", "/dev/vdb", "key,tpm2"]]
+    p = storage.plan(doc, {}, "0:0", False, sealed)
+    assert p.steps == [["luks-open", "/dev/vdb", "tpm2"]]
     opened = disk("vdb", "crypto_LUKS", "logbox-store", children=[vol(mounted=True)])
-    p = storage.plan({"blockdevices": [BOOT, opened]}, {}, "0:0", False, frozenset({"/dev/vdb"}))
+    p = storage.plan({"blockdevices": [BOOT, opened]}, {}, "0:0", False, sealed)
     assert p.steps == [] and "its key sealed to the TPM2" in p.message
+    # a format cut short before its recovery key: the key file's slot alone
+    opened = disk("vdb", "crypto_LUKS", "logbox-store", children=[vol()])
+    p = storage.plan({"blockdevices": [BOOT, opened]}, {}, "0:0", True,
+                     {"/dev/vdb": storage.Luks(tpm2=False, slots=1)})  # fmt: skip
+    assert p.steps == [["luks-recovery", "/dev/vdb"]]
 
 
 def test_storage_store_from_before_encryption(storage: types.ModuleType) -> None:
@@ -934,7 +962,7 @@ def test_storage_one_disk(storage: types.ModuleType) -> None:
     p = plan(storage, [BOOT, disk("vdb")])
     assert p.mode == "single" and p.steps == [["luks-format", "/dev/vdb"]]
     p = plan(storage, [BOOT, disk("vdb", "crypto_LUKS", "logbox-store")])
-    assert p.mode == "single" and p.steps[0][:2] == ["cryptsetup", "open"]
+    assert p.mode == "single" and p.steps == [["luks-open", "/dev/vdb", "key"]]
     d = disk("vdb", "crypto_LUKS", "logbox-store", children=[vol(None)])
     p = plan(storage, [BOOT, d])
     assert p.steps[0][0] == "mkfs.ext4" and p.steps[0][-1] == "/dev/mapper/logbox-store"
@@ -1362,7 +1390,12 @@ state_path = os.environ["FAKE_STATE"]
 st = json.load(open(state_path))
 tool, args = os.path.basename(sys.argv[0]), sys.argv[1:]
 st["calls"].append([tool, *args])
+st.setdefault("slots", ["key file", "recovery"])  # a volume's key slots (luksFormat: anew)
 devs = st["devices"]
+
+def fail(msg):  # a tool that fails: its call is kept
+    json.dump(st, open(state_path, "w"))
+    sys.exit(msg)
 
 def walk(ds):
     for d in ds:
@@ -1433,7 +1466,9 @@ elif tool == "mkfs.ext4":
     st["volume_fs" if d["type"] == "crypt" else "array_fs"] = "ext4"
     sync(d["path"])
 elif tool == "cryptsetup" and args[0] == "luksFormat":
-    assert args[args.index("--key-file") + 1] == "/etc/logbox/store.key", args
+    key = args[args.index("--key-file") + 1]
+    assert key in ("/etc/logbox/luks/store.key", "/run/logbox/store.key.new"), args
+    assert os.path.exists(os.environ["LOGBOX_ROOT"] + key), key
     d = find(args[-1])
     d.update(fstype="crypto_LUKS", label=args[args.index("--label") + 1])
     st["array_fs"] = "crypto_LUKS"
@@ -1443,19 +1478,27 @@ elif tool == "cryptsetup" and args[0] == "luksAddKey":
     assert args[-1] == "-", args
     st["slots"].append(sys.stdin.read())
 elif tool == "cryptsetup" and args[0] == "open":
+    if "key file" not in st["slots"]:
+        fail("No key available with this passphrase.")
     d = find(args[-2])
     assert d["fstype"] == "crypto_LUKS" and args[-1] == "logbox-store", (d, args)
     d["children"] = [volume()]
     sync(d["path"])
 elif tool == "cryptsetup" and args[0] == "luksDump":
-    print("LUKS header information\nTokens:\n" + ("  0: systemd-tpm2\n" if st.get("tpm2") else ""))
+    print("LUKS header information\nKeyslots:\n"
+          + "".join(f"  {i}: luks2\n\tKey: 512 bits\n" for i in range(len(st["slots"])))
+          + "Tokens:\n" + ("  0: systemd-tpm2\n" if st.get("tpm2") else ""))
 elif tool == "cryptsetup" and args[0] == "luksRemoveKey":
-    assert args[-1] == "/etc/logbox/store.key", args
+    assert args[-1] == "/run/logbox/store.key.new", args
     st["slots"].remove("key file")
+elif tool == "systemd-cryptenroll" and st.get("tpm2_refuses"):
+    fail("ERROR: Failed to seal to TPM2")
 elif tool == "systemd-cryptenroll":
-    assert "--unlock-key-file=/etc/logbox/store.key" in args and "--tpm2-device=auto" in args
+    assert "--unlock-key-file=/run/logbox/store.key.new" in args and "--tpm2-device=auto" in args
     st["tpm2"] = True
     st["slots"].append("tpm2")
+elif tool == "systemd-cryptsetup" and st.get("tpm2_refuses"):
+    fail("Failed to unseal secret using TPM2: State not recoverable")
 elif tool == "systemd-cryptsetup" and args[0] == "attach":
     assert args[1] == "logbox-store" and "tpm2-device=auto" in args[-1] and st["tpm2"], args
     d = find(args[2])
@@ -1550,7 +1593,7 @@ def test_storage_first_boot_then_again(root: Path, fake_disks: tuple[Path, dict[
     }
     # the key file: 256 random bits as hex, root's only; the recovery key: in the second key
     # slot, shown once on the console and nowhere else (not in the output, i.e. the journal)
-    key = t / "etc/logbox/store.key"
+    key = t / "etc/logbox/luks/store.key"
     assert re.fullmatch(r"[0-9a-f]{64}", key.read_text())
     assert stat.S_IMODE(key.stat().st_mode) == 0o400 and key.stat().st_uid == 0
     shown = re.findall(r"store recovery key \(shown once\): (\S+)", (t / "dev/console").read_text())
@@ -1572,12 +1615,13 @@ def test_storage_first_boot_then_again(root: Path, fake_disks: tuple[Path, dict[
 
 def test_storage_replaced_disk_resyncs(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
     state, env = fake_disks
-    (Path(env["LOGBOX_ROOT"]) / "etc/logbox/store.key").write_text("00" * 32)
+    (Path(env["LOGBOX_ROOT"]) / "etc/logbox/luks/store.key").write_text("00" * 32)
     status, calls, _ = run_storage(
         root,
         state,
         env,
         [BOOT, member("vdb"), disk("vdc")],
+        slots=["key file", "recovery"],
         array_fs="crypto_LUKS",
         volume_fs="ext4",
         array_disks=2,
@@ -1614,7 +1658,7 @@ def test_storage_single_and_root(root: Path, fake_disks: tuple[Path, dict[str, s
     assert status["mode"] == "single" and status["device"] == "/dev/vdb"
     assert "without RAID" in status["message"] and "encrypted (LUKS2)" in status["message"]
     # the key file gone: the store is not mounted, and the unit fails saying why
-    (Path(env["LOGBOX_ROOT"]) / "etc/logbox/store.key").unlink()
+    (Path(env["LOGBOX_ROOT"]) / "etc/logbox/luks/store.key").unlink()
     status, calls, out = run_storage(
         root, state, env, [BOOT, disk("vdb", "crypto_LUKS", "logbox-store")], rc=1
     )
@@ -1642,7 +1686,7 @@ def test_storage_key_sealed_to_a_tpm2(root: Path, fake_disks: tuple[Path, dict[s
     assert [c[:2] for c in calls] == [
         ["cryptsetup", "luksFormat"],
         ["cryptsetup", "luksAddKey"],
-        ["systemd-cryptenroll", "--unlock-key-file=/etc/logbox/store.key"],
+        ["systemd-cryptenroll", "--unlock-key-file=/run/logbox/store.key.new"],
         ["cryptsetup", "luksRemoveKey"],
         ["systemd-cryptsetup", "attach"],
         ["mkfs.ext4", "-q"],
@@ -1650,7 +1694,9 @@ def test_storage_key_sealed_to_a_tpm2(root: Path, fake_disks: tuple[Path, dict[s
     ], calls
     assert calls[2][-1] == calls[3][2] == calls[4][3] == "/dev/vdb"
     assert "--tpm2-pcrs=7" in calls[2]
-    assert not (t / "etc/logbox/store.key").exists()
+    # its first key was on /run only, and is gone; no key file
+    assert not (t / "etc/logbox/luks/store.key").exists()
+    assert not (t / "run/logbox/store.key.new").exists()
     shown = re.findall(r"recovery key \(shown once\): (\S+)", (t / "dev/console").read_text())
     assert json.loads(state.read_text())["slots"] == [shown[0], "tpm2"]
     assert "its key sealed to the TPM2" in status["message"], status
@@ -1667,12 +1713,52 @@ def test_storage_key_sealed_to_a_tpm2(root: Path, fake_disks: tuple[Path, dict[s
     assert status["state"] == "single" and "sealed to the TPM2" in status["message"]
 
 
+def test_storage_ways_back(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
+    state, env = fake_disks
+    t = Path(env["LOGBOX_ROOT"])
+    (t / "dev").mkdir()
+    (t / "dev/console").write_text("")
+    key = t / "etc/logbox/luks/store.key"
+    luks = disk("vdb", "crypto_LUKS", "logbox-store")
+    # a key file whose slot is gone, and a TPM2 token: the TPM2 opens it after the key file
+    key.write_text("00" * 32)
+    status, calls, _ = run_storage(root, state, env, [BOOT, luks], slots=["rk", "tpm2"],
+                                   tpm2=True, volume_fs="ext4")  # fmt: skip
+    assert [c[:2] for c in calls] == [
+        ["cryptsetup", "open"], ["systemd-cryptsetup", "attach"], ["systemd-mount", "--no-ask-password"]
+    ]  # fmt: skip
+    assert status["state"] == "single"
+    # nothing opens it (the TPM2 refuses: PCR 7 changed, say): not mounted, and the message
+    # says how to open it with the recovery key and seal it to this TPM2 again
+    status, calls, out = run_storage(root, state, env, [BOOT, luks], slots=["rk", "tpm2"],
+                                     tpm2=True, tpm2_refuses=True, rc=1)  # fmt: skip
+    assert status["state"] == "failed" and "cannot open the encrypted store" in status["message"]
+    assert "restart logbox.target" in status["message"]
+    assert "systemd-cryptenroll --wipe-slot=tpm2" in status["message"]
+    # a format cut short before the recovery key (the key file's slot alone): it is made and
+    # shown, then the volume is used as usual
+    status, calls, _ = run_storage(root, state, env, [BOOT, luks], slots=["key file"])
+    assert [c[:2] for c in calls] == [
+        ["cryptsetup", "open"], ["cryptsetup", "luksAddKey"], ["mkfs.ext4", "-q"],
+        ["systemd-mount", "--no-ask-password"],
+    ]  # fmt: skip
+    assert "store recovery key (shown once)" in (t / "dev/console").read_text()
+    # a TPM2 that cannot seal: the first key becomes the key file (the store still opens)
+    key.unlink()
+    (t / "dev/tpmrm0").write_text("")
+    status, calls, out = run_storage(root, state, env, [BOOT, disk("vdb")], tpm2_refuses=True)
+    assert [c[0] for c in calls][:3] == ["cryptsetup", "cryptsetup", "systemd-cryptenroll"]
+    assert "not sealed to the TPM2" in out and re.fullmatch(r"[0-9a-f]{64}", key.read_text())
+    assert not (t / "run/logbox/store.key.new").exists()
+    assert status["state"] == "single" and "encrypted (LUKS2)" in status["message"]
+
+
 def test_storage_never_repeats_a_step(root: Path, fake_disks: tuple[Path, dict[str, str]]) -> None:
     # mkfs done but not seen (udev late): udev is asked to look again once, then it stops
     # with the reason rather than make the file system a second time
     state, env = fake_disks
     env["FAKE_UDEV_BLIND"] = "1"
-    (Path(env["LOGBOX_ROOT"]) / "etc/logbox/store.key").write_text("00" * 32)
+    (Path(env["LOGBOX_ROOT"]) / "etc/logbox/luks/store.key").write_text("00" * 32)
     opened = disk("vdb", "crypto_LUKS", "logbox-store", children=[vol(None)])
     status, calls, out = run_storage(root, state, env, [BOOT, opened], rc=1)
     assert [c[0] for c in calls] == ["mkfs.ext4"]

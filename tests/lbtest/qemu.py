@@ -169,6 +169,14 @@ class Vm:
         assert self.swtpm.poll() is None, f"swtpm exited ({self.swtpm.returncode}): {log}"
 
     def start(self, attempts: int = 4) -> Vm:
+        """Starts qemu (see _start); nothing is left running when it fails."""
+        try:
+            return self._start(attempts)
+        except BaseException:
+            self.kill()
+            raise
+
+    def _start(self, attempts: int) -> Vm:
         """Starts qemu (returns once it has set up its devices). The forwarded ports are free
         when picked but may be taken before qemu binds them: qemu then exits at once ("Could
         not set up host forwarding rule"), and it is started again on other ports."""
