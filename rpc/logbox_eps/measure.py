@@ -33,8 +33,8 @@ class Stored:
 
 def stored(api: Client, run: str, conns: int, logspace: str, since: float) -> Stored:
     """Counts the run in the store: per connection (top values of the connection number, or a
-    count each past TOP_K connections), and on each connection whose count is above what
-    distinct numbers could give, the duplicated sequence numbers (top values of s)."""
+    count each past TOP_K connections), and on each connection the sequence numbers stored
+    more than once (the top value of s: a count above 1 means duplicates, then a page of them)."""
     q = run_query(run)
     frm = since - 3600
     total = api.count(q, logspace=logspace, from_=frm)
@@ -46,7 +46,7 @@ def stored(api: Client, run: str, conns: int, logspace: str, since: float) -> St
         for c in range(1, conns + 1):
             per[c] = api.count(f"{q} AND {SD_ID}.c:{c}", logspace=logspace, from_=frm)
     out = Stored(total, per)
-    for c, n in per.items():
+    for c in per:
         top = api.top(f"{q} AND {SD_ID}.c:{c}", f"{SD_ID}.s", logspace=logspace, from_=frm, k=1)
         if not top or int(top[0]["count"]) <= 1:
             continue  # no sequence number twice on this connection
@@ -59,10 +59,16 @@ def stored(api: Client, run: str, conns: int, logspace: str, since: float) -> St
 
 
 def wait_stored(
-    api: Client, run: str, want: int, logspace: str, since: float, bound_s: float
+    api: Client,
+    run: str,
+    want: int,
+    logspace: str,
+    since: float,
+    limit_s: float,
+    stall_s: float | None = None,
 ) -> tuple[int, float]:
-    """Polls the run's count until it reaches want or stops growing for bound_s; (the count,
-    the seconds it took to reach it)."""
+    """Polls the run's count until it reaches want, limit_s have passed, or (stall_s) it has
+    not grown for stall_s; (the last count, the seconds it took)."""
     t0 = time.monotonic()
     last, last_change = -1, t0
     while True:
@@ -70,7 +76,9 @@ def wait_stored(
         now = time.monotonic()
         if n != last:
             last, last_change = n, now
-        if n >= want or now - last_change > bound_s:
+        if n >= want or now - t0 >= limit_s:
+            return n, now - t0
+        if stall_s is not None and now - last_change >= stall_s:
             return n, now - t0
         time.sleep(0.25)
 

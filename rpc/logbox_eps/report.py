@@ -65,6 +65,7 @@ def document(
             "corpus": str(a.corpus) if a.corpus else None,
             "hold_s": a.hold,
             "lag_bound_s": a.lag,
+            "settle_s": a.settle,
             "logspace": a.logspace,
         },
         "result": {
@@ -92,8 +93,8 @@ def why(s: dict[str, Any]) -> str:
         parts.append(f"{s['lost']:,} of {s['sent']:,} messages lost")
     if s["duplicates"]:
         parts.append(f"{s['duplicates']:,} stored twice")
-    if not parts:
-        parts.append(f"stored fell behind: {s['stored']:,} of {s['sent']:,} after the lag bound")
+    if s.get("behind"):
+        parts.insert(0, "stored fell behind (not all stored within the lag bound)")
     return "; ".join(parts)
 
 
