@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import multiprocessing as mp
+import queue
 import socket
 import ssl
 import time
@@ -309,8 +310,14 @@ class Load:
             p.start()
         total = Sent()
         errors = []
+        budget = max(0.0, start - time.time()) + sum(st.seconds for st in steps) + 60
         for _ in procs:
-            s: Sent = out.get()
+            try:
+                s: Sent = out.get(timeout=budget)
+            except queue.Empty:
+                for p in procs:
+                    p.kill()
+                raise LoadError("a sender process ended without saying what it sent") from None
             total.counts.update(s.counts)
             total.last_seq.update(s.last_seq)
             if s.error:
