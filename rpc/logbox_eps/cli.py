@@ -1,0 +1,200 @@
+"""logbox-eps: a box's sustained events per second, measured from a second machine (README.md
+"Measuring EPS").
+
+It sends syslog to the box (load.py) in a step ramp: each step holds a rate for --hold seconds,
+then the store is asked, through the API, what it holds of that step (measure.py): every
+message carries the run, its connection and its sequence number. A step passes when all it sent
+is stored within --lag seconds of its end, once each; of a step that fell behind, what is still
+missing once the count has stopped growing for --settle seconds is lost. The ramp goes on until a step fails or
+--max is reached; the limit is the last step that passed. The report (report.py) goes to --out:
+report.json, report.md, report.html.
+
+Exit status: 0 the run completed (its report says what it found, losses included); 2 bad
+arguments; 3 the API cannot be reached or refuses the token; 4 refused to start (the RAID
+resyncs; --force to run anyway); 5 the load cannot be sent (connection, TLS, corpus).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from logbox_client import Client, LogboxError
+
+from . import report
+from .load import HEADER_LEN, Load, LoadError, Step, Target
+from .measure import Sampler, stored, wait_stored
+
+DEFAULT_PORTS = {"tcp": 514, "tls": 6514, "udp": 514}
+RESYNCING = {"resyncing", "recovering", "rebuilding", "reshaping"}
+
+
+class Refused(Exception):
+    """The run must not start: the message says why."""
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="logbox-eps",
+        description="Measure a logbox box's sustained EPS: a step ramp of syslog load, "
+        "counted in the store through the API.",
+    )
+    ap.add_argument("--host", required=True, help="the box's syslog address")
+    ap.add_argument("--transport", choices=("tcp", "tls", "udp"), default="tcp")
+    ap.add_argument("--port", type=int, help="syslog port (default 514, TLS 6514)")
+    ap.add_argument("--framing", choices=("newline", "octet"), default="newline",
+                    help="TCP framing (TLS is always octet-counted)")  # fmt: skip
+    ap.add_argument("--ca", type=Path, help="TLS: the CA of the box's syslog certificate")
+    ap.add_argument("--cert", type=Path, help="TLS: a client certificate (PEM)")
+    ap.add_argument("--key", type=Path, help="TLS: the client certificate's key (PEM)")
+    ap.add_argument("--api", help="the box's API URL (default https://HOST:8444)")
+    ap.add_argument("--api-ca", help="the CA of the API's certificate (default: system CAs)")
+    ap.add_argument("--token", help="an admin API token (default: $LOGBOX_TOKEN)")
+    ap.add_argument("--logspace", default="main")
+    ap.add_argument("--connections", type=int, default=4)
+    ap.add_argument("--size", type=int, default=300, help="message bytes (default 300)")
+    ap.add_argument("--corpus", type=Path, help="send this file's lines, in turn, as payload")
+    ap.add_argument("--start", type=float, default=1000.0, help="first step's EPS")
+    ap.add_argument("--step", type=float, default=1000.0, help="EPS added per step")
+    ap.add_argument("--max", type=float, default=1e6, help="highest EPS tried")
+    ap.add_argument("--hold", type=float, default=30.0, help="seconds each step holds")
+    ap.add_argument("--lag", type=float, default=10.0,
+                    help="seconds after a step's end within which all must be stored")  # fmt: skip
+    ap.add_argument("--settle", type=float, default=10.0,
+                    help="a step that fell behind: seconds without growth before what is "
+                    "still missing counts as lost")  # fmt: skip
+    ap.add_argument("--out", type=Path, default=Path("logbox-eps-report"))
+    ap.add_argument("--force", action="store_true", help="run while the RAID resyncs")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    a = ap.parse_args(argv)
+    a.port = a.port or DEFAULT_PORTS[a.transport]
+    a.api = a.api or f"https://{a.host}:8444"
+    a.token = a.token or os.environ.get("LOGBOX_TOKEN")
+    if not a.token:
+        ap.error("an API token is needed: --token or $LOGBOX_TOKEN (an admin's)")
+    if a.hold <= 0 or a.lag < 0 or a.start <= 0 or a.step <= 0 or a.max < a.start:
+        ap.error("--start, --step, --hold > 0, --lag >= 0 and --max >= --start")
+    if a.corpus is None and a.size < HEADER_LEN:
+        ap.error(f"--size: at least {HEADER_LEN} bytes")
+    return a
+
+
+def check_box(api: Client, force: bool) -> dict[str, Any]:
+    """The box's status; Refused while its RAID resyncs (unless force)."""
+    st = api.status()
+    raid = st.get("raid") or {}
+    if raid.get("state") in RESYNCING and not force:
+        pct = raid.get("progress")
+        at = f" ({100 * pct:.1f} %)" if isinstance(pct, int | float) else ""
+        raise Refused(
+            f"the box's RAID ({raid.get('device')}) is {raid['state']}{at}: figures taken now "
+            "would not be the box's; wait until it is clean, or --force"
+        )
+    return st
+
+
+def ramp(a: argparse.Namespace, api: Client, run: str, bar: Any) -> list[dict[str, Any]]:
+    """The steps, each sent, counted and judged; stops after the first that fails."""
+    target = Target(a.host, a.port, a.transport, a.framing, a.ca, a.cert, a.key)
+    steps: list[dict[str, Any]] = []
+    rate, k = a.start, 0
+    while rate <= a.max:
+        step_run = f"{run}s{k}"
+        load = Load(target, step_run, a.connections, a.size, a.corpus)
+        sampler = Sampler(api).start()
+        t0 = time.time()
+        try:
+            sent = load.run_steps([Step(rate, a.hold)], start=t0 + 0.5)
+        finally:
+            sampler.stop()
+        t1 = time.time()
+        n_sent = sum(sent.counts.values())
+        n, took = wait_stored(api, step_run, n_sent, a.logspace, t0, a.lag)
+        behind = n < n_sent
+        if behind:
+            # late or lost: what is not stored once the count has not grown for --settle s
+            wait_stored(api, step_run, n_sent, a.logspace, t0, 3600, a.settle)
+        got = stored(api, step_run, a.connections, a.logspace, t0)
+        per_sent = {c: sent.last_seq.get(c, 0) for c in range(1, a.connections + 1)}
+        lost = {c: max(0, per_sent[c] - (got.per_conn.get(c, 0) - got.duplicates.get(c, 0)))
+                for c in per_sent}  # fmt: skip
+        dups = sum(got.duplicates.values())
+        passed = not behind and sum(lost.values()) == 0 and dups == 0
+        steps.append(
+            {
+                "step": k,
+                "run": step_run,
+                "target_eps": rate,
+                "sent": n_sent,
+                "sent_eps": n_sent / a.hold,
+                "stored": got.total,
+                "stored_eps": got.total / (t1 - t0 + took) if got.total else 0.0,
+                "lost": sum(lost.values()),
+                "lost_per_connection": {str(c): v for c, v in lost.items() if v},
+                "duplicates": dups,
+                "duplicates_exact": got.duplicates_exact,
+                "catch_up_s": round(took, 2),
+                "behind": behind,
+                "passed": passed,
+                "started": t0,
+                "ended": t1,
+                "samples": sampler.samples,
+                "sample_errors": sampler.errors[:5],
+            }
+        )
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix_str(f"{rate:,.0f} EPS: {'ok' if passed else 'fell behind'}")
+        if not passed:
+            break
+        rate += a.step
+        k += 1
+    return steps
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse(argv)
+    run = "e" + secrets.token_hex(5)
+    api = Client(a.api, token=a.token, verify=a.api_ca or True, timeout=60)
+    try:
+        status = check_box(api, a.force)
+    except LogboxError as e:
+        print(f"logbox-eps: {a.api}: {e.code}: {e.message}", file=sys.stderr)
+        return 3
+    except Refused as e:
+        print(f"logbox-eps: refused: {e}", file=sys.stderr)
+        return 4
+    bar = None
+    if not a.quiet and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        total = int((a.max - a.start) // a.step) + 1
+        bar = tqdm(total=total, unit="step", desc="logbox-eps", file=sys.stderr)
+    try:
+        steps = ramp(a, api, run, bar)
+    except LoadError as e:
+        print(f"logbox-eps: {e}", file=sys.stderr)
+        return 5
+    except LogboxError as e:
+        print(f"logbox-eps: {a.api}: {e.code}: {e.message}", file=sys.stderr)
+        return 3
+    finally:
+        if bar is not None:
+            bar.close()
+    doc = report.document(a, run, status, steps)
+    paths = report.write(a.out, doc)
+    limit = doc["result"]["sustained_eps"]
+    print(f"logbox-eps: run {run}: sustained {limit:,.0f} EPS with no loss"
+          if limit else f"logbox-eps: run {run}: no step passed")  # fmt: skip
+    for p in paths:
+        print(f"logbox-eps: wrote {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
