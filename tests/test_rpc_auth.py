@@ -63,6 +63,7 @@ ROUTES: dict[tuple[str, str], Sample] = {
     ("DELETE", "/api/v1/users/{}"): ("admin", ("nobody",), {}, None),
     ("GET", "/api/v1/audit"): ("admin", (), {}, None),
     ("GET", "/api/v1/logspaces/{}/integrity"): ("admin", ("main",), {}, None),
+    ("GET", "/api/v1/integrity/public-key"): ("admin", (), {}, None),
 }
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
 EXPIRES_IN = 2  # s: the expired token's lifetime (long enough to be used once first)
