@@ -702,11 +702,12 @@ def test_pip_install_gives_the_client_package_and_command(top: Path, tmp_path: P
     assert p.returncode == 0, p.stdout + p.stderr
     site = next(prefix.glob("lib/python3*/site-packages"))
     assert sorted(x.name for x in site.iterdir() if not x.name.endswith(".dist-info")) == [
-        "logbox_client"
+        "logbox_client",
+        "logbox_eps",
     ]
     meta = next(site.glob("logbox_client-*.dist-info"))
     requires = [ln for ln in (meta / "METADATA").read_text().splitlines() if "Requires-Dist" in ln]
-    assert [r.split()[1] for r in requires] == ["requests", "tqdm"]
+    assert sorted(r.split()[1] for r in requires) == ["matplotlib", "requests", "tqdm"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOGBOX_")}
     env["PYTHONPATH"] = str(site)
     p = subprocess.run(
@@ -718,6 +719,17 @@ def test_pip_install_gives_the_client_package_and_command(top: Path, tmp_path: P
         text=True,
     )  # fmt: skip
     assert p.returncode == 1 and p.stderr.startswith("logbox-remote: unavailable: "), p.stderr
+    # and logbox-eps, the EPS measurement (an API that does not answer: exit 3, no traceback)
+    p = subprocess.run(
+        [str(prefix / "bin" / "logbox-eps"), "--host", "127.0.0.1", "--api",
+         f"https://127.0.0.1:{free_port()}", "--token", "x", "--quiet"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert p.returncode == 3 and "unavailable" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
     assert (
         str(site)
         in subprocess.run(
