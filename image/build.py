@@ -39,6 +39,9 @@ LABEL = "logbox-root"
 MiB = 1024 * 1024
 PART_START = MiB  # the root partition starts at 1 MiB: GRUB's core.img lives in the gap before it
 ESP_SIZE = 64 * MiB  # the EFI system partition, last on the disk (FAT32 needs about 33 MiB)
+# Only what image/packages.txt names and what that depends on: recommended packages would bring
+# a compiler, Boost and SciPy with python3-matplotlib (through python3-fonttools).
+APT_OPTS = ['APT::Install-Recommends "false"']
 # GRUB's modules built into its images; the rest are loaded from /boot/grub/<platform>/
 GRUB_MODULES = ["part_msdos", "ext2", "search", "search_label", "normal", "configfile", "linux",
                 "echo", "serial", "terminal", "gzio"]  # fmt: skip
@@ -116,7 +119,13 @@ def base_tarball(pkgs: list[str], mirrors: list[str], times: dict[str, float]) -
     """The cached mmdebstrap tarball, built when missing."""
     hook = HERE / "base-hook.sh"
     key_src = json.dumps(
-        {"suite": SUITE, "packages": sorted(pkgs), "mirrors": mirrors, "hook": hook.read_text()},
+        {
+            "suite": SUITE,
+            "packages": sorted(pkgs),
+            "mirrors": mirrors,
+            "hook": hook.read_text(),
+            "aptopts": APT_OPTS,
+        },
         sort_keys=True,
     )
     key = hashlib.sha256(key_src.encode()).hexdigest()[:16]
@@ -137,6 +146,7 @@ def base_tarball(pkgs: list[str], mirrors: list[str], times: dict[str, float]) -
         "--mode=root",
         "--variant=minbase",
         "--format=tar",
+        *(f"--aptopt={o}" for o in APT_OPTS),
         "--include=" + ",".join(pkgs),
         f'--customize-hook=sh {hook} "$1"',
         SUITE,
