@@ -39,12 +39,31 @@ rm -rf "$LIB/python"
 copy_tree "$TOP/rpc/logbox_core" "$LIB/python/logbox_core"
 copy_tree "$TOP/rpc/logbox_rpc" "$LIB/python/logbox_rpc"
 copy_tree "$TOP/rpc/logbox_client" "$LIB/python/logbox_client"
+copy_tree "$TOP/rpc/logbox_eps" "$LIB/python/logbox_eps"
 copy_tree "$TOP/webui/logbox_webui" "$LIB/python/logbox_webui"
 # (Debian's python3, the appliance's interpreter: the caches carry its version in their names)
 if [ -x /usr/bin/python3 ]; then
 	/usr/bin/python3 -m compileall -q -d /usr/lib/logbox/python "$LIB/python" >/dev/null ||
 		die "python3 -m compileall failed on $LIB/python"
 fi
+
+# the client commands (the same as `pip install ./rpc` gives a second machine)
+for c in logbox-eps:logbox_eps logbox-remote:logbox_client; do
+	cat >"$DESTDIR/usr/bin/${c%%:*}.tmp" <<-EOF
+	#!/bin/sh
+	# ${c%%:*}: rpc/${c#*:}/cli.py (installed by appliance/install.sh)
+	export PYTHONPATH=/usr/lib/logbox/python
+	exec /usr/bin/python3 -c 'import sys; from ${c#*:}.cli import main; sys.exit(main())' "\$@"
+	EOF
+	chmod 0755 "$DESTDIR/usr/bin/${c%%:*}.tmp"
+	mv "$DESTDIR/usr/bin/${c%%:*}.tmp" "$DESTDIR/usr/bin/${c%%:*}"
+done
+
+# what GET /api/v1/system says of the build (logbox_core/system.py)
+commit=$(git -C "$TOP" rev-parse HEAD 2>/dev/null || true)
+printf '{"commit": %s}\n' "$( [ -n "$commit" ] && printf '"%s"' "$commit" || echo null)" \
+	>"$LIB/build.json"
+chmod 0644 "$LIB/build.json"
 
 # the collector's configuration renderer and the gunicorn configurations
 install -D -m 0644 "$TOP/collector/render.py" "$LIB/collector/render.py"

@@ -254,7 +254,7 @@ def test_layout(root: Path) -> None:
         ), f"{p}: not the release build"
     assert os.readlink(root / "usr/bin/logbox") == "../lib/logbox/bin/logbox"
     assert (root / "usr/bin/logbox").resolve() == (lib / "bin/logbox").resolve()
-    for pkg in ("logbox_core", "logbox_rpc", "logbox_webui", "logbox_client"):
+    for pkg in ("logbox_core", "logbox_rpc", "logbox_webui", "logbox_client", "logbox_eps"):
         assert (lib / "python" / pkg / "__init__.py").is_file(), pkg
     assert (lib / "python/logbox_webui/templates").is_dir()
     assert not list((lib / "python").rglob("*.pyc")) or all(
@@ -278,11 +278,32 @@ def test_layout(root: Path) -> None:
     assert (root / "etc/nftables.conf").is_file()
     # the installed packages import from their PYTHONPATH alone (the units' environment)
     env = {"PYTHONPATH": str(lib / "python"), "PATH": "/usr/bin:/bin"}
-    code = "import logbox_rpc, logbox_webui, logbox_client, logbox_core.accounts; print('ok')"
+    code = (
+        "import logbox_rpc, logbox_webui, logbox_client, logbox_eps.cli, logbox_core.accounts;"
+        " print('ok')"
+    )
     done = subprocess.run(
         ["/usr/bin/python3", "-c", code], env=env, capture_output=True, text=True, cwd="/"
     )
     assert done.stdout.strip() == "ok", done.stderr
+    # the client commands: shell wrappers running the packages' main() from /usr/lib/logbox
+    for cmd, pkg in (("logbox-eps", "logbox_eps"), ("logbox-remote", "logbox_client")):
+        text = (root / "usr/bin" / cmd).read_text()
+        assert os.access(root / "usr/bin" / cmd, os.X_OK), cmd
+        assert "PYTHONPATH=/usr/lib/logbox/python" in text and f"from {pkg}.cli import main" in text
+    done = subprocess.run(  # what the wrapper runs, with the installed tree's packages
+        ["/usr/bin/python3", "-m", "logbox_eps.cli", "--help"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
+    assert done.returncode == 0 and "logbox-eps" in done.stdout, done.stderr
+    # what GET /api/v1/system says of the build
+    head = subprocess.run(
+        ["git", "-C", str(TOP), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    assert json.loads((lib / "build.json").read_text()) == {"commit": head or None}
 
 
 def test_target_wants_every_unit(root: Path) -> None:

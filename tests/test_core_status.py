@@ -36,6 +36,7 @@ INDEXD_UNREAD = {
     "disk_full": None,
     "held_back_bytes": None,
     "reserve_bytes": None,
+    "resources": None,
 }
 
 # ---------------------------------------------------------------- real daemons
@@ -89,6 +90,12 @@ def test_everything_running(appliance: dict) -> None:
     t0 = time.time()
     got = gather_all(appliance)
     assert got["problems"] == [] and got["health"] == "ok"
+    svc = got["services"]
+    for name in ("syslog-ng", "indexd", "searchd"):  # what /proc says of each (make run's way)
+        res = svc[name].pop("resources")
+        assert res["source"] == "proc" and res["cpu_s"] >= 0 and res["rss_bytes"] > 1 << 20, res
+    assert 0 <= svc["syslog-ng"].pop("uptime_s") < 300
+    assert 0 <= svc["searchd"].pop("uptime_s") < 300
     assert got["services"] == {
         "syslog-ng": {"state": "running", "pid": int(appliance["pidfile"].read_text())},
         "indexd": {
@@ -109,7 +116,7 @@ def test_everything_running(appliance: dict) -> None:
                 "tsa_error": None,
             },
         },
-        "searchd": {"state": "running"},
+        "searchd": {"state": "running", "pid": appliance["searchd"].proc.pid},
     }
     assert 0 < got["services"]["indexd"]["uptime_s"] < 300
     assert got["stored"] == st["stored"] == 5 and got["malformed"] == 0
@@ -210,18 +217,18 @@ def test_indexd_stale_missing_garbage(appliance: dict, tmp_path: Path) -> None:
 def test_syslogng_pidfile(appliance: dict, tmp_path: Path) -> None:
     pf = tmp_path / "s.pid"
     got = gather_all(appliance, syslogng_pidfile=pf)
-    assert got["services"]["syslog-ng"] == {"state": "down", "pid": None}
+    assert got["services"]["syslog-ng"] == {"state": "down", "pid": None, "resources": None}
     assert got["problems"] == [f"syslog-ng: no pid file {pf}"]
     for text in ("", "abc\n", "12 13\n", "-5", "\x00"):
         pf.write_text(text)
         got = gather_all(appliance, syslogng_pidfile=pf)
-        assert got["services"]["syslog-ng"] == {"state": "down", "pid": None}
+        assert got["services"]["syslog-ng"] == {"state": "down", "pid": None, "resources": None}
         assert "holds no pid" in got["problems"][0]
     dead = subprocess.Popen(["true"])
     dead.wait()
     pf.write_text(f"{dead.pid}\n")
     got = gather_all(appliance, syslogng_pidfile=pf)
-    assert got["services"]["syslog-ng"] == {"state": "down", "pid": dead.pid}
+    assert got["services"]["syslog-ng"] == {"state": "down", "pid": dead.pid, "resources": None}
     assert got["health"] == "degraded"
     # A zombie (exited, not yet reaped) is not running either.
     zombie = subprocess.Popen(["true"])
@@ -242,9 +249,9 @@ def test_not_configured_is_unknown(appliance: dict) -> None:
         data_dir=appliance["data"], indexd_status=None, syslogng_pidfile=None, searchd=None
     )
     assert got["services"] == {
-        "syslog-ng": {"state": "unknown", "pid": None},
+        "syslog-ng": {"state": "unknown", "pid": None, "resources": None},
         "indexd": {"state": "unknown", **INDEXD_UNREAD},
-        "searchd": {"state": "unknown"},
+        "searchd": {"state": "unknown", "resources": None},
     }
     assert got["problems"] == [] and got["health"] == "ok"
     assert got["logspaces"] == [] and got["stored"] is None
@@ -253,7 +260,7 @@ def test_not_configured_is_unknown(appliance: dict) -> None:
 def test_searchd_down_and_data_missing(appliance: dict, tmp_path: Path, top: Path) -> None:
     gone = Searchd(tmp_path / "no.sock", timeout=1)
     got = gather_all(appliance, searchd=gone, data_dir=tmp_path / "nodata")
-    assert got["services"]["searchd"] == {"state": "down"}
+    assert got["services"]["searchd"] == {"state": "down", "resources": None}
     assert any(p.startswith("searchd: searchd unavailable: no socket") for p in got["problems"])
     assert got["disk"]["total_bytes"] is None
     assert any(p.startswith("disk: cannot stat data directory") for p in got["problems"])
@@ -265,7 +272,9 @@ def test_searchd_down_and_data_missing(appliance: dict, tmp_path: Path, top: Pat
     try:
         c = Searchd(d.sock, timeout=5)
         got = gather_all(appliance, searchd=c)
-        assert got["services"]["searchd"] == {"state": "running"}
+        sd = got["services"]["searchd"]
+        assert sd["state"] == "running" and sd["pid"] == d.proc.pid, sd
+        assert sd["resources"]["source"] == "proc", sd
         assert any(p.startswith("searchd: logspaces: ") for p in got["problems"])
         c.close()
     finally:

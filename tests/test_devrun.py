@@ -245,6 +245,52 @@ def api(devrun: DevRun, timeout: float = 30) -> Client:
             time.sleep(0.1)
 
 
+def check_usage_and_system(d: DevRun, c: Client, data: Path) -> None:
+    """GET /status's per-service figures (from /proc under make run) and GET /system, against
+    what the processes and this machine say themselves."""
+    started = {
+        m.group(1): int(m.group(2))
+        for m in re.finditer(r"started (logbox-\S+|syslog-ng) \(pid (\d+)\)", "".join(d.lines))
+    }
+    svc = c.status()["services"]
+    assert svc["searchd"]["pid"] == started["logbox-searchd"], (svc, started)
+    assert svc["indexd"]["pid"] == started["logbox-indexd"], (svc, started)
+    assert svc["syslog-ng"]["pid"] == int((data / "run/syslog-ng.pid").read_text())
+    for name in ("syslog-ng", "indexd", "searchd"):
+        res = svc[name]["resources"]
+        pid = svc[name]["pid"]
+        fields = (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1]).split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        assert res["source"] == "proc" and 0 <= cpu - res["cpu_s"] < 5, (name, res, cpu)
+        pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+        rss = pages * os.sysconf("SC_PAGE_SIZE")
+        assert 0.5 * rss < res["rss_bytes"] < 2 * rss, (name, res, rss)
+        assert isinstance(res["io_write_bytes"], int), res  # the same user: /proc/<pid>/io
+        assert 0 <= svc[name]["uptime_s"] < time.time() - d.started + 2, svc[name]
+    assert not {"rpc", "webui", "nginx"} & set(svc)  # units only: not under make run
+    sysdoc = c.call("GET", "/system")
+    u = os.uname()
+    assert (
+        sysdoc["host"]["kernel"] == f"{u.sysname} {u.release}"
+        and sysdoc["host"]["arch"] == u.machine
+    )
+    assert sysdoc["cpu"]["cores"] == len(os.sched_getaffinity(0))
+    assert sysdoc["memory"]["total_bytes"] == os.sysconf("SC_PHYS_PAGES") * os.sysconf(
+        "SC_PAGE_SIZE"
+    )
+    head = subprocess.run(
+        ["git", "-C", str(d.top), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    assert sysdoc["logbox"]["commit"] == (head or None)
+    fstype = subprocess.run(
+        ["findmnt", "-n", "-o", "FSTYPE", "--target", str(data)], capture_output=True, text=True
+    ).stdout.strip()
+    assert sysdoc["store"]["filesystem"] == fstype and sysdoc["store"]["encrypted"] is False
+    assert {x["name"] for x in sysdoc["disks"]} <= set(os.listdir("/sys/block"))
+    assert "main" in sysdoc["settings"]["logspaces"] and "spool" in sysdoc["settings"]["inputs"]
+    assert sysdoc["settings"]["indexd_max_memory_mb"] > 0
+
+
 def test_devrun_serves_the_api_with_the_given_admin_password(top: Path, data: Path) -> None:
     password = "given-admin-password-42"
     d = DevRun(top, data, extra={"LOGBOX_ADMIN_PASSWORD": password})
@@ -269,6 +315,7 @@ def test_devrun_serves_the_api_with_the_given_admin_password(top: Path, data: Pa
         pem = c.request("GET", "/integrity/public-key").content
         assert pem == (data / "indexd" / "sign.pub").read_bytes()
         assert pem.startswith(b"-----BEGIN PUBLIC KEY-----")
+        check_usage_and_system(d, c, data)
     finally:
         out = "".join(d.lines) + d.stop()
     assert d.proc.returncode == 0 and "stopped logbox-rpc" in out, out

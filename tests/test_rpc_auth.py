@@ -42,6 +42,7 @@ ROUTES: dict[tuple[str, str], Sample] = {
     ("GET", "/api/v1/openapi.json"): ("auth", (), {}, None),
     ("GET", "/api/v1/logspaces"): ("auth", (), {}, None),
     ("GET", "/api/v1/status"): ("auth", (), {}, None),
+    ("GET", "/api/v1/system"): ("admin", (), {}, None),
     ("GET", "/api/v1/logspaces/{}/search"): ("read", ("main",), {"q": "hello"}, None),
     ("GET", "/api/v1/logspaces/{}/count"): ("read", ("main",), {"q": "hello"}, None),
     ("GET", "/api/v1/logspaces/{}/histogram"): ("read", ("main",), {"q": "hello"}, None),

@@ -96,7 +96,8 @@ def test_admin_sees_everything(stack: Stack) -> None:
     s, _ = api_status(st, "admin")
     assert [ls["name"] for ls in s["logspaces"]] == ["main", "secret"]
     assert s["services"]["indexd"]["pid"] == st.indexd_pid
-    assert s["services"]["syslog-ng"] == {"state": "down", "pid": st.dead_pid}
+    assert s["services"]["syslog-ng"] == {"state": "down", "pid": st.dead_pid, "resources": None}
+    assert s["services"]["indexd"]["resources"]["source"] == "proc"
     assert s["disk"]["path"] == str(st.data) and s["disk"]["store_bytes"] > 0
     assert isinstance(s["stored"], int) and s["eps"]["60s"] is not None
     assert any(str(st.pidfile) in p for p in s["problems"]), s["problems"]
@@ -176,7 +177,9 @@ def test_holds_raid_and_disk_texts_hidden() -> None:
         "services": {
             "indexd": {"state": "running", "pid": 13, "uptime_s": 5.0, "holding": "logspace "
                        "secret: /var/lib/logbox/secret/2026/11-22/messages: disk full"},
-            "searchd": {"state": "running"},
+            "searchd": {"state": "running", "pid": 14, "resources": {"source": "cgroup",
+                        "cpu_s": 1.5, "rss_bytes": 4096, "io_read_bytes": None,
+                        "io_write_bytes": 8, "processes": 1}},
         },
         "eps": {"1s": 1.0, "60s": 2.0},
         "stored": 10,
@@ -200,6 +203,7 @@ def test_holds_raid_and_disk_texts_hidden() -> None:
     assert s["services"]["indexd"] == {
         "state": "running", "pid": None, "uptime_s": 5.0, "holding": "see the status as an admin"
     }  # fmt: skip
+    assert s["services"]["searchd"] == {"state": "running", "pid": None, "resources": None}
     assert s["disk"] == {"path": None, "total_bytes": 9, "free_bytes": 1, "full": True,
                          "store_bytes": None, "note": None}  # fmt: skip
     assert s["raid"]["device"] is None and s["raid"]["members"] == []

@@ -383,6 +383,8 @@ status_write(struct indexd *env)
 	json_object_set_new(o, "written", json_string(written));
 	json_object_set_new(o, "interval_ms",
 	    json_integer((json_int_t)env->conf.status_interval_ms));
+	json_object_set_new(o, "max_memory_mb",
+	    json_integer((json_int_t)env->conf.max_memory_mb));
 	json_object_set_new(o, "holding", env->holding[0] != '\0' ?
 	    json_string(env->holding) : json_null());
 	json_object_set_new(o, "disk", disk_status(env));

@@ -20,6 +20,8 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "INTEGRITY_REPORT": "/var/lib/logbox-verify/integrity.json",
     # the public key day roots are signed with (<data>/indexd/sign.pub, copied at first boot)
     "SIGN_PUBKEY": "/etc/logbox/sign.pub",
+    # what `make install` wrote of the build ({"commit": ...}; logbox_core.system)
+    "BUILD_INFO": "/usr/lib/logbox/build.json",
     "SESSION_TTL": 43200,
     "SEARCHD_TIMEOUT": 60,
     "ACCOUNTS_MAP_SIZE": 1 << 30,  # bytes: the LMDB map of the accounts store
@@ -36,6 +38,7 @@ COMMON_ENVIRONMENT: dict[str, tuple[str, type]] = {
     "SYSLOGNG_PIDFILE": ("LOGBOX_SYSLOGNG_PIDFILE", str),
     "INTEGRITY_REPORT": ("LOGBOX_INTEGRITY_REPORT", str),
     "SIGN_PUBKEY": ("LOGBOX_SIGN_PUBKEY", str),
+    "BUILD_INFO": ("LOGBOX_BUILD_INFO", str),
     "SESSION_TTL": ("LOGBOX_SESSION_TTL", int),
     "SEARCHD_TIMEOUT": ("LOGBOX_SEARCHD_TIMEOUT", float),
     "ACCOUNTS_MAP_SIZE": ("LOGBOX_ACCOUNTS_MAP_SIZE", int),

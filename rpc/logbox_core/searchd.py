@@ -18,6 +18,7 @@ import json
 import os
 import re
 import socket
+import struct
 import threading
 import urllib.parse
 import weakref
@@ -289,6 +290,21 @@ class Searchd:
         except SearchdError:
             return False
         return True
+
+    def peer_pid(self) -> int | None:
+        """The pid of the process listening on the socket (SO_PEERCRED: searchd's, as the
+        kernel knows it); None when it cannot be reached."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(min(self.timeout, 2.0))
+            s.connect(self.socket_path)
+            cred = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            pid = struct.unpack("3i", cred)[0]
+        except OSError:
+            return None
+        finally:
+            s.close()
+        return pid if pid > 0 else None
 
     def logspaces(self) -> list[dict]:
         """GET /v1/logspaces: [{"name", "first_id", "next_id", "messages", "delimiters"}] in

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import integrity
+from . import integrity, usage
 from .accounts import rfc3339
 from .searchd import Searchd, SearchdError
 
@@ -355,7 +355,7 @@ def _syslogng(pidfile: str | os.PathLike[str] | None, problems: list[str]) -> di
     if not pid_alive(pid):
         problems.append(f"syslog-ng: pid {pid} (from {os.fspath(pidfile)}) is not running")
         return {"state": "down", "pid": pid}
-    return {"state": "running", "pid": pid}
+    return {"state": "running", "pid": pid, "uptime_s": usage.uptime_s(pid)}
 
 
 def _indexd(
@@ -581,7 +581,7 @@ def gather(
     indexd, st = _indexd(indexd_status, now, problems)
     spaces = None
     if searchd is None:
-        searchd_entry = {"state": "unknown"}
+        searchd_entry: dict[str, Any] = {"state": "unknown"}
     else:
         try:
             spaces = searchd.logspaces()
@@ -594,6 +594,22 @@ def gather(
             else:
                 searchd_entry = {"state": "down"}
                 problems.append(f"searchd: {e.message}")
+    if searchd_entry["state"] == "running" and searchd is not None:
+        pid = searchd.peer_pid()
+        searchd_entry["pid"] = pid
+        searchd_entry["uptime_s"] = usage.uptime_s(pid) if pid else None
+    services: dict[str, dict] = {"syslog-ng": syslogng, "indexd": indexd, "searchd": searchd_entry}
+    for name, svc in services.items():
+        up = svc["state"] == "running"
+        svc["resources"] = usage.of_service(name, svc.get("pid")) if up else None
+    for name in usage.UNIT_ONLY:  # on the appliance: the API's, the web UI's and nginx's units
+        up = usage.unit_running(name)
+        if up is not None:
+            services[name] = {
+                "state": "running" if up else "down",
+                "pid": None,
+                "resources": usage.of_service(name, None) if up else None,
+            }
     running = indexd["state"] == "running"
     raid = raid_for_path(data)
     if raid is not None and raid["state"] != "clean":
@@ -609,7 +625,7 @@ def gather(
     return {
         "time": rfc3339(int(now * 1_000_000)),
         "health": "ok" if not problems else "degraded",
-        "services": {"syslog-ng": syslogng, "indexd": indexd, "searchd": searchd_entry},
+        "services": services,
         "eps": {
             "1s": _num(st.get("eps_1s")) if running and st else None,
             "60s": _num(st.get("eps_60s")) if running and st else None,
@@ -634,7 +650,7 @@ HIDDEN = "see the status as an admin"  # a non-admin's stand-in for a problem or
 def _service_value(key: str, value: object) -> object:
     """A service entry's member as a non-admin sees it: the state as it is, no pid, and any
     other text (a hold's reason, which may name a logspace or a path) replaced by HIDDEN."""
-    if key == "pid":
+    if key in ("pid", "resources"):  # what a process uses is the admin's to see
         return None
     if key != "state" and isinstance(value, str) and value:
         return HIDDEN

@@ -213,6 +213,23 @@ SCHEMAS: dict[str, Any] = {
                         "disk_full": {"type": "boolean", "nullable": True},
                         "held_back_bytes": NINT,
                         "reserve_bytes": NINT,
+                        "resources": _obj(
+                            {
+                                "source": {"type": "string", "enum": ["cgroup", "proc"]},
+                                "cpu_s": {
+                                    **NUM,
+                                    "description": "CPU seconds (user + system) since it started",
+                                },
+                                "rss_bytes": NINT,
+                                "io_read_bytes": NINT,
+                                "io_write_bytes": NINT,
+                                "processes": NINT,
+                            },
+                            ["source", "cpu_s"],
+                            nullable=True,
+                            description="what the service uses (admins only; null when "
+                            "unknown): logbox_core/usage.py",
+                        ),
                         "sealing": _obj(
                             {
                                 "setup": {"type": "boolean"},
@@ -274,6 +291,66 @@ SCHEMAS: dict[str, Any] = {
         description="a caller who is not an admin gets only the logspaces they may read, null "
         "pids, disk.path and raid.device, no RAID members, problems cut to their part, and "
         "null eps, stored, malformed and disk.store_bytes unless they may read every logspace",
+    ),
+    "System": _obj(
+        {
+            "logbox": _obj({"version": STR, "commit": NSTR}),
+            "host": _obj(
+                {
+                    "hostname": STR,
+                    "kernel": STR,
+                    "os": NSTR,
+                    "arch": STR,
+                    "boot_time": NTIME,
+                    "virtualization": NSTR,
+                }
+            ),
+            "cpu": _obj(
+                {
+                    "model": NSTR,
+                    "cores": INT,
+                    "threads_per_core": NINT,
+                    "mhz": {"type": "number", "nullable": True},
+                }
+            ),
+            "memory": _obj(
+                {"total_bytes": NINT, "available_bytes": NINT, "swap_total_bytes": NINT}
+            ),
+            "disks": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "name": STR,
+                        "size_bytes": NINT,
+                        "model": NSTR,
+                        "rotational": {"type": "boolean", "nullable": True},
+                    }
+                ),
+            },
+            "store": _obj(
+                {
+                    "path": STR,
+                    "filesystem": NSTR,
+                    "device": NSTR,
+                    "encrypted": {"type": "boolean", "nullable": True},
+                    "total_bytes": NINT,
+                    "free_bytes": NINT,
+                }
+            ),
+            "raid": {"type": "object", "nullable": True},
+            "settings": _obj(
+                {
+                    "logspaces": {
+                        "type": "object",
+                        "additionalProperties": _obj({"retention_days": NINT}),
+                    },
+                    "sealing": {"type": "boolean", "nullable": True},
+                    "inputs": STRS,
+                    "routes": NINT,
+                    "indexd_max_memory_mb": NINT,
+                }
+            ),
+        }
     ),
     "OpenAPI": {"type": "object", "description": "an OpenAPI 3.0.3 document"},
     "Health": _obj({"status": {"type": "string", "enum": ["ok"]}}),

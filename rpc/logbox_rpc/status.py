@@ -6,6 +6,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, g, jsonify
 from logbox_core import status as core_status
+from logbox_core import system as core_system
 
 from .errors import error_response
 from .params import Spec, declare
@@ -33,6 +34,26 @@ def status(args: dict[str, Any]) -> Any:
         integrity_report=c["INTEGRITY_REPORT"],
     )
     return jsonify(core_status.for_user(doc, g.user))
+
+
+@bp.route("/system", methods=["GET"])
+@declare(
+    Spec(
+        "The machine the box runs on: CPU, memory, disks, RAID, store, kernel, logbox version "
+        "and the settings that change performance figures",
+        answer="System",
+        errors=(400, 401, 403),
+        admin=True,
+    )
+)
+def system(args: dict[str, Any]) -> Any:
+    """GET /system: logbox_core.system.gather."""
+    c = current_app.config
+    return jsonify(
+        core_system.gather(
+            data_dir=c["DATA_DIR"], indexd_status=c["INDEXD_STATUS"], build_info=c["BUILD_INFO"]
+        )
+    )
 
 
 @bp.route("/health", methods=["GET"])

@@ -21,7 +21,9 @@ class DevRun:
     def __init__(self, top: Path, data: Path, extra: dict[str, str] | None = None) -> None:
         """Starts it with extra in its environment; the RPC API on a free port, and no
         LOGBOX_ADMIN_PASSWORD unless extra has one."""
+        self.top = top
         self.data = data
+        self.started = time.time()
         self.rpc_port = free_port()
         self.webui_port = free_port()
         env = dict(
