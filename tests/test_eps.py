@@ -253,15 +253,12 @@ def test_searchers_services_machine(box: Box, tmp_path: Path) -> None:
     load = doc["machine"]["load"]
     assert load["sender_processes"] == min(os.cpu_count() or 1, 2)
     assert load["python"] and load["cores"] and load["logbox_eps"]
-    st = box.client.status()
-    if all(v.get("resources") is None for v in st["services"].values()):
-        # a box without per-service resources: said so, not made up
-        assert all(s["services"] is None for s in steps)
-        assert "CPU, memory and disk I/O: not reported by the box" in md
-        return
+    # the services: every one the box runs, with figures; indexd works during every step
+    names = set(box.client.status()["services"])
+    assert all(set(s["services"]) == names for s in steps), steps[0]["services"]
     indexd = [s["services"]["indexd"] for s in steps]
     assert all(x["intervals"] >= 2 for x in indexd), indexd
-    assert max(x["cpu_pct"]["peak"] for x in indexd) > 0
+    assert all(x["cpu_pct"]["peak"] > 0 for x in indexd), indexd
     assert all(x["rss_mib"]["peak"] > 0 for x in indexd)
     assert page.section_svgs.get("services", 0) >= 2
     assert re.search(r"^\| 500 \| indexd \| [\d.]+ / [\d.]+ \|", md, re.M), md
@@ -373,3 +370,28 @@ def test_progress_line() -> None:
     text = progress.line(c, 101.5)
     assert text == ("step 3 · 1,000 EPS · sent 1,480/1,500 · stored 1,200 · lag 0.4 s · "
                     "20.0 searches/s · 2/30 s")  # fmt: skip
+
+
+def test_report_of_an_older_box(tmp_path: Path) -> None:
+    """A box without per-service resources and without GET /system: the report says so in
+    each form, and still has every section."""
+    from logbox_eps import cli, report
+
+    a = cli.parse(["--host", "h", "--token", "t", "--hold", "2"])
+    samples = [{"t": t, "eps_1s": 1.0, "stored": t, "spool_lag_s": 0.0,
+                "services": {"indexd": None, "searchd": None}} for t in (0.0, 1.0, 2.0)]  # fmt: skip
+    step = {"step": 0, "run": "r", "target_eps": 1000.0, "sent": 2000, "sent_eps": 1000.0,
+            "stored": 2000, "stored_eps": 1000.0, "lost": 0, "lost_per_connection": {},
+            "duplicates": 0, "duplicates_exact": True, "catch_up_s": 0.1, "behind": False,
+            "passed": True, "started": 0.0, "ended": 2.0, "searches": None,
+            "services": resources.step_figures(samples), "samples": samples}  # fmt: skip
+    assert step["services"] is None
+    system = cli.box_system_error("not_found", "no such route")
+    doc = report.document(a, "r", {"raid": None}, system, [step], [], 2)
+    report.write(tmp_path, doc)
+    md = (tmp_path / "report.md").read_text()
+    assert "CPU, memory and disk I/O: not reported by the box" in md
+    assert "| version | not reported by the box (GET /api/v1/system: 404" in md
+    page = Page((tmp_path / "report.html").read_text())
+    assert {"searches", "services", "machine", "legend"} <= set(page.ids)
+    assert json.loads((tmp_path / "report.json").read_text())["machine"]["box"]["error"]

@@ -193,9 +193,14 @@ def box_system(api: Client) -> dict[str, Any]:
     try:
         return api.system()
     except LogboxError as e:
-        if e.code == "not_found":
-            return {"error": "not reported by the box (GET /api/v1/system: 404, an older box)"}
-        return {"error": f"GET /api/v1/system: {e.code}: {e.message}"}
+        return box_system_error(e.code, e.message)
+
+
+def box_system_error(code: str, message: str) -> dict[str, Any]:
+    """What the report holds for the box's machine when GET /system failed with code."""
+    if code == "not_found":
+        return {"error": "not reported by the box (GET /api/v1/system: 404, an older box)"}
+    return {"error": f"GET /api/v1/system: {code}: {message}"}
 
 
 def main(argv: list[str] | None = None) -> int:

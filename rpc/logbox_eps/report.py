@@ -255,11 +255,10 @@ def machine_rows(doc: dict[str, Any]) -> list[list[str]]:
         box = {
             "logbox": f"{lb.get('version', '?')}"
             + (f" ({lb['commit']})" if lb.get("commit") else ""),
-            "host": h.get("hostname", "?")
-            + (f", {h['virtualization']}" if h.get("virtualization") else ", bare metal"),
+            "host": h.get("hostname", "?") + _virt(h.get("virtualization")),
             "os": f"{h.get('os', '?')}, kernel {h.get('kernel', '?')}, {h.get('arch', '?')}",
             "cpu": f"{c.get('model') or '?'}, {c.get('cores', '?')} cores"
-            + (f" × {threads} threads" if threads else "")
+            + (f", {threads} threads per core" if threads else "")
             + (f", {mhz:,.0f} MHz" if mhz else ""),
             "memory": f"{_bytes(mem.get('total_bytes'))} ({_bytes(mem.get('available_bytes'))} "
             f"available), swap {_bytes(mem.get('swap_total_bytes'))}",
@@ -297,6 +296,13 @@ def machine_rows(doc: dict[str, Any]) -> list[list[str]]:
     return [[names[k], box[k], load[k]] for k in names]
 
 
+def _virt(v: str | None) -> str:
+    """systemd-detect-virt's answer, as the host row says it."""
+    if v is None:
+        return ""
+    return ", bare metal" if v == "none" else f", virtual machine or container ({v})"
+
+
 def _raid(r: dict[str, Any] | None) -> str:
     if not r:
         return "none"
@@ -317,7 +323,7 @@ def _settings(cfg: dict[str, Any]) -> str:
         {True: "sealing on", False: "sealing off", None: "sealing ?"}[cfg.get("sealing")],
         f"inputs {', '.join(cfg.get('inputs') or []) or '–'}",
         f"routes {cfg.get('routes') if cfg.get('routes') is not None else '?'}",
-        f"indexd memory {mem} MB" if mem else "indexd memory default",
+        f"indexd max memory {mem if mem is not None else '?'} MB",
     ])  # fmt: skip
 
 
