@@ -11,6 +11,7 @@
 # per-service rates of /status samples and the progress line.
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -278,6 +279,7 @@ def test_searchers_services_machine(box: Box, tmp_path: Path) -> None:
         (["--size", "10"], 2, "--size"),
         (["--searchers", "1", "--search-mix", "/nonexistent/mix.tsv"], 2, "No such file"),
         (["--searchers", "1", "--search-mix", "{badmix}"], 2, "expected class<TAB>query"),
+        (["--search-mix", "{badmix}"], 2, "--searchers N, which is not given"),
     ],
 )
 def test_bad_input(box: Box, tmp_path: Path, args: list[str], status: int, says: str) -> None:
@@ -370,6 +372,15 @@ def test_progress_line() -> None:
     text = progress.line(c, 101.5)
     assert text == ("step 3 · 1,000 EPS · sent 1,480/1,500 · stored 1,200 · lag 0.4 s · "
                     "20.0 searches/s · 2/30 s")  # fmt: skip
+    # drawn in place (a carriage return each time), one newline at the end
+    out = io.StringIO()
+    c.start = time.time()
+    bar = progress.Progress(out, c, interval=0.05).start()
+    time.sleep(0.3)
+    bar.stop()
+    drawn = out.getvalue()
+    assert drawn.count("\r") >= 2 and drawn.endswith("\n") and drawn.count("\n") == 1
+    assert "step 3 · 1,000 EPS" in drawn
 
 
 def test_report_of_an_older_box(tmp_path: Path) -> None:

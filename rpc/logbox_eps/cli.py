@@ -94,6 +94,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     if a.searchers < 0:
         ap.error("--searchers: 0 or more")
     a.mix = None
+    if a.search_mix is not None and not a.searchers:
+        ap.error("--search-mix: the queries of --searchers N, which is not given")
     if a.search_mix is not None:
         try:
             a.mix = searchers.read_mix(a.search_mix)
