@@ -602,6 +602,24 @@ def test_firstboot_generates_and_shows_password_once(root: Path, tree: Path) -> 
         text=True,
     ).stdout
     assert f"DNS:{socket.gethostname()}" in text and "IP Address:127.0.0.1" in text
+    # ... followed by the CA (the chain a second machine takes the CA from), whose fingerprint
+    # first boot said
+    pems = re.findall(
+        r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\n",
+        (tls / "server.crt").read_text(),
+        re.S,
+    )
+    assert len(pems) == 2 and pems[1] == (tls / "ca.crt").read_text()
+    fp = (
+        subprocess.run(
+            ["openssl", "x509", "-in", str(tls / "ca.crt"), "-noout", "-fingerprint", "-sha256"],
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .split("=", 1)[1]
+    )
+    assert f"logbox-firstboot: TLS CA {fp} (SHA-256)" in done.stdout, done.stdout
 
     # the collector settings render for syslog-ng with the appliance's ports and TLS files
     col = (tree / "etc/logbox/collector.toml").read_text()

@@ -221,7 +221,8 @@ class Api:
             self.base + "/login", json={"username": "admin", "password": password}, timeout=60
         )
         assert r.status_code == 200, f"API login: {r.status_code} {r.text}"
-        self.s.headers["Authorization"] = "Bearer " + r.json()["token"]
+        self.token = r.json()["token"]
+        self.s.headers["Authorization"] = "Bearer " + self.token
 
     def get(self, path: str, **params: str) -> dict:
         """GET path; the JSON answer (asserting 200)."""
@@ -257,9 +258,18 @@ class Api:
         appliance's sandboxing); when healthy, no problem is reported. The status."""
         st = self.get("/status")
         services = st["services"]
-        assert set(services) == {"syslog-ng", "indexd", "searchd"}, services
+        assert set(services) == {"syslog-ng", "indexd", "searchd", "rpc", "webui", "nginx"}
         down = {name: s for name, s in services.items() if s.get("state") != "running"}
         assert not down, f"services not running: {down}; problems: {st.get('problems')}"
+        # what each uses, read from its unit's cgroup (the API cannot read the others' /proc)
+        for name, svc in services.items():
+            res = svc["resources"]
+            assert res is not None and res["source"] == "cgroup", (name, svc)
+            assert res["cpu_s"] > 0 and res["rss_bytes"] > 0 and res["processes"] >= 1, (name, res)
+            assert isinstance(res["io_write_bytes"], int), (name, res)  # IOAccounting=yes
+        for name in ("syslog-ng", "indexd", "searchd"):
+            assert isinstance(services[name]["pid"], int), services[name]
+            assert services[name]["uptime_s"] > 0, services[name]
         if healthy:
             assert st["health"] == "ok" and not st.get("problems"), st.get("problems")
         return st
@@ -277,6 +287,61 @@ class Api:
             assert r.status_code == 404, f"integrity: {r.status_code} {r.text}"
             time.sleep(5)
 
+
+def box_ca(vm: Vm, port: int, out: Path) -> Path:
+    """The appliance's CA as a second machine takes it: the last certificate of the chain the
+    port sends, checked against the fingerprint first boot said on the console."""
+    done = subprocess.run(
+        ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-showcerts"],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    pems = re.findall(
+        r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----\n", done.stdout, re.S
+    )
+    assert len(pems) == 2, f"the chain on {port}: {len(pems)} certificates; {done.stderr}"
+    out.write_text(pems[1])
+    fp = (
+        subprocess.run(
+            ["openssl", "x509", "-in", str(out), "-noout", "-fingerprint", "-sha256"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.strip()
+        .split("=", 1)[1]
+    )
+    said = re.findall(r"logbox-firstboot: TLS CA (\S+) \(SHA-256\)", vm.console())
+    assert said == [fp], (said, fp)
+    return out
+
+
+def check_system(api: Api, vm: Vm, raid: bool) -> dict:
+    """GET /system against what the test gave the guest: its CPUs, memory, disks, the
+    encrypted store on RAID1 or on one disk."""
+    doc = api.get("/system")
+    assert doc["cpu"]["cores"] == vm.cpus, doc["cpu"]
+    total = doc["memory"]["total_bytes"]
+    assert 0.8 * vm.memory_mb * MiB < total <= vm.memory_mb * MiB, doc["memory"]
+    names = {d["name"]: d for d in doc["disks"]}
+    data = [f"vd{chr(ord('b') + i)}" for i in range(len(vm.data_disks))]
+    assert set(names) == {"vda", *data}, names
+    for n, path in zip(data, vm.data_disks, strict=True):
+        assert names[n]["size_bytes"] == path.stat().st_size, names[n]
+    st = doc["store"]
+    assert st["path"] == "/var/lib/logbox" and st["filesystem"] == "ext4", st
+    assert st["encrypted"] is True and st["device"] == "/dev/mapper/logbox-store", st
+    assert (doc["raid"] is not None) is raid and (not raid or doc["raid"]["level"] == "raid1")
+    assert doc["host"]["os"].startswith("Debian GNU/Linux 12"), doc["host"]
+    assert doc["host"]["virtualization"] in ("qemu", "kvm"), doc["host"]
+    assert re.fullmatch(r"[0-9a-f]{40}", doc["logbox"]["commit"] or ""), doc["logbox"]
+    assert doc["settings"]["sealing"] is True and "main" in doc["settings"]["logspaces"], doc
+    return doc
+
+
+MiB = 1 << 20
 
 KERNEL_LINE = re.compile(r"\[\s*\d+\.\d+\][^\n]*\n")
 
@@ -424,6 +489,7 @@ def test_first_boot_with_two_blank_disks(image: Path, workdir: Path) -> None:
         assert raid["level"] == "raid1" and raid["state"] == "clean", raid
         assert raid["disks"] == 2 and raid["active"] == 2, raid
         api.check_status()
+        rec["system"] = check_system(api, vm, raid=True)
 
         # the daily verify's first run (3 minutes after boot), through the API
         t0 = time.monotonic()
@@ -543,6 +609,7 @@ def test_uefi_generated_password_and_one_disk(image: Path, workdir: Path) -> Non
         assert api.wait_total(token, 5) == 5
         assert web.total(token) == 5
         api.check_status()
+        check_system(api, vm, raid=False)
         recovery = shown_once(vm, "logbox-storage: store recovery key", RECOVERY_RX)
         vkey = shown_once(vm, "logbox-keys: verification key", "[0-9a-f]{64}")
         # a TPM2: the store's key is sealed to it, and no key file is made
