@@ -4,9 +4,14 @@
 # whose limit is the step before the one where the store fell behind (indexd stopped during
 # it); a loss the test causes (syslog-ng stopped while UDP is sent) is found and reported; bad
 # input (unreachable API, wrong token, TLS with the wrong CA, a corpus that does not exist, bad
-# arguments) gives a clear message and its exit status, never a traceback.
+# arguments) gives a clear message and its exit status, never a traceback. A ramp with
+# searchers times every class of the built-in query mix, and the report holds the searches,
+# the services' CPU, memory and disk I/O, and the two machines; a --search-mix that cannot be
+# read is a bad argument. Without a box: the search mix file's parsing, the percentiles, the
+# per-service rates of /status samples and the progress line.
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -23,6 +28,9 @@ import pytest
 from lbtest.collector import free_port, free_ports
 from lbtest.devrun import DevRun
 from logbox_client import Client
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "rpc"))
+from logbox_eps import progress, resources, searchers  # noqa: E402
 
 TOP = Path(__file__).resolve().parent.parent
 EPS = [sys.executable, str(TOP / "rpc" / "logbox-eps")]
@@ -79,13 +87,17 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
 
 
 class Page(HTMLParser):
-    """The ids, the SVG charts and the table rows of an HTML page (it must parse)."""
+    """The ids, the SVG charts (in all and per section) and the rows of each table with an id
+    of an HTML page (it must parse)."""
 
     def __init__(self, text: str) -> None:
         super().__init__()
         self.ids: dict[str, str] = {}
         self.svgs = 0
-        self.rows = 0
+        self.section_svgs: dict[str, int] = {}
+        self.rows: dict[str, int] = {}
+        self._table: str | None = None
+        self._section: str | None = None
         self.feed(text)
         self.close()
 
@@ -93,8 +105,22 @@ class Page(HTMLParser):
         a = dict(attrs)
         if a.get("id"):
             self.ids[a["id"] or ""] = tag
-        self.svgs += tag == "svg"
-        self.rows += tag == "tr"
+        if tag == "table":
+            self._table = a.get("id")
+        if tag == "section":
+            self._section = a.get("id")
+        if tag == "svg":
+            self.svgs += 1
+            if self._section:
+                self.section_svgs[self._section] = self.section_svgs.get(self._section, 0) + 1
+        if tag == "tr" and self._table:
+            self.rows[self._table] = self.rows.get(self._table, 0) + 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self._table = None
+        if tag == "section":
+            self._section = None
 
 
 def stored_per_connection(box: Box, run: str) -> dict[int, int]:
@@ -147,10 +173,14 @@ def test_ramp_report_counts_and_limit(box: Box, tmp_path: Path) -> None:
         assert sum(per.values()) == s["stored"] == s["sent"], (s, per)
         assert s["lost"] == 0 and s["duplicates"] == 0
     md = (out / "report.md").read_text()
-    assert re.search(r"^\| 3,000 \| [\d,]+ \| [\d,]+ \| [\d,]+ \| 0 \| 0 \|", md, re.M), md
+    # target, sent, sent EPS, stored, stored EPS (stored / hold), lost, duplicates
+    row = r"^\| 3,000 \| [\d,]+ \| [\d,]+ \| [\d,]+ \| [\d,]+ \| 0 \| 0 \|"
+    assert re.search(row, md, re.M), md
+    assert all(s["stored_eps"] == s["stored"] / 2 for s in steps)
     page = Page((out / "report.html").read_text())
-    assert {"sustained", "steps", "settings"} <= set(page.ids), page.ids
-    assert page.svgs >= 2 and page.rows == 1 + len(steps)
+    assert {"sustained", "steps", "settings", "legend", "machine"} <= set(page.ids), page.ids
+    assert page.svgs >= 2 and page.rows["steps"] == 1 + len(steps)
+    assert "\r" not in r.stderr  # no progress line when stderr is not a terminal
 
 
 def test_udp_loss_is_found(box: Box, tmp_path: Path) -> None:
@@ -180,6 +210,64 @@ def test_udp_loss_is_found(box: Box, tmp_path: Path) -> None:
     assert held == step["sent"] - step["lost"], (held, step)
 
 
+def test_searchers_services_machine(box: Box, tmp_path: Path) -> None:
+    """Two steps with two searchers: every class of the built-in mix is asked and timed in
+    each step, the counts are the latencies recorded, the built-in queries find what the load
+    carries; the services' CPU, memory and disk I/O and the two machines are in all three
+    forms of the report."""
+    out = tmp_path / "report"
+    r = box.eps("--port", str(box.ports["tcp"]), "--connections", "2", "--start", "500",
+                "--step", "500", "--max", "1000", "--hold", "3", "--lag", "5", "--settle", "2",
+                "--searchers", "2", "--out", str(out))  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and "\r" not in r.stderr
+    doc = json.loads((out / "report.json").read_text())
+    steps = doc["steps"]
+    assert [s["passed"] for s in steps] == [True, True], steps
+    mix = doc["settings"]["search_mix"]
+    classes = [c for c, _ in mix]
+    assert classes == ["term", "and", "phrase", "wildcard", "field", "count", "histogram", "top"]
+    for s in steps:
+        f = s["searches"]
+        assert f["errors"] == 0 and f["timeouts"] == 0, f["error_examples"]
+        assert f["count"] == len(f["latencies"]) > 0
+        assert sum(c["count"] for c in f["classes"].values()) == f["count"]
+        assert set(f["classes"]) == set(classes)
+        for cls, c in f["classes"].items():
+            mine = sorted(x["ms"] for x in f["latencies"] if x["class"] == cls)
+            assert c["count"] == len(mine) > 0, (cls, c)
+            assert all(ms > 0 for ms in mine)
+            want = [searchers.percentile(mine, p) for p in (50, 95, 99)]
+            assert [c["p50_ms"], c["p95_ms"], c["p99_ms"]] == want and 0 < want[0] <= want[2]
+        assert all(s["started"] + 0.4 <= x["t"] <= s["ended"] for x in f["latencies"])
+    # the built-in queries find the load's messages (filler words, the connection field)
+    since = time.time() - 3600
+    for cls, q in mix:
+        if cls not in ("count", "histogram", "top"):
+            assert box.client.count(q, from_=since) > 0, (cls, q)
+    md = (out / "report.md").read_text()
+    assert "## Searches under load" in md and "| 1,000 | phrase |" in md
+    page = Page((out / "report.html").read_text())
+    assert {"searches", "services", "machine"} <= set(page.ids), page.ids
+    assert page.section_svgs.get("searches") == 1
+    # the machines: the load machine's sender processes, the box's own description
+    load = doc["machine"]["load"]
+    assert load["sender_processes"] == min(os.cpu_count() or 1, 2)
+    assert load["python"] and load["cores"] and load["logbox_eps"]
+    # the services: every one the box runs, with figures; indexd works during every step
+    names = set(box.client.status()["services"])
+    assert all(set(s["services"]) == names for s in steps), steps[0]["services"]
+    indexd = [s["services"]["indexd"] for s in steps]
+    assert all(x["intervals"] >= 2 for x in indexd), indexd
+    assert all(x["cpu_pct"]["peak"] > 0 for x in indexd), indexd
+    assert all(x["rss_mib"]["peak"] > 0 for x in indexd)
+    assert page.section_svgs.get("services", 0) >= 2
+    assert re.search(r"^\| 500 \| indexd \| [\d.]+ / [\d.]+ \|", md, re.M), md
+    box_machine = doc["machine"]["box"]
+    assert box_machine["cpu"]["cores"] >= 1 and box_machine["memory"]["total_bytes"] > 0
+    assert box_machine["logbox"]["version"]
+
+
 @pytest.mark.parametrize(
     ("args", "status", "says"),
     [
@@ -189,10 +277,16 @@ def test_udp_loss_is_found(box: Box, tmp_path: Path) -> None:
         (["--corpus", "/nonexistent/corpus.log"], 5, "No such file"),
         (["--port", "{dead}"], 5, "cannot connect"),
         (["--size", "10"], 2, "--size"),
+        (["--searchers", "1", "--search-mix", "/nonexistent/mix.tsv"], 2, "No such file"),
+        (["--searchers", "1", "--search-mix", "{badmix}"], 2, "expected class<TAB>query"),
+        (["--search-mix", "{badmix}"], 2, "--searchers N, which is not given"),
     ],
 )
 def test_bad_input(box: Box, tmp_path: Path, args: list[str], status: int, says: str) -> None:
-    fill = {"dead": str(free_port()), "tls": str(box.ports["tls"]), "ca": box.ca}
+    badmix = tmp_path / "mix.tsv"
+    badmix.write_text("term\talpha\nno tab here\n")
+    fill = {"dead": str(free_port()), "tls": str(box.ports["tls"]), "ca": box.ca,
+            "badmix": str(badmix)}  # fmt: skip
     argv = [a.format(**fill) for a in args]
     if "--port" not in argv:
         argv += ["--port", str(box.ports["tcp"])]
@@ -201,3 +295,114 @@ def test_bad_input(box: Box, tmp_path: Path, args: list[str], status: int, says:
     assert r.returncode == status, r.stdout + r.stderr
     assert says in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_search_mix_file(tmp_path: Path) -> None:
+    """One `class<TAB>query` a line; comments and empty lines skipped; the query keeps its
+    inner tabs and quotes; a file of nothing but comments is refused."""
+    f = tmp_path / "mix.tsv"
+    f.write_text('# a comment\n\nterm\terror\nphrase\t"connection refused"\ntop:host\t*\n')
+    assert searchers.read_mix(f) == [
+        ("term", "error"), ("phrase", '"connection refused"'), ("top:host", "*")
+    ]  # fmt: skip
+    f.write_text("# nothing\n")
+    with pytest.raises(searchers.MixError, match="no queries"):
+        searchers.read_mix(f)
+
+
+def test_percentiles_nearest_rank() -> None:
+    """p50/p95/p99 are values that were measured (nearest rank), in order, and the counts
+    split into answered, errors and time-outs."""
+    ms = [float(x) for x in range(1, 101)]
+    assert [searchers.percentile(ms, p) for p in (50, 95, 99, 100)] == [50.0, 95.0, 99.0, 100.0]
+    assert searchers.percentile([7.0], 99) == 7.0 and searchers.percentile([], 50) is None
+    done = [{"t": 0, "class": "a", "ms": m} for m in ms]
+    failed = [{"t": 0, "class": "a", "ms": 1, "timeout": t, "error": "e"} for t in (0, 0, 1)]
+    f = searchers.figures(done, failed, 10)
+    assert (f["count"], f["errors"], f["timeouts"], f["per_s"]) == (100, 2, 1, 10.0)
+
+
+def test_service_rates() -> None:
+    """CPU % is the CPU seconds' delta over the seconds between samples; an interval whose
+    figures went down (a restart), changed source or are missing is left out; a box that
+    reports nothing gives None."""
+
+    def at(t: float, cpu: float | None, rss: int = 2**20, src: str = "proc") -> dict:
+        res = (
+            None
+            if cpu is None
+            else {
+                "source": src,
+                "cpu_s": cpu,
+                "rss_bytes": rss,
+                "io_read_bytes": None,
+                "io_write_bytes": int(cpu * 1e6),
+            }
+        )
+        return {"t": t, "services": {"indexd": res}}  # fmt: skip
+
+    samples = [at(0, 1.0), at(1, 1.5), at(2, 2.5, 3 * 2**20), at(3, 0.1), at(4, 0.2, src="cgroup"),
+               at(5, None), at(6, 1.0)]  # fmt: skip
+    rows = resources.intervals(samples)["indexd"]
+    assert [r["cpu_pct"] for r in rows] == [50.0, 100.0]
+    assert [r["rss_mib"] for r in rows] == [1.0, 3.0]
+    assert rows[0]["read_mbs"] is None and rows[1]["write_mbs"] == 1.0
+    f = resources.step_figures(samples)["indexd"]
+    assert f["intervals"] == 2 and f["cpu_pct"] == {"mean": 75.0, "peak": 100.0}
+    assert resources.step_figures([at(0, None), at(1, None)]) is None
+
+
+def test_progress_line() -> None:
+    """The line says the step, its rate, sent against due, stored since the step began, lag
+    and searches per second."""
+
+    class Load:
+        def sent_now(self) -> int:
+            return 1480
+
+    class Sampler:
+        samples = [{"stored": 100, "spool_lag_s": 0.0}, {"stored": 1300, "spool_lag_s": 0.4}]
+
+    class Finding:
+        def answered(self) -> int:
+            return 30
+
+    c = progress.Current(hold=30)
+    c.begin(2, 1000.0, 100.0, Load(), Sampler(), Finding())
+    text = progress.line(c, 101.5)
+    assert text == ("step 3 · 1,000 EPS · sent 1,480/1,500 · stored 1,200 · lag 0.4 s · "
+                    "20.0 searches/s · 2/30 s")  # fmt: skip
+    # drawn in place (a carriage return each time), one newline at the end
+    out = io.StringIO()
+    c.start = time.time()
+    bar = progress.Progress(out, c, interval=0.05).start()
+    time.sleep(0.3)
+    bar.stop()
+    drawn = out.getvalue()
+    assert drawn.count("\r") >= 2 and drawn.endswith("\n") and drawn.count("\n") == 1
+    assert "step 3 · 1,000 EPS" in drawn
+
+
+def test_report_of_an_older_box(tmp_path: Path) -> None:
+    """A box without per-service resources and without GET /system: the report says so in
+    each form, and still has every section."""
+    from logbox_eps import cli, report
+
+    a = cli.parse(["--host", "h", "--token", "t", "--hold", "2"])
+    samples = [{"t": t, "eps_1s": 1.0, "stored": t, "spool_lag_s": 0.0,
+                "services": {"indexd": None, "searchd": None}} for t in (0.0, 1.0, 2.0)]  # fmt: skip
+    step = {"step": 0, "run": "r", "target_eps": 1000.0, "sent": 2000, "sent_eps": 1000.0,
+            "stored": 2000, "stored_eps": 1000.0, "lost": 0, "lost_per_connection": {},
+            "duplicates": 0, "duplicates_exact": True, "catch_up_s": 0.1, "behind": False,
+            "passed": True, "started": 0.0, "ended": 2.0, "searches": None,
+            "services": resources.step_figures(samples), "samples": samples}  # fmt: skip
+    assert step["services"] is None
+    system = cli.box_system_error("not_found", "no such route")
+    doc = report.document(a, "r", {"raid": None}, system, [step], [], 2)
+    report.write(tmp_path, doc)
+    md = (tmp_path / "report.md").read_text()
+    assert "CPU, memory and disk I/O: not reported by the box" in md
+    assert "| version | not reported by the box (GET /api/v1/system: 404" in md
+    page = Page((tmp_path / "report.html").read_text())
+    assert {"searches", "services", "machine", "legend"} <= set(page.ids)
+    assert json.loads((tmp_path / "report.json").read_text())["machine"]["box"]["error"]

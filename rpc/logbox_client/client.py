@@ -449,6 +449,15 @@ class Client(_Closing):
         """Services, ingest rates, logspaces, disk and RAID (GET /status)."""
         return self.call("GET", "/status")
 
+    def system(self) -> dict[str, Any]:
+        """The machine the box runs on (admin; GET /system): logbox's version, the host, CPU,
+        memory, disks, the store's file system, RAID and the settings that bear on its
+        performance.
+
+        :raises LogboxError: `not_found` (404) from a box older than this call.
+        """
+        return self.call("GET", "/system")
+
     def health(self) -> dict[str, Any]:
         """{"status": "ok"} when the API reaches searchd (GET /health, no token needed).
 

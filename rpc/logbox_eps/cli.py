@@ -9,8 +9,12 @@ missing once the count has stopped growing for --settle seconds is lost. The ram
 --max is reached; the limit is the last step that passed. The report (report.py) goes to --out:
 report.json, report.md, report.html.
 
+With --searchers N, N threads loop a query mix through the API during every step's hold
+(searchers.py); their latencies go in the report beside the EPS. While a step is sent, a
+progress line is drawn on stderr when it is a terminal (progress.py).
+
 Exit status: 0 the run completed (its report says what it found, losses included); 2 bad
-arguments; 3 the API cannot be reached or refuses the token; 4 refused to start (the RAID
+arguments (a --search-mix that cannot be read among them); 3 the API cannot be reached or refuses the token; 4 refused to start (the RAID
 resyncs; --force to run anyway); 5 the load cannot be sent (connection, TLS, corpus).
 """
 
@@ -26,9 +30,10 @@ from typing import Any
 
 from logbox_client import Client, LogboxError
 
-from . import report
+from . import report, resources, searchers
 from .load import HEADER_LEN, Load, LoadError, Step, Target
 from .measure import Sampler, stored, wait_stored
+from .progress import Current, Progress
 
 DEFAULT_PORTS = {"tcp": 514, "tls": 6514, "udp": 514}
 RESYNCING = {"resyncing", "recovering", "rebuilding", "reshaping"}
@@ -69,6 +74,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                     help="a step that fell behind: seconds without growth before what is "
                     "still missing counts as lost")  # fmt: skip
     ap.add_argument("--out", type=Path, default=Path("logbox-eps-report"))
+    ap.add_argument("--searchers", type=int, default=0,
+                    help="threads that search the box during every step's hold (default 0)")  # fmt: skip
+    ap.add_argument("--search-mix", type=Path,
+                    help="the searchers' queries, one `class<TAB>query` a line (default: a "
+                    "built-in mix over the load's words)")  # fmt: skip
     ap.add_argument("--force", action="store_true", help="run while the RAID resyncs")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     a = ap.parse_args(argv)
@@ -81,6 +91,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         ap.error("--start, --step, --hold > 0, --lag >= 0 and --max >= --start")
     if a.corpus is None and a.size < HEADER_LEN:
         ap.error(f"--size: at least {HEADER_LEN} bytes")
+    if a.searchers < 0:
+        ap.error("--searchers: 0 or more")
+    a.mix = None
+    if a.search_mix is not None and not a.searchers:
+        ap.error("--search-mix: the queries of --searchers N, which is not given")
+    if a.search_mix is not None:
+        try:
+            a.mix = searchers.read_mix(a.search_mix)
+        except searchers.MixError as e:
+            ap.error(str(e))
     return a
 
 
@@ -98,8 +118,11 @@ def check_box(api: Client, force: bool) -> dict[str, Any]:
     return st
 
 
-def ramp(a: argparse.Namespace, api: Client, run: str, bar: Any) -> list[dict[str, Any]]:
-    """The steps, each sent, counted and judged; stops after the first that fails."""
+def ramp(
+    a: argparse.Namespace, api: Client, run: str, mix: list[tuple[str, str]], now: Current
+) -> list[dict[str, Any]]:
+    """The steps, each sent, counted and judged; stops after the first that fails. now is kept
+    up to date for the progress line."""
     target = Target(a.host, a.port, a.transport, a.framing, a.ca, a.cert, a.key)
     steps: list[dict[str, Any]] = []
     rate, k = a.start, 0
@@ -108,11 +131,19 @@ def ramp(a: argparse.Namespace, api: Client, run: str, bar: Any) -> list[dict[st
         load = Load(target, step_run, a.connections, a.size, a.corpus)
         sampler = Sampler(api).start()
         t0 = time.time()
+        start = t0 + 0.5
+        finding = None
+        if a.searchers:
+            finding = searchers.Searchers(api, a.searchers, mix, a.logspace, start).start()
+        now.begin(k, rate, start, load, sampler, finding)
         try:
-            sent = load.run_steps([Step(rate, a.hold)], start=t0 + 0.5)
+            sent = load.run_steps([Step(rate, a.hold)], start=start)
         finally:
+            if finding is not None:
+                finding.stop()
             sampler.stop()
         t1 = time.time()
+        now.phase = "counting"
         n_sent = sum(sent.counts.values())
         n, took = wait_stored(api, step_run, n_sent, a.logspace, t0, a.lag)
         behind = n < n_sent
@@ -133,7 +164,7 @@ def ramp(a: argparse.Namespace, api: Client, run: str, bar: Any) -> list[dict[st
                 "sent": n_sent,
                 "sent_eps": n_sent / a.hold,
                 "stored": got.total,
-                "stored_eps": got.total / (t1 - t0 + took) if got.total else 0.0,
+                "stored_eps": got.total / a.hold,
                 "lost": sum(lost.values()),
                 "lost_per_connection": {str(c): v for c, v in lost.items() if v},
                 "duplicates": dups,
@@ -143,13 +174,14 @@ def ramp(a: argparse.Namespace, api: Client, run: str, bar: Any) -> list[dict[st
                 "passed": passed,
                 "started": t0,
                 "ended": t1,
+                "searches": (
+                    searchers.step_figures(finding, mix, a.hold) if finding is not None else None
+                ),
+                "services": resources.step_figures(sampler.samples),
                 "samples": sampler.samples,
                 "sample_errors": sampler.errors[:5],
             }
         )
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix_str(f"{rate:,.0f} EPS: {'ok' if passed else 'fell behind'}")
         if not passed:
             break
         rate += a.step
@@ -157,36 +189,51 @@ def ramp(a: argparse.Namespace, api: Client, run: str, bar: Any) -> list[dict[st
     return steps
 
 
+def box_system(api: Client) -> dict[str, Any]:
+    """The box's machine (GET /system), or {"error": why} when it does not say (an older box
+    answers 404)."""
+    try:
+        return api.system()
+    except LogboxError as e:
+        return box_system_error(e.code, e.message)
+
+
+def box_system_error(code: str, message: str) -> dict[str, Any]:
+    """What the report holds for the box's machine when GET /system failed with code."""
+    if code == "not_found":
+        return {"error": "not reported by the box (GET /api/v1/system: 404, an older box)"}
+    return {"error": f"GET /api/v1/system: {code}: {message}"}
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
     run = "e" + secrets.token_hex(5)
     api = Client(a.api, token=a.token, verify=a.api_ca or True, timeout=60)
+    now = Current(hold=a.hold)
+    bar = None
     try:
         status = check_box(api, a.force)
+        system = box_system(api)
+        mix = a.mix
+        if a.searchers and mix is None:
+            mix = searchers.builtin_mix(*searchers.payload_words(a.size, a.corpus))
+        if not a.quiet and sys.stderr.isatty():
+            bar = Progress(sys.stderr, now).start()
+        steps = ramp(a, api, run, mix or [], now)
     except LogboxError as e:
         print(f"logbox-eps: {a.api}: {e.code}: {e.message}", file=sys.stderr)
         return 3
     except Refused as e:
         print(f"logbox-eps: refused: {e}", file=sys.stderr)
         return 4
-    bar = None
-    if not a.quiet and sys.stderr.isatty():
-        from tqdm import tqdm
-
-        total = int((a.max - a.start) // a.step) + 1
-        bar = tqdm(total=total, unit="step", desc="logbox-eps", file=sys.stderr)
-    try:
-        steps = ramp(a, api, run, bar)
     except LoadError as e:
         print(f"logbox-eps: {e}", file=sys.stderr)
         return 5
-    except LogboxError as e:
-        print(f"logbox-eps: {a.api}: {e.code}: {e.message}", file=sys.stderr)
-        return 3
     finally:
         if bar is not None:
-            bar.close()
-    doc = report.document(a, run, status, steps)
+            bar.stop()
+    senders = Load(Target(a.host, a.port), run, a.connections).processes()
+    doc = report.document(a, run, status, system, steps, mix or [], senders)
     paths = report.write(a.out, doc)
     limit = doc["result"]["sustained_eps"]
     print(f"logbox-eps: run {run}: sustained {limit:,.0f} EPS with no loss"

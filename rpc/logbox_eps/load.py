@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 SD_ID = "eps@32473"  # 32473: the private enterprise number RFC 5612 reserves for examples
 TICK_S = 0.01  # a worker sends a batch this often
@@ -63,11 +64,11 @@ class Step:
 
 @dataclass
 class Sent:
-    """What a worker sent: per (step, connection) the sequence numbers' range."""
+    """What was sent: per (step, connection) the messages, per connection the last sequence
+    number (the numbers run from 1 without a gap)."""
 
     counts: dict[tuple[int, int], int] = field(default_factory=dict)
     last_seq: dict[int, int] = field(default_factory=dict)
-    error: str | None = None
 
 
 def tls_context(t: Target) -> ssl.SSLContext:
@@ -195,11 +196,15 @@ def worker(
     payload: bytes | None,
     corpus: list[bytes] | None,
     out: mp.Queue,
+    progress: Any,
+    slot: int,
 ) -> None:
     """One worker process: opens its connections, then for each step sends share of the
     step's rate, spread over its connections, paced every TICK_S from start (time.time()).
-    Puts a Sent on out at the end (its error, if any, in Sent.error)."""
+    Adds what it sends to progress[slot] as it goes (a shared array: the progress line), and
+    puts (Sent, the error that stopped it or None) on out at the end."""
     sent = Sent()
+    error: str | None = None
     socks: list[socket.socket] = []
     payloads: Iterator[bytes] = (
         itertools.cycle(corpus) if corpus else itertools.repeat(payload or b"")
@@ -232,15 +237,16 @@ def worker(
                         socks[i].sendall(b"".join(msgs))
                     seq[c] += n
                     done[c] += n
+                    progress[slot] += n
                 time.sleep(max(0.0, min(TICK_S, end - time.time())))
             for c in conns:
                 sent.counts[(k, c)] = done[c]
             t0 = end
         sent.last_seq = seq
     except LoadError as e:
-        sent.error = str(e)
+        error = str(e)
     except OSError as e:
-        sent.error = f"{t.host}:{t.port} ({t.transport}): sending failed: {e.strerror or e}"
+        error = f"{t.host}:{t.port} ({t.transport}): sending failed: {e.strerror or e}"
     finally:
         for s in socks:
             try:
@@ -249,7 +255,7 @@ def worker(
             except (OSError, ssl.SSLError):
                 pass
             s.close()
-    out.put(sent)
+    out.put((sent, error))
 
 
 @dataclass
@@ -263,6 +269,7 @@ class Load:
     corpus: Path | None = None
     host: str = socket.gethostname() or "logbox-eps"
     workers: int = 0  # 0: one per CPU, at most one per connection
+    _progress: Any = field(default=None, init=False, repr=False)  # run_steps' shared counts
 
     def check(self) -> None:
         """LoadError for settings that cannot work."""
@@ -275,17 +282,28 @@ class Load:
         if not HEADER_LEN <= self.size <= 65000:
             raise LoadError(f"--size {self.size}: {HEADER_LEN} to 65000 bytes")
 
+    def processes(self) -> int:
+        """How many sender processes run_steps starts: workers, or one per CPU, never more than
+        one per connection."""
+        n = self.workers or mp.cpu_count()
+        return max(1, min(n, self.connections))
+
+    def sent_now(self) -> int:
+        """The messages sent so far by the schedule that runs (0 before it starts)."""
+        return sum(self._progress) if self._progress is not None else 0
+
     def run_steps(self, steps: Sequence[Step], start: float | None = None) -> Sent:
         """Sends the schedule (starting at start, default 1 s from now); what was sent, all
         workers merged. LoadError when a worker could not send (the first error)."""
         self.check()
         corpus = corpus_lines(self.corpus) if self.corpus else None
         payload = None if corpus else filler(self.size - HEADER_LEN)
-        n = self.workers or min(mp.cpu_count(), self.connections)
-        n = max(1, min(n, self.connections))
+        n = self.processes()
         groups = [list(range(i + 1, self.connections + 1, n)) for i in range(n)]
         ctx = mp.get_context("fork")
         out: mp.Queue = ctx.Queue()
+        # one slot per worker, written only by it: no lock needed to add, a sum may lag a batch
+        self._progress = ctx.RawArray("q", n)
         start = time.time() + 1.0 if start is None else start
         procs = [
             ctx.Process(
@@ -301,10 +319,12 @@ class Load:
                     payload,
                     corpus,
                     out,
+                    self._progress,
+                    i,
                 ),
                 daemon=True,
             )  # fmt: skip
-            for g in groups
+            for i, g in enumerate(groups)
         ]
         for p in procs:
             p.start()
@@ -313,18 +333,17 @@ class Load:
         budget = max(0.0, start - time.time()) + sum(st.seconds for st in steps) + 60
         for _ in procs:
             try:
-                s: Sent = out.get(timeout=budget)
+                s, error = out.get(timeout=budget)
             except queue.Empty:
                 for p in procs:
                     p.kill()
                 raise LoadError("a sender process ended without saying what it sent") from None
             total.counts.update(s.counts)
             total.last_seq.update(s.last_seq)
-            if s.error:
-                errors.append(s.error)
+            if error:
+                errors.append(error)
         for p in procs:
             p.join(10)
         if errors:
-            total.error = errors[0]
             raise LoadError(errors[0])
         return total

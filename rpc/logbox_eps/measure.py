@@ -46,7 +46,16 @@ def stored(api: Client, run: str, conns: int, logspace: str, since: float) -> St
         for c in range(1, conns + 1):
             per[c] = api.count(f"{q} AND {SD_ID}.c:{c}", logspace=logspace, from_=frm)
     out = Stored(total, per)
+    # One top query per connection, and no cheaper exact way: the API counts matches and
+    # ranks a field's values, but does not count distinct values, so a connection's duplicates
+    # (its count less its distinct sequence numbers) need its own top of s. One top of s over
+    # the whole run would not do: every connection numbers from 1, so each number is there
+    # once per connection, and a duplicate on one and a loss of the same number on another
+    # cancel out. Nor do the counts: count = sent - lost + duplicates, so a loss hides a
+    # duplicate. A connection with nothing stored is skipped (it has no duplicates).
     for c in per:
+        if not per[c]:
+            continue
         top = api.top(f"{q} AND {SD_ID}.c:{c}", f"{SD_ID}.s", logspace=logspace, from_=frm, k=1)
         if not top or int(top[0]["count"]) <= 1:
             continue  # no sequence number twice on this connection
@@ -85,7 +94,7 @@ def wait_stored(
 
 class Sampler:
     """/status every interval seconds in a thread, while a load runs: the box's own EPS, the
-    spool lag and the index lag, with the time of each sample."""
+    spool lag, the index lag and each service's resources, with the time of each sample."""
 
     def __init__(self, api: Client, interval: float = 1.0) -> None:
         self.api = api
@@ -127,4 +136,8 @@ def sample(t: float, st: dict[str, Any]) -> dict[str, Any]:
         "waiting_bytes": spool.get("waiting_bytes"),
         "index_lag": lag,
         "health": st.get("health"),
+        "services": {
+            name: svc.get("resources") if isinstance(svc, dict) else None
+            for name, svc in (st.get("services") or {}).items()
+        },
     }
