@@ -15,6 +15,7 @@ import io
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ import pytest
 from lbtest.collector import free_port, free_ports
 from lbtest.devrun import DevRun
 from logbox_client import Client
+from logbox_core.accounts import rfc3339
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "rpc"))
 from logbox_eps import progress, resources, searchers  # noqa: E402
@@ -216,10 +218,21 @@ def test_searchers_services_machine(box: Box, tmp_path: Path) -> None:
     carries; the services' CPU, memory and disk I/O and the two machines are in all three
     forms of the report."""
     out = tmp_path / "report"
+    # the second searcher stands for another user (a searcher of main), with its own token
+    user = f"eps{secrets.token_hex(3)}"
+    box.client.call("POST", "/users", body={"name": user, "password": secrets.token_hex(12),
+                    "role": "searcher", "logspaces": ["main"]})  # fmt: skip
+    other = box.client.create_token(name="eps-searcher", user=user)["token"]
+    t0 = time.time()
     r = box.eps("--port", str(box.ports["tcp"]), "--connections", "2", "--start", "500",
                 "--step", "500", "--max", "1000", "--hold", "3", "--lag", "5", "--settle", "2",
-                "--searchers", "2", "--out", str(out))  # fmt: skip
+                "--searchers", "2", "--search-token", box.token, "--search-token", other,
+                "--out", str(out))  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads((out / "report.json").read_text())["settings"]["search_users"] == 2
+    asked = box.client.call("GET", "/audit", params={"user": user, "limit": "1000"})["entries"]
+    mine = [e for e in asked if e["logspace"] == "main" and e["status"] == 200]
+    assert mine and all(e["time"] >= rfc3339(t0) for e in mine), asked[:3]
     assert "Traceback" not in r.stderr and "\r" not in r.stderr
     doc = json.loads((out / "report.json").read_text())
     steps = doc["steps"]

@@ -79,6 +79,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--search-mix", type=Path,
                     help="the searchers' queries, one `class<TAB>query` a line (default: a "
                     "built-in mix over the load's words)")  # fmt: skip
+    ap.add_argument("--search-token", action="append", default=[], metavar="TOKEN",
+                    help="a token the searchers use, given once per user they stand for; "
+                    "searcher k uses the k-th, in turn (default: --token, so all of them are "
+                    "one user, whom the box runs a few requests of at a time)")  # fmt: skip
     ap.add_argument("--force", action="store_true", help="run while the RAID resyncs")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     a = ap.parse_args(argv)
@@ -94,6 +98,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     if a.searchers < 0:
         ap.error("--searchers: 0 or more")
     a.mix = None
+    if a.search_token and not a.searchers:
+        ap.error("--search-token: the tokens of --searchers N, which is not given")
     if a.search_mix is not None and not a.searchers:
         ap.error("--search-mix: the queries of --searchers N, which is not given")
     if a.search_mix is not None:
@@ -134,7 +140,9 @@ def ramp(
         start = t0 + 0.5
         finding = None
         if a.searchers:
-            finding = searchers.Searchers(api, a.searchers, mix, a.logspace, start).start()
+            finding = searchers.Searchers(
+                api, a.searchers, mix, a.logspace, start, tokens=a.search_token
+            ).start()
         now.begin(k, rate, start, load, sampler, finding)
         try:
             sent = load.run_steps([Step(rate, a.hold)], start=start)

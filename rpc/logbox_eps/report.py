@@ -134,6 +134,8 @@ def document(
             "settle_s": a.settle,
             "logspace": a.logspace,
             "searchers": a.searchers,
+            # how many users the searchers stand for: their tokens (one: --token's user)
+            "search_users": max(1, len(set(a.search_token))) if a.searchers else 0,
             "search_mix_file": str(a.search_mix) if a.search_mix else None,
             "search_mix": [[c, q] for c, q in mix] if a.searchers else [],
         },
@@ -288,7 +290,8 @@ def machine_rows(doc: dict[str, Any]) -> list[list[str]]:
         "store": "",
         "raid": "",
         "settings": f"{senders if senders is not None else '?'} sender processes, "
-        f"{searchers or 0} searcher threads",
+        f"{searchers or 0} searcher threads"
+        + (f" as {doc['settings'].get('search_users', 1)} users" if searchers else ""),
     }
     names = {"logbox": "version", "host": "host", "os": "system", "cpu": "CPU",
              "memory": "memory", "disks": "disks", "store": "store", "raid": "RAID",

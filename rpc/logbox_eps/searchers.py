@@ -125,11 +125,15 @@ def ask(c: Client, cls: str, q: str, logspace: str) -> None:
 
 class Searchers:
     """n threads, each with its own API connection, looping the mix from start (time.time())
-    until stop(); `done` holds every query answered, `failed` every error and time-out."""
+    until stop(); `done` holds every query answered, `failed` every error and time-out.
+    Thread k uses tokens[k % len(tokens)] (api's token when there are none): the box runs
+    only a few requests of one user at a time (searchd's --max-per-caller), so n searchers
+    standing for n users need n users' tokens."""
 
     def __init__(self, api: Client, n: int, mix: Sequence[tuple[str, str]], logspace: str,
-                 start: float) -> None:  # fmt: skip
+                 start: float, tokens: Sequence[str] = ()) -> None:  # fmt: skip
         self.api = api
+        self.tokens = list(tokens) or [api.token]
         self.mix = list(mix)
         self.logspace = logspace
         self.start_at = start
@@ -154,7 +158,8 @@ class Searchers:
         return len(self.done)
 
     def _loop(self, i: int) -> None:
-        c = Client(self.api.url, token=self.api.token, verify=self.api.verify, timeout=TIMEOUT_S)
+        token = self.tokens[i % len(self.tokens)]
+        c = Client(self.api.url, token=token, verify=self.api.verify, timeout=TIMEOUT_S)
         # each thread starts elsewhere in the mix, so that n threads do not ask in step
         queries = itertools.islice(itertools.cycle(self.mix), i % len(self.mix), None)
         if self._stop.wait(max(0.0, self.start_at - time.time())):
