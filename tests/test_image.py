@@ -318,6 +318,40 @@ def box_ca(vm: Vm, port: int, out: Path) -> Path:
     return out
 
 
+def eps_run(vm: Vm, api: Api, workdir: Path) -> dict:
+    """logbox-eps from this machine against the guest through its forwarded ports, as QA
+    runs it from a second machine: syslog over TLS and the API, both checked against the CA
+    taken from the handshake; a short ramp with a searcher. Every message it sent is stored
+    once, and the report describes the box the test made. Its headline figures."""
+    ca = box_ca(vm, vm.ports[8444], workdir / "box-ca.crt")
+    out = workdir / "eps-report"
+    done = subprocess.run(
+        [sys.executable, str(TOP / "rpc" / "logbox-eps"), "--host", "127.0.0.1",
+         "--transport", "tls", "--port", str(vm.ports[6514]), "--ca", str(ca),
+         "--api", f"https://127.0.0.1:{vm.ports[8444]}", "--api-ca", str(ca),
+         "--token", api.token, "--connections", "2", "--start", "20", "--step", "20",
+         "--max", "40", "--hold", "3", "--lag", "60", "--settle", "10", "--searchers", "1",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    doc = json.loads((out / "report.json").read_text())
+    steps = doc["steps"]
+    assert [s["passed"] for s in steps] == [True, True], steps
+    for s in steps:
+        assert s["stored"] == s["sent"] > 0 and s["lost"] == 0 and s["duplicates"] == 0, s
+        assert s["searches"]["count"] > 0 and s["searches"]["errors"] == 0, s["searches"]
+        # every service of the appliance, from its cgroup
+        assert set(s["services"]) == {"syslog-ng", "indexd", "searchd", "rpc", "webui", "nginx"}
+    assert api.total(f"eps@32473.run:{steps[0]['run']}") == steps[0]["stored"]
+    box = doc["machine"]["box"]
+    assert box["store"]["encrypted"] is True and box["raid"]["level"] == "raid1", box
+    assert box["cpu"]["cores"] == vm.cpus
+    page = (out / "report.html").read_text()
+    assert all(f'id="{i}"' in page for i in ("sustained", "steps", "services", "machine"))
+    return {"sustained_eps": doc["result"]["sustained_eps"], "steps": len(steps)}
+
+
 def check_system(api: Api, vm: Vm, raid: bool) -> dict:
     """GET /system against what the test gave the guest: its CPUs, memory, disks, the
     encrypted store on RAID1 or on one disk."""
@@ -490,6 +524,7 @@ def test_first_boot_with_two_blank_disks(image: Path, workdir: Path) -> None:
         assert raid["disks"] == 2 and raid["active"] == 2, raid
         api.check_status()
         rec["system"] = check_system(api, vm, raid=True)
+        rec["eps"] = eps_run(vm, api, workdir)
 
         # the daily verify's first run (3 minutes after boot), through the API
         t0 = time.monotonic()
