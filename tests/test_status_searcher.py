@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -145,14 +146,29 @@ def pid_cells(p: Page) -> dict[str, str]:
     }
 
 
+def cells(p: Page, cls: str) -> dict[str, str]:
+    """Each service row's cell of class cls (cpu, memory)."""
+    return {
+        tr.attrs["data-service"]: tr.all("td", cls)[0].text
+        for tr in p.by_id("services").all("tr", "service")
+    }
+
+
 def test_web_ui_status_page(stack: Stack) -> None:
     st = stack
     admin, html = web_page(st, "admin")
     assert pid_cells(admin)["indexd"] == str(st.indexd_pid)
     assert pid_cells(admin)["syslog-ng"] == str(st.dead_pid)
     assert str(st.data) in html and "secret" in html
+    # what indexd and searchd use, for the admin; syslog-ng is down: none
+    assert re.fullmatch(r"\d+\.\d s", cells(admin, "cpu")["indexd"]), cells(admin, "cpu")
+    assert re.fullmatch(r"[\d.]+ [KMG]iB", cells(admin, "memory")["searchd"]), cells(
+        admin, "memory"
+    )
+    assert cells(admin, "cpu")["syslog-ng"] == "–"
     solo, html = web_page(st, "solo")
-    assert set(pid_cells(solo).values()) <= {"–", ""}  # (searchd has no pid member)
+    assert set(pid_cells(solo).values()) <= {"–", ""}
+    assert set(cells(solo, "cpu").values()) == set(cells(solo, "memory").values()) == {"–"}
     assert [tr.attrs["data-logspace"] for tr in solo.by_id("logspaces").all("tr", "logspace")] == [
         "main"
     ]

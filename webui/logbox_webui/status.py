@@ -331,14 +331,23 @@ def dashboard() -> Any:
     else:
         end = (int(now) // 60 + 1) * 60
         chart = Chart(end - CHART_MINUTES * 60, end, [0] * CHART_MINUTES, ["searchd is down"])
-    services = [
-        {
-            "name": n,
-            **doc["services"][n],
-            "uptime_h": human_duration(doc["services"][n].get("uptime_s")),
-        }
-        for n in ("syslog-ng", "indexd", "searchd")
-    ]
+    services = []
+    for n, svc in doc["services"].items():  # syslog-ng, indexd, searchd (the appliance: more)
+        res = svc.get("resources") or {}  # an admin's only
+        cpu = res.get("cpu_s")
+        services.append(
+            {
+                "name": n,
+                **svc,
+                "uptime_h": human_duration(svc.get("uptime_s")),
+                "cpu_h": "–"
+                if cpu is None
+                else f"{cpu:.1f} s"
+                if cpu < 60
+                else human_duration(cpu),
+                "memory_h": human_bytes(res.get("rss_bytes")),
+            }
+        )
     disk = doc["disk"]
     disk_h = {
         k: human_bytes(disk.get(k))
