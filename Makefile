@@ -22,6 +22,8 @@
 #                       lines written and removed, a ~1.3 GB store in build/bench/integrity/day)
 #   make bench-rpc      the RPC API benchmark alone (tests/bench/rpc.py)
 #   make bench-webui    the web UI benchmark alone (tests/bench/webui.py, headless Chromium)
+#   make bench-eps      the logbox-eps benchmark alone (tests/bench/eps.py): its sender beside
+#                       loggen (TCP, TLS, UDP), then a sample report against make run
 #   make fuzz    fuzz targets at length (make test runs them briefly)
 #   make image   the bootable appliance disk image, build/image/logbox.img(.zst) (image/README.md)
 #   make test-image  build the image, boot it under qemu and test it (tests/test_image.py;
@@ -33,7 +35,7 @@ PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
 .PHONY: all deps build install run test test-c test-py lint bench bench-integrity bench-ingest bench-ingest-quick \
-	bench-search bench-size bench-rpc bench-webui fuzz image test-image clean
+	bench-search bench-size bench-rpc bench-webui bench-eps fuzz image test-image clean
 
 all: build
 
@@ -78,6 +80,12 @@ bench:
 	@$(PY) tests/bench/rpc.py
 	@$(PY) tests/bench/webui.py
 	@$(PY) tests/bench/integrity.py
+	@$(PY) tests/bench/eps.py
+
+bench-eps:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(PY) tests/bench/eps.py $(BENCH_ARGS)
 
 bench-integrity:
 	@$(MAKE) --no-print-directory deps
