@@ -124,6 +124,21 @@ sign_msg(EVP_PKEY *k, const uint8_t *m, size_t len, uint8_t sig[LB_SIGN_SIG_LEN]
 	return (ok ? 0 : EIO);
 }
 
+/* Whether sig is an Ed25519 signature of m[0..len) by k: 0, or LB_ECORRUPT when not. */
+static int
+verify_with(EVP_PKEY *k, const uint8_t *m, size_t len, const uint8_t sig[LB_SIGN_SIG_LEN])
+{
+	EVP_MD_CTX	*ctx;
+	int		 ok;
+
+	if ((ctx = EVP_MD_CTX_new()) == NULL)
+		return (ENOMEM);
+	ok = EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k) == 1 &&
+	    EVP_DigestVerify(ctx, sig, LB_SIGN_SIG_LEN, m, len) == 1;
+	EVP_MD_CTX_free(ctx);
+	return (ok ? 0 : LB_ECORRUPT);
+}
+
 /*
  * Whether sig is an Ed25519 signature of m[0..len) by the public key in pubpath: 0, or
  * LB_ECORRUPT when not; read_key's errors for the key file.
@@ -133,20 +148,13 @@ verify_msg(const char *pubpath, const uint8_t *m, size_t len,
     const uint8_t sig[LB_SIGN_SIG_LEN])
 {
 	EVP_PKEY	*k;
-	EVP_MD_CTX	*ctx;
-	int		 rc, ok;
+	int		 rc;
 
 	if ((rc = read_key(pubpath, 0, &k)) != 0)
 		return (rc);
-	if ((ctx = EVP_MD_CTX_new()) == NULL) {
-		EVP_PKEY_free(k);
-		return (ENOMEM);
-	}
-	ok = EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k) == 1 &&
-	    EVP_DigestVerify(ctx, sig, LB_SIGN_SIG_LEN, m, len) == 1;
-	EVP_MD_CTX_free(ctx);
+	rc = verify_with(k, m, len, sig);
 	EVP_PKEY_free(k);
-	return (ok ? 0 : LB_ECORRUPT);
+	return (rc);
 }
 
 struct signarg {
@@ -261,9 +269,12 @@ lb_sign_check_tomb(const char *pubpath, const char *ls, const struct lb_chrec *r
 	/* The key first: without one, the caller learns that (not that the record is bad). */
 	if ((rc = read_key(pubpath, 0, &k)) != 0)
 		return (rc);
-	EVP_PKEY_free(k);
 	if (!(r->level & LB_CHT_SIGNED))
-		return (LB_ECORRUPT);
-	tomb_msg(m, ls, r, r->prev);
-	return (verify_msg(pubpath, m, sizeof(m), r->sig));
+		rc = LB_ECORRUPT;
+	else {
+		tomb_msg(m, ls, r, r->prev);
+		rc = verify_with(k, m, sizeof(m), r->sig);
+	}
+	EVP_PKEY_free(k);
+	return (rc);
 }
