@@ -25,6 +25,7 @@ from flask.testing import FlaskClient
 from lbtest import apps
 from lbtest.apps import accounts_of, rfc3339
 from lbtest.cli import Logbox
+from lbtest.pubkey import check_public_key_download
 from lbtest.searchd import Searchd, searchd_binary
 from logbox_core.export import EXPORT_PAGE
 from logbox_rpc import create_app
@@ -856,15 +857,9 @@ def test_integrity_public_key(
         assert made.returncode == 0, made.stderr
         r = client.get(url, headers=admin)
         assert r.status_code == 200, r.data[:400]
-        assert r.mimetype == "application/x-pem-file"
-        assert r.headers["Content-Disposition"] == "attachment; filename=logbox-sign.pub"
-        assert r.data == (data / "indexd" / "sign.pub").read_bytes()
-        got = tmp_path / "logbox-sign.pub"
-        got.write_bytes(r.data)
-        p = subprocess.run(
-            ["openssl", "pkey", "-pubin", "-in", str(got), "-noout"], capture_output=True
+        check_public_key_download(
+            r.mimetype, r.headers, r.data, data / "indexd" / "sign.pub", tmp_path
         )
-        assert p.returncode == 0, p.stderr
         e = last_audit(app, "integrity_public_key")
         assert e.user == "admin" and e.status == 200
         error(client.get(url, headers=alice), 403, "forbidden")
