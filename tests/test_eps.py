@@ -14,9 +14,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import random
 import re
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -419,3 +421,33 @@ def test_report_of_an_older_box(tmp_path: Path) -> None:
     page = Page((tmp_path / "report.html").read_text())
     assert {"searches", "services", "machine", "legend"} <= set(page.ids)
     assert json.loads((tmp_path / "report.json").read_text())["machine"]["box"]["error"]
+
+
+def test_datagrams_in_batches() -> None:
+    """dgram.Batcher: every message one datagram, in order, whatever the sizes and however
+    many calls the batch takes (more than one BATCH); a closed port is an OSError."""
+    from logbox_eps.dgram import BATCH, Batcher
+
+    assert Batcher.available()
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    rx.bind(("127.0.0.1", 0))
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx.connect(rx.getsockname())
+    rng = random.Random(20)
+    msgs = [bytes([65 + i % 26]) * rng.randint(1, 1400) + b"#%d" % i for i in range(BATCH + 300)]
+    b = Batcher(tx)
+    b.send(msgs[:10])
+    b.send(msgs[10:])
+    b.send([])
+    rx.settimeout(5)
+    got = [rx.recv(65536) for _ in msgs]
+    assert got == msgs
+    port = rx.getsockname()[1]
+    rx.close()
+    dead = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    dead.connect(("127.0.0.1", port))
+    with pytest.raises(OSError):
+        for _ in range(3):  # the ICMP answer to the first makes a later one fail
+            Batcher(dead).send([b"x"])
+            time.sleep(0.1)

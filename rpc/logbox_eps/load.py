@@ -11,7 +11,8 @@ connection show duplicates (measure.py). The payload after it is filler of the s
 or the lines of a corpus in turn.
 
 Transports: TCP with newline or octet-counted framing (RFC 6587), TLS (RFC 5425, octet
-counting, a client certificate when given), UDP (one datagram per message). Each worker owns
+counting, a client certificate when given), UDP (one datagram per message, many per system
+call: dgram.py). Each worker owns
 some of the connections and sends, for every step of the schedule, its share of the step's
 rate, in batches every TICK_S; it reports what it sent per connection and per step.
 """
@@ -29,6 +30,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .dgram import Batcher
 
 SD_ID = "eps@32473"  # 32473: the private enterprise number RFC 5612 reserves for examples
 TICK_S = 0.01  # a worker sends a batch this often
@@ -214,6 +217,10 @@ def worker(
     )
     try:
         socks = [connect(t) for _ in conns]
+        # UDP: many datagrams per system call where the kernel has sendmmsg
+        batchers = (
+            [Batcher(s) for s in socks] if t.transport == "udp" and Batcher.available() else None
+        )
         seq = dict.fromkeys(conns, 0)
         t0 = start
         for k, step in enumerate(steps):
@@ -234,7 +241,9 @@ def worker(
                     if n <= 0:
                         continue
                     msgs = batch(t, run, host, c, seq[c] + 1, n, payloads)
-                    if t.transport == "udp":
+                    if batchers is not None:
+                        batchers[i].send(msgs)
+                    elif t.transport == "udp":
                         for m in msgs:
                             socks[i].send(m)
                     else:

@@ -5,8 +5,8 @@ figure is reported, never a failure).
 1. The sender beside loggen: how fast logbox-eps's load (rpc/logbox_eps/load.py, its own
    processes) and syslog-ng's loggen each send 300-byte messages over 2 connections, by TCP
    (newline framing), TLS (octet counting; loggen held to TLS 1.2, see ingest_systems.py) and
-   UDP, into a sink on this machine that reads and throws away (one process, a thread per
-   connection; for UDP it counts the datagrams it got). Each sender is asked for more than it
+   UDP, into a sink on this machine that reads and throws away (eps_sink.c: C, a thread per
+   connection, TLS through OpenSSL; for UDP it counts the datagrams it got). Each sender is asked for more than it
    can send for --seconds, rounds alternating; the figure is what each says it sent per
    second (loggen's "average rate"), median of the rounds, and for UDP what reached the sink.
    The sink shares the two cores with the sender, as a box under test would not: the figures
@@ -27,13 +27,9 @@ import json
 import os
 import re
 import shutil
-import socket
-import ssl
 import subprocess
 import sys
-import threading
 import time
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -55,82 +51,37 @@ LOGGEN_RATE = re.compile(r"average rate = ([\d.]+) msg/sec")
 # ---------------------------------------------------------------- the sink
 
 
-def _sink(transport: str, port_out: Any, stop: Any, got: Any, cert: str, key: str) -> None:
-    """A process: listens on 127.0.0.1 (port put on port_out), reads everything it is sent
-    and throws it away; got.value: bytes (TCP, TLS) or datagrams (UDP) received."""
-    if transport == "udp":
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-        s.bind(("127.0.0.1", 0))
-        port_out.put(s.getsockname()[1])
-        s.settimeout(0.2)
-        n = 0
-        while not stop.is_set():
-            try:
-                s.recv(65536)
-                n += 1
-            except TimeoutError:
-                got.value = n
-        got.value = n
-        return
-    ctx = None
-    if transport == "tls":
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        ctx.load_cert_chain(cert, key)
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", 0))
-    ls.listen(64)
-    ls.settimeout(0.2)
-    port_out.put(ls.getsockname()[1])
-    lock = threading.Lock()
-
-    def read(c: socket.socket) -> None:
-        try:
-            if ctx is not None:
-                c = ctx.wrap_socket(c, server_side=True)
-            while True:
-                b = c.recv(1 << 20)
-                if not b:
-                    break
-                with lock:
-                    got.value += len(b)
-        except OSError:
-            pass
-        finally:
-            c.close()
-
-    while not stop.is_set():
-        try:
-            c, _ = ls.accept()
-        except TimeoutError:
-            continue
-        threading.Thread(target=read, args=(c,), daemon=True).start()
+def build_sink(work: Path) -> Path:
+    """tests/bench/eps_sink.c built into work (again when the source is newer)."""
+    src = Path(__file__).resolve().parent / "eps_sink.c"
+    exe = work / "eps_sink"
+    if not exe.is_file() or exe.stat().st_mtime < src.stat().st_mtime:
+        done = subprocess.run(
+            ["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(exe), str(src),
+             "-lssl", "-lcrypto", "-lpthread"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if done.returncode != 0:
+            sys.exit(f"bench-eps: building {src.name} failed: {done.stderr}")
+    return exe
 
 
 class Sink:
-    """The sink process for one transport."""
+    """eps_sink for one transport: reads and throws away; close() says what it received."""
 
-    def __init__(self, transport: str, cert: Path, key: Path) -> None:
-        ctx = get_context("fork")
-        q = ctx.Queue()
-        self.stop = ctx.Event()
-        self.got = ctx.Value("q", 0, lock=False)
-        self.proc = ctx.Process(
-            target=_sink, args=(transport, q, self.stop, self.got, str(cert), str(key))
-        )
-        self.proc.start()
-        self.port = int(q.get(timeout=10))
+    def __init__(self, exe: Path, transport: str, cert: Path, key: Path) -> None:
+        argv = [str(exe), transport] + ([str(cert), str(key)] if transport == "tls" else [])
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.port = int(self.proc.stdout.readline())
 
     def close(self) -> int:
-        """Stops it; what it received."""
+        """Stops it (after half a second for what is in flight); bytes or datagrams got."""
         time.sleep(0.5)
-        self.stop.set()
-        self.proc.join(5)
-        if self.proc.is_alive():
-            self.proc.kill()
-        return int(self.got.value)
+        self.proc.terminate()
+        out, _ = self.proc.communicate(timeout=10)
+        m = re.search(r"received (\d+)", out)
+        return int(m.group(1)) if m else 0
 
 
 # ---------------------------------------------------------------- the senders
@@ -169,6 +120,7 @@ def loggen_sender(transport: str, port: int, seconds: float, ossl: Path) -> floa
 def senders(work: Path, seconds: float, rounds: int) -> dict[str, Any]:
     """Part 1: per transport and sender, the rate of each round, the median; UDP: received."""
     ca, cert, key = tls_material(work)
+    exe = build_sink(work)
     ossl = work / "openssl-tls12.cnf"
     ossl.write_text(OPENSSL_TLS12)
     have_loggen = shutil.which("loggen") is not None
@@ -180,7 +132,7 @@ def senders(work: Path, seconds: float, rounds: int) -> dict[str, Any]:
             for who in order:
                 if who == "loggen" and not have_loggen:
                     continue
-                sink = Sink(transport, cert, key)
+                sink = Sink(exe, transport, cert, key)
                 try:
                     if who == "loggen":
                         rate = loggen_sender(transport, sink.port, seconds, ossl)
