@@ -34,7 +34,7 @@ from logbox_client import Client
 from logbox_core.accounts import rfc3339
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "rpc"))
-from logbox_eps import progress, resources, searchers  # noqa: E402
+from logbox_eps import measure, progress, resources, searchers  # noqa: E402
 
 TOP = Path(__file__).resolve().parent.parent
 EPS = [sys.executable, str(TOP / "rpc" / "logbox-eps")]
@@ -365,6 +365,16 @@ def test_service_rates() -> None:
     f = resources.step_figures(samples)["indexd"]
     assert f["intervals"] == 2 and f["cpu_pct"] == {"mean": 75.0, "peak": 100.0}
     assert resources.step_figures([at(0, None), at(1, None)]) is None
+    # the box's own times, when given, are the interval (an answer that arrived late, here
+    # at 2.9 instead of 2, does not make a spike); the arrival times when one has none
+    late = [at(0, 0.0), at(1, 0.5), at(2.9, 1.0), at(3, 1.5)]
+    for x, box_t in zip(late, (100.0, 101.0, 102.0, 103.0), strict=True):
+        x["box_t"] = box_t
+    assert [r["cpu_pct"] for r in resources.intervals(late)["indexd"]] == [50.0, 50.0, 50.0]
+    late[2]["box_t"] = None
+    assert [round(r["cpu_pct"]) for r in resources.intervals(late)["indexd"]] == [50, 26, 500]
+    assert measure.box_time("2026-11-22T18:00:00.500000Z") == 1795370400.5
+    assert measure.box_time(None) is None and measure.box_time("garbled") is None
 
 
 def test_progress_line() -> None:

@@ -4,6 +4,7 @@ load carries (load.py). Nothing here trusts what was sent: the store is asked.""
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from dataclasses import dataclass, field
@@ -130,6 +131,7 @@ def sample(t: float, st: dict[str, Any]) -> dict[str, Any]:
     lag = max((ls.get("index_lag") or 0 for ls in st.get("logspaces") or []), default=0)
     return {
         "t": t,
+        "box_t": box_time(st.get("time")),
         "eps_1s": eps.get("1s"),
         "stored": st.get("stored"),
         "spool_lag_s": spool.get("lag_s"),
@@ -141,3 +143,16 @@ def sample(t: float, st: dict[str, Any]) -> dict[str, Any]:
             for name, svc in (st.get("services") or {}).items()
         },
     }
+
+
+def box_time(text: object) -> float | None:
+    """The box's own time of a /status answer ("time", RFC 3339 UTC) as seconds since the
+    epoch; None when it has none. The services' figures are read when the box answers, so
+    their rates are taken over the box's times, not over when the answers arrived here (an
+    answer delayed by a busy box would make a rate spike)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

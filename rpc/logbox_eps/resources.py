@@ -3,7 +3,8 @@ from the `resources` the box reports per service in every /status sample (API.md
 keeps them).
 
 The box gives cumulative figures (CPU seconds, bytes read and written) and the resident memory
-now; a rate is the difference of two consecutive samples over the seconds between them. An
+now; a rate is the difference of two consecutive samples over the seconds between them (the
+box's own times of the two answers, `box_t`, when it gives them). An
 interval is left out when either end has no figures, their source changed (cgroup or proc), or
 a figure went down (the service restarted). A box that reports none (older than this tool) gives
 None: the report says "not reported by the box".
@@ -25,7 +26,9 @@ def intervals(samples: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any
     not count the service's I/O)}."""
     out: dict[str, list[dict[str, Any]]] = {}
     for a, b in zip(samples, samples[1:], strict=False):
-        dt = b["t"] - a["t"]
+        # the box's times when both have one (when it read the figures), else the arrivals
+        ta, tb = a.get("box_t"), b.get("box_t")
+        dt = tb - ta if ta is not None and tb is not None else b["t"] - a["t"]
         if dt <= 0:
             continue
         for name, rb in (b.get("services") or {}).items():
