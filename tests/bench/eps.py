@@ -274,7 +274,9 @@ def markdown(doc: dict[str, Any]) -> str:
             "",
             "## A sample run against `make run` on this machine",
             "",
-            f"`logbox-eps {' '.join(a for a in s['argv'][1:] if not a.startswith('lbx_'))}`",
+            "`logbox-eps "
+            + " ".join("TOKEN" if a.startswith("lbx_") else a for a in s["argv"][1:])
+            + "`",
             "",
             f"Sustained: **{s['sustained_eps']:,.0f} EPS** (step {s['sustained_target_eps']:,.0f});"
             f" next step: {s['why_failed'] or 'none failed'}. Search p50/p99 at the limit: "
@@ -290,11 +292,29 @@ def markdown(doc: dict[str, Any]) -> str:
             )
         lines += ["", f"Beside: SSB's largest appliance, {SSB_EPS:,} EPS (published)."]
     v = doc.get("victoria")
+    if not v:
+        lines += ["", "VictoriaLogs: run `make bench-ingest` (then this again) for its figures."]
+        return "\n".join(lines) + "\n"
     lines += [
         "",
-        "VictoriaLogs: "
-        + (f"see {v['file']} ({v['written']})" if v else "run `make bench-ingest` for its figures"),
+        f"## Beside VictoriaLogs (the ingest benchmark, {v['file']}, {v['written']})",
+        "",
+        "Stored msg/s, first send to last message stored, loggen as the sender, the same "
+        "machine:",
+        "",
+        "| load | logbox | VictoriaLogs | logbox / VictoriaLogs | CPU µs/msg logbox, VictoriaLogs |",
+        "| --- | ---: | ---: | ---: | --- |",
     ]
+    for ld in v["ingest"].get("loads", []):
+        sm = ld.get("summary") or {}
+        lb, vl = sm.get("logbox") or {}, sm.get("victoria") or {}
+        if not lb.get("eps") or not vl.get("eps"):
+            continue
+        lines.append(
+            f"| {ld['label']} | {lb['eps']:,.0f} | {vl['eps']:,.0f} | "
+            f"{lb['eps'] / vl['eps']:.2f} | {lb.get('us_per_msg_servers')}, "
+            f"{vl.get('us_per_msg_servers')} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -304,6 +324,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=5.0, help="each sender run (part 1)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-sample", action="store_true", help="part 1 only")
+    ap.add_argument("--report-only", action="store_true",
+                    help="write eps.md again from eps.json and ingest.json, measuring nothing")  # fmt: skip
     ap.add_argument("--start", type=float, default=20000)
     ap.add_argument("--step", type=float, default=20000)
     ap.add_argument("--max", type=float, default=300000)
@@ -313,6 +335,11 @@ def main() -> int:
     a = ap.parse_args()
     work = a.out / "eps"
     work.mkdir(parents=True, exist_ok=True)
+    if a.report_only:
+        doc = json.loads((a.out / "eps.json").read_text())
+        doc["victoria"] = victoria(a.out)
+        write_report(a.out, "eps", markdown(doc), doc)
+        return 0
     m = machine()
     say(machine_line(m))
     say("bench-eps: the sender beside loggen")
