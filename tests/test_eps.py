@@ -34,7 +34,7 @@ from logbox_client import Client
 from logbox_core.accounts import rfc3339
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "rpc"))
-from logbox_eps import measure, progress, resources, searchers  # noqa: E402
+from logbox_eps import measure, progress, report, resources, searchers  # noqa: E402
 
 TOP = Path(__file__).resolve().parent.parent
 EPS = [sys.executable, str(TOP / "rpc" / "logbox-eps")]
@@ -461,3 +461,22 @@ def test_datagrams_in_batches() -> None:
         for _ in range(3):  # the ICMP answer to the first makes a later one fail
             Batcher(dead).send([b"x"])
             time.sleep(0.1)
+
+
+def test_limit_note() -> None:
+    """The sustained figure is the highest sent EPS of a passed step; when no step failed the
+    report says it is not the box's limit, and why: the load machine was short, or --max."""
+
+    def step(target: float, sent: float, passed: bool = True) -> dict:
+        return {"target_eps": target, "sent_eps": sent, "passed": passed,
+                "short": sent < report.SHORT * target}  # fmt: skip
+
+    short = [step(100, 100), step(200, 199), step(300, 250), step(400, 240)]
+    best = max(short, key=lambda s: s["sent_eps"])
+    assert best["target_eps"] == 300
+    note = report.limit_note(short, None, best, 400)
+    assert note is not None and "sent at most 250 EPS" in note and "from the 300 EPS step" in note
+    full = [step(100, 100), step(200, 199)]
+    assert "reached --max (200 EPS)" in (report.limit_note(full, None, full[1], 200) or "")
+    failed = [step(100, 100), step(200, 150, passed=False)]
+    assert report.limit_note(failed, failed[1], failed[0], 400) is None

@@ -36,8 +36,10 @@ DEFINITIONS = {
     "duplicates": "copies stored beyond the first of a sequence number on a connection",
     "catch_up_s": "seconds after the step's end until the store held all it sent (or the "
     "lag bound ran out)",
-    "sustained_eps": "the sent EPS of the highest step that passed: all stored within the lag "
+    "sustained_eps": "the highest sent EPS of a step that passed: all stored within the lag "
     "bound, nothing lost, nothing twice",
+    "short": "a step whose sent EPS is below 98 % of its target: the load machine could not "
+    "send what was asked (when such steps passed, the box's limit is above what was sent)",
     "search latency": "from sending a query to its whole answer, at the load machine; p50, p95, "
     "p99 by nearest rank over the step's answered queries (errors and time-outs apart)",
     "cpu_pct": "a service's CPU time (user + system) over an interval between two /status "
@@ -114,8 +116,10 @@ def document(
     :param senders: the sender processes the load used.
     """
     passed = [s for s in steps if s["passed"]]
-    best = max(passed, key=lambda s: s["target_eps"]) if passed else None
+    best = max(passed, key=lambda s: s["sent_eps"]) if passed else None
     failed = next((s for s in steps if not s["passed"]), None)
+    for s in steps:
+        s["short"] = s["sent_eps"] < SHORT * s["target_eps"]
     return {
         "tool": "logbox-eps",
         "run": run,
@@ -144,6 +148,7 @@ def document(
             "sustained_target_eps": best["target_eps"] if best else 0.0,
             "first_failed_target_eps": failed["target_eps"] if failed else None,
             "why_failed": why(failed) if failed else None,
+            "limit_note": limit_note(steps, failed, best, a.max),
             "lost": sum(s["lost"] for s in steps),
             "duplicates": sum(s["duplicates"] for s in steps),
         },
@@ -156,6 +161,32 @@ def document(
         },
         "machine": {"box": system, "load": load_machine(senders)},
     }
+
+
+SHORT = 0.98  # a step that sent less than this share of its target was short (the load machine)
+
+
+def limit_note(
+    steps: Sequence[dict[str, Any]],
+    failed: dict[str, Any] | None,
+    best: dict[str, Any] | None,
+    most: float,
+) -> str | None:
+    """Why the sustained figure is not the box's limit, when it is not: no step failed, so the
+    limit was never reached (None when one did: why() says what failed)."""
+    if failed is not None or best is None:
+        return None
+    if any(s["short"] for s in steps):
+        first = next(s for s in steps if s["short"])
+        return (
+            f"the load machine sent at most {best['sent_eps']:,.0f} EPS (from the "
+            f"{first['target_eps']:,.0f} EPS step on it could not send what was asked) and the "
+            "box stored all of it: the box's limit is above what this load machine sends; "
+            "measure from a faster one, or from several"
+        )
+    return (
+        f"the ramp reached --max ({most:,.0f} EPS) with nothing lost: the box's limit is above it"
+    )
 
 
 def why(s: dict[str, Any]) -> str:
@@ -200,7 +231,8 @@ def step_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             f"{s['lost']:,}",
             f"{s['duplicates']:,}",
             str(s["catch_up_s"]),
-            "ok" if s["passed"] else "failed: " + why(s),
+            ("ok" if s["passed"] else "failed: " + why(s))
+            + (" (short: the load machine sent less than asked)" if s.get("short") else ""),
         ]
         for s in doc["steps"]
     ]
@@ -351,7 +383,8 @@ def markdown(doc: dict[str, Any]) -> str:
         f"({st['transport']}, {st['connections']} connections, {size}, "
         f"each step {st['hold_s']:g} s, stored within {st['lag_bound_s']:g} s"
         + (f", {st['searchers']} searchers" if st["searchers"] else "")
-        + ").",
+        + ")."
+        + (f" Not the box's limit: {r['limit_note']}." if r.get("limit_note") else ""),
         "",
         *_md_table(*step_rows(doc)),
         "",
@@ -503,7 +536,8 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #999;padding:.2em .5em}
 dt{{font-weight:bold}}</style>
 </head><body>
 <h1>logbox-eps run {html.escape(doc['run'])}</h1>
-<p id="sustained">Sustained: <b>{r['sustained_eps']:,.0f} EPS</b> with no loss.</p>
+<p id="sustained">Sustained: <b>{r['sustained_eps']:,.0f} EPS</b> with no loss.{
+    f" Not the box's limit: {html.escape(r['limit_note'])}." if r.get("limit_note") else ""}</p>
 {_html_table(*step_rows(doc), id="steps")}
 {_figs(figs.get("eps", []))}
 <section id="searches"><h2>Searches under load</h2>{searches}</section>
