@@ -3,7 +3,9 @@
 
 `make run` calls this after building. It prepares the data directory (``LOGBOX_DATA``, default
 ``./var``), starts every service, restarts a service that dies within
-a second (printing the restart), and stops everything cleanly on Ctrl-C or SIGTERM.
+a second (printing the restart), and stops everything cleanly on Ctrl-C or SIGTERM. It holds
+``<data>/.make-run.lock`` (flock) while it runs: a second one on the same data directory
+refuses at once, naming the pid that has it.
 
 syslog-ng hands every message to logbox-indexd through the spool (indexer/FORMAT.md §13),
 ``<data>/spool``: syslog-ng runs on the configuration collector/render.py makes from
@@ -50,6 +52,7 @@ syslog-ng and nginx) is named and left out rather than pretended.
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import os
 import resource
@@ -795,9 +798,40 @@ def stop_all(running: list[Service]) -> None:
         log(f"stopped {svc.name}")
 
 
+LOCK_NAME = ".make-run.lock"  # in the data directory: held by the make run that uses it
+
+
+def lock_data(data: Path) -> int | str:
+    """Takes the data directory for this process (flock on <data>/.make-run.lock, which holds
+    our pid): the lock's fd, kept open while we run; or why not (another make run has it)."""
+    data.mkdir(parents=True, exist_ok=True)
+    path = data / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        return (
+            f"{data} is in use by another make run (pid {holder}): stop it (Ctrl-C in its "
+            "terminal), or give this one another directory (LOGBOX_DATA=...)"
+        )
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
 def main() -> int:
     """Start, supervise and stop the local appliance."""
     data = Path(os.environ.get("LOGBOX_DATA", TOP / "var")).resolve()
+    try:
+        held = lock_data(data)
+    except OSError as e:
+        log(f"data directory {data}: {e}")
+        return 1
+    if isinstance(held, str):
+        log(held)
+        return 1
     try:
         prepare(data)
     except (RuntimeError, OSError, subprocess.CalledProcessError) as e:

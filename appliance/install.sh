@@ -59,6 +59,22 @@ for c in logbox-eps:logbox_eps logbox-remote:logbox_client; do
 	mv "$DESTDIR/usr/bin/${c%%:*}.tmp" "$DESTDIR/usr/bin/${c%%:*}"
 done
 
+# the accounts store's admin CLI on the box (a lost password: reset-password), run as the
+# API's user so that the store's files keep their owner
+cat >"$DESTDIR/usr/bin/logbox-accounts.tmp" <<-'EOF'
+	#!/bin/sh
+	# logbox-accounts: rpc/logbox_core/accounts.py's CLI on /var/lib/logbox-accounts, as logbox-rpc
+	# (installed by appliance/install.sh; appliance/APPLIANCE.md "A lost admin password")
+	if [ "$(id -u)" != 0 ]; then
+	    echo "logbox-accounts: run it as root" >&2
+	    exit 1
+	fi
+	exec runuser -u logbox-rpc -- env PYTHONPATH=/usr/lib/logbox/python \
+	    LOGBOX_ACCOUNTS=/var/lib/logbox-accounts /usr/bin/python3 -m logbox_core.accounts "$@"
+	EOF
+chmod 0755 "$DESTDIR/usr/bin/logbox-accounts.tmp"
+mv "$DESTDIR/usr/bin/logbox-accounts.tmp" "$DESTDIR/usr/bin/logbox-accounts"
+
 # what GET /api/v1/system says of the build (logbox_core/system.py)
 commit=$(git -C "$TOP" rev-parse HEAD 2>/dev/null || true)
 printf '{"commit": %s}\n' "$( [ -n "$commit" ] && printf '"%s"' "$commit" || echo null)" \

@@ -291,6 +291,11 @@ def test_layout(root: Path) -> None:
         text = (root / "usr/bin" / cmd).read_text()
         assert os.access(root / "usr/bin" / cmd, os.X_OK), cmd
         assert "PYTHONPATH=/usr/lib/logbox/python" in text and f"from {pkg}.cli import main" in text
+    acc = (root / "usr/bin/logbox-accounts").read_text()
+    assert os.access(root / "usr/bin/logbox-accounts", os.X_OK)
+    assert "exec runuser -u logbox-rpc -- env PYTHONPATH=/usr/lib/logbox/python" in acc
+    assert "LOGBOX_ACCOUNTS=/var/lib/logbox-accounts" in acc and "-m logbox_core.accounts" in acc
+    assert 'if [ "$(id -u)" != 0 ]; then' in acc  # anyone else: refused, saying so
     done = subprocess.run(  # what the wrapper runs, with the installed tree's packages
         ["/usr/bin/python3", "-m", "logbox_eps.cli", "--help"],
         env=env,

@@ -764,6 +764,60 @@ def test_cli(top: Path, tmp_path: Path) -> None:
         acc.close()
 
 
+def test_reset_password(acc: Accounts, clock: Clock) -> None:
+    """A lost password replaced on the box: the new one works and must be changed, the user
+    is enabled and the lockout on the name lifted, web and session sign-ins end (API tokens
+    stay), the old password fails, and the audit log says so."""
+    acc.add_user("root", PW, "admin")
+    acc.add_user("alice", PW, "admin")
+    web, _ = acc.create_token("alice", "browser", kind="web")
+    api, _ = acc.create_token("alice", "script", kind="api")
+    acc.update_user("alice", disabled=True)
+    for i in range(30):  # the name locked from addresses it never signed in from
+        fail(acc, f"203.0.113.{i % 10}", "alice")
+    lock = acc.login_attempt("203.0.113.99", "alice")
+    assert lock is not None and lock.scope == "user"
+    u = acc.reset_password("alice", "a brand new password")
+    assert u.must_change and not u.disabled and u.role == "admin"
+    assert acc.check_password("alice", PW) is None
+    assert acc.check_password("alice", "a brand new password") is not None
+    assert acc.login_attempt("203.0.113.99", "alice") is None
+    with pytest.raises(TokenError):
+        acc.verify_token(web)
+    assert acc.verify_token(api)[1].name == "alice"
+    (e,), _ = acc.audit_entries(action="password_reset")
+    assert (e.user, e.address) == (None, "console")
+    assert e.detail is not None and e.detail.startswith("user alice: password reset on the box")
+    with pytest.raises(NotFound):
+        acc.reset_password("nobody", "a brand new password")
+    with pytest.raises(Invalid):
+        acc.reset_password("alice", "short")
+    assert acc.audit_entries(action="password_reset")[0] == [e]  # refusals leave no entry
+
+
+def test_cli_reset_password(top: Path, tmp_path: Path) -> None:
+    d = str(tmp_path / "acc")
+    assert cli(top, "--path", d, "add-user", "admin", "--role", "admin", stdin=PW).returncode == 0
+    p = cli(top, "--path", d, "reset-password", "admin")
+    assert p.returncode == 0, p.stderr
+    m = re.search(rb"^new password \(shown once\): (\S+)$", p.stdout, re.M)
+    assert m is not None, p.stdout
+    acc = Accounts(d)
+    try:
+        u = acc.check_password("admin", m.group(1).decode())
+        assert u is not None and u.must_change
+    finally:
+        acc.close()
+    p = cli(
+        top, "--path", d, "reset-password", "admin", "--password-stdin", stdin="mine for now 1\n"
+    )
+    assert p.returncode == 0 and b"shown once" not in p.stdout, p.stdout
+    p = cli(top, "--path", d, "reset-password", "admin", "--password-stdin", stdin="short\n")
+    assert p.returncode == 1 and b"password: at least 12 characters" in p.stderr
+    p = cli(top, "--path", d, "reset-password", "nobody")
+    assert p.returncode == 1 and b"no user 'nobody'" in p.stderr
+
+
 def test_full_store_prunes_oldest_audit(tmp_path: Path, clock: Clock) -> None:
     acc = Accounts(tmp_path / "a", clock=clock, hasher=FAST)
     acc.map_size = 1 << 20  # a small store fills quickly

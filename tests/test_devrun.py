@@ -20,6 +20,7 @@ import re
 import signal
 import stat
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,9 +74,24 @@ def test_devrun_starts_and_stops_on_ctrl_c(devrun: DevRun, data: Path) -> None:
         text=True,
     )
     assert r.returncode == 0, r.stdout + r.stderr
+    # a second make run on the same data directory refuses at once, saying who has it; the
+    # first runs on untouched
+    t0 = time.monotonic()
+    second = subprocess.run(
+        [sys.executable, str(devrun.top / "appliance/devrun.py")],
+        env={**os.environ, "LOGBOX_DATA": str(data)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 1 and time.monotonic() - t0 < 10, second.stdout
+    assert f"{data} is in use by another make run (pid {devrun.proc.pid})" in second.stdout
+    assert "started" not in second.stdout, second.stdout
+    assert devrun.proc.poll() is None
     out = devrun.stop()
     assert devrun.proc.returncode == 0, out
     assert "all stopped" in out
+    assert "restarting" not in out and "exited" not in out, out
     # syslog-ng stops first (it writes what it holds into the spool), then indexd
     stops = [ln.split()[-1] for ln in out.splitlines() if "logbox-run: stopped " in ln]
     assert stops[0] == "syslog-ng", out

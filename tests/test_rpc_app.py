@@ -578,6 +578,10 @@ def test_audit_log(client: FlaskClient, admin: dict[str, str], alice: dict[str, 
         0,
         200,
     )
+    # the id is a decimal string, exactly the store's (beyond 2^53: a JSON number would round)
+    assert isinstance(e["id"], str) and int(e["id"]) > 2**53
+    stored = accounts_of(app).audit_entries(user="alice", action="count", limit=1)[0][0]
+    assert e["id"] == str(stored.id)
     r = client.get(
         f"{API}/audit",
         query_string={

@@ -52,7 +52,7 @@ AUDIT_ACTIONS = (
     "login", "login_failed", "login_locked", "logout", "search", "count", "histogram", "top",
     "message", "export", "token_create", "token_revoke", "user_create", "user_update",
     "user_delete", "denied", "logspace_settings", "audit_pruned", "integrity",
-    "integrity_public_key",
+    "integrity_public_key", "password_reset",
 )  # fmt: skip
 
 NAME_RE = re.compile(USER_NAME_PATTERN)
@@ -273,9 +273,10 @@ class AuditEntry:
     detail: str | None
 
     def to_json(self) -> dict:
-        """API.md "AuditEntry"."""
+        """API.md "AuditEntry": the id as a decimal string (it exceeds 2^53, beyond what a
+        JSON number keeps exactly in JavaScript)."""
         return {
-            "id": self.id,
+            "id": str(self.id),
             "time": rfc3339(self.time_us),
             "user": self.user,
             "address": self.address,
@@ -682,6 +683,31 @@ class Accounts:
         for k, t in ended:
             txn.put(k, _dumps(t), db=tokens)
         return len(ended)
+
+    def reset_password(self, name: str, password: str, *, by: str = "console") -> User:
+        """A lost password replaced on the box itself (the admin CLI, not the API): the new
+        password must be changed at the next web sign-in (the API refuses it until then), the
+        user is enabled again, the lockout against the user's name is lifted, their web and
+        session sign-ins end, and an audit entry "password_reset" (address `by`) says so.
+
+        :raises Invalid: a password the rules refuse.
+        :raises NotFound: no such user.
+        """
+        user, ended = self._update_user(name, password=password, must_change=True, disabled=False)
+        _, ukey = self._lock_keys(by, name)
+        with self._txn(b"failures", write=True) as txn:
+            if ukey is not None and txn.get(ukey) is not None:
+                rec = self._lock_rec(txn, ukey)
+                rec["times"], rec["blocked_until"] = [], None
+                self._lock_put(txn, ukey, rec)
+        self.audit(
+            "password_reset",
+            user=None,
+            address=by,
+            detail=f"user {name}: password reset on the box ({ended} sign-ins ended; to be "
+            "changed at the next sign-in)",
+        )
+        return user
 
     def delete_user(self, name: str) -> None:
         """Deletes a user and revokes their tokens.
@@ -1215,7 +1241,8 @@ def _read_password() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The admin CLI: add-user, list-users. Exit 0, 1 on a refused change, 2 on usage."""
+    """The admin CLI: add-user, list-users, reset-password. Exit 0, 1 on a refused change, 2 on
+    usage."""
     p = argparse.ArgumentParser(prog="python -m logbox_core.accounts", description=__doc__)
     p.add_argument("--path", default=os.environ.get("LOGBOX_ACCOUNTS"), help="the store")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -1230,6 +1257,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "refuses the user until then)",
     )
     sub.add_parser("list-users", help="one JSON User per line")
+    r = sub.add_parser(
+        "reset-password",
+        help="a lost password: a new one, shown once (or --password-stdin), to be changed at "
+        "the next sign-in; the user enabled again and unlocked; audited",
+    )
+    r.add_argument("name")
+    r.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="the new password from $LOGBOX_PASSWORD or stdin instead of a generated one",
+    )
     args = p.parse_args(argv)
     if not args.path:
         p.error("--path (or $LOGBOX_ACCOUNTS) is required")
@@ -1244,6 +1282,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 must_change=args.must_change,
             )
             print(json.dumps(u.to_json()))
+        elif args.cmd == "reset-password":
+            given = args.password_stdin
+            password = _read_password() if given else secrets.token_urlsafe(15)
+            u = acc.reset_password(args.name, password)
+            print(
+                f"user {u.name}: password reset; it must be changed at the next web sign-in"
+                + ("" if given else f"\nnew password (shown once): {password}")
+            )
         else:
             for u in acc.list_users():
                 print(json.dumps(u.to_json()))

@@ -185,7 +185,11 @@ SCHEMAS: dict[str, Any] = {
     ),
     "AuditEntry": _obj(
         {
-            "id": INT,
+            "id": {
+                **STR,
+                "pattern": "^[0-9]{1,20}$",
+                "description": "decimal: it exceeds 2^53 (what a JSON number keeps exactly)",
+            },
             "time": TIME,
             "user": NSTR,
             "address": NSTR,
