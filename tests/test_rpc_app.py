@@ -546,7 +546,9 @@ def test_user_and_token_admin(client: FlaskClient, admin: dict[str, str], app: F
     assert accounts_of(app).get_token(tok2["id"]).revoked_us is not None
 
 
-def test_audit_log(client: FlaskClient, admin: dict[str, str], alice: dict[str, str]) -> None:
+def test_audit_log(
+    client: FlaskClient, app: Flask, admin: dict[str, str], alice: dict[str, str]
+) -> None:
     t0 = time.time()
     for i in range(3):
         client.get(f"{API}/logspaces/main/count", query_string={"q": f"audit-{i}"}, headers=alice)
@@ -876,3 +878,64 @@ def test_integrity_public_key(
         assert b"PRIVATE" not in r.data
     finally:
         app.config["SIGN_PUBKEY"] = old
+
+
+# ---------------------------------------------------------------- saved searches
+
+
+def test_saved_searches(client: FlaskClient, app: Flask, admin: dict, alice: dict) -> None:
+    """CRUD through the API; who sees and changes what (private, shared, logspace rights);
+    the query and the times checked by searchd; every change audited."""
+    url = f"{API}/searches"
+    body = {"name": "ssh failures", "logspace": "main", "query": "program:sshd AND failed",
+            "from": "-1h", "columns": ["time", "host", "eps@32473.c"]}  # fmt: skip
+    r = client.post(url, json=body, headers=alice)
+    assert r.status_code == 201, r.data
+    mine = r.get_json()
+    assert mine["owner"] == "alice" and mine["shared"] is False and mine["to"] is None
+    assert mine["columns"] == ["time", "host", "eps@32473.c"] and len(mine["id"]) == 12
+    e = last_audit(app, "saved_search_create")
+    assert (e.user, e.logspace, e.query, e.status) == ("alice", "main", body["query"], 201)
+    # private: the admin does not see it, and gets "not found", not "forbidden"
+    assert client.get(url, headers=admin).get_json()["searches"] == []
+    error(client.get(f"{url}/{mine['id']}", headers=admin), 404, "not_found")
+    assert client.get(url, headers=alice).get_json()["searches"] == [mine]
+    # shared on main: the admin (who reads every logspace) sees it and may delete it
+    r = client.patch(f"{url}/{mine['id']}", json={"shared": True, "name": "SSH"}, headers=alice)
+    assert r.status_code == 200 and r.get_json()["shared"] and r.get_json()["name"] == "SSH"
+    assert [s["id"] for s in client.get(url, headers=admin).get_json()["searches"]] == [mine["id"]]
+    # a shared search on a logspace alice may not read is invisible to her
+    r = client.post(url, json={**body, "logspace": "secret", "shared": True}, headers=admin)
+    assert r.status_code == 201
+    secret_id = r.get_json()["id"]
+    assert secret_id not in [s["id"] for s in client.get(url, headers=alice).get_json()["searches"]]
+    error(client.get(f"{url}/{secret_id}", headers=alice), 404, "not_found")
+    error(client.delete(f"{url}/{secret_id}", headers=alice), 404, "not_found")
+    # alice may not save on secret, nor move hers there
+    error(client.post(url, json={**body, "logspace": "secret"}, headers=alice), 403, "forbidden")
+    r = client.patch(f"{url}/{mine['id']}", json={"logspace": "secret"}, headers=alice)
+    error(r, 403, "forbidden")
+    # the admin's shared one on main: alice sees it but may not change it
+    r = client.post(url, json={**body, "shared": True, "name": "admin's"}, headers=admin)
+    theirs = r.get_json()["id"]
+    assert client.get(f"{url}/{theirs}", headers=alice).status_code == 200
+    error(client.patch(f"{url}/{theirs}", json={"name": "x"}, headers=alice), 403, "forbidden")
+    error(client.delete(f"{url}/{theirs}", headers=alice), 403, "forbidden")
+    # bad input: searchd's query and time errors, members, ids
+    r = client.post(url, json={**body, "query": "(a OR b"}, headers=alice)
+    assert error(r, 400, "bad_query")["position"] is not None
+    error(client.post(url, json={**body, "from": "yesterday-ish"}, headers=alice), 400,
+          "bad_parameter")  # fmt: skip
+    for bad in ({"name": ""}, {"columns": ["a b"]}, {"shared": "yes"}, {"extra": 1},
+                {"logspace": "Main"}, {"query": "x" * 5000}):  # fmt: skip
+        error(client.post(url, json={**body, **bad}, headers=alice), 400, "bad_parameter")
+    error(client.post(url, json={"name": "n"}, headers=alice), 400, "bad_parameter")
+    error(client.get(f"{url}/nothex", headers=alice), 404, "not_found")
+    # the admin deletes alice's shared one; she deletes nothing twice
+    r = client.delete(f"{url}/{mine['id']}", headers=admin)
+    assert r.status_code == 200 and r.get_json()["name"] == "SSH"
+    e = last_audit(app, "saved_search_delete")
+    assert e.user == "admin" and e.detail == f"saved search {mine['id']} 'SSH' of alice"
+    error(client.delete(f"{url}/{mine['id']}", headers=alice), 404, "not_found")
+    for sid in (secret_id, theirs):
+        assert client.delete(f"{url}/{sid}", headers=admin).status_code == 200

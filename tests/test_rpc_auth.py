@@ -32,7 +32,8 @@ pytestmark = pytest.mark.slow
 
 # (method, path with {} for each variable) -> (who, sample path arguments, query, JSON body).
 # who: "open" (no token), "auth" (any valid token), "read" (the first argument is a logspace),
-# "admin". The table is checked against the app's url_map both ways.
+# "owner" (any valid token; the object is the caller's or shared with them, else "not found":
+# the samples name none), "admin". The table is checked against the app's url_map both ways.
 Sample = tuple[str, tuple[str, ...], dict[str, str], dict[str, Any] | None]
 ROUTES: dict[tuple[str, str], Sample] = {
     ("GET", "/api/v1/health"): ("open", (), {}, None),
@@ -43,6 +44,16 @@ ROUTES: dict[tuple[str, str], Sample] = {
     ("GET", "/api/v1/logspaces"): ("auth", (), {}, None),
     ("GET", "/api/v1/status"): ("auth", (), {}, None),
     ("GET", "/api/v1/system"): ("admin", (), {}, None),
+    ("GET", "/api/v1/searches"): ("auth", (), {}, None),
+    ("POST", "/api/v1/searches"): (
+        "auth",
+        (),
+        {},
+        {"name": "sample", "logspace": "web", "query": "hello", "from": "-1h"},
+    ),
+    ("GET", "/api/v1/searches/{}"): ("owner", ("0123456789ab",), {}, None),
+    ("PATCH", "/api/v1/searches/{}"): ("owner", ("0123456789ab",), {}, {"name": "renamed"}),
+    ("DELETE", "/api/v1/searches/{}"): ("owner", ("0123456789ab",), {}, None),
     ("GET", "/api/v1/logspaces/{}/search"): ("read", ("main",), {"q": "hello"}, None),
     ("GET", "/api/v1/logspaces/{}/count"): ("read", ("main",), {"q": "hello"}, None),
     ("GET", "/api/v1/logspaces/{}/histogram"): ("read", ("main",), {"q": "hello"}, None),
@@ -367,6 +378,11 @@ def test_rights(stack: Stack, users: Users) -> None:
             r = st.call(method, tmpl, ("web", *args[1:]), params, body, None, carol)
             if r.status_code != 200:
                 problems.append(f"searcher on own {method} {tmpl}: {r.status_code} {r.text[:200]}")
+        elif who == "owner":  # any signed-in user gets past the checks: someone else's, or
+            # (as here) no such object, is "not found"
+            r = st.call(method, tmpl, args, params, body, None, carol)
+            if r.status_code != 404 or r.json()["error"]["code"] != "not_found":
+                problems.append(f"searcher on {method} {tmpl}: {r.status_code} {r.text[:200]}")
         elif who == "auth":
             fresh = new_token(st, "carol")  # logout revokes the token it is called with
             r = st.call(method, tmpl, args, params, body, None, fresh)

@@ -46,14 +46,20 @@ ROLES = ("admin", "searcher")
 TOKEN_KINDS = ("api", "session", "web")  # web: a web UI sign-in (webui/UI.md)
 SCHEMA_VERSION = 1
 MAP_SIZE = 1 << 30
-DB_NAMES = (b"users", b"tokens", b"failures", b"audit", b"meta")
+DB_NAMES = (b"users", b"tokens", b"failures", b"audit", b"meta", b"searches")
 # The audit log's actions (rpc/API.md §6): both apps' filters offer these.
 AUDIT_ACTIONS = (
     "login", "login_failed", "login_locked", "logout", "search", "count", "histogram", "top",
     "message", "export", "token_create", "token_revoke", "user_create", "user_update",
     "user_delete", "denied", "logspace_settings", "audit_pruned", "integrity",
-    "integrity_public_key", "password_reset",
+    "integrity_public_key", "password_reset", "saved_search_create", "saved_search_update",
+    "saved_search_delete",
 )  # fmt: skip
+SEARCH_NAME_MAX = 100  # a saved search's name: printable characters
+SEARCH_QUERY_MAX = 4096  # its query, bytes (searchd's own limit is QUERY_MAX, larger)
+SEARCH_TIME_MAX = 64  # its from and to, as the search forms write them ("-1h", RFC 3339)
+SEARCH_COLUMNS_MAX = 32  # its columns, each a field name
+SEARCHES_PER_USER = 500
 
 NAME_RE = re.compile(USER_NAME_PATTERN)
 TOKEN_RE = re.compile(r"lbx_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
@@ -258,6 +264,60 @@ class Token:
 
 
 @dataclass(frozen=True)
+class SavedSearch:
+    """A saved search (API.md "SavedSearch"): a query on a logspace with its time range and
+    columns; private to its owner, or shared with everyone who may read the logspace."""
+
+    id: str
+    owner: str
+    name: str
+    logspace: str
+    query: str
+    from_: str | None
+    to: str | None
+    columns: tuple[str, ...]
+    shared: bool
+    created_us: int
+    updated_us: int
+
+    def to_json(self) -> dict:
+        """API.md "SavedSearch"."""
+        return {
+            "id": self.id,
+            "owner": self.owner,
+            "name": self.name,
+            "logspace": self.logspace,
+            "query": self.query,
+            "from": self.from_,
+            "to": self.to,
+            "columns": list(self.columns),
+            "shared": self.shared,
+            "created": rfc3339(self.created_us),
+            "updated": rfc3339(self.updated_us),
+        }
+
+    @classmethod
+    def _from(cls, rec: dict) -> SavedSearch:
+        return cls(
+            rec["id"],
+            rec["owner"],
+            rec["name"],
+            rec["logspace"],
+            rec["query"],
+            rec["from"],
+            rec["to"],
+            tuple(rec["columns"]),
+            rec["shared"],
+            rec["created_us"],
+            rec["updated_us"],
+        )
+
+    def visible_to(self, user: User) -> bool:
+        """Its owner's, or shared and on a logspace user may read."""
+        return self.owner == user.name or (self.shared and user.can_read(self.logspace))
+
+
+@dataclass(frozen=True)
 class AuditEntry:
     """One audit record. id orders entries (time_us << 10 | n) and is the paging cursor."""
 
@@ -330,6 +390,65 @@ def _check_token_name(name: object) -> str:
     if not isinstance(name, str) or not 1 <= len(name) <= 128 or not name.isprintable():
         raise Invalid("name: expected 1 to 128 printable characters")
     return name
+
+
+_COLUMN_RE = re.compile(r"[A-Za-z0-9_.@-]{1,128}")
+
+
+def check_saved_search(body: object, *, partial: bool = False) -> dict:
+    """The members of a saved search's JSON body, checked: name, logspace, query, from, to,
+    columns, shared (all but name, logspace and query optional; with partial, all optional).
+
+    :raises Invalid: an unknown or malformed member.
+    """
+    if not isinstance(body, dict):
+        raise Invalid("expected a JSON object")
+    known = {"name", "logspace", "query", "from", "to", "columns", "shared"}
+    extra = sorted(set(body) - known)
+    if extra:
+        raise Invalid(f"{extra[0]}: unknown member")
+    out: dict = {}
+    need = () if partial else ("name", "logspace", "query")
+    for k in need:
+        if k not in body:
+            raise Invalid(f"{k}: required")
+    if "name" in body:
+        n = body["name"]
+        if not isinstance(n, str) or not 1 <= len(n) <= SEARCH_NAME_MAX or not n.isprintable():
+            raise Invalid(f"name: expected 1 to {SEARCH_NAME_MAX} printable characters")
+        out["name"] = n
+    if "logspace" in body:
+        ls = body["logspace"]
+        if (why := logspace_name_problem(ls)) is not None:
+            raise Invalid(f"logspace: {why}: {ls!r}")
+        out["logspace"] = ls
+    if "query" in body:
+        q = body["query"]
+        if not isinstance(q, str) or len(q.encode("utf-8", "surrogatepass")) > SEARCH_QUERY_MAX:
+            raise Invalid(f"query: expected a string of at most {SEARCH_QUERY_MAX} bytes")
+        out["query"] = q
+    for k in ("from", "to"):
+        if k in body:
+            v = body[k]
+            if v is not None and (
+                not isinstance(v, str) or not 1 <= len(v) <= SEARCH_TIME_MAX or not v.isprintable()
+            ):
+                raise Invalid(f"{k}: expected null or a time as search takes it (-1h, RFC 3339)")
+            out[k] = v
+    if "columns" in body:
+        cols = body["columns"]
+        if (
+            not isinstance(cols, list)
+            or len(cols) > SEARCH_COLUMNS_MAX
+            or not all(isinstance(c, str) and _COLUMN_RE.fullmatch(c) for c in cols)
+        ):
+            raise Invalid(f"columns: expected at most {SEARCH_COLUMNS_MAX} field names")
+        out["columns"] = list(dict.fromkeys(cols))
+    if "shared" in body:
+        if not isinstance(body["shared"], bool):
+            raise Invalid("shared: expected true or false")
+        out["shared"] = body["shared"]
+    return out
 
 
 def _dumps(rec: dict) -> bytes:
@@ -709,8 +828,85 @@ class Accounts:
         )
         return user
 
+    # ------------------------------------------------------------ saved searches
+
+    def save_search(self, owner: str, members: dict) -> SavedSearch:
+        """A new saved search of owner from check_saved_search's members.
+
+        :raises NotFound: no such user.
+        :raises Conflict: owner has SEARCHES_PER_USER already.
+        """
+        now = self._now_us()
+        users, searches = self._db(b"users"), self._db(b"searches")
+        with self._txn(b"searches", write=True) as txn:
+            if self._user_rec(txn, users, owner) is None:
+                raise NotFound(f"no user '{owner}'")
+            mine = sum(1 for _, v in txn.cursor(db=searches) if json.loads(v)["owner"] == owner)
+            if mine >= SEARCHES_PER_USER:
+                raise Conflict(f"'{owner}' has {SEARCHES_PER_USER} saved searches already")
+            while True:
+                sid = secrets.token_hex(6)
+                if txn.get(sid.encode(), db=searches) is None:
+                    break
+            rec = {
+                "id": sid,
+                "owner": owner,
+                "name": members["name"],
+                "logspace": members["logspace"],
+                "query": members["query"],
+                "from": members.get("from"),
+                "to": members.get("to"),
+                "columns": members.get("columns", []),
+                "shared": members.get("shared", False),
+                "created_us": now,
+                "updated_us": now,
+            }
+            txn.put(sid.encode(), _dumps(rec), db=searches)
+        return SavedSearch._from(rec)
+
+    def get_search(self, sid: str) -> SavedSearch | None:
+        """The saved search with that id, or None."""
+        if not isinstance(sid, str) or not re.fullmatch(r"[0-9a-f]{12}", sid):
+            return None
+        with self._txn(b"searches") as txn:
+            raw = txn.get(sid.encode())
+        return SavedSearch._from(json.loads(raw)) if raw else None
+
+    def list_searches(self) -> list[SavedSearch]:
+        """Every saved search, by name then id (the caller keeps what a user may see)."""
+        with self._txn(b"searches") as txn:
+            out = [SavedSearch._from(json.loads(v)) for _, v in txn.cursor()]
+        return sorted(out, key=lambda x: (x.name.casefold(), x.id))
+
+    def update_search(self, sid: str, members: dict) -> SavedSearch:
+        """Changes the given members (check_saved_search(partial=True)).
+
+        :raises NotFound: no such saved search.
+        """
+        with self._txn(b"searches", write=True) as txn:
+            raw = txn.get(sid.encode()) if re.fullmatch(r"[0-9a-f]{12}", str(sid)) else None
+            if raw is None:
+                raise NotFound(f"no saved search '{sid}'")
+            rec = json.loads(raw)
+            rec.update(members)
+            rec["updated_us"] = max(self._now_us(), rec["created_us"])
+            txn.put(sid.encode(), _dumps(rec))
+        return SavedSearch._from(rec)
+
+    def delete_search(self, sid: str) -> SavedSearch:
+        """Deletes a saved search; what it was.
+
+        :raises NotFound: no such saved search.
+        """
+        with self._txn(b"searches", write=True) as txn:
+            raw = txn.get(sid.encode()) if re.fullmatch(r"[0-9a-f]{12}", str(sid)) else None
+            if raw is None:
+                raise NotFound(f"no saved search '{sid}'")
+            txn.delete(sid.encode())
+        return SavedSearch._from(json.loads(raw))
+
     def delete_user(self, name: str) -> None:
-        """Deletes a user and revokes their tokens.
+        """Deletes a user, revokes their tokens and deletes their saved searches.
 
         :raises NotFound: no such user.
         :raises Conflict: the user is the last enabled admin.
@@ -733,6 +929,10 @@ class Accounts:
                 if t["user"] == name and t["revoked_us"] is None:
                     t["revoked_us"] = now
                     txn.put(k, _dumps(t), db=tokens)
+            searches = self._db(b"searches")
+            gone = [k for k, v in txn.cursor(db=searches) if json.loads(v)["owner"] == name]
+            for k in gone:
+                txn.delete(k, db=searches)
 
     def has_admin(self) -> bool:
         """Whether an enabled admin exists."""

@@ -7,7 +7,13 @@ import re
 from typing import Any
 
 from flask import Blueprint, Flask, current_app, jsonify
-from logbox_core.constants import USER_NAME_PATTERN
+from logbox_core.accounts import (
+    SEARCH_COLUMNS_MAX,
+    SEARCH_NAME_MAX,
+    SEARCH_QUERY_MAX,
+    SEARCH_TIME_MAX,
+)
+from logbox_core.constants import LOGSPACE_PATTERN, USER_NAME_PATTERN
 from logbox_core.origin import UNSAFE_METHODS
 
 from .errors import STATUS_CODES
@@ -391,6 +397,48 @@ SCHEMAS: dict[str, Any] = {
             _obj({"token": {**STR, "description": "the secret, shown this once"}}),
         ]
     },
+    "SavedSearch": _obj(
+        {
+            "id": STR,
+            "owner": STR,
+            "name": STR,
+            "logspace": STR,
+            "query": STR,
+            "from": NSTR,
+            "to": NSTR,
+            "columns": STRS,
+            "shared": {"type": "boolean"},
+            "created": TIME,
+            "updated": TIME,
+        }
+    ),
+    "SavedSearchList": _obj({"searches": {"type": "array", "items": _ref("SavedSearch")}}),
+    "SavedSearchCreate": _obj(
+        {
+            "name": {"type": "string", "minLength": 1, "maxLength": SEARCH_NAME_MAX},
+            "logspace": {"type": "string", "pattern": f"^{LOGSPACE_PATTERN}$"},
+            "query": {"type": "string", "maxLength": SEARCH_QUERY_MAX},
+            "from": {**NSTR, "maxLength": SEARCH_TIME_MAX, "description": "as search takes it"},
+            "to": {**NSTR, "maxLength": SEARCH_TIME_MAX},
+            "columns": {**STRS, "maxItems": SEARCH_COLUMNS_MAX},
+            "shared": {"type": "boolean", "default": False},
+        },
+        ["name", "logspace", "query"],
+        additionalProperties=False,
+    ),
+    "SavedSearchUpdate": _obj(
+        {
+            "name": {"type": "string", "minLength": 1, "maxLength": SEARCH_NAME_MAX},
+            "logspace": {"type": "string", "pattern": f"^{LOGSPACE_PATTERN}$"},
+            "query": {"type": "string", "maxLength": SEARCH_QUERY_MAX},
+            "from": {**NSTR, "maxLength": SEARCH_TIME_MAX},
+            "to": {**NSTR, "maxLength": SEARCH_TIME_MAX},
+            "columns": {**STRS, "maxItems": SEARCH_COLUMNS_MAX},
+            "shared": {"type": "boolean"},
+        },
+        [],
+        additionalProperties=False,
+    ),
     "UserList": _obj({"users": {"type": "array", "items": _ref("User")}}),
     "UserCreate": _obj(
         {
