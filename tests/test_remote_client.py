@@ -740,3 +740,24 @@ def test_pip_install_gives_the_client_package_and_command(top: Path, tmp_path: P
             text=True,
         ).stdout
     )
+
+
+def test_saved_searches(env: Env, admin: Client, reader: Client) -> None:
+    """Saved through the client, found again, run: its query counts what the same query
+    counts; shared with a reader of the logspace, private otherwise; bad queries refused."""
+    s = admin.save_search("failures", "failed", from_=str(env.base_s), columns=["host"])
+    assert s["owner"] == "admin" and s["columns"] == ["host"] and not s["shared"]
+    assert [x["id"] for x in admin.searches()] == [s["id"]]
+    got = next(x for x in admin.searches() if x["id"] == s["id"])
+    assert admin.count(got["query"], from_=int(got["from"])) == len(env.ids("failed"))
+    assert s["id"] not in [x["id"] for x in reader.searches()]
+    admin.update_search(s["id"], shared=True)
+    assert s["id"] in [x["id"] for x in reader.searches()]
+    with pytest.raises(LogboxError) as e:
+        reader.delete_search(s["id"])
+    assert e.value.code == "forbidden"
+    with pytest.raises(LogboxError) as e:
+        admin.save_search("broken", "(a OR")
+    assert e.value.code == "bad_query"
+    assert admin.delete_search(s["id"])["name"] == "failures"
+    assert admin.searches() == []

@@ -15,7 +15,7 @@ import json
 import math
 import re
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any, Self
 
 import requests
@@ -494,6 +494,38 @@ class Client(_Closing):
         elif expires_in is not None:
             body["expires_in"] = expires_in
         return self.call("POST", "/tokens", body=body)
+
+    # ------------------------------------------------------------ saved searches
+
+    def searches(self) -> list[dict[str, Any]]:
+        """The saved searches the caller may see (theirs, and those shared on logspaces they
+        may read): SavedSearch objects (API.md §6.1)."""
+        return list(self._member(self.call("GET", "/searches"), "searches"))
+
+    def save_search(
+        self,
+        name: str,
+        q: str,
+        *,
+        logspace: str = "main",
+        from_: str | None = None,
+        to: str | None = None,
+        columns: Sequence[str] = (),
+        shared: bool = False,
+    ) -> dict[str, Any]:
+        """Saves a search; the SavedSearch. `bad_query` when the box cannot parse q."""
+        body = {"name": name, "logspace": logspace, "query": q, "from": from_, "to": to,
+                "columns": list(columns), "shared": shared}  # fmt: skip
+        return self.call("POST", "/searches", body=body)
+
+    def update_search(self, id: str, **members: Any) -> dict[str, Any]:
+        """Changes members of a saved search (name, logspace, query, from, to, columns,
+        shared); the SavedSearch."""
+        return self.call("PATCH", f"/searches/{_quote(id)}", body=members)
+
+    def delete_search(self, id: str) -> dict[str, Any]:
+        """Deletes a saved search; what it was."""
+        return self.call("DELETE", f"/searches/{_quote(id)}")
 
     def revoke_token(self, id: str) -> dict[str, Any]:
         """Revokes a token by its public id (admin); returns the Token with `revoked`."""
