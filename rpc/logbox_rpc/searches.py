@@ -13,6 +13,7 @@ from typing import Any
 
 from flask import Blueprint, g, jsonify
 from logbox_core.accounts import SavedSearch, check_saved_search
+from logbox_core.saved import check_with_searchd
 
 from .auth import audit, forbidden
 from .errors import STORE_ERRORS, ApiError
@@ -24,24 +25,6 @@ bp = Blueprint("searches", __name__)
 SEARCH_ID = Param("id", "string", "the saved search's id (12 hex digits)", where="path")
 MEMBERS = ("name", "logspace", "query", "from", "to", "columns", "shared")
 BODY_ERRORS = (400, 401, 403, 413, 415, *STORE_ERRORS)
-# A token no message holds: a time range is checked by counting it (the range parsed by
-# searchd, the count a dictionary miss, whatever the range).
-PROBE = "logboxsavedsearchtimeprobe"
-
-
-def _check_with_searchd(logspace: str, members: dict[str, Any]) -> None:
-    """searchd parses the query (over an empty range) and the time range.
-
-    :raises SearchdError: bad_query, bad_parameter (the app answers them as searchd says).
-    """
-    sd = searchd()
-    if "query" in members:
-        sd.get("/v1/count", {"logspace": logspace, "q": members["query"], "from": "0", "to": "1"})
-    times = {k: members[k] for k in ("from", "to") if members.get(k) is not None}
-    if times:
-        sd.get("/v1/count", {"logspace": logspace, "q": PROBE, **times})
-
-
 def _visible(sid: str) -> SavedSearch:
     """The saved search sid when the caller may see it.
 
@@ -90,7 +73,7 @@ def create_search(args: dict[str, Any]) -> Any:
     ls = members["logspace"]
     if not g.user.can_read(ls):
         raise forbidden(f"{g.user.name} may not read logspace {ls!r}", ls)
-    _check_with_searchd(ls, members)
+    check_with_searchd(searchd(), ls, members)
     s = accounts().save_search(g.user.name, members)
     audit(
         "saved_search_create",
@@ -127,7 +110,7 @@ def update_search(id: str, args: dict[str, Any]) -> Any:
     ls = members.get("logspace", s.logspace)
     if not g.user.can_read(ls):
         raise forbidden(f"{g.user.name} may not read logspace {ls!r}", ls)
-    _check_with_searchd(ls, {"query": s.query, "from": s.from_, "to": s.to, **members})
+    check_with_searchd(searchd(), ls, {"query": s.query, "from": s.from_, "to": s.to, **members})
     new = accounts().update_search(id, members)
     audit(
         "saved_search_update",

@@ -23,6 +23,7 @@ from flask import (
     stream_template,
     url_for,
 )
+from flask_wtf.csrf import generate_csrf
 from logbox_core.constants import FACILITIES, SEVERITIES
 from logbox_core.export import (
     UnknownLogspace,
@@ -211,6 +212,17 @@ def normalize_time(v: str | None) -> str | None:
 
 
 # ---------------------------------------------------------------- logspaces
+
+
+def saved_links() -> list[dict[str, Any]]:
+    """The saved searches the user may see, each with the URL that runs it (saved.py)."""
+    from .saved import run_url, visible  # (saved.py imports this module)
+
+    return [
+        {"id": s.id, "name": s.name, "logspace": s.logspace, "shared": s.shared,
+         "owner": s.owner, "href": run_url(s)}
+        for s in visible()
+    ]  # fmt: skip
 
 
 def readable_logspaces() -> list[dict[str, Any]]:
@@ -431,6 +443,7 @@ def search() -> Any:
     ctx: dict[str, Any] = {
         "form": form,
         "logspaces": logspaces,
+        "saved": saved_links(),
         "presets": PRESETS,
         "result": None,
         "query_error": None,
@@ -504,8 +517,10 @@ def search() -> Any:
         ),
     }
     ctx["stream_mark"] = STREAM_MARK
-    # Flashes are taken from the session now: it is saved before the streamed body is made.
+    # Flashes are taken from the session now, and the form's CSRF token (saving the search) is
+    # put in it: the session is saved before the streamed body is made.
     get_flashed_messages()
+    generate_csrf()
     return Response(_chunks(stream_template("search/search.html", **ctx)), mimetype="text/html")
 
 
