@@ -8,7 +8,8 @@
 # messages. The search runs from the keyboard alone. The integrity page, reached from the
 # dashboard, shows the day table of a real `logbox verify --json --out` report of the store for
 # each logspace chosen in its selector. Screenshots of the search page, the dashboard and the
-# integrity page are saved under tests/artifacts/ (also when a step fails).
+# integrity page are saved under tests/artifacts/ (also when a step fails). The dashboard's
+# chart is as wide as its card.
 from __future__ import annotations
 
 import contextlib
@@ -537,3 +538,19 @@ def test_user_reads_only_its_logspace(stack: Stack, driver: WebDriver) -> None:
     login(driver, web.url, "admin", web.admin_password)
     driver.get(web.url + f"/messages/beta/{beta_id}")
     assert "betasecret" in driver.find_element(By.ID, "message").text
+
+
+def test_status_chart_fills_its_card(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    login(driver, web.url, "admin", web.admin_password)
+    for width in (1280, 1900):
+        driver.set_window_size(width, 900)
+        driver.get(web.url + "/status")
+        got = driver.execute_script(
+            "const svg = document.getElementById('eps-chart');"
+            "const card = svg.closest('.lb-card'); const cs = getComputedStyle(card);"
+            "return [svg.getBoundingClientRect().width,"
+            " card.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)];"
+        )
+        assert abs(got[0] - got[1]) <= 3, (width, got)
+        assert got[0] > 720  # wider than its drawing's own size
