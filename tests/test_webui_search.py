@@ -6,7 +6,8 @@
 # paging, oldest first, export links), highlight marks, the logspace picker, a bad query's error
 # with its position (400), searchd down (503), a hostile message (<script>, NUL and control
 # bytes, bytes that are not UTF-8) shown inert with its raw bytes exact, exports equal to paging
-# through searchd, a query with quotes and angle brackets round-tripping, and the audit log.
+# through searchd, a query with quotes and angle brackets round-tripping, the audit log, and the
+# raw line of a message rebuilt from its fields.
 
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ from logbox_webui.security import CSP
 N_MAIN = 600
 BASE_AGO_S = 3 * 3600
 PASSWORD = "correct horse battery"
+LONG_PROGRAM = "a-program-name-long-enough-to-be-cut-in-a-column"  # 48 bytes: RFC 5424's most
+SD_LINE = (
+    f"<14>1 2026-11-22T12:00:00.250+01:00 sdhost {LONG_PROGRAM} 77 ID1 "
+    '[eps@32473 c="4242" d="x \\"y\\""][eps@32473 c="17"] sdprobe body'
+)
 HOSTILE = b"<script>alert('x')</script> <b>bold</b> nul\x00byte esc\x1b[31m bad\xff\xfe end"
 
 
@@ -58,6 +64,7 @@ def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
     base_s = int(time.time()) - BASE_AGO_S
     main = apps.ingest_received(store_cli, d, corpus(base_s, N_MAIN))
     main.ingest(b"<11>1 - evilhost evilapp - - - " + HOSTILE + b"\n")
+    main.ingest(SD_LINE.encode() + b"\n")
     Logbox(store_cli, d, logspace="other").ingest(b"".join(b"<14>other %d\n" % i for i in range(7)))
     Logbox(store_cli, d, logspace="secret").ingest(b"<14>secret 1\n<14>secret 2\n")
     return d
@@ -462,3 +469,40 @@ def test_export_equals_paging(app: Flask, admin: FlaskClient, searchd: Searchd) 
     # bad parameters
     page_of(admin, "/export?q=x&format=xml", 400)
     page_of(admin, "/export?q=(x", 400)
+
+
+# ---------------------------------------------------------------- the raw line
+
+
+def test_message_page_shows_the_raw_line(admin: FlaskClient, searchd: Searchd) -> None:
+    (hit,) = sd_get(searchd, "/v1/search", q="sdprobe", **{"from": "-1d"})["hits"]
+    body = page_of(admin, f"/messages/main/{hit['id']}")
+    line = re.search(r'<pre id="raw-line" class="raw-line">(.*?)</pre>', body, re.S)
+    assert line
+    # The line as it was sent, but for the time stamp's form (the stored one, µs).
+    ts = hit["timestamp"]
+    assert ts and ts.startswith("2026-11-22T12:00:00.25")
+    assert html.unescape(line.group(1)) == SD_LINE.replace("2026-11-22T12:00:00.250+01:00", ts)
+    # Control bytes and bytes that are not UTF-8 are shown escaped, as everywhere.
+    (evil,) = sd_get(searchd, "/v1/search", q="program:evilapp", **{"from": "-1d"})["hits"]
+    body = page_of(admin, f"/messages/main/{evil['id']}")
+    line = re.search(r'<pre id="raw-line" class="raw-line">(.*?)</pre>', body, re.S)
+    assert line and line.group(1).startswith("&lt;11&gt;1 - evilhost evilapp - - - &lt;script")
+    assert '<span class="esc">\\x00</span>' in line.group(1)
+
+
+def test_raw_line_of_each_form() -> None:
+    from logbox_webui.search import raw_line
+
+    base = {
+        "facility": 4, "severity": 6, "timestamp": "2026-11-22T09:05:07.000000+00:00",
+        "timestamp_us": 1, "host": "h1", "program": "sshd", "pid": "42", "msgid": "",
+        "sd": "", "message": "Accepted key",
+    }  # fmt: skip
+    assert raw_line({**base, "flags": ["rfc5424"]}) == (
+        "<38>1 2026-11-22T09:05:07.000000+00:00 h1 sshd 42 - - Accepted key"
+    )
+    assert raw_line({**base, "flags": ["rfc3164"]}) == (
+        "<38>Nov 22 09:05:07 h1 sshd[42]: Accepted key"
+    )
+    assert raw_line({**base, "flags": ["noheader"], "facility": None}) == "Accepted key"

@@ -138,6 +138,36 @@ def short_time(rfc: str | None) -> str:
     return rfc.replace("T", " ")[:23]
 
 
+def raw_line(msg: dict[str, Any]) -> str:
+    """The syslog line a message object was parsed from, rebuilt from its fields (logbox keeps
+    the fields and the body, not the line): RFC 5424 or RFC 3164 as its flags say, else the
+    priority and the body."""
+    pri = ""
+    if msg["facility"] is not None and msg["severity"] is not None:
+        pri = f"<{msg['facility'] * 8 + msg['severity']}>"
+    flags = msg["flags"]
+    if "rfc5424" in flags:
+        head = [
+            msg["timestamp"] or "-",
+            msg["host"] or "-",
+            msg["program"] or "-",
+            msg["pid"] or "-",
+            msg["msgid"] or "-",
+            msg["sd"] or "-",
+        ]
+        line = f"{pri}1 " + " ".join(head)
+        return f"{line} {msg['message']}" if msg["message"] else line
+    if "rfc3164" in flags:
+        ts = ""
+        if msg["timestamp_us"] is not None and msg["timestamp"]:
+            t = dt.datetime.fromisoformat(msg["timestamp"].replace("Z", "+00:00"))
+            ts = f"{t:%b} {t.day:2d} {t:%H:%M:%S} "
+        tag = msg["program"] + (f"[{msg['pid']}]" if msg["pid"] else "")
+        host = f"{msg['host']} " if msg["host"] else ""
+        return f"{pri}{ts}{host}{tag + ': ' if tag else ''}{msg['message']}"
+    return f"{pri}{msg['message']}"
+
+
 def rfc3339_s(us: int, up: bool = False) -> str:
     """µs as RFC 3339 UTC in whole seconds (up: rounded up); searchd rounds a range's from down
     and its to up to a second, so this names the same range."""
@@ -536,6 +566,7 @@ def message(logspace: str, id: int) -> Any:
         raise
     audit("message", logspace=logspace, results=1, detail=f"id {id}")
     raw = msg["message"].encode("utf-8", "surrogateescape")
+    line = raw_line(msg)
     segments = span_segments(msg["message"], msg.get("spans", []))
     around = {
         "from": rfc3339_s(msg["received_us"] - CONTEXT_US),
@@ -553,6 +584,7 @@ def message(logspace: str, id: int) -> Any:
         text=marked_text(segments, newlines=True),
         raw_lines=hexdump(raw),
         raw_len=len(raw),
+        raw_line=line,
         severity=severity_name(msg["severity"]),
         facility=facility_name(msg["facility"]),
         back=request.referrer if _same_site(request.referrer) else None,
