@@ -8,7 +8,11 @@
 # messages. The search runs from the keyboard alone. The integrity page, reached from the
 # dashboard, shows the day table of a real `logbox verify --json --out` report of the store for
 # each logspace chosen in its selector. Screenshots of the search page, the dashboard and the
-# integrity page are saved under tests/artifacts/ (also when a step fails).
+# integrity page are saved under tests/artifacts/ (also when a step fails). Issue 21's search
+# page: an empty query shows the newest messages; times in the browser's zone (Chromium's zone
+# set through CDP) and in UTC with the toggle; the histogram's count axis; paging back; the
+# column chooser with a structured-data field; a long program name whole; the raw line on the
+# message page; the dashboard's chart as wide as its card.
 from __future__ import annotations
 
 import contextlib
@@ -50,6 +54,10 @@ PER_BATCH = 25  # in main: 15 from web-1, 5 from web-2, 5 from web-3
 BETA_PER_BATCH = 5
 PAGE = 20
 ROUTES = [{"name": "beta", "host": "^beta-"}]
+LONG_PROGRAM = "a-program-name-long-enough-to-be-cut-in-a-column"  # 48 bytes: RFC 5424's most
+SD_FRAME = (
+    f'<14>1 2026-11-22T12:00:00Z sdhost {LONG_PROGRAM} 77 ID1 [eps@32473 c="4242"] sdprobe body'
+)
 
 
 @dataclass
@@ -95,6 +103,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory, top: Path) -> Iterator[Stack
             app.wait_count((b + 1) * BETA_PER_BATCH, logspace="beta", timeout=30)
             if b + 1 < BATCHES:
                 time.sleep(1.2)
+        # One more in main, after the batches: the newest message, not matching WORD.
+        app.send(octet(SD_FRAME.encode()), port="octet")
+        app.wait_count(BATCHES * PER_BATCH + 1, timeout=30)
         sd = Searchd(searchd_binary(top), app.data, app.run / "searchd.sock").start()
         try:
             with WebuiServer(
@@ -384,9 +395,9 @@ def test_search_from_the_keyboard(stack: Stack, driver: WebDriver) -> None:
     web = stack.web
     login(driver, web.url, "admin", web.admin_password)
     open_search(driver, web.url, logspace="main")
-    body = driver.find_element(By.TAG_NAME, "body")
-    body.click()
-    body.send_keys("/")
+    # Out of the query box (its autofocus) without clicking: the page under a click is results.
+    driver.execute_script("document.activeElement.blur()")
+    ActionChains(driver).send_keys("/").perform()
     WebDriverWait(driver, 5).until(
         lambda d: d.execute_script("return document.activeElement.id") == "q"
     )
@@ -436,7 +447,8 @@ def test_integrity_page(stack: Stack, driver: WebDriver, top: Path) -> None:
         login(driver, web.url, "admin", web.admin_password)
         driver.get(web.url + "/status")
         click_and_wait(driver, driver.find_element(By.ID, "status-integrity"))
-        for logspace, n in (("main", PER_BATCH), ("beta", BETA_PER_BATCH)):
+        # main: the batches and SD_FRAME
+        for logspace, n in (("main", BATCHES * PER_BATCH + 1), ("beta", BATCHES * BETA_PER_BATCH)):
             if logspace != "main":
                 Select(driver.find_element(By.ID, "integrity-logspace")).select_by_value(logspace)
                 click_and_wait(driver, driver.find_element(By.ID, "integrity-select-submit"))
@@ -446,7 +458,7 @@ def test_integrity_page(stack: Stack, driver: WebDriver, top: Path) -> None:
             assert all(d.get_attribute("data-intact") == "yes" for d in days)
             counts = [d.find_element(By.CSS_SELECTOR, "td.messages").text for d in days]
             assert counts == [str(d["messages"]) for d in want[logspace]["days"]], counts
-            assert driver.find_element(By.ID, "integrity-messages").text == str(BATCHES * n)
+            assert driver.find_element(By.ID, "integrity-messages").text == str(n)
             assert driver.find_element(By.ID, "integrity-ok").text == "intact"
     finally:
         with contextlib.suppress(Exception):
@@ -537,3 +549,183 @@ def test_user_reads_only_its_logspace(stack: Stack, driver: WebDriver) -> None:
     login(driver, web.url, "admin", web.admin_password)
     driver.get(web.url + f"/messages/beta/{beta_id}")
     assert "betasecret" in driver.find_element(By.ID, "message").text
+
+
+# ---------------------------------------------------------------- issue 21: the search page
+
+
+def sd_message(stack: Stack) -> dict:
+    """The message of SD_FRAME as stored."""
+    (m,) = (m for m in stack.app.messages("main") if m["program"] == LONG_PROGRAM)
+    return m
+
+
+def test_empty_query_shows_the_newest(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    login(driver, web.url, "admin", web.admin_password)
+    open_search(driver, web.url, logspace="main")
+    newest = max(m["id"] for m in stack.app.messages("main"))
+    ids = [row_id(r) for r in rows(driver)]
+    assert ids and ids[0] == newest == sd_message(stack)["id"], ids
+    assert ids == sorted(ids, reverse=True)
+    assert total(driver) == len(stack.app.messages("main"))
+    assert driver.find_element(By.ID, "q").get_attribute("value") == ""
+    click_and_wait(driver, driver.find_element(By.ID, "search-submit"))
+    assert params(driver).get("q", "") == ""  # the box stays empty in the URL
+    assert [row_id(r) for r in rows(driver)][0] == newest
+
+
+def shown_time(row: WebElement) -> str:
+    """The text of a row's receive time."""
+    return row.find_element(By.CSS_SELECTOR, "td.c-time time").text
+
+
+def test_times_in_the_browsers_zone_and_utc(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    zone = "Asia/Kathmandu"  # +05:45 all year: no daylight saving to reason about
+    driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": zone})
+    login(driver, web.url, "admin", web.admin_password)
+    open_search(driver, web.url, q=WORD, logspace="main", **{"from": "-1h"})
+    fmt = "%Y-%m-%d %H:%M:%S.%f"
+
+    def want(row: WebElement, offset: timedelta) -> str:
+        (m,) = (m for m in stack.app.messages("main") if m["id"] == row_id(row))
+        utc = datetime.fromisoformat(m["received"].replace("Z", "+00:00"))
+        return (utc + offset).strftime(fmt)[:23]
+
+    kathmandu = timedelta(hours=5, minutes=45)
+    row = rows(driver)[0]
+    assert shown_time(row) == want(row, kathmandu)
+    # The zone's name as the browser spells it (ICU: Asia/Katmandu).
+    named = driver.execute_script("return Intl.DateTimeFormat().resolvedOptions().timeZone")
+    assert named in (zone, "Asia/Katmandu")
+    assert driver.find_element(By.CSS_SELECTOR, "#results th.c-time .tz-name").text == named
+    assert received(row).startswith(want(row, timedelta()).replace(" ", "T"))  # UTC there
+    # The toggle: UTC, kept in the URL while paging, and back.
+    click_and_wait(driver, driver.find_element(By.ID, "tz-toggle"))
+    assert params(driver).get("tz") == "utc"
+    row = rows(driver)[0]
+    assert shown_time(row) == want(row, timedelta())
+    assert driver.find_element(By.CSS_SELECTOR, "#results th.c-time .tz-name").text == "UTC"
+    nxt = driver.find_elements(By.ID, "next-page")
+    if nxt:
+        click_and_wait(driver, nxt[0])
+        assert params(driver).get("tz") == "utc"
+    click_and_wait(driver, driver.find_element(By.ID, "tz-toggle"))
+    assert "tz" not in params(driver)
+    row = rows(driver)[0]
+    assert shown_time(row) == want(row, kathmandu)
+
+
+def test_histogram_axis_and_counts(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    login(driver, web.url, "admin", web.admin_password)
+    open_search(driver, web.url, q=WORD, logspace="main", **{"from": "-1h"})
+    counts = [
+        int(b.get_attribute("data-count") or 0)
+        for b in driver.find_elements(By.CSS_SELECTOR, "#histogram a.bar")
+    ]
+    assert sum(counts) == total(driver) == BATCHES * PER_BATCH
+    axis = driver.find_element(By.ID, "histogram-y-axis")
+    assert axis.is_displayed()
+    ticks = axis.find_elements(By.CSS_SELECTOR, "text.y-tick")
+    values = [int(t.get_attribute("data-value") or -1) for t in ticks]
+    assert values[0] == 0 and values == sorted(values)
+    assert int(axis.get_attribute("data-max") or 0) == values[-1] >= max(counts)
+    assert all(t.text for t in ticks)  # labelled
+    # Each bar's count in its tooltip (<title>).
+    titles = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#histogram a.bar title'),"
+        " t => t.textContent)"
+    )
+    assert [int(t.rsplit(": ", 1)[1]) for t in titles] == counts
+    # The axis stands beside the bars, as tall.
+    box = driver.execute_script(
+        "const a = document.getElementById('histogram-y-axis').getBoundingClientRect();"
+        "const h = document.getElementById('histogram').getBoundingClientRect();"
+        "return [a.top, a.height, a.right, h.top, h.height, h.left];"
+    )
+    assert abs(box[0] - box[3]) < 1 and abs(box[1] - box[4]) < 1 and box[2] <= box[5] + 1
+
+
+def test_previous_page(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    login(driver, web.url, "admin", web.admin_password)
+    open_search(driver, web.url, q=WORD, logspace="main", limit=PAGE, **{"from": "-1h"})
+    assert not driver.find_elements(By.ID, "first-page")  # on the first page
+    assert not driver.find_elements(By.ID, "prev-page")
+    pages = [[row_id(r) for r in rows(driver)]]
+    for _ in range(2):
+        click_and_wait(driver, driver.find_element(By.ID, "next-page"))
+        pages.append([row_id(r) for r in rows(driver)])
+    assert len({i for p in pages for i in p}) == 3 * PAGE
+    click_and_wait(driver, driver.find_element(By.ID, "prev-page"))
+    assert [row_id(r) for r in rows(driver)] == pages[1]
+    assert driver.find_element(By.ID, "page-number").get_attribute("data-page") == "2"
+    click_and_wait(driver, driver.find_element(By.ID, "first-page"))
+    assert [row_id(r) for r in rows(driver)] == pages[0]
+    assert not driver.find_elements(By.ID, "first-page")
+
+
+def test_columns_and_long_program(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    login(driver, web.url, "admin", web.admin_password)
+    open_search(driver, web.url, q="sdprobe", logspace="main", **{"from": "-1h"})
+    (row,) = rows(driver)
+    # The program name whole: all its text, none of it clipped.
+    prog = row.find_element(By.CSS_SELECTOR, "td.c-prog")
+    assert prog.text.replace("\n", "") == LONG_PROGRAM
+    clipped = driver.execute_script(
+        "const td = arguments[0]; return td.scrollWidth > td.clientWidth + 1", prog
+    )
+    assert not clipped
+    # The chooser: facility and peer on, host off, a structured-data field.
+    driver.find_element(By.CSS_SELECTOR, "#column-chooser summary").click()
+    form = driver.find_element(By.ID, "columns-form")
+    for name in ("facility", "peer", "host"):
+        form.find_element(By.CSS_SELECTOR, f"input[name='cols'][value='{name}']").click()
+    form.find_element(By.ID, "cols-sd").send_keys("eps@32473.c")
+    click_and_wait(driver, driver.find_element(By.ID, "columns-submit"))
+    assert params(driver).get("q") == "sdprobe"
+    cols = "time,program,severity,facility,peer,eps@32473.c,message"
+    heads = [
+        th.get_attribute("data-col")
+        for th in driver.find_elements(By.CSS_SELECTOR, "#results thead th")
+    ]
+    assert heads == cols.split(","), heads
+    (row,) = rows(driver)
+    cell = {td.get_attribute("data-col"): td.text for td in row.find_elements(By.TAG_NAME, "td")}
+    m = sd_message(stack)
+    assert cell["eps@32473.c"] == "4242"
+    assert cell["facility"] == "user" and cell["peer"] == m["peer"] != ""
+    # Kept in the URL (one cols=) when searching again.
+    q = driver.find_element(By.ID, "q")
+    q.clear()
+    q.send_keys("sdprobe OR nothing")
+    click_and_wait(driver, driver.find_element(By.ID, "search-submit"))
+    assert params(driver).get("cols") == cols
+
+
+def test_message_page_raw_line(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    m = sd_message(stack)
+    login(driver, web.url, "admin", web.admin_password)
+    driver.get(web.url + f"/messages/main/{m['id']}")
+    line = driver.find_element(By.ID, "raw-line").text
+    assert line == SD_FRAME.replace("2026-11-22T12:00:00Z", m["timestamp"]), line
+
+
+def test_status_chart_fills_its_card(stack: Stack, driver: WebDriver) -> None:
+    web = stack.web
+    login(driver, web.url, "admin", web.admin_password)
+    for width in (1280, 1900):
+        driver.set_window_size(width, 900)
+        driver.get(web.url + "/status")
+        got = driver.execute_script(
+            "const svg = document.getElementById('eps-chart');"
+            "const card = svg.closest('.lb-card'); const cs = getComputedStyle(card);"
+            "return [svg.getBoundingClientRect().width,"
+            " card.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)];"
+        )
+        assert abs(got[0] - got[1]) <= 3, (width, got)
+        assert got[0] > 720  # wider than its drawing's own size

@@ -6,7 +6,10 @@
 # paging, oldest first, export links), highlight marks, the logspace picker, a bad query's error
 # with its position (400), searchd down (503), a hostile message (<script>, NUL and control
 # bytes, bytes that are not UTF-8) shown inert with its raw bytes exact, exports equal to paging
-# through searchd, a query with quotes and angle brackets round-tripping, and the audit log.
+# through searchd, a query with quotes and angle brackets round-tripping, the audit log, and the
+# raw line of a message rebuilt from its fields. Issue 21: an empty query shows the newest
+# messages, the histogram's count axis, "Previous page" and "First page", the time zone toggle
+# in the URL, and the columns (cols=) with structured-data fields and a long program whole.
 
 from __future__ import annotations
 
@@ -33,6 +36,11 @@ from logbox_webui.security import CSP
 N_MAIN = 600
 BASE_AGO_S = 3 * 3600
 PASSWORD = "correct horse battery"
+LONG_PROGRAM = "a-program-name-long-enough-to-be-cut-in-a-column"  # 48 bytes: RFC 5424's most
+SD_LINE = (
+    f"<14>1 2026-11-22T12:00:00.250+01:00 sdhost {LONG_PROGRAM} 77 ID1 "
+    '[eps@32473 c="4242" d="x \\"y\\""][eps@32473 c="17"] sdprobe body'
+)
 HOSTILE = b"<script>alert('x')</script> <b>bold</b> nul\x00byte esc\x1b[31m bad\xff\xfe end"
 
 
@@ -58,6 +66,7 @@ def data(tmp_path_factory: pytest.TempPathFactory, store_cli: Path) -> Path:
     base_s = int(time.time()) - BASE_AGO_S
     main = apps.ingest_received(store_cli, d, corpus(base_s, N_MAIN))
     main.ingest(b"<11>1 - evilhost evilapp - - - " + HOSTILE + b"\n")
+    main.ingest(SD_LINE.encode() + b"\n")
     Logbox(store_cli, d, logspace="other").ingest(b"".join(b"<14>other %d\n" % i for i in range(7)))
     Logbox(store_cli, d, logspace="secret").ingest(b"<14>secret 1\n<14>secret 2\n")
     return d
@@ -184,14 +193,26 @@ def test_logspace_picker_lists_readable_ones(admin: FlaskClient, alice: FlaskCli
 # ---------------------------------------------------------------- the search page
 
 
-def test_empty_form(admin: FlaskClient) -> None:
+def test_empty_query_shows_the_newest(admin: FlaskClient, searchd: Searchd) -> None:
     body = page_of(admin, "/search")
     assert '<form id="search-form"' in body and 'id="q"' in body and 'id="search-submit"' in body
     assert re.findall(r'class="preset[^"]*" data-range="(\w+)"', body) == [
         "15m", "1h", "24h", "7d", "30d",
     ]  # fmt: skip
     assert 'name="from"' in body and 'name="to"' in body
-    assert 'id="total"' not in body and 'id="results"' not in body
+    # No query: every message of the range (the last 24 h), newest first; the box stays empty.
+    want = sd_get(searchd, "/v1/search", q="*", **{"from": "-24h"}, limit=50)
+    assert total_of(body) == want["total"] > 50
+    assert hit_ids(body) == [h["id"] for h in want["hits"]]
+    assert re.search(r'<input id="q" name="q" type="search" value=""', body)
+    for link in (href(body, "next-page"), href(body, "order-toggle")):
+        assert link and "q" not in parse_qs(urlsplit(link).query), link
+    oldest = page_of(admin, href(body, "order-toggle") or "")
+    ids = hit_ids(oldest)
+    assert ids == sorted(ids) and total_of(oldest) == want["total"]
+    # A narrower range: the newest of it.
+    body = page_of(admin, "/search?q=&from=-15m")
+    assert total_of(body) == sd_get(searchd, "/v1/count", q="*", **{"from": "-15m"})["total"]
     assert page_of(admin, "/help/query").count("host:web1") >= 1
     r = admin.get("/")
     assert r.status_code == 302 and r.headers["Location"].endswith("/search")
@@ -311,8 +332,11 @@ def test_paging_is_stable_and_oldest_first(admin: FlaskClient, searchd: Searchd)
         url = href(nxt, "next-page")
     assert got[:140] == [h["id"] for h in want["hits"]]
     assert got == sorted(got, reverse=True)
-    first = page_of(admin, href(body, "first-page") or "")
+    assert href(body, "first-page") is None and href(body, "prev-page") is None
+    second = page_of(admin, href(body, "next-page") or "")
+    first = page_of(admin, href(second, "first-page") or "")
     assert hit_ids(first) == hit_ids(body)
+    assert hit_ids(page_of(admin, href(second, "prev-page") or "")) == hit_ids(body)
     oldest = page_of(admin, href(body, "order-toggle") or "")
     ids = hit_ids(oldest)
     assert ids == sorted(ids) and ids[0] == min(h["id"] for h in want["hits"] + [{"id": 10**9}])
@@ -338,7 +362,7 @@ def test_query_with_quotes_and_brackets_round_trips(admin: FlaskClient) -> None:
     body = page_of(admin, "/search?" + _qs(q=q, **{"from": "-1d"}))
     value = re.search(r'<input id="q" name="q" type="search" value="([^"]*)"', body)
     assert value and html.unescape(value.group(1)) == q
-    nxt = href(body, "first-page")
+    nxt = href(body, "order-toggle")
     assert nxt and parse_qs(urlsplit(nxt).query)["q"] == [q]
 
 
@@ -349,7 +373,7 @@ def test_query_with_bytes_that_are_not_utf8(admin: FlaskClient, searchd: Searchd
         == sd_get(searchd, "/v1/count", q=b"bad\xff\xfe OR raw\xff", **{"from": "-1d"})["total"]
     )
     # The links keep the bytes; the page shows them as \xXX.
-    nxt = href(body, "first-page")
+    nxt = href(body, "order-toggle")
     assert nxt and "q=bad%FF%FE+OR+raw%FF" in nxt
     assert "bad\\xff\\xfe" in body
 
@@ -462,3 +486,139 @@ def test_export_equals_paging(app: Flask, admin: FlaskClient, searchd: Searchd) 
     # bad parameters
     page_of(admin, "/export?q=x&format=xml", 400)
     page_of(admin, "/export?q=(x", 400)
+
+
+# ---------------------------------------------------------------- issue 21: the search page
+
+
+def test_histogram_axis_and_counts(admin: FlaskClient) -> None:
+    body = page_of(admin, "/search?q=error&from=-1d")
+    svg = re.search(r'<svg id="histogram".*?</svg>', body, re.S)
+    axis = re.search(r'<svg id="histogram-y-axis"[^>]*data-max="(\d+)".*?</svg>', body, re.S)
+    assert svg and axis
+    counts = [int(c) for c in re.findall(r'<a class="bar"[^>]* data-count="(\d+)"', svg.group(0))]
+    titles = re.findall(r"<title>[^<]*: (\d+)</title>", svg.group(0))
+    assert [int(t) for t in titles] == counts  # each bar's count in its tooltip
+    assert sum(counts) == total_of(body)
+    ticks = [int(v) for v in re.findall(r'class="y-tick"[^>]* data-value="(\d+)"', axis.group(0))]
+    assert ticks[0] == 0 and ticks == sorted(ticks) and len(ticks) >= 2
+    assert int(axis.group(1)) == ticks[-1] >= max(counts) > 0
+    assert f'data-axis-max="{ticks[-1]}"' in svg.group(0)
+    # The fullest bar's height is its share of the axis.
+    heights = [float(h) for h in re.findall(r'<rect class="fill"[^>]* height="([0-9.]+)"', body)]
+    assert max(heights) == pytest.approx(max(counts) / ticks[-1] * (120 - 4), abs=0.01)
+
+
+def test_previous_page_is_the_page_before(admin: FlaskClient, searchd: Searchd) -> None:
+    want = sd_get(searchd, "/v1/search", q="disk", limit=90, **{"from": "-1d"})["hits"]
+    pages = [page_of(admin, "/search?q=disk&from=-1d&limit=30")]
+    for _ in range(2):
+        pages.append(page_of(admin, href(pages[-1], "next-page") or ""))
+    assert [hit_ids(p) for p in pages] == [[h["id"] for h in want[k : k + 30]] for k in (0, 30, 60)]
+    assert [re.search(r'data-page="(\d+)"', p).group(1) for p in pages] == ["1", "2", "3"]
+    back = page_of(admin, href(pages[2], "prev-page") or "")
+    assert hit_ids(back) == hit_ids(pages[1])
+    assert hit_ids(page_of(admin, href(back, "prev-page") or "")) == hit_ids(pages[0])
+    assert hit_ids(page_of(admin, href(pages[2], "first-page") or "")) == hit_ids(pages[0])
+    page_of(admin, "/search?q=disk&cursor=5&prev=1,x", 400)
+
+
+def test_time_zone_toggle_in_the_url(admin: FlaskClient) -> None:
+    body = page_of(admin, "/search?q=disk&from=-1d&limit=30")
+    assert '<table id="results" data-tz="local"' in body
+    rows = re.findall(r'<tr class="hit.*?</tr>', body, re.S)
+    assert rows and all('<time datetime="' in r and 'data-us="' in r for r in rows)
+    utc = href(body, "tz-toggle")
+    assert utc and parse_qs(urlsplit(utc).query)["tz"] == ["utc"]
+    body = page_of(admin, utc)
+    assert '<table id="results" data-tz="utc"' in body
+    nxt = href(body, "next-page")
+    assert nxt and parse_qs(urlsplit(nxt).query)["tz"] == ["utc"]  # kept while paging
+    assert '<input type="hidden" name="tz" value="utc">' in body
+    local = href(body, "tz-toggle")
+    assert local and "tz" not in parse_qs(urlsplit(local).query)
+    page_of(admin, "/search?q=disk&tz=Europe/Paris", 400)
+
+
+def _columns(body: str) -> list[str]:
+    thead = re.search(r"<thead>.*?</thead>", body, re.S)
+    assert thead
+    return [html.unescape(c) for c in re.findall(r'<th class="[^"]*" data-col="([^"]+)"', thead[0])]
+
+
+def _cells(body: str) -> list[dict[str, str]]:
+    out = []
+    for row in re.findall(r'<tr class="hit.*?</tr>', body, re.S):
+        cells = re.findall(r'<td class="[^"]*" data-col="([^"]+)">(.*?)</td>', row, re.S)
+        out.append({html.unescape(k): html.unescape(re.sub(r"<[^>]+>", "", v)) for k, v in cells})
+    return out
+
+
+def test_columns_chosen_in_the_url(admin: FlaskClient) -> None:
+    body = page_of(admin, "/search?q=sdprobe&from=-1d")
+    assert _columns(body) == ["time", "host", "program", "severity", "message"]
+    (row,) = _cells(body)
+    assert row["program"] == LONG_PROGRAM and row["host"] == "sdhost"
+    chooser = re.search(r'<form id="columns-form".*?</form>', body, re.S)
+    assert chooser
+    boxes = re.findall(r'name="cols" value="(\w+)"( checked)?', chooser.group(0))
+    assert [v for v, _ in boxes] == [
+        "time", "host", "program", "severity", "facility", "peer", "pid", "msgid", "message",
+    ]  # fmt: skip
+    assert [v for v, on in boxes if on] == ["time", "host", "program", "severity", "message"]
+    # The chooser's answer: checkboxes and the structured-data fields, each as cols=.
+    cols = ["time", "program", "facility", "peer", "pid", "msgid", "eps@32473.c,eps@32473.d"]
+    url = "/search?q=sdprobe&from=-1d&" + "&".join(f"cols={c}" for c in cols) + "&cols=message"
+    body = page_of(admin, url)
+    want = ["time", "program", "facility", "peer", "pid", "msgid", "eps@32473.c", "eps@32473.d"]
+    assert _columns(body) == [*want, "message"]
+    (row,) = _cells(body)
+    assert row["eps@32473.c"] == "4242, 17"  # the parameter in both elements
+    assert row["eps@32473.d"] == 'x "y"'
+    assert (row["program"], row["facility"], row["pid"], row["msgid"]) == (
+        LONG_PROGRAM, "user", "77", "ID1",
+    )  # fmt: skip
+    assert "sdprobe" in row["message"]
+    # Kept in the URL as one cols=, by every link and the search form.
+    for link in (href(body, "order-toggle"), href(body, "tz-toggle")):
+        assert link and parse_qs(urlsplit(link).query)["cols"] == [",".join([*want, "message"])]
+    assert re.search(r'id="cols-sd" name="cols" value="eps@32473.c,eps@32473.d"', body)
+    # Unknown columns are refused; the default ones are left out of links.
+    page_of(admin, "/search?q=x&cols=time,nosuch", 400)
+    page_of(admin, "/search?q=x&cols=a%3Db.c", 400)
+    body = page_of(admin, "/search?q=sdprobe&from=-1d&cols=time,host,program,severity,message")
+    assert "cols" not in parse_qs(urlsplit(href(body, "order-toggle") or "").query)
+
+
+def test_message_page_shows_the_raw_line(admin: FlaskClient, searchd: Searchd) -> None:
+    (hit,) = sd_get(searchd, "/v1/search", q="sdprobe", **{"from": "-1d"})["hits"]
+    body = page_of(admin, f"/messages/main/{hit['id']}")
+    line = re.search(r'<pre id="raw-line" class="raw-line">(.*?)</pre>', body, re.S)
+    assert line
+    # The line as it was sent, but for the time stamp's form (the stored one, µs).
+    ts = hit["timestamp"]
+    assert ts and ts.startswith("2026-11-22T12:00:00.25")
+    assert html.unescape(line.group(1)) == SD_LINE.replace("2026-11-22T12:00:00.250+01:00", ts)
+    # Control bytes and bytes that are not UTF-8 are shown escaped, as everywhere.
+    (evil,) = sd_get(searchd, "/v1/search", q="program:evilapp", **{"from": "-1d"})["hits"]
+    body = page_of(admin, f"/messages/main/{evil['id']}")
+    line = re.search(r'<pre id="raw-line" class="raw-line">(.*?)</pre>', body, re.S)
+    assert line and line.group(1).startswith("&lt;11&gt;1 - evilhost evilapp - - - &lt;script")
+    assert '<span class="esc">\\x00</span>' in line.group(1)
+
+
+def test_raw_line_of_each_form() -> None:
+    from logbox_webui.search import raw_line
+
+    base = {
+        "facility": 4, "severity": 6, "timestamp": "2026-11-22T09:05:07.000000+00:00",
+        "timestamp_us": 1, "host": "h1", "program": "sshd", "pid": "42", "msgid": "",
+        "sd": "", "message": "Accepted key",
+    }  # fmt: skip
+    assert raw_line({**base, "flags": ["rfc5424"]}) == (
+        "<38>1 2026-11-22T09:05:07.000000+00:00 h1 sshd 42 - - Accepted key"
+    )
+    assert raw_line({**base, "flags": ["rfc3164"]}) == (
+        "<38>Nov 22 09:05:07 h1 sshd[42]: Accepted key"
+    )
+    assert raw_line({**base, "flags": ["noheader"], "facility": None}) == "Accepted key"

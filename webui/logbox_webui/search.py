@@ -52,6 +52,42 @@ CONTEXT_US = 5 * 60 * 1_000_000  # a message's "around it" links: 5 minutes eith
 MAX_LIMIT = 1000
 _LOCAL_MINUTE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
 _CURSOR = re.compile(r"[0-9]{1,20}")
+MAX_PREV = 1000  # cursors of the pages before this one kept in the URL (prev=)
+# The result table's columns (cols=): name -> heading; a name <sd-id>.<param> is a
+# structured-data field. The default is the table as it always was.
+COLUMNS = {
+    "time": "Received",
+    "host": "Host",
+    "program": "Program",
+    "severity": "Severity",
+    "facility": "Facility",
+    "peer": "Peer",
+    "pid": "PID",
+    "msgid": "Msgid",
+    "message": "Message",
+}
+# The class of a column's cells (c-<class>; a structured-data field's is c-sd).
+COLUMN_CLASS = {
+    "time": "time",
+    "host": "host",
+    "program": "prog",
+    "severity": "sev",
+    "facility": "fac",
+    "peer": "peer",
+    "pid": "pid",
+    "msgid": "msgid",
+    "message": "msg",
+}
+DEFAULT_COLUMNS = ("time", "host", "program", "severity", "message")
+MAX_COLUMNS = 20
+# An SD field as a column: <sd-id>.<param>, printable ASCII without = ] " \ : , (RFC 5424
+# SD-NAMEs, and the comma that separates columns in the URL).
+_SD_COLUMN = re.compile(
+    r'([^\x00-\x20\x7f-\U0010ffff=\]"\\:,.]{1,32})\.([^\x00-\x20\x7f-\U0010ffff=\]"\\:,]{1,32})'
+)
+# Reading the sd of a message: an SD-ID after "[", a parameter's ' name="'.
+_SD_ID_AT = re.compile(r'[^ \]"=]+')
+_SD_PARAM_AT = re.compile(r' ([^ \]"=]+)="')
 # What a top value needs quoting for in a query: white space, grammar bytes, wildcards, escapes.
 _NEEDS_QUOTES = re.compile(r'[\s()"\\*?]|^(AND|OR|NOT)$')
 # Characters shown as \xXX / \uXXXX: C0 and C1 controls, DEL, bidi and zero-width controls,
@@ -139,6 +175,68 @@ def short_time(rfc: str | None) -> str:
     return rfc.replace("T", " ")[:23]
 
 
+def sd_params(sd: str) -> dict[str, list[str]]:
+    """RFC 5424 structured data as "<sd-id>.<param>" -> its values in order (a parameter may
+    repeat); what does not parse ends the reading (the stored text is shown on the message
+    page as it came)."""
+    out: dict[str, list[str]] = {}
+    pos, n = 0, len(sd)
+    while pos < n and sd[pos] == "[":
+        m = _SD_ID_AT.match(sd, pos + 1)
+        if m is None:
+            break
+        sd_id, pos = m.group(), m.end()
+        while pos < n and sd[pos] == " ":
+            m = _SD_PARAM_AT.match(sd, pos)
+            if m is None:
+                return out
+            pos = m.end()
+            value: list[str] = []
+            while pos < n and sd[pos] != '"':
+                if sd[pos] == "\\" and pos + 1 < n and sd[pos + 1] in '"\\]':
+                    pos += 1
+                value.append(sd[pos])
+                pos += 1
+            if pos >= n:
+                return out
+            out.setdefault(f"{sd_id}.{m.group(1)}", []).append("".join(value))
+            pos += 1
+        if pos >= n or sd[pos] != "]":
+            break
+        pos += 1
+    return out
+
+
+def raw_line(msg: dict[str, Any]) -> str:
+    """The syslog line a message object was parsed from, rebuilt from its fields (logbox keeps
+    the fields and the body, not the line): RFC 5424 or RFC 3164 as its flags say, else the
+    priority and the body."""
+    pri = ""
+    if msg["facility"] is not None and msg["severity"] is not None:
+        pri = f"<{msg['facility'] * 8 + msg['severity']}>"
+    flags = msg["flags"]
+    if "rfc5424" in flags:
+        head = [
+            msg["timestamp"] or "-",
+            msg["host"] or "-",
+            msg["program"] or "-",
+            msg["pid"] or "-",
+            msg["msgid"] or "-",
+            msg["sd"] or "-",
+        ]
+        line = f"{pri}1 " + " ".join(head)
+        return f"{line} {msg['message']}" if msg["message"] else line
+    if "rfc3164" in flags:
+        ts = ""
+        if msg["timestamp_us"] is not None and msg["timestamp"]:
+            t = dt.datetime.fromisoformat(msg["timestamp"].replace("Z", "+00:00"))
+            ts = f"{t:%b} {t.day:2d} {t:%H:%M:%S} "
+        tag = msg["program"] + (f"[{msg['pid']}]" if msg["pid"] else "")
+        host = f"{msg['host']} " if msg["host"] else ""
+        return f"{pri}{ts}{host}{tag + ': ' if tag else ''}{msg['message']}"
+    return f"{pri}{msg['message']}"
+
+
 def rfc3339_s(us: int, up: bool = False) -> str:
     """µs as RFC 3339 UTC in whole seconds (up: rounded up); searchd rounds a range's from down
     and its to up to a second, so this names the same range."""
@@ -146,12 +244,19 @@ def rfc3339_s(us: int, up: bool = False) -> str:
     return dt.datetime.fromtimestamp(sec, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def tick_format(span_us: int) -> str:
+    """How detailed a histogram's time labels are for its span: "hms", "hm" or "mdhm" (the
+    browser's script formats them again in its own zone the same way)."""
+    if span_us <= 2 * 86400 * 1_000_000:
+        return "hm" if span_us > 600 * 1_000_000 else "hms"
+    return "mdhm"
+
+
 def us_label(us: int, span_us: int) -> str:
     """A histogram axis label for µs, as detailed as the span needs (UTC)."""
     t = dt.datetime.fromtimestamp(us / 1e6, dt.UTC)
-    if span_us <= 2 * 86400 * 1_000_000:
-        return t.strftime("%H:%M") if span_us > 600 * 1_000_000 else t.strftime("%H:%M:%S")
-    return t.strftime("%m-%d %H:%M")
+    fmt = {"hm": "%H:%M", "hms": "%H:%M:%S", "mdhm": "%m-%d %H:%M"}[tick_format(span_us)]
+    return t.strftime(fmt)
 
 
 def search_url(**params: Any) -> str:
@@ -263,6 +368,7 @@ class Form:
         self.order: str = args.get("order") or "newest"
         self.cursor: str = args.get("cursor") or ""
         self.limit_raw: str = args.get("limit") or ""
+        self.tz: str = args.get("tz") or ""
         self.errors: list[str] = []
         if self.order not in ("newest", "oldest"):
             self.errors.append(f"order: expected newest or oldest, got {self.order!r}")
@@ -270,23 +376,66 @@ class Form:
         if self.cursor and not _CURSOR.fullmatch(self.cursor):
             self.errors.append(f"cursor: expected a message id, got {self.cursor!r}")
             self.cursor = ""
+        # The cursors of the pages between the first and this one, oldest page first.
+        self.prev: list[str] = [c for c in (args.get("prev") or "").split(",") if c]
+        if len(self.prev) > MAX_PREV or not all(_CURSOR.fullmatch(c) for c in self.prev):
+            self.errors.append(f"prev: expected up to {MAX_PREV} message ids, comma-separated")
+            self.prev = []
+        if self.tz not in ("", "utc"):
+            self.errors.append(f"tz: expected utc or nothing (the browser's zone), got {self.tz!r}")
+            self.tz = ""
         self.limit = int(current_app.config["PAGE_SIZE"])
         if self.limit_raw:
             if self.limit_raw.isdigit() and 1 <= int(self.limit_raw) <= MAX_LIMIT:
                 self.limit = int(self.limit_raw)
             else:
                 self.errors.append(f"limit: expected 1..{MAX_LIMIT}, got {self.limit_raw!r}")
+        self.columns = self._columns(args.getlist("cols"))
         self.preset = next(
             (p for p, _ in PRESETS if self.raw_from == f"-{p}" and not self.raw_to), None
         )
 
+    def _columns(self, values: list[str]) -> list[str]:
+        """cols= (repeated, or comma-separated) as column names; the default when empty."""
+        cols: list[str] = []
+        for v in values:
+            for c in re.split(r"[,\s]+", v):
+                if not c or c in cols:
+                    continue
+                if c not in COLUMNS and not _SD_COLUMN.fullmatch(c):
+                    self.errors.append(
+                        f"cols: unknown column {c!r} (one of {', '.join(COLUMNS)}, "
+                        "or a structured-data field <sd-id>.<param>)"
+                    )
+                    continue
+                cols.append(c)
+        if len(cols) > MAX_COLUMNS:
+            self.errors.append(f"cols: at most {MAX_COLUMNS} columns")
+            cols = cols[:MAX_COLUMNS]
+        return cols or list(DEFAULT_COLUMNS)
+
     @property
     def has_query(self) -> bool:
-        """Whether there is something to search for."""
+        """Whether a query was typed (without one the page shows the newest messages)."""
         return bool(self.q.strip())
 
+    @property
+    def query(self) -> str:
+        """What searchd is asked: the query, or * (every message) when there is none."""
+        return self.q if self.has_query else "*"
+
+    @property
+    def cols_param(self) -> str | None:
+        """cols= for links: None for the default columns."""
+        return None if self.columns == list(DEFAULT_COLUMNS) else ",".join(self.columns)
+
+    @property
+    def sd_columns(self) -> list[str]:
+        """The structured-data fields among the columns."""
+        return [c for c in self.columns if c not in COLUMNS]
+
     def url(self, **over: Any) -> str:
-        """This search's URL with some parameters replaced."""
+        """This search's URL with some parameters replaced (paging ones dropped unless given)."""
         p: dict[str, Any] = {
             "q": self.q,
             "from": self.raw_from,
@@ -294,6 +443,8 @@ class Form:
             "logspace": self.logspace,
             "order": None if self.order == "newest" else self.order,
             "limit": self.limit_raw or None,
+            "tz": self.tz or None,
+            "cols": self.cols_param,
         }
         p.update(over)
         return search_url(**p)
@@ -328,7 +479,7 @@ def _range_params(form: Form) -> list[tuple[str, str]]:
 def _run_all(sd: Searchd, form: Form) -> dict[str, Future]:
     """The page's searchd calls (search, histogram, top hosts, top programs), side by side."""
     pool = state().pool
-    base = [("logspace", form.logspace), ("q", form.q), *_range_params(form)]
+    base = [("logspace", form.logspace), ("q", form.query), *_range_params(form)]
     search_params = [*base, ("limit", str(form.limit)), ("order", form.order), ("highlight", "1")]
     if form.cursor:
         search_params.append(("cursor", form.cursor))
@@ -366,6 +517,7 @@ def _histogram(doc: dict[str, Any], form: Form) -> dict[str, Any]:
     step = doc["step_us"]
     end = doc["to"]
     top = max((b["count"] for b in buckets), default=0)
+    axis = axis_ticks(top)
     width, height = 1200, 120
     n = max(len(buckets), 1)
     bw = width / n
@@ -373,7 +525,7 @@ def _histogram(doc: dict[str, Any], form: Form) -> dict[str, Any]:
     for k, b in enumerate(buckets):
         b_from = b["from"]
         b_to = min(b_from + step, end) if k == len(buckets) - 1 else b_from + step
-        h = 0.0 if top == 0 else max(b["count"] / top * (height - 4), 2.0 if b["count"] else 0.0)
+        h = max(b["count"] / axis[-1] * (height - 4), 2.0 if b["count"] else 0.0)
         f, t = rfc3339_s(b_from), rfc3339_s(b_to, up=True)
         bars.append(
             {
@@ -386,14 +538,50 @@ def _histogram(doc: dict[str, Any], form: Form) -> dict[str, Any]:
                 "to": t,
                 "href": form.url(**{"from": f, "to": t, "cursor": None}),
                 "label": f"{short_time(f)[:19]} – {short_time(t)[:19]} UTC: {b['count']}",
+                "from_us": b_from,
             }
         )
     span = doc["to"] - doc["from"]
     ticks = []
     if buckets:
         for k in range(0, len(buckets), max(1, len(buckets) // 6)):
-            ticks.append({"x": round(k * bw, 2), "label": us_label(buckets[k]["from"], span)})
-    return {"bars": bars, "width": width, "height": height, "max": top, "ticks": ticks}
+            us = buckets[k]["from"]
+            ticks.append({"x": round(k * bw, 2), "label": us_label(us, span), "us": us})
+    y_ticks = [
+        {"value": v, "y": round(height - v / axis[-1] * (height - 4), 2), "label": count_label(v)}
+        for v in axis
+    ]
+    return {
+        "bars": bars,
+        "width": width,
+        "height": height,
+        "max": top,
+        "axis_max": axis[-1],
+        "y_ticks": y_ticks,
+        "ticks": ticks,
+        "tick_format": tick_format(span),
+    }
+
+
+def axis_ticks(top: int) -> list[int]:
+    """The count axis of a histogram whose tallest bar is top: 0 and up to 4 more ticks a
+    round step apart (1, 2 or 5 times a power of ten), the last one >= top (>= 1)."""
+    power = 1
+    while True:
+        for step in (power, 2 * power, 5 * power):
+            n = -(-max(top, 1) // step)
+            if n <= 4:
+                return [i * step for i in range(n + 1)]
+        power *= 10
+
+
+def count_label(n: int) -> str:
+    """A count as an axis label: 950, 12k, 1.5M."""
+    if n < 10_000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:g}k"
+    return f"{n / 1_000_000:g}M"
 
 
 def _tops(future: Future, field: str, form: Form) -> dict[str, Any]:
@@ -445,6 +633,8 @@ def search() -> Any:
         "logspaces": logspaces,
         "saved": saved_links(),
         "presets": PRESETS,
+        "columns": COLUMNS,
+        "column_class": COLUMN_CLASS,
         "result": None,
         "query_error": None,
         "param_error": None,
@@ -452,8 +642,6 @@ def search() -> Any:
     if form.errors:
         ctx["param_error"] = "; ".join(form.errors)
         return render_template("search/search.html", **ctx), 400
-    if not form.has_query:
-        return render_template("search/search.html", **ctx)
     t0 = time.monotonic()
     try:
         futures = _run_all(searchd(), form)
@@ -463,7 +651,7 @@ def search() -> Any:
         audit(
             "search",
             logspace=form.logspace,
-            query=form.q,
+            query=form.query,
             status=status,
             detail=f"{e.code}: {e.message}",
         )
@@ -480,7 +668,7 @@ def search() -> Any:
             raise
         return render_template("search/search.html", **ctx), status
     res = answers["search"]
-    audit("search", logspace=form.logspace, query=form.q, results=res["total"], detail="web")
+    audit("search", logspace=form.logspace, query=form.query, results=res["total"], detail="web")
     hits = []
     for h in res["hits"]:
         hits.append(
@@ -488,6 +676,8 @@ def search() -> Any:
                 **h,
                 "time": short_time(h["received"]),
                 "severity_name": severity_name(h["severity"]),
+                "facility_name": facility_name(h["facility"]),
+                "sd_values": _sd_values(h["sd"], form.sd_columns),
                 "text": marked_text(span_segments(h["message"], h["spans"])),
                 "href": message_url(form.logspace, h["id"], form.q),
             }
@@ -500,8 +690,18 @@ def search() -> Any:
         "took_ms": round((time.monotonic() - t0) * 1000, 1),
         "warnings": list(dict.fromkeys(res["warnings"] + answers["histogram"]["warnings"])),
         "range": pinned,
-        "next_url": form.url(cursor=res["next_cursor"], **pinned) if res["next_cursor"] else None,
-        "first_url": form.url(cursor=None, **pinned),
+        "range_us": {
+            "from": res["from"] // 1_000_000 * 1_000_000,
+            "to": -(-res["to"] // 1_000_000) * 1_000_000,
+        },
+        # The same page in the other zone: UTC <-> the browser's.
+        "tz_url": form.url(
+            tz=None if form.tz else "utc",
+            cursor=form.cursor or None,
+            prev=",".join(form.prev) or None,
+            **pinned,
+        ),
+        **_paging(form, res["next_cursor"], pinned),
         "order_url": form.url(order="newest" if form.order == "oldest" else "oldest", cursor=None),
         "histogram": _histogram(answers["histogram"], form),
         # Called by the template after the results went out (see STREAM_MARK).
@@ -510,10 +710,10 @@ def search() -> Any:
             "programs": lambda: _tops(futures["programs"], "program", form),
         },
         "export_csv": export_url(
-            q=form.q, logspace=form.logspace, order=form.order, format="csv", **pinned
+            q=form.query, logspace=form.logspace, order=form.order, format="csv", **pinned
         ),
         "export_ndjson": export_url(
-            q=form.q, logspace=form.logspace, order=form.order, format="ndjson", **pinned
+            q=form.query, logspace=form.logspace, order=form.order, format="ndjson", **pinned
         ),
     }
     ctx["stream_mark"] = STREAM_MARK
@@ -522,6 +722,39 @@ def search() -> Any:
     get_flashed_messages()
     generate_csrf()
     return Response(_chunks(stream_template("search/search.html", **ctx)), mimetype="text/html")
+
+
+def _sd_values(sd: str, fields: list[str]) -> dict[str, str]:
+    """The values of the structured-data fields shown as columns ("" when absent; a
+    parameter that repeats: its values joined by ", ")."""
+    if not fields:
+        return {}
+    params = sd_params(sd)
+    return {f: ", ".join(params.get(f, [])) for f in fields}
+
+
+def _paging(form: Form, next_cursor: str | None, pinned: dict[str, str]) -> dict[str, Any]:
+    """The paging links: first (not on the first page), previous (the cursor before this
+    page's, from prev=), next (this page's cursor pushed onto prev=), all on the pinned range.
+    Page n's URL holds the cursors of pages 2..n-1 in prev=, so "Previous page" is exactly the
+    page before."""
+    on_first = not form.cursor
+    prev_url = first_url = next_url = None
+    if not on_first:
+        first_url = form.url(**pinned)
+        before = form.prev[:-1]
+        prev_url = form.url(
+            cursor=form.prev[-1] if form.prev else None, prev=",".join(before) or None, **pinned
+        )
+    if next_cursor:
+        stack = [*form.prev, form.cursor] if form.cursor else []
+        next_url = form.url(cursor=next_cursor, prev=",".join(stack) or None, **pinned)
+    return {
+        "page": 1 if on_first else len(form.prev) + 2,
+        "first_url": first_url,
+        "prev_url": prev_url,
+        "next_url": next_url,
+    }
 
 
 def _chunks(pieces: Iterator[str]) -> Iterator[str]:
@@ -551,6 +784,7 @@ def message(logspace: str, id: int) -> Any:
         raise
     audit("message", logspace=logspace, results=1, detail=f"id {id}")
     raw = msg["message"].encode("utf-8", "surrogateescape")
+    line = raw_line(msg)
     segments = span_segments(msg["message"], msg.get("spans", []))
     around = {
         "from": rfc3339_s(msg["received_us"] - CONTEXT_US),
@@ -568,6 +802,7 @@ def message(logspace: str, id: int) -> Any:
         text=marked_text(segments, newlines=True),
         raw_lines=hexdump(raw),
         raw_len=len(raw),
+        raw_line=line,
         severity=severity_name(msg["severity"]),
         facility=facility_name(msg["facility"]),
         back=request.referrer if _same_site(request.referrer) else None,

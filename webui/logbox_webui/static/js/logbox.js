@@ -1,6 +1,7 @@
-/* logbox web UI: keyboard shortcuts, histogram drag-to-zoom, clickable result rows and the
-   date pickers of the custom range. No inline script anywhere (the CSP forbids it); every page
-   works without this file except drag-to-zoom. */
+/* logbox web UI: keyboard shortcuts, histogram drag-to-zoom, clickable result rows, the
+   date pickers of the custom range and times in the browser's zone. No inline script
+   anywhere (the CSP forbids it); every page works without this file except drag-to-zoom
+   (and shows its times in UTC, as it says). */
 (function () {
   "use strict";
 
@@ -122,7 +123,45 @@
     });
   }
 
-  function init() { initPickers(); initHistogram(); initPresets(); }
+  // Times in the browser's zone unless the page is in UTC (tz=utc): every <time data-us> is
+  // written again (data-format: "ms" with milliseconds, "s", or a histogram label's "hms",
+  // "hm", "mdhm"), and each .tz-name says which zone. The server writes them in UTC.
+  function pad(n, w) { n = String(n); while (n.length < (w || 2)) n = "0" + n; return n; }
+  function localTime(us, fmt) {
+    var d = new Date(Math.floor(us / 1000));
+    var ymd = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate());
+    var hm = pad(d.getHours()) + ":" + pad(d.getMinutes());
+    var hms = hm + ":" + pad(d.getSeconds());
+    if (fmt === "hm") return hm;
+    if (fmt === "hms") return hms;
+    if (fmt === "mdhm") return pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + hm;
+    if (fmt === "s") return ymd + " " + hms;
+    return ymd + " " + hms + "." + pad(Math.floor(us / 1000) % 1000, 3);
+  }
+  function zoneName() {
+    try {
+      var z = Intl.DateTimeFormat().resolvedOptions().timeZone;
+      if (z) return z;
+    } catch (e) { /* an old browser: the offset below */ }
+    var off = -new Date().getTimezoneOffset();
+    return "UTC" + (off < 0 ? "-" : "+") + pad(Math.floor(Math.abs(off) / 60)) + ":" + pad(Math.abs(off) % 60);
+  }
+  function initTimes() {
+    var marker = document.getElementById("results");
+    if (!marker || marker.getAttribute("data-tz") !== "local") return;
+    var times = document.querySelectorAll("time[data-us], text[data-us]");
+    Array.prototype.forEach.call(times, function (t) {
+      var us = Number(t.getAttribute("data-us"));
+      if (!isFinite(us)) return;
+      t.textContent = localTime(us, t.getAttribute("data-format"));
+    });
+    var zone = zoneName();
+    Array.prototype.forEach.call(document.querySelectorAll(".tz-name"), function (el) {
+      el.textContent = zone;
+    });
+  }
+
+  function init() { initTimes(); initPickers(); initHistogram(); initPresets(); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();
