@@ -25,6 +25,8 @@ bp = Blueprint("searches", __name__)
 SEARCH_ID = Param("id", "string", "the saved search's id (12 hex digits)", where="path")
 MEMBERS = ("name", "logspace", "query", "from", "to", "columns", "shared")
 BODY_ERRORS = (400, 401, 403, 413, 415, *STORE_ERRORS)
+
+
 def _visible(sid: str) -> SavedSearch:
     """The saved search sid when the caller may see it.
 
