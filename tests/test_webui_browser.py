@@ -44,6 +44,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 pytestmark = pytest.mark.slow
@@ -729,3 +730,45 @@ def test_status_chart_fills_its_card(stack: Stack, driver: WebDriver) -> None:
         )
         assert abs(got[0] - got[1]) <= 3, (width, got)
         assert got[0] > 720  # wider than its drawing's own size
+
+
+def open_saved(driver: WebDriver) -> None:
+    """Opens the search page's saved-searches box (a <details>) when it is closed."""
+    box = driver.find_element(By.ID, "saved-box")
+    if box.get_attribute("open") is None:
+        box.find_element(By.TAG_NAME, "summary").click()
+
+
+def test_saved_search(stack: Stack, driver: WebDriver) -> None:
+    """Saving the search on screen from the search page, in the browser: it is listed there
+    and on /saved, its link runs it again (the same matches, range and columns), and it is
+    deleted from /saved."""
+    web = stack.web
+    login(driver, web.url, "admin", web.admin_password)
+    open_search(
+        driver, web.url, q=WORD, logspace="main", cols="time,host,program", **{"from": "-1h"}
+    )
+    want = total(driver)
+    assert want > 0
+    open_saved(driver)
+    name = f"browser {WORD}"
+    driver.find_element(By.ID, "save-name").send_keys(name)
+    driver.find_element(By.ID, "save-shared").click()
+    click_and_wait(driver, driver.find_element(By.ID, "save-submit"))
+    assert f"Saved search '{name}' (shared)." in driver.find_element(By.TAG_NAME, "main").text
+    p = params(driver)
+    assert (p["q"], p["from"], p["cols"]) == (WORD, "-1h", "time,host,program")
+    open_saved(driver)
+    links = driver.find_elements(By.CSS_SELECTOR, "#saved-list a.saved-run")
+    assert [a.text for a in links] == [name]
+    open_search(driver, web.url)  # elsewhere, then back through the saved link
+    open_saved(driver)
+    click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "#saved-list a.saved-run"))
+    assert total(driver) == want and params(driver)["cols"] == "time,host,program"
+    driver.get(web.url + "/saved")
+    (row,) = driver.find_elements(By.CSS_SELECTOR, "#saved-searches tr.saved")
+    assert name in row.text and "yes" in row.text  # shared
+    row.find_element(By.CSS_SELECTOR, "button.danger").click()  # back on /saved: same URL
+    WebDriverWait(driver, 30).until(EC.staleness_of(row))
+    assert not driver.find_elements(By.CSS_SELECTOR, "#saved-searches tr.saved")
+    assert f"Deleted the saved search '{name}'." in driver.find_element(By.TAG_NAME, "main").text
