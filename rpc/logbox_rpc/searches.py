@@ -66,7 +66,7 @@ def list_searches(args: dict[str, Any]) -> Any:
         body="SavedSearchCreate",
         ok=201,
         answer="SavedSearch",
-        errors=(*BODY_ERRORS, 409, 503),
+        errors=(*BODY_ERRORS, 404, 409, 429, 503),
     )
 )
 def create_search(args: dict[str, Any]) -> Any:
@@ -101,7 +101,7 @@ def get_search(id: str, args: dict[str, Any]) -> Any:
         (SEARCH_ID,),
         body="SavedSearchUpdate",
         answer="SavedSearch",
-        errors=(*BODY_ERRORS, 404, 503),
+        errors=(*BODY_ERRORS, 404, 429, 503),
     )
 )
 def update_search(id: str, args: dict[str, Any]) -> Any:
