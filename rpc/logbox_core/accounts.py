@@ -312,6 +312,10 @@ class SavedSearch:
             rec["updated_us"],
         )
 
+    def describe(self) -> str:
+        """How the audit log names it: `saved search ID 'NAME' of OWNER`."""
+        return f"saved search {self.id} {self.name!r} of {self.owner}"
+
     def visible_to(self, user: User) -> bool:
         """Its owner's, or shared and on a logspace user may read."""
         return self.owner == user.name or (self.shared and user.can_read(self.logspace))

@@ -12,6 +12,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import integrity, usage
@@ -204,28 +205,32 @@ def _parse_array(words: list[str], body: str) -> dict:
     }
 
 
-def _md_device(sysdir: str) -> tuple[str, str] | None:
-    """(name, sysfs directory) of the md array under a /sys block device directory: itself,
-    its parent (a partition of an md device), or one found through slaves/ (LVM, dm-crypt)."""
-    seen = set()
+def block_stack(sysdir: str) -> Iterator[str]:
+    """The /sys block device directories at and under sysdir, each once, breadth first:
+    itself, a partition's disk, and what each sits on (slaves/: dm-crypt, LVM, md members)."""
+    seen: set[str] = set()
     todo = [sysdir]
     while todo:
         d = todo.pop(0)
         if d in seen:
             continue
         seen.add(d)
-        if os.path.isdir(os.path.join(d, "md")):
-            return os.path.basename(d), d
-        parent = os.path.dirname(d)
-        if os.path.isfile(os.path.join(d, "partition")) and os.path.isdir(
-            os.path.join(parent, "md")
-        ):
-            return os.path.basename(parent), parent
+        yield d
+        if os.path.isfile(os.path.join(d, "partition")):
+            todo.append(os.path.dirname(d))
         try:
-            slaves = os.listdir(os.path.join(d, "slaves"))
+            slaves = sorted(os.listdir(os.path.join(d, "slaves")))
         except OSError:
             slaves = []
-        todo += [os.path.realpath(os.path.join(d, "slaves", s)) for s in sorted(slaves)]
+        todo += [os.path.realpath(os.path.join(d, "slaves", s)) for s in slaves]
+
+
+def _md_device(sysdir: str) -> tuple[str, str] | None:
+    """(name, sysfs directory) of the md array under a /sys block device directory: itself,
+    its parent (a partition of an md device), or one found through slaves/ (LVM, dm-crypt)."""
+    for d in block_stack(sysdir):
+        if os.path.isdir(os.path.join(d, "md")):
+            return os.path.basename(d), d
     return None
 
 
@@ -268,6 +273,17 @@ def _from_sysfs(mddir: str) -> dict:
     }
 
 
+def sysfs_of(path: str | os.PathLike[str], sys_dev: str = "/sys/dev/block") -> str | None:
+    """The /sys directory of the block device holding path's file system; None when path is
+    missing or its device has none (tmpfs, overlay)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    link = os.path.join(sys_dev, f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    return os.path.realpath(link) if os.path.exists(link) else None
+
+
 def raid_for_path(
     path: str | os.PathLike[str],
     *,
@@ -276,14 +292,10 @@ def raid_for_path(
 ) -> dict | None:
     """The md array holding path: {"device": "md0", **its parse_mdstat entry}; None when the
     file system is not on md RAID (or path is missing)."""
-    try:
-        st = os.stat(path)
-    except OSError:
+    top = sysfs_of(path, sys_dev)
+    if top is None:
         return None
-    link = os.path.join(sys_dev, f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
-    if not os.path.exists(link):
-        return None
-    found = _md_device(os.path.realpath(link))
+    found = _md_device(top)
     if found is None:
         return None
     md, md_sysdir = found

@@ -17,20 +17,13 @@ from functools import lru_cache
 from typing import Any
 
 from .accounts import rfc3339
-from .status import raid_for_path
+from .status import block_stack, raid_for_path, sysfs_of
+from .usage import read_text
 from .version import VERSION
 
 # Block devices that are not disks of the machine (loops, RAM disks, zram, md and dm stacks:
 # RAID and encryption are stated under "raid" and "store").
 _NOT_DISKS = re.compile(r"^(loop|ram|zram|md|dm-|sr|fd|nbd)")
-
-
-def _read(path: str, limit: int = 1 << 20) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read(limit).decode("utf-8", "replace")
-    except OSError:
-        return None
 
 
 def _int(text: str | None) -> int | None:
@@ -40,7 +33,7 @@ def _int(text: str | None) -> int | None:
 
 def cpu(cpuinfo: str | None = None) -> dict[str, Any]:
     """model, cores (the logical CPUs this process may run on), threads_per_core, mhz."""
-    text = _read("/proc/cpuinfo") if cpuinfo is None else cpuinfo
+    text = read_text("/proc/cpuinfo") if cpuinfo is None else cpuinfo
     fields: dict[str, str] = {}
     for line in (text or "").splitlines():
         k, sep, v = line.partition(":")
@@ -65,7 +58,7 @@ def cpu(cpuinfo: str | None = None) -> dict[str, Any]:
 
 def memory(meminfo: str | None = None) -> dict[str, int | None]:
     """total_bytes, available_bytes, swap_total_bytes from /proc/meminfo."""
-    text = _read("/proc/meminfo") if meminfo is None else meminfo
+    text = read_text("/proc/meminfo") if meminfo is None else meminfo
     kb = {}
     for line in (text or "").splitlines():
         m = re.match(r"^(\w+):\s+(\d+)\s*kB", line)
@@ -89,9 +82,9 @@ def disks(sys_block: str = "/sys/block") -> list[dict[str, Any]]:
         if _NOT_DISKS.match(n):
             continue
         d = os.path.join(sys_block, n)
-        sectors = _int(_read(os.path.join(d, "size")))
-        rot = _int(_read(os.path.join(d, "queue", "rotational")))
-        model = (_read(os.path.join(d, "device", "model")) or "").strip() or None
+        sectors = _int(read_text(os.path.join(d, "size")))
+        rot = _int(read_text(os.path.join(d, "queue", "rotational")))
+        model = (read_text(os.path.join(d, "device", "model")) or "").strip() or None
         out.append(
             {
                 "name": n,
@@ -105,7 +98,7 @@ def disks(sys_block: str = "/sys/block") -> list[dict[str, Any]]:
 
 def _mount_of(path: str, mounts: str | None = None) -> tuple[str | None, str | None]:
     """(device, file system type) of the mount holding path, from /proc/self/mounts."""
-    text = _read("/proc/self/mounts") if mounts is None else mounts
+    text = read_text("/proc/self/mounts") if mounts is None else mounts
     real = os.path.realpath(path)
     best: tuple[int, str | None, str | None] = (-1, None, None)
     for line in (text or "").splitlines():
@@ -122,29 +115,13 @@ def _mount_of(path: str, mounts: str | None = None) -> tuple[str | None, str | N
 def _encrypted(path: str, sys_dev: str = "/sys/dev/block") -> bool | None:
     """Whether the file system holding path sits on dm-crypt (a "CRYPT-" dm uuid anywhere
     down its stack); None when /sys cannot say."""
-    try:
-        st = os.stat(path)
-    except OSError:
+    top = sysfs_of(path, sys_dev)
+    if top is None:
         return None
-    start = os.path.join(sys_dev, f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
-    if not os.path.exists(start):
-        return None
-    todo, seen = [os.path.realpath(start)], set()
-    while todo:
-        d = todo.pop()
-        if d in seen:
-            continue
-        seen.add(d)
-        if (_read(os.path.join(d, "dm", "uuid")) or "").startswith("CRYPT-"):
-            return True
-        if os.path.isfile(os.path.join(d, "partition")):
-            todo.append(os.path.dirname(d))
-        try:
-            todo += [os.path.realpath(os.path.join(d, "slaves", s)) for s in os.listdir(
-                os.path.join(d, "slaves"))]  # fmt: skip
-        except OSError:
-            pass
-    return False
+    return any(
+        (read_text(os.path.join(d, "dm", "uuid")) or "").startswith("CRYPT-")
+        for d in block_stack(top)
+    )
 
 
 def store(data_dir: str) -> dict[str, Any]:
@@ -167,13 +144,13 @@ def store(data_dir: str) -> dict[str, Any]:
 
 
 def _os_release() -> str | None:
-    text = _read("/etc/os-release") or _read("/usr/lib/os-release") or ""
+    text = read_text("/etc/os-release") or read_text("/usr/lib/os-release") or ""
     m = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', text, re.M)
     return m.group(1) if m else None
 
 
 def _boot_time() -> str | None:
-    m = re.search(r"^btime\s+(\d+)", _read("/proc/stat") or "", re.M)
+    m = re.search(r"^btime\s+(\d+)", read_text("/proc/stat") or "", re.M)
     return rfc3339(int(m.group(1)) * 1_000_000) if m else None
 
 
@@ -195,7 +172,7 @@ def commit(build_info: str | None) -> str | None:
     ({"commit": ...}), else (a checkout: make run) git's HEAD; None when neither says."""
     if build_info:
         try:
-            doc = json.loads(_read(build_info) or "null")
+            doc = json.loads(read_text(build_info) or "null")
         except ValueError:
             doc = None
         if isinstance(doc, dict) and isinstance(doc.get("commit"), str):
@@ -222,7 +199,7 @@ def settings(indexd_status: str | None) -> dict[str, Any]:
     st: Any = None
     if indexd_status:
         try:
-            st = json.loads(_read(indexd_status, 16 << 20) or "null")
+            st = json.loads(read_text(indexd_status, 16 << 20) or "null")
         except ValueError:
             st = None
     st = st if isinstance(st, dict) else {}

@@ -37,10 +37,12 @@ _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-def _read(path: str, limit: int = 1 << 16) -> str | None:
+def read_text(path: str, limit: int = 1 << 20) -> str | None:
+    """The start of a /proc, /sys or /etc file as text (UTF-8, bad bytes replaced); None
+    when it cannot be read."""
     try:
         with open(path, "rb") as f:
-            return f.read(limit).decode("ascii", "replace")
+            return f.read(limit).decode("utf-8", "replace")
     except OSError:
         return None
 
@@ -58,7 +60,7 @@ def _keyed(text: str | None) -> dict[str, int]:
 def own_cgroup(proc_self_cgroup: str = "/proc/self/cgroup") -> str | None:
     """This process's cgroup v2 path ("/system.slice/logbox-rpc.service"); None on cgroup v1
     or when unreadable."""
-    for line in (_read(proc_self_cgroup) or "").splitlines():
+    for line in (read_text(proc_self_cgroup) or "").splitlines():
         if line.startswith("0::"):
             return line[3:].strip() or None
     return None
@@ -113,13 +115,13 @@ def from_cgroup(d: str, sys_dev: str = "/sys/dev/block") -> dict | None:
     """A cgroup's figures: cpu.stat usage_usec; memory.stat anon + file_mapped (what its
     processes have resident, without the page cache it merely caused); io.stat on the top
     devices. None when cpu.stat cannot be read."""
-    cpu = _keyed(_read(os.path.join(d, "cpu.stat")))
+    cpu = _keyed(read_text(os.path.join(d, "cpu.stat")))
     if "usage_usec" not in cpu:
         return None
-    mem = _keyed(_read(os.path.join(d, "memory.stat"), 1 << 20))
+    mem = _keyed(read_text(os.path.join(d, "memory.stat"), 1 << 20))
     rss = mem["anon"] + mem.get("file_mapped", 0) if "anon" in mem else None
-    procs = _read(os.path.join(d, "cgroup.procs"))
-    rd, wr = io_stat_bytes(_read(os.path.join(d, "io.stat"), 1 << 20), _top_devices(sys_dev))
+    procs = read_text(os.path.join(d, "cgroup.procs"))
+    rd, wr = io_stat_bytes(read_text(os.path.join(d, "io.stat"), 1 << 20), _top_devices(sys_dev))
     return {
         "source": "cgroup",
         "cpu_s": round(cpu["usage_usec"] / 1e6, 3),
@@ -136,7 +138,7 @@ _STAT_TAIL = re.compile(r"\)\s+(.*)$", re.S)
 def from_proc(pid: int, proc: str = "/proc") -> dict | None:
     """A process's figures from /proc/<pid>: stat (utime + stime), statm (resident pages),
     io (read_bytes, write_bytes: null when not readable). None when it does not exist."""
-    stat = _read(f"{proc}/{pid}/stat")
+    stat = read_text(f"{proc}/{pid}/stat")
     m = _STAT_TAIL.search(stat or "")
     if m is None:
         return None
@@ -145,9 +147,9 @@ def from_proc(pid: int, proc: str = "/proc") -> dict | None:
         cpu = (int(fields[11]) + int(fields[12])) / _CLK_TCK
     except (IndexError, ValueError):
         return None
-    statm = (_read(f"{proc}/{pid}/statm") or "").split()
+    statm = (read_text(f"{proc}/{pid}/statm") or "").split()
     rss = int(statm[1]) * _PAGE if len(statm) > 1 and statm[1].isdigit() else None
-    io = _keyed((_read(f"{proc}/{pid}/io") or "").replace(":", " "))
+    io = _keyed((read_text(f"{proc}/{pid}/io") or "").replace(":", " "))
     return {
         "source": "proc",
         "cpu_s": round(cpu, 3),
@@ -173,15 +175,15 @@ def unit_running(service: str) -> bool | None:
     d = unit_cgroup(service)
     if d is None:
         return None
-    procs = _read(os.path.join(d, "cgroup.procs"))
+    procs = read_text(os.path.join(d, "cgroup.procs"))
     return bool(procs and procs.split())
 
 
 def uptime_s(pid: int, proc: str = "/proc") -> float | None:
     """Seconds since the process started (/proc/<pid>/stat's start time after /proc/stat's
     btime); None when either cannot be read."""
-    m = _STAT_TAIL.search(_read(f"{proc}/{pid}/stat") or "")
-    btime = re.search(r"^btime\s+(\d+)", _read(f"{proc}/stat") or "", re.M)
+    m = _STAT_TAIL.search(read_text(f"{proc}/{pid}/stat") or "")
+    btime = re.search(r"^btime\s+(\d+)", read_text(f"{proc}/stat") or "", re.M)
     if m is None or btime is None:
         return None
     try:

@@ -82,7 +82,7 @@ def create_search(args: dict[str, Any]) -> Any:
         status=201,
         logspace=ls,
         query=s.query,
-        detail=f"saved search {s.id} {s.name!r}" + (" (shared)" if s.shared else ""),
+        detail=s.describe() + (" (shared)" if s.shared else ""),
     )
     return jsonify(s.to_json()), 201
 
@@ -118,7 +118,7 @@ def update_search(id: str, args: dict[str, Any]) -> Any:
         "saved_search_update",
         logspace=new.logspace,
         query=new.query,
-        detail=f"saved search {id} of {new.owner}: {', '.join(sorted(members)) or 'nothing'}",
+        detail=f"{new.describe()}: {', '.join(sorted(members)) or 'nothing'}",
     )
     return jsonify(new.to_json())
 
@@ -141,6 +141,6 @@ def delete_search(id: str, args: dict[str, Any]) -> Any:
         "saved_search_delete",
         logspace=gone.logspace,
         query=gone.query,
-        detail=f"saved search {id} {gone.name!r} of {gone.owner}",
+        detail=gone.describe(),
     )
     return jsonify(gone.to_json())

@@ -94,7 +94,7 @@ def save() -> Any:
         status=201,
         logspace=s.logspace,
         query=s.query,
-        detail=f"saved search {s.id} {s.name!r}" + (" (shared)" if s.shared else ""),
+        detail=s.describe() + (" (shared)" if s.shared else ""),
     )
     flash(f"Saved search {s.name!r}" + (" (shared)." if s.shared else "."))
     return redirect(run_url(s), 303)
@@ -116,7 +116,7 @@ def delete(id: str) -> Any:
         "saved_search_delete",
         logspace=gone.logspace,
         query=gone.query,
-        detail=f"saved search {id} {gone.name!r} of {gone.owner}",
+        detail=gone.describe(),
     )
     flash(f"Deleted the saved search {gone.name!r}.")
     return redirect(url_for("saved.saved_list"), 303)
