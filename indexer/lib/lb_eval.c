@@ -1862,6 +1862,41 @@ hist_setup(struct ev *e, int64_t from, int64_t to, uint64_t next)
 	return (0);
 }
 
+/*
+ * Cuts [id_lo, id_hi) to the request's id window: above after, up to upto, and with indexed
+ * below the end of the published segments (those that overlap the window are listed: few,
+ * when the window is the newest ids). Sets through.
+ */
+static int
+id_window(struct ev *e, uint64_t next)
+{
+	const struct lb_searchreq	*rq = e->rq;
+	struct lb_searchres		*r = e->res;
+	struct lb_segref		*refs = NULL;
+	size_t				 n = 0;
+	uint64_t			 end;
+	int				 rc;
+
+	if (rq->after != 0 && r->id_lo <= rq->after)
+		r->id_lo = rq->after < next ? rq->after + 1 : next;
+	if (rq->upto != 0 && rq->upto < UINT64_MAX && r->id_hi > rq->upto + 1)
+		r->id_hi = rq->upto + 1;
+	if (rq->indexed && r->id_lo < r->id_hi) {
+		if ((rc = lb_store_segments(e->st, r->id_lo, r->id_hi - 1, &refs, &n)) != 0)
+			return (rc);
+		end = n > 0 ? refs[n - 1].last_id + 1 : r->id_lo;
+		free(refs);
+		if (r->id_hi > end)
+			r->id_hi = end;
+	}
+	if (r->id_hi < r->id_lo)
+		r->id_hi = r->id_lo;
+	r->through = r->id_hi > 0 ? r->id_hi - 1 : 0;
+	if (r->through < rq->after)
+		r->through = rq->after;
+	return (0);
+}
+
 void
 lb_searchres_free(struct lb_searchres *res)
 {
@@ -1927,6 +1962,8 @@ lb_search(struct lb_store *st, const struct lb_searchreq *rq, struct lb_searchre
 		r.id_lo = first;
 	if (r.id_hi < r.id_lo)
 		r.id_hi = r.id_lo;
+	if ((rc = id_window(&e, next)) != 0)
+		goto fail;
 	if ((rq->want & LB_WANT_HIST) && (rc = hist_setup(&e, from, to, next)) != 0)
 		goto fail;
 	while (rq->want != 0 && (rc = run(&e, r.id_lo, r.id_hi)) == ENOENT &&

@@ -1205,6 +1205,10 @@ struct lb_searchreq {
 	uint64_t	 max_terms;	/* wildcards may expand to this many terms; 0 = LB_MAX_TERMS */
 	const atomic_int *cancel;	/* or NULL: give up with ECANCELED once *cancel is non-zero
 					   (another thread sets it; looked at with the clock) */
+	uint64_t	 after;		/* 0: none; else only ids above it (an id window, on top of
+					   from and to) */
+	uint64_t	 upto;		/* 0: none; else only ids up to it */
+	int		 indexed;	/* only ids in published segments: no brute force */
 };
 
 #define LB_HIST_MAX	10000
@@ -1228,7 +1232,10 @@ struct lb_searchres {
 	uint32_t	 nhist;
 	struct lb_topval *top;		/* LB_WANT_TOP: by count descending, then value ascending */
 	size_t		 ntop;
-	uint64_t	 id_lo, id_hi;	/* the id range [id_lo, id_hi) the time range mapped to */
+	uint64_t	 id_lo, id_hi;	/* the id range [id_lo, id_hi) the time range mapped to
+					   (cut to the id window) */
+	uint64_t	 through;	/* the last id the window covered (id_hi - 1, at least
+					   after): the next request's after sees every later id once */
 	uint64_t	 segments;	/* segments searched */
 	uint64_t	 tail;		/* messages searched by brute force (not yet indexed) */
 	char		**warnings;	/* "segment <path> skipped: <why>" for damaged segments */

@@ -27,7 +27,24 @@
 
 /* ---------------------------------------------------------------- parameters */
 
-/* q, from and to of the four query endpoints. */
+/* after and upto (an id or "indexed") of the four query endpoints. */
+static int
+id_params(struct req *r)
+{
+	const char *u = r->r_val[P_UPTO];
+
+	if (r->r_val[P_AFTER] != NULL &&
+	    req_uint(r, P_AFTER, 0, UINT64_MAX - 1, &r->r_after) != 0)
+		return (-1);
+	if (u != NULL && strcmp(u, "indexed") == 0)
+		r->r_indexed = 1;
+	else if (u != NULL && req_uint(r, P_UPTO, 1, UINT64_MAX - 1, &r->r_upto) != 0)
+		return (req_fail(r, 400, "bad_parameter", "upto: expected an id 1..%llu or "
+		    "indexed, got '%.64s'", (unsigned long long)(UINT64_MAX - 1), u));
+	return (0);
+}
+
+/* q, from and to (and the id window) of the four query endpoints. */
 static int
 query_params(struct req *r)
 {
@@ -35,8 +52,17 @@ query_params(struct req *r)
 
 	if (r->r_val[P_Q] == NULL)
 		return (req_fail(r, 400, "bad_parameter", "q: missing (the query is required)"));
-	/* Without from, the day before to (now - 24 h when to is now too). */
-	if (req_time(r, P_TO, now, now, &r->r_to) != 0 ||
+	if (id_params(r) != 0)
+		return (-1);
+	/*
+	 * Without from, the day before to (now - 24 h when to is now too). An id window (after)
+	 * is not cut by time unless asked: from the epoch to a day ahead.
+	 */
+	if (r->r_after != 0) {
+		if (req_time(r, P_TO, now, now + DAY_US, &r->r_to) != 0 ||
+		    req_time(r, P_FROM, now, 0, &r->r_from) != 0)
+			return (-1);
+	} else if (req_time(r, P_TO, now, now, &r->r_to) != 0 ||
 	    req_time(r, P_FROM, now, r->r_to - DAY_US, &r->r_from) != 0)
 		return (-1);
 	if (r->r_from > r->r_to)
@@ -160,6 +186,9 @@ query_begin(struct req *r, struct qrun *qr)
 	qr->rq.q = qr->qn;
 	qr->rq.from = r->r_from;
 	qr->rq.to = r->r_to;
+	qr->rq.after = r->r_after;
+	qr->rq.upto = r->r_upto;
+	qr->rq.indexed = r->r_indexed;
 	qr->rq.max_terms = env->sd_max_terms;
 	qr->rq.cancel = &j->j_gone;
 	if (env->sd_deadline_ms > 0) {
@@ -214,10 +243,12 @@ query_search(struct req *r, struct qrun *qr)
 static json_t *
 query_envelope(struct req *r, struct qrun *qr)
 {
-	json_t *o;
+	json_t	*o;
+	char	 through[24];
 
-	o = json_pack("{s:s,s:I,s:I}", "logspace", r->r_ls, "from", (json_int_t)r->r_from,
-	    "to", (json_int_t)r->r_to);
+	snprintf(through, sizeof(through), "%llu", (unsigned long long)qr->res.through);
+	o = json_pack("{s:s,s:I,s:I,s:s}", "logspace", r->r_ls, "from", (json_int_t)r->r_from,
+	    "to", (json_int_t)r->r_to, "through", through);
 	if (o != NULL && (qr->rq.want & LB_WANT_TOTAL) && json_object_set_new(o, "total",
 	    json_integer((json_int_t)qr->res.total)) != 0) {
 		json_decref(o);
