@@ -335,6 +335,17 @@ def test_recovers_after_restart(data: Path, top: Path, sockdir: Path) -> None:
         assert d.stop() == 0
         d.start()
         assert c.logspaces()[0]["messages"] == N
+        # The pid is asked on the kept-alive connection (no new one each time) and is the new
+        # searchd's after a restart: a connection to a dead one is not trusted.
+        n = c.connects
+        assert c.peer_pid() == d.proc.pid and c.as_caller("user:x").peer_pid() == d.proc.pid
+        assert c.connects == n
+        old = d.proc.pid
+        d.proc.send_signal(signal.SIGKILL)
+        d.proc.wait()
+        assert c.peer_pid() is None
+        d.start()
+        assert d.proc.pid != old and c.peer_pid() == d.proc.pid
     finally:
         c.close()
         d.stop()

@@ -116,6 +116,13 @@ def test_cgroup_of_a_sibling_unit(tmp_path: Path) -> None:
     assert got2 is not None and got2["io_read_bytes"] is None and got2["cpu_s"] == 0.001
     (d2 / "cpu.stat").write_text("garbled\n")
     assert usage.from_cgroup(str(d2), sys_dev=str(sysdev)) is None
+    # A unit-only service (the API, the web UI, nginx): running with figures, down, or no unit.
+    up = usage.of_unit("indexd", root=str(root), own=own)
+    assert up is not None and up[0] and up[1] is not None and up[1]["processes"] == 2
+    (d / "cgroup.procs").write_text("")
+    assert usage.of_unit("indexd", root=str(root), own=own) == (False, None)
+    assert usage.of_unit("searchd", root=str(root), own=own) == (True, None)  # cpu.stat garbled
+    assert usage.of_unit("webui", root=str(root), own=own) is None
 
 
 def test_io_stat_sums_only_the_top_devices() -> None:

@@ -149,6 +149,17 @@ def _error_from(status: int, body: bytes, retry_after: str | None = None) -> Sea
     return err
 
 
+def _exists(pid: int) -> bool:
+    """Whether a process pid exists (also one of another user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class Searchd:
     """A thread-safe client of one searchd socket; cheap to share across threads."""
 
@@ -293,18 +304,27 @@ class Searchd:
 
     def peer_pid(self) -> int | None:
         """The pid of the process listening on the socket (SO_PEERCRED: searchd's, as the
-        kernel knows it); None when it cannot be reached."""
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.settimeout(min(self.timeout, 2.0))
-            s.connect(self.socket_path)
-            cred = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        kernel knows it), asked on this thread's kept-alive connection; None when it cannot
+        be reached. A connection to a searchd that has since exited (its pid is gone) is
+        dropped and the question asked once more on a new one."""
+        for _ in range(2):
+            conn = self._conn()
+            try:
+                if conn.sock is None:
+                    conn.connect()
+                    with self._lock:
+                        self.connects += 1
+                cred = conn.sock.getsockopt(
+                    socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
+                )
+            except OSError:
+                self._drop(conn)
+                return None
             pid = struct.unpack("3i", cred)[0]
-        except OSError:
-            return None
-        finally:
-            s.close()
-        return pid if pid > 0 else None
+            if pid > 0 and _exists(pid):
+                return pid
+            self._drop(conn)
+        return None
 
     def logspaces(self) -> list[dict]:
         """GET /v1/logspaces: [{"name", "first_id", "next_id", "messages", "delimiters"}] in
@@ -346,6 +366,10 @@ class CallerSearchd(Searchd):
     def connects(self) -> int:  # type: ignore[override]
         """Connections the underlying client opened."""
         return self.client.connects
+
+    def peer_pid(self) -> int | None:
+        """The underlying client's peer_pid (its connection of this thread)."""
+        return self.client.peer_pid()
 
     def as_caller(self, caller: str) -> Searchd:
         """The underlying client as another caller."""

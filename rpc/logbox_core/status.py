@@ -615,12 +615,12 @@ def gather(
         up = svc["state"] == "running"
         svc["resources"] = usage.of_service(name, svc.get("pid")) if up else None
     for name in usage.UNIT_ONLY:  # on the appliance: the API's, the web UI's and nginx's units
-        up = usage.unit_running(name)
-        if up is not None:
+        unit = usage.of_unit(name)
+        if unit is not None:
             services[name] = {
-                "state": "running" if up else "down",
+                "state": "running" if unit[0] else "down",
                 "pid": None,
-                "resources": usage.of_service(name, None) if up else None,
+                "resources": unit[1],
             }
     running = indexd["state"] == "running"
     raid = raid_for_path(data)

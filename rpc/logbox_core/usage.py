@@ -16,6 +16,7 @@ found has no resources (None).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -66,11 +67,17 @@ def own_cgroup(proc_self_cgroup: str = "/proc/self/cgroup") -> str | None:
     return None
 
 
+@functools.cache
+def _own_cgroup_once() -> str | None:
+    """This process's cgroup, read once: a daemon's unit does not change while it runs."""
+    return own_cgroup()
+
+
 def unit_cgroup(service: str, *, root: str = CGROUP_ROOT, own: str | None = None) -> str | None:
     """The cgroup directory of service's unit when this process itself runs in a unit of the
     same slice (the appliance); None otherwise (make run, tests) or when it does not exist."""
     unit = UNITS.get(service)
-    own = own_cgroup() if own is None else own
+    own = _own_cgroup_once() if own is None else own
     if unit is None or own is None or not own.endswith(".service"):
         return None
     d = os.path.join(root, os.path.dirname(own).lstrip("/"), unit)
@@ -170,13 +177,19 @@ def of_service(service: str, pid: int | None) -> dict | None:
     return from_proc(pid) if pid else None
 
 
-def unit_running(service: str) -> bool | None:
-    """Whether the service's unit cgroup holds a process (None: no unit cgroup here)."""
-    d = unit_cgroup(service)
+def of_unit(
+    service: str, *, root: str = CGROUP_ROOT, own: str | None = None
+) -> tuple[bool, dict | None] | None:
+    """Whether the service's unit cgroup holds a process, and its figures when it does (one
+    look at the cgroup); None when there is no unit cgroup here (make run, tests)."""
+    d = unit_cgroup(service, root=root, own=own)
     if d is None:
         return None
+    got = from_cgroup(d)
+    if got is not None:
+        return bool(got["processes"]), got if got["processes"] else None
     procs = read_text(os.path.join(d, "cgroup.procs"))
-    return bool(procs and procs.split())
+    return bool(procs and procs.split()), None
 
 
 def uptime_s(pid: int, proc: str = "/proc") -> float | None:
