@@ -243,24 +243,6 @@ def test_devrun_refuses_bad_collector_settings(top: Path, data: Path) -> None:
 SHOWN_ONCE = re.compile(r"^logbox: admin password \(shown once\): (\S+)$", re.M)
 
 
-def api(devrun: DevRun, timeout: float = 30) -> Client:
-    """A client of the API devrun serves, once GET /health answers."""
-    c = Client(
-        f"https://127.0.0.1:{devrun.rpc_port}",
-        verify=str(devrun.data / "tls" / "https.crt"),
-        timeout=10,
-    )
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            c.health()
-            return c
-        except LogboxError as e:
-            if time.monotonic() > deadline:
-                pytest.fail(f"the API did not answer within {timeout} s: {e}: {devrun.lines}")
-            time.sleep(0.1)
-
-
 def check_usage_and_system(d: DevRun, c: Client, data: Path) -> None:
     """GET /status's per-service figures (from /proc under make run) and GET /system, against
     what the processes and this machine say themselves."""
@@ -316,7 +298,7 @@ def test_devrun_serves_the_api_with_the_given_admin_password(top: Path, data: Pa
             "started logbox-rpc" in ln and f"https://127.0.0.1:{d.rpc_port}/api/v1" in ln
             for ln in d.lines
         ), d.lines
-        c = api(d)
+        c = d.api()
         assert c.login("admin", password).startswith("lbx_")
         assert "main" in [ls["name"] for ls in c.logspaces()]
         # The integrity report of the first verify, through the API, and the signing key.
@@ -358,7 +340,7 @@ def test_devrun_prints_a_generated_admin_password_once(top: Path, data: Path) ->
     first = DevRun(top, data)
     try:
         first.until("press Ctrl-C")
-        c = api(first)
+        c = first.api()
     finally:
         out = "".join(first.lines) + first.stop()
     shown = SHOWN_ONCE.findall(out)
@@ -370,7 +352,7 @@ def test_devrun_prints_a_generated_admin_password_once(top: Path, data: Path) ->
     second = DevRun(top, data)
     try:
         second.until("press Ctrl-C")
-        c = api(second)
+        c = second.api()
         # the generated password works, but must be changed before the API accepts it
         with pytest.raises(LogboxError) as e:
             c.login("admin", password)
@@ -392,7 +374,7 @@ def test_devrun_api_finds_a_message_sent_by_logger(top: Path, data: Path) -> Non
         ports = dict(
             ln.split(" = ") for ln in (data / "etc/collector.toml").read_text().splitlines()[1:]
         )
-        c = api(d)
+        c = d.api()
         c.login("admin", password)
         word = f"devrun{os.getpid()}x{time.time_ns()}"
         deadline = time.monotonic() + 20
@@ -427,7 +409,7 @@ def test_devrun_api_finds_a_message_sent_by_logger(top: Path, data: Path) -> Non
         pid = int(re.findall(r"started logbox-rpc \(pid (\d+)\)", "".join(d.lines))[0])
         kill_and_see_restart(d, "logbox-rpc", pid)
         t0 = time.monotonic()
-        api(d, timeout=10)
+        d.api(timeout=10)
         assert c.count(word) == 1
         assert time.monotonic() - t0 < 5
     finally:

@@ -75,16 +75,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
     d = DevRun(TOP, data, extra={"LOGBOX_ADMIN_PASSWORD": PASSWORD})
     try:
         d.until("logbox-nginx", 120)
-        c = Client(f"https://127.0.0.1:{d.rpc_port}", verify=str(data / "tls" / "https.crt"))
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                c.login("admin", PASSWORD)
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        c = d.api("admin", PASSWORD)
         yield Box(d, ports, c.create_token(name="eps")["token"])
     finally:
         d.close()

@@ -162,7 +162,6 @@ def sample_report(work: Path, a: argparse.Namespace) -> dict[str, Any]:
     """Part 2: logbox-eps against `make run` on this machine; its report's headline."""
     from lbtest.collector import free_ports
     from lbtest.devrun import DevRun
-    from logbox_client import Client
 
     data = work / "data"
     if data.exists():
@@ -178,16 +177,7 @@ def sample_report(work: Path, a: argparse.Namespace) -> dict[str, Any]:
     try:
         d.until("press Ctrl-C", 180)
         api = f"https://127.0.0.1:{d.rpc_port}"
-        c = Client(api, verify=str(data / "tls/https.crt"))
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                c.login("admin", password)
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        c = d.api("admin", password)
         token = c.create_token(name="bench-eps")["token"]
         argv = [
             sys.executable, str(TOP / "rpc/logbox-eps"), "--host", "127.0.0.1",

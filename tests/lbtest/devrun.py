@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from logbox_client import Client, LogboxError
 
 from lbtest.collector import free_port
 
@@ -55,6 +56,29 @@ class DevRun:
             if text in line:
                 return line
         pytest.fail(f"no line with {text!r}: {self.lines}")
+
+    def api(
+        self, user: str | None = None, password: str | None = None, timeout: float = 60
+    ) -> Client:
+        """A client of the API it serves, once GET /health answers (the daemons start in the
+        background); signed in as user with password when given."""
+        c = Client(
+            f"https://127.0.0.1:{self.rpc_port}",
+            verify=str(self.data / "tls" / "https.crt"),
+            timeout=10,
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                c.health()
+                break
+            except LogboxError as e:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"the API did not answer within {timeout} s: {e}: {self.lines}")
+                time.sleep(0.1)
+        if user is not None:
+            c.login(user, password or "")
+        return c
 
     def stop(self, timeout: float = 30) -> str:
         """Ctrl-C (SIGINT), and its whole output once it has exited."""
