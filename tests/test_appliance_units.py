@@ -44,6 +44,7 @@ SYSTEMD_DIR = "usr/lib/systemd/system"
 SERVICES = (
     "logbox-storage.service",
     "logbox-firstboot.service",
+    "logbox-reset-admin.service",
     "logbox-keys.service",
     "logbox-verify.service",
     "logbox-indexd.service",
@@ -58,7 +59,11 @@ TIMERS = ("logbox-verify.timer",)
 UNITS = (*SERVICES, *TIMERS, "logbox.target")
 # started by their timer, not by the target
 TIMED = {"logbox-verify.service"}
-ROOT_SERVICES = {"logbox-storage.service", "logbox-firstboot.service"}
+ROOT_SERVICES = {
+    "logbox-storage.service",
+    "logbox-firstboot.service",
+    "logbox-reset-admin.service",
+}
 # The users table of APPLIANCE.md: user -> (the unit, its groups, what it may write). The
 # daemons that put a file in /run/logbox (status, socket, pid) may write it too.
 USERS = {
@@ -104,6 +109,7 @@ WRITABLE = {unit: paths for unit, _, paths in USERS.values()} | {
     # as the store's owner, reading it: its report, and an LMDB reader's slot in the catalog
     "logbox-verify.service": {"/var/lib/logbox/catalog", "/var/lib/logbox-verify"},
     "logbox-firstboot.service": {"/etc/logbox", "/var/lib/logbox-accounts"},
+    "logbox-reset-admin.service": {"/var/lib/logbox-accounts"},
     "logbox-ready.service": set(),
 }
 HARDENING = {
@@ -137,6 +143,8 @@ EXCEPTIONS = {
     },
     # /dev/console only (DevicePolicy=closed): the generated password goes there, not the journal
     "logbox-firstboot.service": {"PrivateDevices": "no"},
+    # the same, for a password reset chosen at the boot menu
+    "logbox-reset-admin.service": {"PrivateDevices": "no"},
     # the same, for the verification key (its last step, as root)
     "logbox-keys.service": {"PrivateDevices": "no"},
     # its pid file is read by the status of rpc and webui (other users); the state directory
@@ -639,6 +647,56 @@ def test_firstboot_generates_and_shows_password_once(root: Path, tree: Path) -> 
     assert (tree / "dev/console").read_text() == ""
     after = {p: p.stat().st_mtime_ns for p in tree.rglob("*") if not p.is_symlink()}
     assert after == {**before, tree / "dev/console": after[tree / "dev/console"]}
+
+
+def test_reset_admin_from_the_boot_menu(root: Path, tree: Path) -> None:
+    """logbox-reset-admin.service (the boot menu's entry, kernel parameter logbox.reset_admin):
+    a new admin password on the console only, to be changed at the next sign-in, the old one
+    gone, the store still logbox-rpc's, and a password_reset entry in the audit log."""
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.read(root / SYSTEMD_DIR / "logbox-reset-admin.service")
+    assert unit["Unit"]["ConditionKernelCommandLine"] == "logbox.reset_admin"
+    argv = unit["Service"]["ExecStart"].split()
+    assert argv[0] == "/usr/lib/logbox/libexec/logbox-firstboot"
+    grub = (TOP / "image/grub.cfg.in").read_text()
+    assert re.search(r'menuentry "logbox: reset the admin password".*?logbox\.reset_admin', grub, re.S)
+
+    env = dict(os.environ, LOGBOX_ROOT=str(tree), LOGBOX_PYTHON=str(root / "usr/lib/logbox/python"))
+    env.pop("LOGBOX_PASSWORD", None)
+    # before first boot made the store: nothing to reset, not an error
+    early = run_libexec(root, "logbox-firstboot", env, args=tuple(argv[1:]))
+    assert early.returncode == 0 and "first boot makes the admin" in early.stdout, early
+    assert firstboot(root, tree).returncode == 0
+    old = re.search(r"\(shown once\): (\S+)", (tree / "dev/console").read_text())
+    assert old is not None
+    (tree / "dev/console").write_text("")
+    done = run_libexec(root, "logbox-firstboot", env, args=tuple(argv[1:]))
+    assert done.returncode == 0, done.stdout + done.stderr
+    console = (tree / "dev/console").read_text()
+    m = re.fullmatch(
+        r"logbox-firstboot: admin password \(reset at the boot menu, shown once\): (\S+)\n",
+        console,
+    )
+    assert m is not None, console
+    new = m.group(1)
+    assert new != old.group(1) and new not in done.stdout + done.stderr
+    assert check_password(root, tree, new) and not check_password(root, tree, old.group(1))
+    users, groups = db(tree, "passwd"), db(tree, "group")
+    owner = (int(users["logbox-rpc"][2]), int(groups["logbox-accounts"][2]))
+    for f in ("data.mdb", "lock.mdb"):
+        assert mode_owner(tree, f"/var/lib/logbox-accounts/{f}") == (0o660, *owner)
+    code = (
+        "import sys, json; from logbox_core.accounts import Accounts; a = Accounts(sys.argv[1]); "
+        "print(json.dumps([[e.action, e.address] for e in a.audit_entries()[0]]))"
+    )
+    audit = subprocess.run(
+        ["/usr/bin/python3", "-c", code, str(tree / "var/lib/logbox-accounts")],
+        env=dict(os.environ, PYTHONPATH=str(root / "usr/lib/logbox/python")),
+        capture_output=True,
+        text=True,
+    )
+    assert audit.returncode == 0, audit.stderr
+    assert ["password_reset", "console"] in json.loads(audit.stdout), audit.stdout
 
 
 def test_keys_made_once_shown_once_kept_off_disk(root: Path, tree: Path) -> None:
