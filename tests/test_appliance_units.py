@@ -659,7 +659,9 @@ def test_reset_admin_from_the_boot_menu(root: Path, tree: Path) -> None:
     argv = unit["Service"]["ExecStart"].split()
     assert argv[0] == "/usr/lib/logbox/libexec/logbox-firstboot"
     grub = (TOP / "image/grub.cfg.in").read_text()
-    assert re.search(r'menuentry "logbox: reset the admin password".*?logbox\.reset_admin', grub, re.S)
+    assert re.search(
+        r'menuentry "logbox: reset the admin password".*?logbox\.reset_admin', grub, re.S
+    )
 
     env = dict(os.environ, LOGBOX_ROOT=str(tree), LOGBOX_PYTHON=str(root / "usr/lib/logbox/python"))
     env.pop("LOGBOX_PASSWORD", None)
