@@ -76,7 +76,8 @@ SYSLOG_TRANSPORTS = ("udp", "tcp", "tls")
 SNMP_VERSIONS = ("2c", "3")
 SNMP_AUTH = ("SHA", "SHA-256", "SHA-512")
 SNMP_PRIV = ("AES", "AES-256")
-CHANNELS = ("email", "syslog", "webhook", "snmp")
+CHANNELS = ("email", "syslog", "webhook", "snmp")  # action types
+CHANNEL_SECTIONS = ("smtp", "syslog", "webhook", "snmp")  # the settings file's members
 
 _write_lock = threading.Lock()
 
@@ -819,8 +820,20 @@ def probe_event(box: str | None = None, url: str | None = None) -> dict[str, Any
     }
 
 
-def timed_deliver(action: dict[str, Any], event: dict[str, Any], settings: Settings) -> float:
-    """deliver(), returning the seconds it took."""
+def try_delivery(
+    action: dict[str, Any], settings: Settings, box: str | None = None
+) -> dict[str, Any]:
+    """Delivers probe_event() by action (the admin's test): {"channel", "delivered": bool,
+    "error": the DeliveryError's message or null, "seconds"}."""
     t0 = time.monotonic()
-    deliver(action, event, settings)
-    return time.monotonic() - t0
+    error = None
+    try:
+        deliver(action, probe_event(box), settings)
+    except DeliveryError as e:
+        error = str(e)
+    return {
+        "channel": action.get("type"),
+        "delivered": error is None,
+        "error": error,
+        "seconds": round(time.monotonic() - t0, 3),
+    }
