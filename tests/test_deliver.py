@@ -12,7 +12,9 @@ import hmac
 import json
 import os
 import re
+import socket
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from email.message import EmailMessage
@@ -317,3 +319,30 @@ def test_settings_file(notify: Path, pki: ReceiverPKI) -> None:
         with pytest.raises(dl.SettingsError, match=msg):
             dl.write_settings(notify, bad)
     assert notify.read_bytes() == before
+
+
+def test_delivery_time_bounded(pki: ReceiverPKI) -> None:
+    """A relay that answers a line every 0.3 s (each step within its 1 s timeout) is given up
+    after 3 timeouts."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            while not stop.wait(0.3):
+                try:
+                    conn.sendall(b"220-still greeting\r\n")
+                except OSError:
+                    return
+
+    threading.Thread(target=trickle, daemon=True).start()
+    try:
+        r = relay(pki, srv.getsockname()[1], timeout=1)
+        t0 = time.monotonic()
+        with pytest.raises(dl.DeliveryError, match=r"connect: gave up after 3 s"):
+            dl.deliver({"type": "email", "to": ["a@example.org"]}, event(), dl.Settings(smtp=r))
+        assert time.monotonic() - t0 < 5
+    finally:
+        stop.set()
+        srv.close()
