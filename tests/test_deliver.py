@@ -87,6 +87,13 @@ def test_email_starttls_auth(pki: ReceiverPKI) -> None:
     assert "https://logbox1/search?q=program%3Asshd" in body
 
 
+def test_email_implicit_tls(pki: ReceiverPKI) -> None:
+    with smtp_server(pki, "alerts", PASSWORD, implicit=True) as (port, box):
+        r = relay(pki, port, security="tls", username="alerts", password=PASSWORD)
+        dl.deliver({"type": "email", "to": ["ops@example.org"]}, event(), dl.Settings(smtp=r))
+    assert len(box) == 1 and box[0].tls and box[0].login == "alerts"
+
+
 def test_email_html_inline_image_unchanged(pki: ReceiverPKI) -> None:
     png = bytes(range(256)) * 8
     msg = EmailMessage()

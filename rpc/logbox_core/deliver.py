@@ -476,8 +476,8 @@ def send_email(relay: SmtpRelay, msg: EmailMessage) -> None:
     """Sends msg through the relay, to the addresses of its To, Cc and Bcc. STARTTLS is
     required (a relay that does not offer it is refused before anything is sent) or the
     connection is TLS from the start ("tls"); AUTH when the relay has a username. The message
-    goes as it is (MIME parts, inline images untouched); From, Date and Message-ID are added
-    when it has none.
+    goes as it is (MIME parts, inline images untouched); msg is changed only in its headers:
+    From, Date and Message-ID are added when it has none, Bcc is removed.
 
     :raises DeliveryError: "email via HOST:PORT: ..." (never the password).
     """
