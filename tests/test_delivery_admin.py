@@ -3,7 +3,8 @@
 # messages going to real receivers started here (aiosmtpd with STARTTLS and AUTH, a syslog
 # listener, an HTTPS server, snmptrapd). Searchers are refused (403, audited); secrets written
 # never come back in an answer, a page or the audit log; a test over each channel arrives;
-# a test that fails says why; every change and test is audited.
+# a test that fails says why; every change and test is audited. In Chromium, the admin saves
+# the webhook's key and test-fires it from the page.
 from __future__ import annotations
 
 import hashlib
@@ -19,7 +20,10 @@ import pytest
 import requests
 from lbtest.receivers import ReceiverPKI, https_server, smtp_server, snmptrapd, syslog_receiver
 from lbtest.rpc import RpcServer
-from lbtest.webui import WebuiServer, csrf_token
+from lbtest.webui import WebuiServer, csrf_token, login
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
 
 pytestmark = pytest.mark.slow
 
@@ -210,3 +214,33 @@ def test_webui_page(env: Env) -> None:
     entries = web.accounts().audit_entries(action="delivery_settings", limit=50)[0]
     assert {"syslog=set", "smtp=set", "syslog=removed"} <= {e.detail for e in entries}
     assert any(e.status == 400 for e in entries)
+
+
+def test_browser_webhook_test_fire(env: Env, driver: WebDriver) -> None:
+    """In Chromium: the admin sets the webhook's signing key, then sends a test to a real HTTPS
+    server; the page says it was delivered and the request carries the right signature."""
+    web = env.web
+    login(driver, web.url, "admin", web.admin_password)
+    driver.get(web.url + "/admin/delivery")
+    key = "browser-" + SECRET
+    driver.find_element(By.ID, "delivery-webhook-secret").send_keys(key)
+    driver.find_element(By.ID, "delivery-webhook-save").click()
+    # saved: back on the page at the section (303 to /admin/delivery#delivery-webhook)
+    WebDriverWait(driver, 10).until(lambda d: d.current_url.endswith("#delivery-webhook"))
+    assert driver.find_element(By.ID, "delivery-webhook-state").text == "configured"
+    field = driver.find_element(By.ID, "delivery-webhook-secret")
+    assert field.get_attribute("value") == "" and field.get_attribute("data-set") == "true"
+    assert key not in driver.page_source
+    with https_server(env.pki) as (port, posted):
+        driver.find_element(By.ID, "delivery-test-webhook-url").send_keys(
+            f"https://localhost:{port}/browser"
+        )
+        driver.find_element(By.ID, "delivery-test-webhook-ca").send_keys(env.pki.ca.read_text())
+        driver.find_element(By.ID, "delivery-test-webhook").click()
+        result = WebDriverWait(driver, 20).until(
+            lambda d: d.find_element(By.ID, "delivery-test-result")
+        )
+        assert result.get_attribute("data-delivered") == "true", result.text
+        assert len(posted) == 1 and posted[0].path == "/browser"
+    want = "sha256=" + hmac.new(key.encode(), posted[0].body, hashlib.sha256).hexdigest()
+    assert posted[0].headers["X-Logbox-Signature-256"] == want
