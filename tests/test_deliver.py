@@ -321,6 +321,10 @@ def test_settings_file(notify: Path, pki: ReceiverPKI) -> None:
         ({"smtp": {"host": "x", "security": "none"}}, "smtp.security"),
         ({"snmp": {"host": "x", "version": "2c", "community": None}}, "snmp.community"),
         ({"pager": {}}, "pager: unknown channel"),
+        (
+            {"snmp": {"host": "x", "community": "a b"}},
+            r"snmp.community: expected one word.*\(secret\)",
+        ),
         ({"smtp": {"host": "x", "ca": "not pem"}}, "smtp.ca"),
     ):
         with pytest.raises(dl.SettingsError, match=msg):

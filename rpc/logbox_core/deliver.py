@@ -173,6 +173,7 @@ _CLASSES: dict[str, type] = {
 }
 _HOST = re.compile(r"^[A-Za-z0-9._:-]{1,253}$")
 _EMAIL = re.compile(r"^[^@\s<>\"(),;:]{1,64}@[A-Za-z0-9.-]{1,253}$")
+_SNMP_WORD = re.compile(r"^[^\s\"'\\#]+$")
 _ENGINE = re.compile(r"^(0x)?[0-9A-Fa-f]{10,64}$")
 
 
@@ -237,6 +238,9 @@ def _check(section: str, name: str, value: Any) -> Any:
         raise bad("printable text of 1..256 characters or null")
     if name in ("auth_password", "priv_password") and len(value) < 8:
         raise SettingsError(f"{where}: net-snmp needs at least 8 characters")
+    if section == "snmp" and not _SNMP_WORD.match(value):
+        # one word of snmp.conf (no white space, quotes, backslash or #)
+        raise bad("one word without spaces, quotes, backslashes or #")
     return value
 
 
