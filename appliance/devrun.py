@@ -178,6 +178,11 @@ def logspaces_path(data: Path) -> Path:
     return data / "etc" / "logspaces.json"
 
 
+def delivery_path(data: Path) -> Path:
+    """The alert delivery settings both apps write (logbox_core.deliver): <data>/etc/notify.json."""
+    return data / "etc" / "notify.json"
+
+
 def integrity_report(data: Path) -> Path:
     """Where verify writes its report and the apps read it: <data>/run/integrity.json."""
     return run_dir(data) / "integrity.json"
@@ -322,6 +327,7 @@ def services(
                     "LOGBOX_SYSLOGNG_PIDFILE": str(run / "syslog-ng.pid"),
                     "LOGBOX_INTEGRITY_REPORT": str(integrity_report(data)),
                     "LOGBOX_SIGN_PUBKEY": str(sign_pubkey(data)),
+                    "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
                 },
             )
         )
@@ -361,6 +367,7 @@ def services(
                     "LOGBOX_LOGSPACE_SETTINGS": str(webui.logspaces),
                     "LOGBOX_INTEGRITY_REPORT": str(integrity_report(data)),
                     "LOGBOX_SIGN_PUBKEY": str(sign_pubkey(data)),
+                    "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
                 },
             )
         )
