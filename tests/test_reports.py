@@ -1,0 +1,335 @@
+# Scenario: scheduled reports (rpc/API.md §10, logbox_core/reports.py). Messages of known hosts,
+# programs and severities go through the real ingest path (syslog-ng -> spool -> logbox-indexd)
+# of a local appliance, a real logbox-searchd serves them, and reports are built over the period
+# that holds them: their numbers equal an oracle computed from the messages the test sent (count,
+# by severity, top hosts and programs, histogram sum = total), for every message and for a saved
+# search; the downloadable HTML escapes hostile hosts, programs and names and carries its charts
+# as PNG data URIs; a user cannot report on a logspace they may not read (at creation, and at
+# build time after losing the right); the schedule emails a report once per period and, after
+# downtime, only the last missed period, to a real SMTP server (aiosmtpd, STARTTLS) started here,
+# the email's HTML referencing inline PNG charts by cid; and the API's routes work and audit.
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import email
+import email.policy
+import html
+import re
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lbtest.appliance import Appliance
+from lbtest.receivers import Mail, ReceiverPKI, smtp_server
+from lbtest.searchd import Searchd, searchd_binary
+from lbtest.wait import wait_until
+from logbox_core import reports
+from logbox_core.accounts import Accounts, Invalid
+from logbox_core.constants import SEVERITIES
+from logbox_core.deliver import SmtpRelay, send_email
+from logbox_core.report_build import ReportRefused, build
+from logbox_core.report_render import email_message, page
+from logbox_core.reports import Reports, check_report, check_searches, parse_period
+from logbox_core.searchd import Searchd as SearchdClient
+
+PASSWORD = "correct horse battery"
+HOSTS = ["web1", "web2", "db1", "<script>alert(1)</script>", "mail1"]
+PROGRAMS = ["sshd", "nginx", '"><svg/onload=alert(2)>', "cron"]
+N = 240
+ROUTES = [{"name": "secret", "host": "^secrethost"}]
+PNG = b"\x89PNG\r\n\x1a\n"
+# the tags of report_render's template: a value that became a tag would add another
+TEMPLATE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "b"}
+TEMPLATE_TAGS |= {"section", "code", "img", "table", "tr", "th", "td", "div"}
+
+
+@dataclass
+class Sent:
+    host: str
+    program: str
+    severity: int
+
+
+@dataclass
+class Stack:
+    app: Appliance
+    sd: SearchdClient
+    acc: Accounts
+    sent: list[Sent]
+    clock: list[float]  # the accounts store's clock (None: real time)
+
+
+def sent_messages() -> list[Sent]:
+    out = []
+    for i in range(N):
+        out.append(Sent(HOSTS[i % 5 if i % 7 else 0], PROGRAMS[i % 4], (i * 3) % 8))
+    return out
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, top: Path) -> Iterator[Stack]:
+    root = tmp_path_factory.mktemp("reports")
+    msgs = sent_messages()
+    with Appliance(root, routes=ROUTES) as app:
+        lines = []
+        for i, m in enumerate(msgs):
+            ts = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            lines.append(f"<{8 + m.severity}>1 {ts} {m.host} {m.program} {i} - - report {i}\n")
+        lines += [f"<14>1 - secrethost prog {i} - - secret {i}\n" for i in range(5)]
+        app.send("".join(lines).encode(), "tcp")
+        wait_until(
+            lambda: app.count("main") >= N and app.count("secret") >= 5,
+            "all messages stored",
+            60,
+            interval=0.1,
+            check=app.assert_alive,
+        )
+        app.settle("main", quiet=0.5)
+        assert app.count("main") == N
+        sd = Searchd(searchd_binary(top), app.data, root / "searchd.sock").start()
+        clock = [0.0]
+        acc = Accounts(root / "accounts", clock=lambda: clock[0] or time.time())
+        acc.add_user("admin", PASSWORD, "admin")
+        acc.add_user("alice", PASSWORD, "searcher", ["main"])
+        try:
+            yield Stack(app, SearchdClient(sd.sock), acc, msgs, clock)
+        finally:
+            acc.close()
+            assert sd.stop() == 0, sd.log()
+
+
+def today(kind: str = "daily") -> reports.Period:
+    return parse_period(kind, "current", time.time())
+
+
+def oracle(msgs: list[Sent]) -> dict[str, Any]:
+    """What a report over msgs must say."""
+    hosts = Counter(m.host.lower() for m in msgs)
+    programs = Counter(m.program.lower() for m in msgs)
+    return {
+        "total": len(msgs),
+        "severities": {
+            s: sum(1 for m in msgs if m.severity == i) for i, s in enumerate(SEVERITIES)
+        },
+        "hosts": sorted(hosts.items(), key=lambda kv: (-kv[1], kv[0].encode())),
+        "programs": sorted(programs.items(), key=lambda kv: (-kv[1], kv[0].encode())),
+    }
+
+
+def numbers(sec: Any) -> dict[str, Any]:
+    assert sum(n for _, n in sec.histogram) == sec.total
+    return {
+        "total": sec.total,
+        "severities": sec.severities,
+        "hosts": sec.hosts,
+        "programs": sec.programs,
+    }
+
+
+def make(st: Stack, owner: str, **members: Any) -> reports.Report:
+    body = {"name": "daily main", "logspace": "main", "period": "daily", **members}
+    return Reports(st.acc).create(owner, check_report(body))
+
+
+def test_numbers_match_the_oracle(stack: Stack) -> None:
+    r = make(stack, "alice")
+    for kind in ("daily", "weekly", "monthly"):
+        p = today(kind)
+        data = build(stack.acc, stack.sd, r, p)
+        assert [s.title for s in data.sections] == ["All messages"]
+        assert numbers(data.sections[0]) == oracle(stack.sent), kind
+        assert len(data.sections[0].histogram) <= p.buckets()
+        assert data.alerts is None  # no alerts store: "no alerts defined"
+    # A saved search narrows its section; the sections come in the report's order.
+    s = stack.acc.save_search(
+        "alice", {"name": "sshd", "logspace": "main", "query": "program:sshd"}
+    )
+    r2 = make(stack, "alice", searches=[s.id])
+    data = build(stack.acc, stack.sd, r2, today())
+    assert [x.title for x in data.sections] == ["sshd"]
+    assert numbers(data.sections[0]) == oracle([m for m in stack.sent if m.program == "sshd"])
+    # The period before holds none of them.
+    before = build(stack.acc, stack.sd, r2, today().previous())
+    assert before.sections[0].total == 0 and before.period.id != data.period.id
+
+
+class Images(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.srcs: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "img":
+            self.srcs.append(dict(attrs)["src"] or "")
+
+
+def test_page_escapes_hostile_values_and_holds_png_charts(stack: Stack) -> None:
+    s = stack.acc.save_search(
+        "alice", {"name": "<script>alert(3)</script>", "logspace": "main", "query": '"<b>" OR *'}
+    )
+    r = make(stack, "alice", name="<img src=x onerror=alert(4)>", searches=[s.id])
+    text = page(build(stack.acc, stack.sd, r, today()), box="box1")
+    p = Images()
+    p.feed(text)
+    assert set(p.tags) <= TEMPLATE_TAGS, set(p.tags) - TEMPLATE_TAGS
+    # the hostile host, program and saved search name: there, escaped
+    for v in ("<script>alert(1)</script>", '"><svg/onload=alert(2)>', "<script>alert(3)</script>"):
+        assert v not in text and v in html.unescape(text)
+    assert "<img src=x" not in text
+    assert len(p.srcs) == 2  # the histogram and the severities
+    for src in p.srcs:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG)
+
+
+def test_rights(stack: Stack) -> None:
+    # alice may not read "secret": her saved searches there are refused, and a report on it too.
+    with pytest.raises(Invalid):
+        check_searches(stack.acc, stack.acc.get_user("admin"), "main", ["0123456789ab"])
+    r = make(stack, "alice", logspace="secret")
+    with pytest.raises(ReportRefused):
+        build(stack.acc, stack.sd, r, today())
+    # admin may: the secret messages are counted
+    ra = make(stack, "admin", logspace="secret")
+    assert build(stack.acc, stack.sd, ra, today()).sections[0].total == 5
+    # alice loses main: her report on main is refused from then on
+    bob = stack.acc.add_user("bob", PASSWORD, "searcher", ["main"])
+    rb = make(stack, bob.name)
+    assert build(stack.acc, stack.sd, rb, today()).sections[0].total == N
+    stack.acc.update_user("bob", logspaces=["other"])
+    with pytest.raises(ReportRefused):
+        build(stack.acc, stack.sd, rb, today())
+
+
+def test_periods() -> None:
+    t = dt.datetime(2026, 11, 26, 13, 5, tzinfo=dt.UTC).timestamp()
+    assert parse_period("daily", "last", t).id == "2026-11-25"
+    assert parse_period("weekly", "current", t).id == "2026-W48"
+    assert parse_period("weekly", "2026-W48", t).start == dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
+    assert parse_period("monthly", "last", t).id == "2026-10"
+    assert parse_period("monthly", "2026-02", t).end == dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+    assert parse_period("monthly", "2025-12", t).buckets() == 31
+    for kind, bad in (("daily", "2026-11-27"), ("daily", "2026-13-01"), ("weekly", "x")):
+        with pytest.raises(Invalid):
+            parse_period(kind, bad, t)
+    assert re.fullmatch(r"\d{4}-W\d{2}", reports.last_complete("weekly", t).id)
+
+
+# ---------------------------------------------------------------- email and the schedule
+
+
+@pytest.fixture(scope="module")
+def smtp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, list[Mail]]]:
+    """A real SMTP server requiring STARTTLS, and the relay settings that reach it."""
+    pki = ReceiverPKI.make(tmp_path_factory.mktemp("reportsmtp"))
+    with smtp_server(pki) as (port, box):
+        relay = SmtpRelay(
+            host="127.0.0.1", port=port, sender="reports@logbox.test", ca=pki.ca.read_text()
+        )
+        yield relay, box
+
+
+def parts(raw: bytes) -> tuple[str, dict[str, bytes], email.message.EmailMessage]:
+    """An email's HTML part and its inline images by Content-ID (without <>)."""
+    msg = email.message_from_bytes(raw, policy=email.policy.default)
+    assert isinstance(msg, email.message.EmailMessage)
+    body = msg.get_body(("html",))
+    assert body is not None
+    images = {}
+    for part in msg.walk():
+        if part.get_content_type() == "image/png":
+            assert part.get_content_disposition() == "inline"
+            images[part["Content-ID"].strip("<>")] = part.get_content()
+    return body.get_content(), images, msg
+
+
+def check_email(raw: bytes, expect: dict[str, Any]) -> email.message.EmailMessage:
+    """The email's charts are inline PNGs its HTML references by cid, and its totals are the
+    oracle's."""
+    text, images, msg = parts(raw)
+    cids = re.findall(r'src="cid:([^"]+)"', text)
+    assert len(cids) == 2 and set(cids) == set(images), (cids, list(images))
+    for png in images.values():
+        assert png.startswith(PNG) and len(png) > 1000
+    assert msg.get_body(("plain",)) is not None
+    total = re.search(r'<b class="total">(\d+)</b>', text)
+    assert total and int(total.group(1)) == expect["total"]
+    for sev, n in expect["severities"].items():
+        assert f"{sev} {n}" in msg.get_body(("plain",)).get_content() or n == 0
+    return msg
+
+
+def test_email_through_a_starttls_relay(stack: Stack, smtp: tuple[Any, list[Mail]]) -> None:
+    relay, box = smtp
+    box.clear()
+    r = make(stack, "alice", recipients=["ops@example.org", "boss@example.org"])
+    send_email(relay, email_message(build(stack.acc, stack.sd, r, today()), relay, box="box1"))
+    wait_until(lambda: len(box) == 1, "the report is received", 10)
+    m = box[0]
+    assert m.tls and m.mail_from == "reports@logbox.test"
+    assert sorted(m.rcpt_tos) == ["boss@example.org", "ops@example.org"]
+    msg = check_email(m.data, oracle(stack.sent))
+    assert msg["Subject"] == "[logbox] daily main: main, daily report " + today().id
+
+
+def test_run_due_sends_once_per_period_and_catches_up(
+    stack: Stack, smtp: tuple[Any, list[Mail]]
+) -> None:
+    relay, box = smtp
+    box.clear()
+    now = time.time()
+    stack.clock[0] = now
+    try:
+        r = make(stack, "alice", name="sched", recipients=["ops@example.org"])
+        r_off = make(stack, "alice", name="off", recipients=["ops@example.org"], enabled=False)
+    finally:
+        stack.clock[0] = 0.0
+    store = Reports(stack.acc)
+    mine = {r.id, r_off.id}
+
+    def run(at: float) -> list[reports.RunResult]:
+        out = [x for x in reports.run_due(stack.acc, stack.sd, relay, now=at) if x.report in mine]
+        assert all(x.error is None for x in out), out
+        return out
+
+    # made today: yesterday's period ended before it, so nothing is due today
+    assert run(now) == []
+    end = today().end.timestamp()
+    # just after today's end: today's period is sent, once, with today's messages
+    sent = run(end + 300)
+    assert [(x.report, x.period) for x in sent] == [(r.id, today().id)]
+
+    # (other tests' reports with recipients are due too: only "sched" is looked at)
+    def got() -> list[Mail]:
+        return [m for m in box if b"Subject: [logbox] sched:" in m.data]
+
+    wait_until(lambda: len(got()) == 1, "the report is received", 10)
+    check_email(got()[0].data, oracle(stack.sent))
+    assert run(end + 900) == [] and store.get(r.id).last_sent == today().id
+    # three days down: only the last missed period is sent
+    later = end + 3 * 86400 + 60
+    sent = run(later)
+    assert [x.period for x in sent] == [reports.last_complete("daily", later).id]
+    assert run(later + 60) == []
+    wait_until(lambda: len(got()) == 2, "the caught-up report is received", 10)
+    time.sleep(0.2)
+    assert len(got()) == 2
+    # a relay that refuses: recorded, audited, and still due
+    dead = SmtpRelay(host="127.0.0.1", port=1, sender="reports@logbox.test")
+    after = later + 86400
+    fails = [x for x in reports.run_due(stack.acc, stack.sd, dead, now=after) if x.report in mine]
+    assert len(fails) == 1 and "127.0.0.1:1" in (fails[0].error or "")
+    assert store.get(r.id).last_error == fails[0].error
+    assert [x.period for x in run(after)] == [reports.last_complete("daily", after).id]
+    assert store.get(r.id).last_error is None
+    entries, _ = stack.acc.audit_entries(action="report_send")
+    sends = [e for e in entries if r.id in (e.detail or "")]
+    assert len(sends) == 4 and sum(e.status != 200 for e in sends) == 1
