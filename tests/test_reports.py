@@ -15,6 +15,7 @@ import datetime as dt
 import email
 import email.policy
 import html
+import json
 import re
 import time
 from collections import Counter
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from flask.testing import FlaskClient
 from lbtest.appliance import Appliance
 from lbtest.receivers import Mail, ReceiverPKI, smtp_server
 from lbtest.searchd import Searchd, searchd_binary
@@ -37,6 +39,7 @@ from logbox_core.report_build import ReportRefused, build
 from logbox_core.report_render import email_message, page
 from logbox_core.reports import Reports, check_report, check_searches, parse_period
 from logbox_core.searchd import Searchd as SearchdClient
+from logbox_rpc import create_app
 
 PASSWORD = "correct horse battery"
 HOSTS = ["web1", "web2", "db1", "<script>alert(1)</script>", "mail1"]
@@ -333,3 +336,115 @@ def test_run_due_sends_once_per_period_and_catches_up(
     entries, _ = stack.acc.audit_entries(action="report_send")
     sends = [e for e in entries if r.id in (e.detail or "")]
     assert len(sends) == 4 and sum(e.status != 200 for e in sends) == 1
+
+
+# ---------------------------------------------------------------- the API
+
+
+@pytest.fixture(scope="module")
+def api(
+    stack: Stack, smtp: tuple[Any, list[Mail]], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[FlaskClient, Any, dict[str, dict[str, str]]]:
+    """The API app over the same searchd (its own accounts store: one LMDB environment per
+    process), its notify.json naming the test's SMTP relay; the bearer headers of its users."""
+    relay, _ = smtp
+    root = tmp_path_factory.mktemp("reportsapi")
+    notify = root / "notify.json"
+    notify.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "smtp": {"host": relay.host, "port": relay.port, "sender": relay.sender,
+                         "ca": relay.ca},
+            }
+        )
+    )  # fmt: skip
+    app = create_app(
+        {
+            "SEARCHD_SOCKET": str(stack.sd.socket_path),
+            "ACCOUNTS_PATH": str(root / "accounts"),
+            "NOTIFY_SETTINGS": str(notify),
+            "TESTING": True,
+        }
+    )
+    acc = app.extensions["logbox"].accounts
+    acc.add_user("admin", PASSWORD, "admin")
+    acc.add_user("alice", PASSWORD, "searcher", ["main"])
+    acc.add_user("carol", PASSWORD, "searcher", ["main"])
+    heads = {
+        u: {"Authorization": f"Bearer {acc.create_token(u, 'tests')[0]}"}
+        for u in ("admin", "alice", "carol")
+    }
+    return app.test_client(), app, heads
+
+
+def test_api(
+    api: tuple[FlaskClient, Any, dict[str, dict[str, str]]],
+    stack: Stack,
+    smtp: tuple[Any, list[Mail]],
+) -> None:
+    client, app, h = api
+    box = smtp[1]
+    acc = app.extensions["logbox"].accounts
+    url = "/api/v1/reports"
+    body = {"name": "ops", "logspace": "main", "period": "daily", "recipients": ["ops@x.example"]}
+    r = client.post(url, json=body, headers=h["alice"])
+    assert r.status_code == 201, r.data
+    rep = r.get_json()
+    assert rep["owner"] == "alice" and rep["enabled"] and rep["last_sent"] is None
+    # alice's: carol does not see it ("not found"), the admin does
+    assert client.get(url, headers=h["carol"]).get_json()["reports"] == []
+    assert client.get(f"{url}/{rep['id']}", headers=h["carol"]).status_code == 404
+    assert [x["id"] for x in client.get(url, headers=h["admin"]).get_json()["reports"]] == [
+        rep["id"]
+    ]
+    # rights: alice may not report on secret, nor move hers there
+    r = client.post(url, json={**body, "logspace": "secret"}, headers=h["alice"])
+    assert r.status_code == 403 and r.get_json()["error"]["code"] == "forbidden"
+    r = client.patch(f"{url}/{rep['id']}", json={"logspace": "secret"}, headers=h["alice"])
+    assert r.status_code == 403
+    # bad members; someone else's saved search
+    for bad in ({"period": "hourly"}, {"recipients": ["a@b, c@d"]}, {"searches": ["x"]}):
+        r = client.post(url, json={**body, **bad}, headers=h["alice"])
+        assert r.status_code == 400 and r.get_json()["error"]["code"] == "bad_parameter", bad
+    other = acc.save_search("carol", {"name": "c", "logspace": "main", "query": "cron"})
+    r = client.post(url, json={**body, "searches": [other.id]}, headers=h["alice"])
+    assert r.status_code == 400 and other.id in r.get_json()["error"]["message"]
+    # the numbers of today, as JSON and as the page to download
+    r = client.get(f"{url}/{rep['id']}/render?period=current&format=json", headers=h["alice"])
+    assert r.status_code == 200, r.data
+    sec = r.get_json()["sections"][0]
+    assert sec["total"] == N and sec["severities"] == oracle(stack.sent)["severities"]
+    r = client.get(f"{url}/{rep['id']}/render?period=current", headers=h["alice"])
+    assert r.status_code == 200 and r.mimetype == "text/html"
+    assert r.headers["Content-Disposition"] == (
+        f'attachment; filename="report-{rep["id"]}-{today().id}.html"'
+    )
+    assert r.get_data(as_text=True).count("data:image/png;base64,") == 2
+    r = client.get(f"{url}/{rep['id']}/render?period=2999-01-01", headers=h["alice"])
+    assert r.status_code == 400
+    # send now: to the SMTP server, audited
+    n = len(box)
+    r = client.post(f"{url}/{rep['id']}/send?period=current", headers=h["alice"])
+    assert r.status_code == 200, r.data
+    assert r.get_json() == {"report": rep["id"], "period": today().id, "to": ["ops@x.example"]}
+    wait_until(lambda: len(box) == n + 1, "the report is received", 10)
+    check_email(box[-1].data, oracle(stack.sent))
+    # losing the right: render and send are refused
+    acc.update_user("alice", logspaces=["other"])
+    try:
+        r = client.get(f"{url}/{rep['id']}/render", headers=h["alice"])
+        assert r.status_code == 403
+    finally:
+        acc.update_user("alice", logspaces=["main"])
+    r = client.patch(f"{url}/{rep['id']}", json={"enabled": False}, headers=h["admin"])
+    assert r.status_code == 200 and r.get_json()["enabled"] is False
+    r = client.delete(f"{url}/{rep['id']}", headers=h["alice"])
+    assert (
+        r.status_code == 200
+        and client.get(f"{url}/{rep['id']}", headers=h["alice"]).status_code == 404
+    )
+    entries, _ = acc.audit_entries(limit=1000)
+    acts = [e.action for e in entries if rep["id"] in (e.detail or "")]
+    for a in ("report_create", "report_render", "report_send", "report_update", "report_delete"):
+        assert a in acts, (a, acts)
