@@ -28,6 +28,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 from lbtest.appliance import Appliance
+from lbtest.collector import free_ports
+from lbtest.devrun import DevRun
 from lbtest.receivers import Mail, ReceiverPKI, smtp_server
 from lbtest.searchd import Searchd, searchd_binary
 from lbtest.wait import wait_until
@@ -448,3 +450,44 @@ def test_api(
     acts = [e.action for e in entries if rep["id"] in (e.detail or "")]
     for a in ("report_create", "report_render", "report_send", "report_update", "report_delete"):
         assert a in acts, (a, acts)
+
+
+# ---------------------------------------------------------------- make run
+
+
+def test_make_run_emails_due_reports(
+    top: Path, tmp_path: Path, smtp: tuple[Any, list[Mail]]
+) -> None:
+    """`make run`'s supervisor runs the schedule: a report made before the last period ended
+    (as if long ago) is emailed for that period, through the relay of <data>/run/notify.json."""
+    relay, box = smtp
+    data = tmp_path / "data"
+    (data / "etc").mkdir(parents=True)
+    (data / "run").mkdir()
+    ports = free_ports()
+    (data / "etc" / "collector.toml").write_text(
+        "[ports]\n" + "".join(f"{k} = {v}\n" for k, v in ports.items())
+    )
+    smtp_doc = {"host": relay.host, "port": relay.port, "sender": relay.sender, "ca": relay.ca}
+    (data / "run" / "notify.json").write_text(json.dumps({"version": 1, "smtp": smtp_doc}))
+    acc = Accounts(data / "accounts")
+    try:
+        acc.add_user("admin", PASSWORD, "admin")
+        store = Reports(acc)
+        r = store.create("admin", check_report({"name": "devrun", "logspace": "main",
+                                                "period": "daily",
+                                                "recipients": ["ops@example.org"]}))  # fmt: skip
+        store._change(r.id, lambda rec: rec.update(sent_through_us=0))
+    finally:
+        acc.close()
+    d = DevRun(top, data, extra={"LOGBOX_ADMIN_PASSWORD": PASSWORD})
+    want = reports.last_complete("daily", time.time()).id
+    try:
+        line = d.until(f"period {want} sent", timeout=90)
+        assert r.id in line, line
+        got = [m for m in box if b"Subject: [logbox] devrun:" in m.data]
+        assert len(got) == 1 and got[0].tls and got[0].rcpt_tos == ["ops@example.org"]
+        check_email(got[0].data, oracle([]))
+    finally:
+        out = "".join(d.lines) + d.stop()
+    assert d.proc.returncode == 0, out
