@@ -31,8 +31,10 @@ from lbtest.appliance import Appliance
 from lbtest.collector import free_ports
 from lbtest.devrun import DevRun
 from lbtest.receivers import Mail, ReceiverPKI, smtp_server
+from lbtest.rpc import RpcServer
 from lbtest.searchd import Searchd, searchd_binary
 from lbtest.wait import wait_until
+from logbox_client import Client, LogboxError
 from logbox_core import reports
 from logbox_core.accounts import Accounts, Invalid
 from logbox_core.constants import SEVERITIES
@@ -491,3 +493,46 @@ def test_make_run_emails_due_reports(
     finally:
         out = "".join(d.lines) + d.stop()
     assert d.proc.returncode == 0, out
+
+
+# ---------------------------------------------------------------- logbox_client
+
+
+def test_client_through_gunicorn(
+    stack: Stack, smtp: tuple[Any, list[Mail]], tmp_path: Path
+) -> None:
+    """logbox_client's report methods against the real API (gunicorn behind nginx)."""
+    relay, box = smtp
+    notify = tmp_path / "notify.json"
+    smtp_doc = {"host": relay.host, "port": relay.port, "sender": relay.sender, "ca": relay.ca}
+    notify.write_text(json.dumps({"version": 1, "smtp": smtp_doc}))
+    rpc = RpcServer(
+        tmp_path / "rpc",
+        searchd_socket=Path(stack.sd.socket_path),
+        data=stack.app.data,
+        workers=1,
+        threads=4,
+        env={"LOGBOX_NOTIFY": str(notify)},
+    )
+    with rpc:
+        c = Client(rpc.url, verify=str(rpc.cafile))
+        c.login("admin", rpc.admin_password)
+        s = c.save_search("crons", "program:cron")
+        r = c.create_report("cron weekly", period="weekly", searches=[s["id"]],
+                            recipients=["ops@example.org"])  # fmt: skip
+        assert [x["id"] for x in c.reports()] == [r["id"]] and c.report(r["id"]) == r
+        data = c.report_data(r["id"], "current")
+        cron = oracle([m for m in stack.sent if m.program == "cron"])
+        assert data["period"]["id"] == today("weekly").id
+        assert data["sections"][0]["total"] == cron["total"]
+        page_html = c.render_report(r["id"], "current").decode()
+        assert page_html.count("data:image/png;base64,") == 2
+        n = len(box)
+        assert c.send_report(r["id"], "current")["to"] == ["ops@example.org"]
+        wait_until(lambda: len(box) == n + 1, "the report is received", 10)
+        check_email(box[-1].data, cron)
+        assert c.update_report(r["id"], enabled=False)["enabled"] is False
+        assert c.delete_report(r["id"])["id"] == r["id"]
+        with pytest.raises(LogboxError) as e:
+            c.report(r["id"])
+        assert e.value.status == 404
