@@ -1,4 +1,4 @@
-# Scenario: scheduled reports (rpc/API.md §10, logbox_core/reports.py). Messages of known hosts,
+# Scenario: scheduled reports (rpc/API.md §6.2, logbox_core/reports.py). Messages of known hosts,
 # programs and severities go through the real ingest path (syslog-ng -> spool -> logbox-indexd)
 # of a local appliance, a real logbox-searchd serves them, and reports are built over the period
 # that holds them: their numbers equal an oracle computed from the messages the test sent (count,
@@ -7,7 +7,9 @@
 # as PNG data URIs; a user cannot report on a logspace they may not read (at creation, and at
 # build time after losing the right); the schedule emails a report once per period and, after
 # downtime, only the last missed period, to a real SMTP server (aiosmtpd, STARTTLS) started here,
-# the email's HTML referencing inline PNG charts by cid; and the API's routes work and audit.
+# the email's HTML referencing inline PNG charts by cid; and the API's routes, the client
+# library, `make run`'s schedule and the web UI's reports page (list, make, download per period,
+# send now, delete) work, obey the rights and audit.
 from __future__ import annotations
 
 import base64
@@ -44,6 +46,7 @@ from logbox_core.report_render import email_message, page
 from logbox_core.reports import Reports, check_report, check_searches, parse_period
 from logbox_core.searchd import Searchd as SearchdClient
 from logbox_rpc import create_app
+from logbox_webui import create_app as create_webui
 
 PASSWORD = "correct horse battery"
 HOSTS = ["web1", "web2", "db1", "<script>alert(1)</script>", "mail1"]
@@ -536,3 +539,102 @@ def test_client_through_gunicorn(
         with pytest.raises(LogboxError) as e:
             c.report(r["id"])
         assert e.value.status == 404
+
+
+# ---------------------------------------------------------------- the web UI
+
+BASE = "https://localhost"  # the session cookie is Secure; Flask-WTF checks the Referer
+
+
+class Browser:
+    """The web UI's test client over HTTPS, signed in, sending a same-site Referer."""
+
+    def __init__(self, app: Any, user: str) -> None:
+        self.c = app.test_client()
+        page = self.get("/login").get_data(as_text=True)
+        r = self.post("/login", {"username": user, "password": PASSWORD, "csrf_token": csrf(page)})
+        assert r.status_code == 302, r.get_data(as_text=True)[:500]
+
+    def get(self, url: str) -> Any:
+        return self.c.get(url, base_url=BASE)
+
+    def post(self, url: str, data: dict[str, Any]) -> Any:
+        return self.c.post(url, base_url=BASE, data=data, headers={"Referer": f"{BASE}/"})
+
+
+def csrf(page: str) -> str:
+    m = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert m, page[:500]
+    return m.group(1)
+
+
+def test_web_ui(stack: Stack, smtp: tuple[Any, list[Mail]], tmp_path: Path) -> None:
+    relay, box = smtp
+    notify = tmp_path / "notify.json"
+    smtp_doc = {"host": relay.host, "port": relay.port, "sender": relay.sender, "ca": relay.ca}
+    notify.write_text(json.dumps({"version": 1, "smtp": smtp_doc}))
+    app = create_webui(
+        {
+            "SEARCHD_SOCKET": stack.sd.socket_path,
+            "ACCOUNTS_PATH": str(tmp_path / "accounts"),
+            "DATA_DIR": str(stack.app.data),
+            "NOTIFY_SETTINGS": str(notify),
+            "TESTING": True,
+        }
+    )
+    acc = app.extensions["logbox"].accounts
+    acc.add_user("alice", PASSWORD, "searcher", ["main"])
+    acc.add_user("carol", PASSWORD, "searcher", ["main"])
+    s = acc.save_search("alice", {"name": "ssh", "logspace": "main", "query": "program:sshd"})
+    alice = Browser(app, "alice")
+    page = alice.get("/reports").get_data(as_text=True)
+    assert 'id="report-form"' in page and 'id="nav-reports"' in page
+    assert f'value="{s.id}"' in page  # her saved search is offered
+    hostile = "<script>alert(5)</script>"
+    form = {"csrf_token": csrf(page), "name": hostile, "logspace": "main", "period": "daily",
+            "searches": [s.id], "recipients": "ops@example.org, boss@example.org",
+            "enabled": "on"}  # fmt: skip
+    r = alice.post("/reports", form)
+    assert r.status_code == 303
+    page = alice.get("/reports").get_data(as_text=True)
+    assert hostile not in page and html.escape(hostile) in page
+    (rid,) = re.findall(r'<tr class="report" data-id="([0-9a-f]{12})"', page)
+    assert f'id="report-download-{rid}"' in page and f'id="report-send-{rid}"' in page
+    periods = re.findall(r'class="report-period" data-period="([^"]+)"', page)
+    assert periods[-1] == "current" and len(periods) == 6, periods
+    assert periods[0] == today().previous().previous().id
+    # downloads: the period so far holds the sshd messages; an earlier one none
+    r = alice.get(f"/reports/{rid}/download?period=current")
+    assert r.status_code == 200 and r.mimetype == "text/html"
+    assert (
+        r.headers["Content-Disposition"] == f'attachment; filename="report-{rid}-{today().id}.html"'
+    )
+    body = r.get_data(as_text=True)
+    assert body.count("data:image/png;base64,") == 2 and hostile not in body
+    sshd = oracle([m for m in stack.sent if m.program == "sshd"])
+    assert f'<b class="total">{sshd["total"]}</b>' in body
+    r = alice.get(f"/reports/{rid}/download?period={periods[0]}")
+    assert r.status_code == 200 and '<b class="total">0</b>' in r.get_data(as_text=True)
+    # send now (the last complete period), through the SMTP server
+    n = len(box)
+    r = alice.post(f"/reports/{rid}/send", {"csrf_token": csrf(page)})
+    assert r.status_code == 303
+    wait_until(lambda: len(box) == n + 1, "the report is received", 10)
+    assert sorted(box[-1].rcpt_tos) == ["boss@example.org", "ops@example.org"]
+    check_email(box[-1].data, oracle([]))
+    # carol sees none of it; a report on a logspace alice may not read is refused
+    carol = Browser(app, "carol")
+    assert rid not in carol.get("/reports").get_data(as_text=True)
+    assert carol.get(f"/reports/{rid}/download").status_code == 404
+    assert carol.post(f"/reports/{rid}/delete", {"csrf_token": csrf(page)}).status_code in (
+        400,
+        404,
+    )
+    r = alice.post("/reports", {**form, "name": "secret", "logspace": "secret", "searches": []})
+    assert r.status_code == 403
+    # deleted by its owner; everything audited
+    r = alice.post(f"/reports/{rid}/delete", {"csrf_token": csrf(page)})
+    assert r.status_code == 303 and rid not in alice.get("/reports").get_data(as_text=True)
+    entries, _ = acc.audit_entries(user="alice", limit=1000)
+    acts = {e.action for e in entries if rid in (e.detail or "")}
+    assert {"report_create", "report_render", "report_send", "report_delete"} <= acts, acts
