@@ -1,4 +1,4 @@
-# Scenario: scheduled reports (rpc/API.md §6.2, logbox_core/reports.py). Messages of known hosts,
+# Scenario: scheduled reports (rpc/API.md §6.3, logbox_core/reports.py). Messages of known hosts,
 # programs and severities go through the real ingest path (syslog-ng -> spool -> logbox-indexd)
 # of a local appliance, a real logbox-searchd serves them, and reports are built over the period
 # that holds them: their numbers equal an oracle computed from the messages the test sent (count,
@@ -167,6 +167,38 @@ def test_numbers_match_the_oracle(stack: Stack) -> None:
     # The period before holds none of them.
     before = build(stack.acc, stack.sd, r2, today().previous())
     assert before.sections[0].total == 0 and before.period.id != data.period.id
+
+
+def test_alert_counts(stack: Stack) -> None:
+    """The alerts' DBs as logbox_core/alerts.py lays them out (alerts: {"id", "owner", "name",
+    "search", ...}; alert_history: id + µs time + n -> {"kind", ...}): the owner's alerts on
+    the report's logspace and their firings in the period, test firings left out."""
+    env, _ = stack.acc._open()
+    alerts, history = env.open_db(b"alerts"), env.open_db(b"alert_history")
+    s = stack.acc.save_search("alice", {"name": "disk", "logspace": "main", "query": "disk"})
+    a_id, b_id, c_id = "a1a1a1a1a1a1", "b2b2b2b2b2b2", "c3c3c3c3c3c3"
+    day = today()
+    with env.begin(write=True) as txn:
+        for aid, owner, name in ((a_id, "alice", "<b>disk</b>"), (b_id, "admin", "admin's"),
+                                 (c_id, "alice", "quiet")):  # fmt: skip
+            rec = {"id": aid, "owner": owner, "name": name, "search": s.id, "enabled": True}
+            txn.put(aid.encode(), json.dumps(rec).encode(), db=alerts)
+        fired = [(a_id, day.start_us + 10, "firing"), (a_id, day.start_us + 20, "firing"),
+                 (a_id, day.start_us + 30, "test"), (a_id, day.end_us - 1, "firing"),
+                 (a_id, day.start_us - 5, "firing"), (b_id, day.start_us + 40, "firing")]  # fmt: skip
+        for n, (aid, t, kind) in enumerate(fired):
+            key = aid.encode() + t.to_bytes(8, "big") + n.to_bytes(2, "big")
+            txn.put(key, json.dumps({"kind": kind, "count": 1}).encode(), db=history)
+    r = make(stack, "alice")
+    data = build(stack.acc, stack.sd, r, day)
+    assert data.alerts == {"<b>disk</b>": 3, "quiet": 0} and data.alerts_defined == 2
+    assert build(stack.acc, stack.sd, r, day.previous()).alerts == {"<b>disk</b>": 1, "quiet": 0}
+    admin = build(stack.acc, stack.sd, make(stack, "admin"), day)
+    assert admin.alerts == {"<b>disk</b>": 3, "admin's": 1, "quiet": 0}
+    text = page(data, box="box1")
+    assert "<b>disk</b>" not in text and "&lt;b&gt;disk&lt;/b&gt;" in text
+    # on another logspace: none of them
+    assert build(stack.acc, stack.sd, make(stack, "admin", logspace="secret"), day).alerts is None
 
 
 class Images(HTMLParser):

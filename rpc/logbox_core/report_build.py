@@ -1,18 +1,18 @@
 """One period of a report, built: its statistics asked of searchd as the report's owner, and the
-alert counts of its logspace read from the accounts store (rpc/API.md §6.2).
+alert counts of its logspace read from the accounts store (rpc/API.md §6.3).
 
 Each section (a saved search, or every message) is four searchd answers over the period:
 /v1/histogram (its total is the section's count), /v1/top field=severity, host and program.
 Rights are the owner's at build time: an owner who may no longer read the logspace (or was
 disabled or deleted) gets ReportRefused, never numbers. Alert counts come from the
-`alert_history` DB when it exists (written by the alerts, logbox-alertd), read defensively:
-a record is counted when it is a JSON object on this logspace whose time falls in the period
-and whose state is not "test"; without the DB the report says no alerts are defined.
+alerts' DBs (`alerts`, `alert_history`: logbox_core/alerts.py, written by logbox-alertd) when
+they exist, read by name without creating them: the owner's alerts on the logspace (an admin's:
+every one) and how often each fired in the period; without any the report says no alerts are
+defined.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import time
 from dataclasses import dataclass, field
@@ -20,7 +20,7 @@ from typing import Any
 
 import lmdb
 
-from .accounts import Accounts
+from .accounts import Accounts, User
 from .constants import SEVERITIES
 from .reports import Period, Report, sections
 from .searchd import Searchd, caller_name
@@ -129,7 +129,7 @@ def build(
             continue
         query = "*" if saved is None else saved.query
         out.append(build_section(asking, report.logspace, period, title, query))
-    alerts, defined = alert_counts(acc, report.logspace, period)
+    alerts, defined = alert_counts(acc, owner, report.logspace, period)
     now = time.time() if now is None else now
     return ReportData(report, period, int(now * 1_000_000), out, alerts, defined)
 
@@ -148,52 +148,59 @@ def _named_db(acc: Accounts, name: bytes) -> tuple[lmdb.Environment, Any] | None
         return None
 
 
-def _time_us(rec: dict) -> int | None:
-    """A history record's time: time_us (µs), or time (RFC 3339)."""
-    if isinstance(rec.get("time_us"), int):
-        return rec["time_us"]
-    t = rec.get("time")
-    if isinstance(t, str):
-        try:
-            return int(dt.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() * 1e6)
-        except ValueError:
-            return None
-    return None
+def alert_counts(
+    acc: Accounts, owner: User, logspace: str, period: Period
+) -> tuple[dict[str, int] | None, int]:
+    """How often each of owner's alerts on logspace (an admin's: every alert on it) fired in
+    period, by alert name (test firings not counted), and how many there are; (None, 0) when
+    there is none (or no alerts store).
 
-
-def alert_counts(acc: Accounts, logspace: str, period: Period) -> tuple[dict[str, int] | None, int]:
-    """How often each alert on logspace fired in period (by alert name), and how many alerts
-    are defined on it; (None, 0) when the alerts store does not exist (no alerts defined)."""
-    defined = 0
-    names: dict[str, str] = {}
+    The alerts' layout (logbox_core/alerts.py): `alerts` holds {"id", "owner", "name", "search"
+    (a saved search id: the logspace is the saved search's)...}; `alert_history` keys are the
+    alert id (12 bytes) + 8 bytes big-endian µs time + 2 bytes n, values {"kind": "firing" |
+    "test", ...}.
+    """
     found = _named_db(acc, b"alerts")
-    if found is not None:
-        env, db = found
-        with env.begin(db=db) as txn:
-            for _, v in txn.cursor():
-                rec = _loads(v)
-                if rec and rec.get("logspace") == logspace:
-                    defined += 1
-                    names[str(rec.get("id"))] = str(rec.get("name", rec.get("id")))
-    hist = _named_db(acc, b"alert_history")
-    if hist is None:
-        return (None, 0) if found is None else ({}, defined)
-    counts: dict[str, int] = {}
-    env, db = hist
-    with env.begin(db=db) as txn:
-        for _, v in txn.cursor():
-            rec = _loads(v)
-            if not rec or rec.get("logspace") != logspace or rec.get("state") == "test":
-                continue
-            t = _time_us(rec)
-            if t is None or not period.start_us <= t < period.end_us:
-                continue
-            aid = str(rec.get("alert_id", ""))
-            name = str(rec.get("alert") or names.get(aid) or aid or "alert")
-            counts[name] = counts.get(name, 0) + 1
-    if found is None and not counts:
+    if found is None:
         return None, 0
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))), defined
+    env, db = found
+    recs: list[tuple[str, dict]] = []
+    with env.begin(db=db) as txn:
+        for k, v in txn.cursor():
+            rec = _loads(v)
+            if rec and (rec.get("owner") == owner.name or owner.role == "admin"):
+                recs.append((k.decode("ascii", "replace"), rec))
+    names: dict[str, str] = {}
+    for aid, rec in recs:
+        ls = rec.get("logspace")
+        if ls is None and isinstance(rec.get("search"), str):
+            s = acc.get_search(rec["search"])
+            ls = None if s is None else s.logspace
+        if ls == logspace:
+            name = str(rec.get("name") or aid)
+            names[aid] = name if name not in names.values() else f"{name} ({aid})"
+    if not names:
+        return None, 0
+    counts = dict.fromkeys(names.values(), 0)
+    hist = _named_db(acc, b"alert_history")
+    if hist is not None:
+        env, db = hist
+        with env.begin(db=db) as txn:
+            cur = txn.cursor()
+            for aid, name in names.items():
+                prefix = aid.encode()
+                if not cur.set_range(prefix + period.start_us.to_bytes(8, "big")):
+                    continue
+                for k, v in cur:
+                    if not k.startswith(prefix) or len(k) < len(prefix) + 8:
+                        break
+                    if int.from_bytes(k[len(prefix) : len(prefix) + 8], "big") >= period.end_us:
+                        break
+                    rec = _loads(v)
+                    if rec is not None and rec.get("kind") != "test":
+                        counts[name] += 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].casefold()))
+    return dict(ranked), len(names)
 
 
 def _loads(v: bytes) -> dict | None:

@@ -1,4 +1,4 @@
-"""Scheduled reports (rpc/API.md §6.2): their definitions in the accounts store, their periods,
+"""Scheduled reports (rpc/API.md §6.3): their definitions in the accounts store, their periods,
 and the schedule runner that emails each report once per period.
 
 A report is a user's: a logspace, the saved searches it is built from (none: every message of

@@ -1,4 +1,4 @@
-"""Scheduled reports (API.md §6.2): definitions (CRUD), one period rendered (HTML to download, or
+"""Scheduled reports (API.md §6.3): definitions (CRUD), one period rendered (HTML to download, or
 its numbers as JSON) and sent now. The store, the periods, the build and the drawing are
 logbox_core's (reports.py, report_build.py, report_render.py).
 
