@@ -46,7 +46,7 @@ data directory's own folders (LB_RESERVED_NAMES), so the report never sits where
 could. The store is not encrypted here (the appliance keeps it on LUKS2); the supervisor says so
 at start. Likewise it runs ``python -m logbox_core.reports run-due`` every minute (the
 appliance's timer: every 15 minutes), which emails each scheduled report once per period through
-the SMTP relay of ``<data>/run/notify.json`` (``LOGBOX_NOTIFY`` of both apps).
+the SMTP relay of the delivery settings ``<data>/etc/notify.json``.
 
 A service whose program is missing (``make build`` makes the C ones, ``make deps`` installs
 syslog-ng and nginx) is named and left out rather than pretended.
@@ -181,15 +181,14 @@ def logspaces_path(data: Path) -> Path:
     return data / "etc" / "logspaces.json"
 
 
+def delivery_path(data: Path) -> Path:
+    """The alert delivery settings both apps write (logbox_core.deliver): <data>/etc/notify.json."""
+    return data / "etc" / "notify.json"
+
+
 def integrity_report(data: Path) -> Path:
     """Where verify writes its report and the apps read it: <data>/run/integrity.json."""
     return run_dir(data) / "integrity.json"
-
-
-def notify_settings(data: Path) -> Path:
-    """The delivery settings (logbox_core.deliver; the SMTP relay reports go through):
-    <data>/run/notify.json."""
-    return run_dir(data) / "notify.json"
 
 
 def sign_pubkey(data: Path) -> Path:
@@ -330,8 +329,8 @@ def services(
                     "LOGBOX_INDEXD_STATUS": str(run / "indexd.status.json"),
                     "LOGBOX_SYSLOGNG_PIDFILE": str(run / "syslog-ng.pid"),
                     "LOGBOX_INTEGRITY_REPORT": str(integrity_report(data)),
-                    "LOGBOX_NOTIFY": str(notify_settings(data)),
                     "LOGBOX_SIGN_PUBKEY": str(sign_pubkey(data)),
+                    "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
                 },
             )
         )
@@ -370,8 +369,8 @@ def services(
                     "LOGBOX_SYSLOGNG_PIDFILE": str(run / "syslog-ng.pid"),
                     "LOGBOX_LOGSPACE_SETTINGS": str(webui.logspaces),
                     "LOGBOX_INTEGRITY_REPORT": str(integrity_report(data)),
-                    "LOGBOX_NOTIFY": str(notify_settings(data)),
                     "LOGBOX_SIGN_PUBKEY": str(sign_pubkey(data)),
+                    "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
                 },
             )
         )
@@ -681,8 +680,8 @@ class Verifier:
 class Reporter:
     """`python -m logbox_core.reports run-due` in the background every REPORTS_EVERY seconds,
     as the appliance's logbox-reports.timer: each scheduled report is emailed once per period
-    through the relay of <data>/run/notify.json. What it says (a report sent or not) is
-    passed on to this terminal; a run that finds nothing due says nothing."""
+    through the relay of the delivery settings (<data>/etc/notify.json). What it says (a report
+    sent or not) is passed on to this terminal; a run that finds nothing due says nothing."""
 
     data: Path
     next_at: float = 0.0
@@ -709,7 +708,7 @@ class Reporter:
                 [sys.executable, "-m", "logbox_core.reports"]
                 + ["--accounts", str(self.data / "accounts")]
                 + ["--searchd", str(run_dir(self.data) / "searchd.sock")]
-                + ["--delivery", str(notify_settings(self.data)), "run-due"],
+                + ["--delivery", str(delivery_path(self.data)), "run-due"],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err,

@@ -86,7 +86,9 @@ cat >"$DESTDIR/usr/bin/logbox-reports.tmp" <<-'EOF'
 	fi
 	exec runuser -u logbox-reports -- env \
 	    PYTHONPATH=/usr/lib/logbox/python LOGBOX_ACCOUNTS=/var/lib/logbox-accounts \
-	    LOGBOX_SEARCHD_SOCKET=/run/logbox/searchd.sock /usr/bin/python3 -m logbox_core.reports "$@"
+	    LOGBOX_SEARCHD_SOCKET=/run/logbox/searchd.sock \
+	    LOGBOX_DELIVERY_SETTINGS=/etc/logbox/settings/notify.json \
+	    /usr/bin/python3 -m logbox_core.reports "$@"
 	EOF
 chmod 0755 "$DESTDIR/usr/bin/logbox-reports.tmp"
 mv "$DESTDIR/usr/bin/logbox-reports.tmp" "$DESTDIR/usr/bin/logbox-reports"

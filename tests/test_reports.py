@@ -1,4 +1,4 @@
-# Scenario: scheduled reports (rpc/API.md §6.3, logbox_core/reports.py). Messages of known hosts,
+# Scenario: scheduled reports (rpc/API.md §6.4, logbox_core/reports.py). Messages of known hosts,
 # programs and severities go through the real ingest path (syslog-ng -> spool -> logbox-indexd)
 # of a local appliance, a real logbox-searchd serves them, and reports are built over the period
 # that holds them: their numbers equal an oracle computed from the messages the test sent (count,
@@ -402,7 +402,7 @@ def api(
         {
             "SEARCHD_SOCKET": str(stack.sd.socket_path),
             "ACCOUNTS_PATH": str(root / "accounts"),
-            "NOTIFY_SETTINGS": str(notify),
+            "DELIVERY_SETTINGS": str(notify),
             "TESTING": True,
         }
     )
@@ -496,7 +496,7 @@ def test_make_run_emails_due_reports(
     top: Path, tmp_path: Path, smtp: tuple[Any, list[Mail]]
 ) -> None:
     """`make run`'s supervisor runs the schedule: a report made before the last period ended
-    (as if long ago) is emailed for that period, through the relay of <data>/run/notify.json."""
+    (as if long ago) is emailed for that period, through the relay of <data>/etc/notify.json."""
     relay, box = smtp
     data = tmp_path / "data"
     (data / "etc").mkdir(parents=True)
@@ -506,7 +506,7 @@ def test_make_run_emails_due_reports(
         "[ports]\n" + "".join(f"{k} = {v}\n" for k, v in ports.items())
     )
     smtp_doc = {"host": relay.host, "port": relay.port, "sender": relay.sender, "ca": relay.ca}
-    (data / "run" / "notify.json").write_text(json.dumps({"version": 1, "smtp": smtp_doc}))
+    (data / "etc" / "notify.json").write_text(json.dumps({"version": 1, "smtp": smtp_doc}))
     acc = Accounts(data / "accounts")
     try:
         acc.add_user("admin", PASSWORD, "admin")
@@ -547,7 +547,7 @@ def test_client_through_gunicorn(
         data=stack.app.data,
         workers=1,
         threads=4,
-        env={"LOGBOX_NOTIFY": str(notify)},
+        env={"LOGBOX_DELIVERY_SETTINGS": str(notify)},
     )
     with rpc:
         c = Client(rpc.url, verify=str(rpc.cafile))
@@ -610,7 +610,7 @@ def test_web_ui(stack: Stack, smtp: tuple[Any, list[Mail]], tmp_path: Path) -> N
             "SEARCHD_SOCKET": stack.sd.socket_path,
             "ACCOUNTS_PATH": str(tmp_path / "accounts"),
             "DATA_DIR": str(stack.app.data),
-            "NOTIFY_SETTINGS": str(notify),
+            "DELIVERY_SETTINGS": str(notify),
             "TESTING": True,
         }
     )

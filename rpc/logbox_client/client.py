@@ -530,7 +530,7 @@ class Client(_Closing):
     # ------------------------------------------------------------ scheduled reports
 
     def reports(self) -> list[dict[str, Any]]:
-        """The caller's reports (an admin: every one): Report objects (API.md §6.3)."""
+        """The caller's reports (an admin: every one): Report objects (API.md §6.4)."""
         return list(self._member(self.call("GET", "/reports"), "reports"))
 
     def create_report(

@@ -25,10 +25,10 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "SESSION_TTL": 43200,
     "SEARCHD_TIMEOUT": 60,
     "ACCOUNTS_MAP_SIZE": 1 << 30,  # bytes: the LMDB map of the accounts store
-    # the delivery settings (logbox_core.deliver): the SMTP relay reports are emailed through
-    "NOTIFY_SETTINGS": "/etc/logbox/notify.json",
     # behind nginx on a unix socket: the client's address is X-Forwarded-For's (logbox_core.proxy)
     "BEHIND_PROXY": 0,
+    # the alert delivery settings (logbox_core.deliver; secrets: 0640, written by both apps)
+    "DELIVERY_SETTINGS": "/etc/logbox/settings/notify.json",
 }
 
 # key -> (environment variable, type)
@@ -45,7 +45,7 @@ COMMON_ENVIRONMENT: dict[str, tuple[str, type]] = {
     "SEARCHD_TIMEOUT": ("LOGBOX_SEARCHD_TIMEOUT", float),
     "ACCOUNTS_MAP_SIZE": ("LOGBOX_ACCOUNTS_MAP_SIZE", int),
     "BEHIND_PROXY": ("LOGBOX_BEHIND_PROXY", int),
-    "NOTIFY_SETTINGS": ("LOGBOX_NOTIFY", str),
+    "DELIVERY_SETTINGS": ("LOGBOX_DELIVERY_SETTINGS", str),
 }
 
 

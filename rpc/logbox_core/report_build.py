@@ -1,5 +1,5 @@
 """One period of a report, built: its statistics asked of searchd as the report's owner, and the
-alert counts of its logspace read from the accounts store (rpc/API.md §6.3).
+alert counts of its logspace read from the accounts store (rpc/API.md §6.4).
 
 Each section (a saved search, or every message) is four searchd answers over the period:
 /v1/histogram (its total is the section's count), /v1/top field=severity, host and program.

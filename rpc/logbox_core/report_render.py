@@ -1,4 +1,4 @@
-"""A built report drawn (rpc/API.md §6.3): its charts as PNG (matplotlib, Agg, no pyplot and no
+"""A built report drawn (rpc/API.md §6.4): its charts as PNG (matplotlib, Agg, no pyplot and no
 display), its HTML page and its email.
 
 The one HTML template serves both: in the email each chart is a `cid:` reference to an inline

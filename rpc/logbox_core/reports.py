@@ -1,4 +1,4 @@
-"""Scheduled reports (rpc/API.md §6.3): their definitions in the accounts store, their periods,
+"""Scheduled reports (rpc/API.md §6.4): their definitions in the accounts store, their periods,
 and the schedule runner that emails each report once per period.
 
 A report is a user's: a logspace, the saved searches it is built from (none: every message of
@@ -516,7 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument(
         "--delivery",
-        default=os.environ.get("LOGBOX_NOTIFY", "/etc/logbox/notify.json"),
+        default=os.environ.get("LOGBOX_DELIVERY_SETTINGS", "/etc/logbox/settings/notify.json"),
         help="the delivery settings file (logbox_core.deliver; its SMTP relay)",
     )
     sub = ap.add_subparsers(dest="verb", required=True)

@@ -1,4 +1,4 @@
-"""Scheduled reports (API.md §6.3): definitions (CRUD), one period rendered (HTML to download, or
+"""Scheduled reports (API.md §6.4): definitions (CRUD), one period rendered (HTML to download, or
 its numbers as JSON) and sent now. The store, the periods, the build and the drawing are
 logbox_core's (reports.py, report_build.py, report_render.py).
 
@@ -220,7 +220,7 @@ def send_report(id: str, args: dict[str, Any]) -> Any:
     r = _visible(id)
     if not r.recipients:
         raise ApiError(409, "conflict", f"{r.describe()} has no recipients")
-    settings_path = state().config["NOTIFY_SETTINGS"]
+    settings_path = state().config["DELIVERY_SETTINGS"]
     try:
         relay = deliver.load_settings(settings_path).smtp
     except deliver.SettingsError as e:

@@ -1,6 +1,6 @@
 """Scheduled reports in the web UI (webui/UI.md "Reports"): the list with its download links
 (the last complete period and the ones before it), making one, sending one now, deleting. The
-same store, rules and audit actions as the API's (rpc/API.md §6.3; logbox_core.reports): a
+same store, rules and audit actions as the API's (rpc/API.md §6.4; logbox_core.reports): a
 user sees and changes their own reports, an admin every report; making one needs the read right
 on its logspace; a download is built now with the owner's rights."""
 
@@ -161,7 +161,7 @@ def send(id: str) -> Any:
         flash(f"Not sent: the report {r.name!r} has no recipients.")
         return back
     try:
-        relay = deliver.load_settings(state().config["NOTIFY_SETTINGS"]).smtp
+        relay = deliver.load_settings(state().config["DELIVERY_SETTINGS"]).smtp
     except deliver.SettingsError as e:
         flash(f"Not sent: {e}")
         return back
