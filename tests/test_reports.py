@@ -375,6 +375,25 @@ def test_run_due_sends_once_per_period_and_catches_up(
     entries, _ = stack.acc.audit_entries(action="report_send")
     sends = [e for e in entries if r.id in (e.detail or "")]
     assert len(sends) == 4 and sum(e.status != 200 for e in sends) == 1
+    # an owner who loses the right: refused, recorded and audited once, not at every run
+    stack.clock[0] = now
+    try:
+        stack.acc.add_user("dora", PASSWORD, "searcher", ["main"])
+        rd = make(stack, "dora", name="dora's", recipients=["ops@example.org"])
+    finally:
+        stack.clock[0] = 0.0
+    stack.acc.update_user("dora", logspaces=["other"])
+    mine.add(rd.id)
+    first = [x for x in reports.run_due(stack.acc, stack.sd, relay, now=after) if x.report == rd.id]
+    assert len(first) == 1 and "may not read" in (first[0].error or "")
+    assert [
+        x for x in reports.run_due(stack.acc, stack.sd, relay, now=after) if x.report == rd.id
+    ] == []
+    entries, _ = stack.acc.audit_entries(action="report_send", user="dora")
+    assert [e.status for e in entries] == [403]
+    assert store.get(rd.id).last_sent is None and "may not read" in (
+        store.get(rd.id).last_error or ""
+    )
 
 
 # ---------------------------------------------------------------- the API

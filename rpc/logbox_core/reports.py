@@ -447,7 +447,8 @@ def run_due(
 ) -> list[RunResult]:
     """Builds and emails every report that is due (see due()), recording each try in the
     report and in the audit log ("report_send", by the report's owner, from "schedule").
-    A failed one stays due and is tried again at the next run.
+    A failed one stays due and is tried again at the next run; one refused because its owner
+    may not read the logspace (status 403) is recorded once, not again while that lasts.
 
     :param relay: the SMTP relay (logbox_core.deliver's SmtpRelay); None: every due report
         fails with "no SMTP relay configured".
@@ -465,22 +466,27 @@ def run_due(
         if p is None:
             continue
         error: str | None = None
+        status = 200
         try:
             if relay is None:
                 raise deliver.DeliveryError("no SMTP relay configured")
             data = build(acc, searchd, r, p, now=now)
             deliver.send_email(relay, email_message(data, relay, box=box))
-        except (ReportRefused, deliver.DeliveryError) as e:
-            error = str(e)
+        except ReportRefused as e:
+            error, status = str(e), 403
+            if error == r.last_error:  # refused as last time: said once, not every run
+                continue
+        except deliver.DeliveryError as e:
+            error, status = str(e), 503
         except Exception as e:  # a searchd failure, a store failure: tried again next run
-            error = f"{type(e).__name__}: {e}"
+            error, status = f"{type(e).__name__}: {e}", 503
         store.record_run(r.id, p, error)
         acc.audit(
             "report_send",
             user=r.owner,
             address="schedule",
             logspace=r.logspace,
-            status=200 if error is None else 503,
+            status=status,
             detail=f"{r.describe()}: period {p.id} to {', '.join(r.recipients)}"
             + ("" if error is None else f": {error}"),
         )
