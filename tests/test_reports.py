@@ -683,9 +683,21 @@ def test_web_ui(stack: Stack, smtp: tuple[Any, list[Mail]], tmp_path: Path) -> N
     )
     r = alice.post("/reports", {**form, "name": "secret", "logspace": "secret", "searches": []})
     assert r.status_code == 403
+    # not scheduled, then scheduled again
+    r = alice.post(f"/reports/{rid}/enabled", {"csrf_token": csrf(page), "enabled": "off"})
+    assert r.status_code == 303 and Reports(acc).get(rid).enabled is False
+    assert "(not scheduled)" in alice.get("/reports").get_data(as_text=True)
+    r = alice.post(f"/reports/{rid}/enabled", {"csrf_token": csrf(page), "enabled": "on"})
+    assert r.status_code == 303 and Reports(acc).get(rid).enabled is True
     # deleted by its owner; everything audited
     r = alice.post(f"/reports/{rid}/delete", {"csrf_token": csrf(page)})
     assert r.status_code == 303 and rid not in alice.get("/reports").get_data(as_text=True)
     entries, _ = acc.audit_entries(user="alice", limit=1000)
     acts = {e.action for e in entries if rid in (e.detail or "")}
-    assert {"report_create", "report_render", "report_send", "report_delete"} <= acts, acts
+    assert {
+        "report_create",
+        "report_render",
+        "report_send",
+        "report_update",
+        "report_delete",
+    } <= acts

@@ -1,5 +1,6 @@
 """Scheduled reports in the web UI (webui/UI.md "Reports"): the list with its download links
-(the last complete period and the ones before it), making one, sending one now, deleting. The
+(the last complete period and the ones before it), making one, sending one now, scheduling it
+or not, deleting. The
 same store, rules and audit actions as the API's (rpc/API.md §6.4; logbox_core.reports): a
 user sees and changes their own reports, an admin every report; making one needs the read right
 on its logspace; a download is built now with the owner's rights."""
@@ -179,6 +180,18 @@ def send(id: str) -> Any:
     audit("report_send", logspace=r.logspace, detail=detail)
     flash(f"Sent the report {r.name!r} for {data.period.id} to {', '.join(r.recipients)}.")
     return back
+
+
+@bp.route("/reports/<id>/enabled", methods=["POST"])
+@login_required
+def set_enabled(id: str) -> Any:
+    """POST /reports/<id>/enabled (enabled=on|off): the schedule emails it, or not."""
+    r = _mine(id)
+    on = request.form.get("enabled") == "on"
+    new = store().update(r.id, {"enabled": on})
+    audit("report_update", logspace=new.logspace, detail=f"{new.describe()}: enabled")
+    flash(f"The report {new.name!r} is {'scheduled' if on else 'not scheduled'}.")
+    return redirect(url_for("reports.reports_list"), 303)
 
 
 @bp.route("/reports/<id>/delete", methods=["POST"])
