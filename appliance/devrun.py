@@ -44,7 +44,9 @@ copy in /etc/logbox. As the appliance's daily timer does, the supervisor runs ``
 every 24 hours, in the background, and prints one line of what it found. ``run`` is one of the
 data directory's own folders (LB_RESERVED_NAMES), so the report never sits where a logspace
 could. The store is not encrypted here (the appliance keeps it on LUKS2); the supervisor says so
-at start.
+at start. Likewise it runs ``python -m logbox_core.reports run-due`` every minute (the
+appliance's timer: every 15 minutes), which emails each scheduled report once per period through
+the SMTP relay of the delivery settings ``<data>/etc/notify.json``.
 
 A service whose program is missing (``make build`` makes the C ones, ``make deps`` installs
 syslog-ng and nginx) is named and left out rather than pretended.
@@ -74,6 +76,7 @@ RESTART_DELAY = 0.5  # seconds between a death and the restart: "within a second
 VERIFY_AFTER = 5.0  # seconds after indexd is up that the first verify runs
 VERIFY_WAIT_INDEXD = 60.0  # ... or after this long when indexd's status file does not appear
 VERIFY_EVERY = 86400.0  # and then every 24 hours, as the appliance's timer
+REPORTS_EVERY = 60.0  # seconds between two `logbox_core.reports run-due` (the appliance: 15 min)
 SYSLOGNG_STOP = 30  # seconds syslog-ng gets to write what it holds into the spool at a stop
 
 RPC = TOP / "rpc"  # logbox_core, logbox_rpc: run from the checkout (PYTHONPATH)
@@ -673,6 +676,58 @@ class Verifier:
         self.proc = None
 
 
+@dataclass
+class Reporter:
+    """`python -m logbox_core.reports run-due` in the background every REPORTS_EVERY seconds,
+    as the appliance's logbox-reports.timer: each scheduled report is emailed once per period
+    through the relay of the delivery settings (<data>/etc/notify.json). What it says (a report
+    sent or not) is passed on to this terminal; a run that finds nothing due says nothing."""
+
+    data: Path
+    next_at: float = 0.0
+    proc: subprocess.Popen[bytes] | None = None
+    errors: Path | None = None
+
+    def poll(self, now: float) -> None:
+        """Start a run that is due, or pass on what an ended one said."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                return
+            self.proc = None
+            if self.errors is not None:
+                for line in self.errors.read_text(errors="replace").splitlines():
+                    log(f"reports: {line.removeprefix('logbox-reports: ')}")
+            return
+        if now < self.next_at or not (self.data / "accounts" / "data.mdb").exists():
+            return
+        self.next_at = now + REPORTS_EVERY
+        self.errors = run_dir(self.data) / "reports.stderr"
+        pythonpath = os.pathsep.join(p for p in (str(RPC), os.environ.get("PYTHONPATH")) if p)
+        with open(self.errors, "wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "logbox_core.reports"]
+                + ["--accounts", str(self.data / "accounts")]
+                + ["--searchd", str(run_dir(self.data) / "searchd.sock")]
+                + ["--delivery", str(delivery_path(self.data)), "run-due"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env={**os.environ, "PYTHONPATH": pythonpath},
+                start_new_session=True,
+            )
+
+    def stop(self) -> None:
+        """End a run in progress (a report it was sending is sent again by the next run)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
 def _mtime(path: Path) -> int:
     """path's mtime in ns; -1 when it does not exist."""
     try:
@@ -901,10 +956,12 @@ def main() -> int:
         log("no daemon could start (make build); the CLI is at build/bin/logbox")
     log("press Ctrl-C to stop")
     verifier = Verifier(data, time.monotonic())
+    reporter = Reporter(data, time.monotonic() + VERIFY_AFTER)
 
     while not stopping:
         time.sleep(0.2)
         verifier.poll(time.monotonic())
+        reporter.poll(time.monotonic())
         for svc in running:
             if svc.proc is None or svc.proc.poll() is None:
                 continue
@@ -917,6 +974,7 @@ def main() -> int:
             start(svc)
             log(f"{svc.name} exited with {code}; restarted (restart #{svc.restarts})")
     verifier.stop()
+    reporter.stop()
     stop_all(running)
     log("all stopped")
     return 0

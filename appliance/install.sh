@@ -75,6 +75,24 @@ cat >"$DESTDIR/usr/bin/logbox-accounts.tmp" <<-'EOF'
 chmod 0755 "$DESTDIR/usr/bin/logbox-accounts.tmp"
 mv "$DESTDIR/usr/bin/logbox-accounts.tmp" "$DESTDIR/usr/bin/logbox-accounts"
 
+# the scheduled reports' CLI on the box (run-due now, list), as the reports' user
+cat >"$DESTDIR/usr/bin/logbox-reports.tmp" <<-'EOF'
+	#!/bin/sh
+	# logbox-reports: rpc/logbox_core/reports.py's CLI, as logbox-reports (installed by
+	# appliance/install.sh; appliance/APPLIANCE.md "Scheduled reports")
+	if [ "$(id -u)" != 0 ]; then
+	    echo "logbox-reports: run it as root" >&2
+	    exit 1
+	fi
+	exec runuser -u logbox-reports -- env \
+	    PYTHONPATH=/usr/lib/logbox/python LOGBOX_ACCOUNTS=/var/lib/logbox-accounts \
+	    LOGBOX_SEARCHD_SOCKET=/run/logbox/searchd.sock \
+	    LOGBOX_DELIVERY_SETTINGS=/etc/logbox/settings/notify.json \
+	    /usr/bin/python3 -m logbox_core.reports "$@"
+	EOF
+chmod 0755 "$DESTDIR/usr/bin/logbox-reports.tmp"
+mv "$DESTDIR/usr/bin/logbox-reports.tmp" "$DESTDIR/usr/bin/logbox-reports"
+
 # what GET /api/v1/system says of the build (logbox_core/system.py)
 commit=$(git -C "$TOP" rev-parse HEAD 2>/dev/null || true)
 printf '{"commit": %s}\n' "$( [ -n "$commit" ] && printf '"%s"' "$commit" || echo null)" \

@@ -54,11 +54,12 @@ SERVICES = (
     "logbox-webui.service",
     "logbox-nginx.service",
     "logbox-ready.service",
+    "logbox-reports.service",
 )
-TIMERS = ("logbox-verify.timer",)
+TIMERS = ("logbox-verify.timer", "logbox-reports.timer")
 UNITS = (*SERVICES, *TIMERS, "logbox.target")
 # started by their timer, not by the target
-TIMED = {"logbox-verify.service"}
+TIMED = {"logbox-verify.service", "logbox-reports.service"}
 ROOT_SERVICES = {
     "logbox-storage.service",
     "logbox-firstboot.service",
@@ -93,6 +94,12 @@ USERS = {
         "logbox-webui.service",
         {"logbox-search", "logbox-accounts", "logbox-status", "logbox-settings", "logbox-tls"},
         {"/var/lib/logbox-accounts", "/etc/logbox/settings", "/run/logbox-webui"},
+    ),
+    # the scheduled reports (its timer): the accounts store (reports, their state, the audit log)
+    "logbox-reports": (
+        "logbox-reports.service",
+        {"logbox-search", "logbox-accounts"},
+        {"/var/lib/logbox-accounts"},
     ),
     # nginx in front of both: the server key; its pid and temporary files
     "logbox-nginx": (

@@ -527,6 +527,56 @@ class Client(_Closing):
         """Deletes a saved search; what it was."""
         return self.call("DELETE", f"/searches/{_quote(id)}")
 
+    # ------------------------------------------------------------ scheduled reports
+
+    def reports(self) -> list[dict[str, Any]]:
+        """The caller's reports (an admin: every one): Report objects (API.md §6.4)."""
+        return list(self._member(self.call("GET", "/reports"), "reports"))
+
+    def create_report(
+        self,
+        name: str,
+        *,
+        logspace: str = "main",
+        period: str = "daily",
+        searches: Sequence[str] = (),
+        recipients: Sequence[str] = (),
+        enabled: bool = True,
+    ) -> dict[str, Any]:
+        """Makes a report (period daily, weekly or monthly; searches: saved search ids, none
+        for every message); the Report."""
+        body = {"name": name, "logspace": logspace, "period": period, "searches": list(searches),
+                "recipients": list(recipients), "enabled": enabled}  # fmt: skip
+        return self.call("POST", "/reports", body=body)
+
+    def report(self, id: str) -> dict[str, Any]:
+        """One report."""
+        return self.call("GET", f"/reports/{_quote(id)}")
+
+    def update_report(self, id: str, **members: Any) -> dict[str, Any]:
+        """Changes members of a report (name, logspace, period, searches, recipients,
+        enabled); the Report."""
+        return self.call("PATCH", f"/reports/{_quote(id)}", body=members)
+
+    def delete_report(self, id: str) -> dict[str, Any]:
+        """Deletes a report; what it was."""
+        return self.call("DELETE", f"/reports/{_quote(id)}")
+
+    def render_report(self, id: str, period: str = "last") -> bytes:
+        """One period of a report as its HTML page (charts inline): `last`, `current` or a
+        period id (2026-11-26, 2026-W48, 2026-11)."""
+        params = {"period": period, "format": "html"}
+        return self.request("GET", f"/reports/{_quote(id)}/render", params=params).content
+
+    def report_data(self, id: str, period: str = "last") -> dict[str, Any]:
+        """One period of a report as its numbers (ReportData)."""
+        params = {"period": period, "format": "json"}
+        return self.call("GET", f"/reports/{_quote(id)}/render", params=params)
+
+    def send_report(self, id: str, period: str = "last") -> dict[str, Any]:
+        """Emails one period of a report to its recipients now: {"report", "period", "to"}."""
+        return self.call("POST", f"/reports/{_quote(id)}/send", params={"period": period})
+
     def revoke_token(self, id: str) -> dict[str, Any]:
         """Revokes a token by its public id (admin); returns the Token with `revoked`."""
         return self.call("DELETE", f"/tokens/{_quote(id)}")

@@ -80,6 +80,11 @@ AUDIT_PRUNE_BATCH = 20_000  # audit entries deleted per transaction when the sto
 AUDIT_PRUNE_AT = 0.75  # ... which is when the DBs' pages fill 3/4 of the map
 AUDIT_CHECK_EVERY = 100  # how often (in audit writes per process) the fill is looked at
 
+# ---------------------------------------------------------------- scheduled reports
+# Their store and their audit actions (logbox_core/reports.py owns the records).
+DB_NAMES += (b"reports",)
+AUDIT_ACTIONS += ("report_create", "report_update", "report_delete", "report_render", "report_send")
+
 log = logging.getLogger("logbox_core.accounts")
 _NO_SPACE = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))
 _IO_ERROR, _READ_ONLY = os.strerror(errno.EIO), os.strerror(errno.EROFS)

@@ -8,7 +8,18 @@ from typing import Any
 from flask import Flask, Response
 from logbox_core import proxy
 
-from . import admin, auth, delivery, errors, integrity, openapi, search, searches, status
+from . import (
+    admin,
+    auth,
+    delivery,
+    errors,
+    integrity,
+    openapi,
+    reports,
+    search,
+    searches,
+    status,
+)
 from .config import load
 from .params import MAX_BODY
 from .state import State
@@ -30,6 +41,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     for bp in (
         search.bp,
         searches.bp,
+        reports.bp,
         admin.bp,
         delivery.bp,
         status.bp,

@@ -15,6 +15,7 @@ from logbox_core.accounts import (
 )
 from logbox_core.constants import LOGSPACE_PATTERN, USER_NAME_PATTERN
 from logbox_core.origin import UNSAFE_METHODS
+from logbox_core.reports import PERIODS, RECIPIENTS_MAX, REPORT_NAME_MAX, REPORT_SEARCHES_MAX
 
 from .errors import STATUS_CODES
 from .params import Spec, declare, spec_of
@@ -59,6 +60,14 @@ NSTR = {"type": "string", "nullable": True}
 NINT = {"type": "integer", "nullable": True}
 STRS = {"type": "array", "items": STR}
 
+_REPORT_MEMBERS = {
+    "name": {"type": "string", "minLength": 1, "maxLength": REPORT_NAME_MAX},
+    "logspace": {"type": "string", "pattern": f"^{LOGSPACE_PATTERN}$"},
+    "searches": {**STRS, "maxItems": REPORT_SEARCHES_MAX},
+    "period": {"type": "string", "enum": list(PERIODS)},
+    "recipients": {**STRS, "maxItems": RECIPIENTS_MAX},
+    "enabled": {"type": "boolean", "default": True},
+}
 _COUNT = {
     "logspace": STR,
     "query": {**STR, "description": "the canonical form of q"},
@@ -525,6 +534,60 @@ SCHEMAS: dict[str, Any] = {
         },
         [],
         additionalProperties=False,
+    ),
+    "Report": _obj(
+        {
+            "id": STR,
+            "owner": STR,
+            "name": STR,
+            "logspace": STR,
+            "searches": {
+                **STRS,
+                "description": "saved search ids, one section each; none: every message",
+            },
+            "period": {"type": "string", "enum": list(PERIODS)},
+            "recipients": STRS,
+            "enabled": {"type": "boolean"},
+            "created": TIME,
+            "updated": TIME,
+            "last_sent": {**NSTR, "description": "the id of the last period the schedule sent"},
+            "last_run": NTIME,
+            "last_error": NSTR,
+        }
+    ),
+    "ReportList": _obj({"reports": {"type": "array", "items": _ref("Report")}}),
+    "ReportCreate": _obj(
+        _REPORT_MEMBERS, ["name", "logspace", "period"], additionalProperties=False
+    ),
+    "ReportUpdate": _obj(_REPORT_MEMBERS, [], additionalProperties=False),
+    "ReportSent": _obj({"report": STR, "period": STR, "to": STRS}),
+    "ReportData": _obj(
+        {
+            "report": _ref("Report"),
+            "period": _obj({"id": STR, "kind": STR, "from": TIME, "to": TIME}),
+            "sections": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "title": STR,
+                        "query": {**NSTR, "description": "null: its saved search is gone"},
+                        "total": INT,
+                        "severities": {"type": "object", "additionalProperties": INT},
+                        "hosts": {"type": "array", "items": _obj({"value": STR, "count": INT})},
+                        "programs": {"type": "array", "items": _obj({"value": STR, "count": INT})},
+                        "step_us": INT,
+                        "histogram": {"type": "array", "items": _obj({"from": INT, "count": INT})},
+                        "warnings": STRS,
+                    }
+                ),
+            },
+            "alerts": {
+                "type": "object",
+                "nullable": True,
+                "additionalProperties": INT,
+                "description": "alert name -> times fired in the period; null: no alerts defined",
+            },
+        }
     ),
     # alert delivery (logbox_core.deliver): secrets are written, never answered (<name>_set)
     **DELIVERY_SCHEMAS,
