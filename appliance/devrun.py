@@ -26,7 +26,7 @@ must_change, so that the web UI makes the admin choose a new one at the first si
 logbox-alertd (logbox_core/alertd.py) evaluates the alerts of that accounts store against
 searchd, keeps its state in ``<data>/run/alertd.state.json``, writes its status to
 ``<data>/run/alertd.status.json`` (both apps read it) and delivers with the settings in
-``<data>/etc/delivery.json``.
+``<data>/etc/notify.json``.
 
 The web UI (webui/UI.md) runs under gunicorn as ``logbox-webui`` on
 ``https://127.0.0.1:${LOGBOX_WEBUI_PORT:-8443}``, after the RPC API, with the same certificate
@@ -199,8 +199,8 @@ def alertd_state(data: Path) -> Path:
 
 
 def delivery_path(data: Path) -> Path:
-    """The alerts' delivery settings (the appliance: /etc/logbox/delivery.json)."""
-    return data / "etc" / "delivery.json"
+    """The alerts' delivery settings (logbox_core.deliver; the appliance: /etc/logbox/notify.json)."""
+    return data / "etc" / "notify.json"
 
 
 def nginx_dir(data: Path) -> Path:

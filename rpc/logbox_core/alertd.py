@@ -3,8 +3,10 @@ through logbox_core.deliver.
 
 The one idea: every round (INTERVAL, 0.5 s) each alert asks searchd only for the messages that
 arrived since the last id it saw, in published index segments (indexer/PROTOCOL.md id windows:
-`after=<through>&upto=indexed`; indexd publishes at least every second): `/v1/count` for a plain
-alert, `/v1/top?field=host|program` for a grouped one. No full search is ever run again. The
+`after=<through>&upto=indexed`; indexd publishes at least every second while messages arrive):
+`/v1/count` for a plain alert, `/v1/top?field=host|program` for a grouped one. When its id has
+not moved for TAIL_AFTER_S, a round also looks at the not-yet-indexed tail (a lone message before
+a pause waits there for the next segment; the tail is small then). No full search is ever run again. The
 answers feed per-round buckets (time, count) per group, from which the sliding windows are
 summed; "below N" is judged only once the alert has watched a whole window. Firing is limited by
 the cooldown per (alert, group). When an alert fires, up to 5 of the new matches are fetched
@@ -24,7 +26,7 @@ shows (the status file, like indexd's: pid, uptime, per alert its state and reas
 firing), is read by `GET /api/v1/status`.
 
 Run: python -m logbox_core.alertd --accounts DIR --searchd SOCKET --state FILE --status FILE
-[--delivery FILE] [--url BASE]   (each also from LOGBOX_* variables, see main()).
+[--delivery FILE (notify.json, logbox_core.deliver)] [--url BASE]   (each also from LOGBOX_* variables, see main()).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import deliver
 from .accounts import Accounts, AccountsError, User, rfc3339
 from .alerts import Alert, AlertStore, condition_text
 from .searchd import Searchd, SearchdError
@@ -53,6 +56,10 @@ log = logging.getLogger("logbox-alertd")
 INTERVAL = 0.5  # seconds between two rounds
 SAVE_EVERY = 1.0  # seconds between two writes of the state and status files (unless fired)
 SAMPLES = 5
+# indexd publishes a segment when a message arrives a second or more after the interval began:
+# a last message before a pause waits in the unindexed tail. After this long without progress
+# a round also searches that tail (small then, since nothing is arriving fast).
+TAIL_AFTER_S = 1.5
 TOP_K = 1000  # searchd's k maximum: groups counted per round
 GROUPS_MAX = 1000  # groups remembered per alert (for "below")
 GROUP_FORGET_S = 86400.0  # a group not seen for this long is forgotten
@@ -129,6 +136,7 @@ class AlertD:
         self.started = clock()
         self.box = socket.gethostname()
         self.states: dict[str, AlertState] = {}
+        self.moved: dict[str, float] = {}  # alert id -> when its through last moved
         self.pool = concurrent.futures.ThreadPoolExecutor(DELIVERY_WORKERS, "alertd-deliver")
         self.pending: set[concurrent.futures.Future[None]] = set()
         self._saved = 0.0
@@ -253,6 +261,9 @@ class AlertD:
         c = a.condition
         group_by = c.get("group_by")
         params = {"logspace": logspace, "q": query, "after": st.through, "upto": "indexed"}
+        moved = self.moved.setdefault(a.id, now)
+        if now - moved >= TAIL_AFTER_S:  # idle: the last messages may wait for a segment
+            del params["upto"]
         try:
             if group_by:
                 res = self.sd.get("/v1/top", {**params, "field": group_by, "k": str(TOP_K)})
@@ -266,6 +277,7 @@ class AlertD:
         before, st.through = st.through, str(res.get("through", st.through))
         if st.through != before or any(counts.values()):
             self._dirty = True
+            self.moved[a.id] = now
         fire = self._judge(a, st, counts, now)
         self._fire_due(a, st, fire, logspace, query, before, now)
 
@@ -430,26 +442,24 @@ class AlertD:
         self.pending.add(self.pool.submit(self._deliver, a, event, test))
 
     def _settings(self) -> Any:
-        from . import deliver  # the delivery channels (imported when first needed)
-
-        if self.delivery_path and os.path.exists(self.delivery_path):
+        """The admin's delivery settings, read again for every firing (a change applies at
+        once); every channel unset without a settings file."""
+        if self.delivery_path:
             return deliver.load_settings(self.delivery_path)
-        return deliver.Settings(smtp=None, syslog=None, snmp=None)
+        return deliver.Settings()
 
     def _deliver(self, a: Alert, event: dict, test: dict | None) -> None:
         """Every action of a, then one history entry saying how each went."""
         results: list[dict] = []
+        why = None
         try:
-            from . import deliver
-
             settings = self._settings()
-        except Exception as e:  # a missing or broken settings file: every action fails
-            deliver, settings = None, None
-            why = f"delivery settings: {e}"
+        except deliver.DeliveryError as e:  # a broken settings file: every action fails
+            settings, why = None, str(e)
         for act in a.actions:
             r: dict[str, Any] = {"type": act["type"]}
             t0 = time.monotonic()
-            if deliver is None:
+            if why is not None:
                 r |= {"ok": False, "error": why}
             else:
                 try:
@@ -496,9 +506,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--status", default=env("LOGBOX_ALERTD_STATUS", "/run/logbox/alertd.status.json")
     )
-    p.add_argument(
-        "--delivery", default=env("LOGBOX_DELIVERY_SETTINGS", "/etc/logbox/delivery.json")
-    )
+    p.add_argument("--delivery", default=env("LOGBOX_DELIVERY_SETTINGS", "/etc/logbox/notify.json"))
     p.add_argument("--url", default=env("LOGBOX_ALERTD_URL"), help="the web UI's base URL")
     p.add_argument("--interval", type=float, default=INTERVAL)
     args = p.parse_args(argv)
