@@ -6,7 +6,8 @@
 # message among the samples; a test-fire reaches them too and both show in the alert's history;
 # GET /status lists logbox-alertd as running and the alert's state. A searcher cannot make an
 # alert on a saved search of a logspace they may not read, nor see another's alert. Every change
-# and the test-fire are in the audit log.
+# and the test-fire are in the audit log. In Chromium: an alert made from a saved search's link,
+# listed, test-fired, and the test in its history page.
 from __future__ import annotations
 
 import json
@@ -18,7 +19,12 @@ import pytest
 from lbtest.collector import free_ports, send_tcp
 from lbtest.devrun import DevRun
 from lbtest.receivers import ReceiverPKI, SyslogReceiver, https_server, syslog_receiver
+from lbtest.webui import login, screenshot
 from logbox_client import Client, LogboxError
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 PASSWORD = "given-admin-password-42"
 BOUND_S = 5.0
@@ -194,3 +200,57 @@ def test_alert_rights(devrun: DevRun) -> None:
     admin.delete_alert(ok["id"])
     actions = [e["action"] for e in admin.call("GET", "/audit")["entries"]]
     assert "alert_delete" in actions and "denied" in actions
+
+
+def test_alert_ui_in_chromium(
+    devrun: DevRun, data: Path, pki: ReceiverPKI, driver: WebDriver
+) -> None:
+    """Chromium: a saved search's "Alert" link, the form filled in (a webhook to the test's
+    HTTPS server), the alert listed with its state, test-fire, and the history showing it."""
+    c = api(devrun)
+    s = c.save_search("ui search", "uiprobe")
+    base = f"https://127.0.0.1:{devrun.webui_port}"
+    login(driver, base, "admin", PASSWORD)
+    with https_server(pki) as (port, posted):
+        driver.get(base + "/saved")
+        driver.find_element(By.ID, f"saved-alert-{s['id']}").click()
+        WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.ID, "alert-form"))
+        assert (
+            Select(driver.find_element(By.ID, "alert-search")).first_selected_option.get_attribute(
+                "value"
+            )
+            == s["id"]
+        )
+        driver.find_element(By.ID, "alert-name").send_keys("ui alert")
+        Select(driver.find_element(By.ID, "alert-kind")).select_by_value("above")
+        driver.find_element(By.ID, "alert-n").send_keys("3")
+        Select(driver.find_element(By.ID, "alert-group")).select_by_value("host")
+        driver.find_element(By.ID, "alert-webhook-url").send_keys(f"https://127.0.0.1:{port}/ui")
+        driver.find_element(By.ID, "alert-webhook-ca").send_keys(pki.ca.read_text())
+        driver.find_element(By.ID, "alert-submit").click()
+        WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.ID, "alert-test-submit"))
+        aid = driver.current_url.rstrip("/").rsplit("/", 1)[-1]
+        a = c.alert(aid)
+        assert a["name"] == "ui alert" and a["condition"] == {
+            "kind": "above", "n": 3, "window_s": 60, "group_by": "host"
+        }  # fmt: skip
+        assert a["actions"][0]["type"] == "webhook" and a["enabled"]
+        driver.find_element(By.ID, "nav-alerts").click()
+        row = WebDriverWait(driver, 10).until(
+            lambda d: d.find_element(By.CSS_SELECTOR, f'tr.alert[data-id="{aid}"]')
+        )
+        assert row.get_attribute("data-state") in ("pending", "ok")
+        row.find_element(By.CSS_SELECTOR, "a.alert-edit").click()
+        WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.ID, "alert-test-submit"))
+        driver.find_element(By.ID, "alert-test-submit").click()
+        WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.ID, "alert-history"))
+
+        def shown(d: WebDriver) -> list[WebElement]:
+            d.refresh()
+            return d.find_elements(By.CSS_SELECTOR, 'tr.history-entry[data-kind="test"]')
+
+        entry = WebDriverWait(driver, 15, poll_frequency=0.5).until(shown)[0]
+        assert entry.get_attribute("data-ok") == "true", entry.text
+        assert "webhook: ok" in entry.text
+        assert posted and json.loads(posted[0].body)["state"] == "test"
+        screenshot(driver, "alert-history")

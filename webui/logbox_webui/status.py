@@ -301,6 +301,7 @@ def dashboard() -> Any:
         searchd=client,
         now=now,
         integrity_report=c.get("INTEGRITY_REPORT"),
+        alertd_status=c.get("ALERTD_STATUS"),
     )
     doc = core_status.for_user(doc, user)
     up = doc["services"]["searchd"]["state"] == "running"
