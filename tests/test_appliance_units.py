@@ -49,6 +49,7 @@ SERVICES = (
     "logbox-indexd.service",
     "logbox-syslog-ng.service",
     "logbox-searchd.service",
+    "logbox-alertd.service",
     "logbox-rpc.service",
     "logbox-webui.service",
     "logbox-nginx.service",
@@ -77,6 +78,13 @@ USERS = {
         {"logbox-store", "logbox-search", "logbox-status"},
         # an LMDB reader's slot in the catalog's lock.mdb; nothing else of the store
         {"/var/lib/logbox/catalog", "/run/logbox"},
+    ),
+    # searchd's socket, the accounts store (alerts, their history), its status file, the
+    # delivery settings (read); its state
+    "logbox-alertd": (
+        "logbox-alertd.service",
+        {"logbox-search", "logbox-accounts", "logbox-status", "logbox-notify"},
+        {"/var/lib/logbox-accounts", "/run/logbox", "/var/lib/logbox-alertd"},
     ),
     # the apps: their gunicorn socket's directory too
     "logbox-rpc": (
@@ -455,6 +463,7 @@ def test_tmpfiles_made_the_directories(root: Path) -> None:
     assert owner("/var/lib/logbox-collector") == ("logbox-collector", "logbox-collector", 0o750)
     assert owner("/var/lib/logbox-accounts") == ("logbox-rpc", "logbox-accounts", 0o770)
     assert owner("/etc/logbox/settings") == ("root", "logbox-settings", 0o775)
+    assert owner("/var/lib/logbox-alertd") == ("logbox-alertd", "logbox-alertd", 0o700)
     # the apps' sockets: only the app and nginx's group may enter
     assert owner("/run/logbox-rpc") == ("logbox-rpc", "logbox-nginx", 0o750)
     assert owner("/run/logbox-webui") == ("logbox-webui", "logbox-nginx", 0o750)
