@@ -1188,7 +1188,7 @@ def appliance_run(root: Path) -> Iterator[Appliance]:
     boot, the spool made again over the mounted store), then indexd, syslog-ng, searchd, the web
     UI and the API from their units' command lines and environment, each under the user,
     groups and capabilities of its unit: what they read and write is reached through the rights
-    of APPLIANCE.md's users table only. syslog-ng listens on free ports instead of 514/601/6514
+    of APPLIANCE.md's users table only; logbox-alertd too. syslog-ng listens on free ports instead of 514/601/6514
     and nginx on free ports instead of 443/8444, in front of the apps' unix sockets."""
     base = Path(tempfile.mkdtemp(prefix="lbapp", dir="/tmp"))  # short (sun_path), traversable
     base.chmod(0o755)
@@ -1273,6 +1273,10 @@ def appliance_run(root: Path) -> Iterator[Appliance]:
             env[f"LOGBOX_{app.upper()}_CONFIG"] = str(base / "none.py")
             start(app, unit_argv(root, unit, "ExecStart", base), env=env)
             wait_for(app, Path(env[f"LOGBOX_{app.upper()}_BIND"].removeprefix("unix:")))
+        # logbox-alertd: the accounts store (alerts), searchd, its state and status files
+        env = unit_env(root, "logbox-alertd.service", base)
+        start("alertd", unit_argv(root, "logbox-alertd.service", "ExecStart", base), env=env)
+        wait_for("alertd", run / "alertd.status.json")
         # nginx, on the installed configuration with its paths under base and free ports
         conf = base / "usr/lib/logbox/nginx/nginx.conf"
         text = remap(conf.read_text(), base)
@@ -1285,7 +1289,7 @@ def appliance_run(root: Path) -> Iterator[Appliance]:
         wait_for("nginx", base / "run/logbox-nginx/nginx.pid")
         yield Appliance(base, run, ports["web"], ports["api"], ports["tcp"])
     finally:
-        for name in ("nginx", "rpc", "webui", "searchd", "syslog-ng", "indexd"):
+        for name in ("nginx", "alertd", "rpc", "webui", "searchd", "syslog-ng", "indexd"):
             if name in procs:
                 procs[name].terminate()
                 procs[name].wait(timeout=30)
@@ -1316,6 +1320,10 @@ def test_appliance_under_its_users(
             break
         assert time.monotonic() < deadline, f"the message did not reach the store: {body!r}"
         time.sleep(0.5)
+    # logbox-alertd runs as its user: its status file is kept up, its state file made
+    st = json.loads((a.run / "alertd.status.json").read_text())
+    assert isinstance(st["pid"], int) and st["alerts"] == {}, st
+    assert (a.base / "var/lib/logbox-alertd/state.json").is_file()
     # logbox-ready under its unit's credentials: everything answers
     env = dict(
         LOGBOX_READY_RUN=str(a.run),

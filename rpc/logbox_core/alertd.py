@@ -140,7 +140,9 @@ class AlertD:
         self.pool = concurrent.futures.ThreadPoolExecutor(DELIVERY_WORKERS, "alertd-deliver")
         self.pending: set[concurrent.futures.Future[None]] = set()
         self._saved = 0.0
-        self._dirty = False
+        self._dirty = (
+            True  # written at the first round: a state directory it cannot write fails early
+        )
         self._lock = threading.Lock()
         self._load_state()
 

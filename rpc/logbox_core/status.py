@@ -464,10 +464,11 @@ def _indexd(
 
 
 def _alertd(path: str, now: float, problems: list[str]) -> dict:
-    """alertd's service entry (logbox_core.alerts.read_status); a problem when its status file
-    exists but alertd no longer writes it."""
+    """alertd's service entry (logbox_core.alerts.read_status), shown once its status file
+    exists (alertd ran on this box; the appliance's unit cgroup says so too, UNIT_ONLY); a
+    problem when alertd no longer keeps it up."""
     entry, _ = alerts.read_status(path, now)
-    if entry["state"] == "down" and os.path.exists(path):
+    if entry["state"] == "down":
         problems.append(f"alertd: not running (its status file {path} is not kept up)")
     return entry
 
@@ -621,7 +622,7 @@ def gather(
         searchd_entry["pid"] = pid
         searchd_entry["uptime_s"] = usage.uptime_s(pid) if pid else None
     services: dict[str, dict] = {"syslog-ng": syslogng, "indexd": indexd, "searchd": searchd_entry}
-    if alertd_status is not None:
+    if alertd_status is not None and os.path.exists(alertd_status):
         services["alertd"] = _alertd(os.fspath(alertd_status), now, problems)
     for name, svc in services.items():
         up = svc["state"] == "running"
@@ -634,6 +635,12 @@ def gather(
                 "pid": None,
                 "resources": usage.of_service(name, None) if up else None,
             }
+    if alertd_status is not None and "alertd" not in services:  # its unit before its first file
+        up = usage.unit_running("alertd")
+        if up is not None:
+            services["alertd"] = {"state": "running" if up else "down", "pid": None,
+                                  "uptime_s": None,
+                                  "resources": usage.of_service("alertd", None) if up else None}  # fmt: skip
     running = indexd["state"] == "running"
     raid = raid_for_path(data)
     if raid is not None and raid["state"] != "clean":
