@@ -1,9 +1,10 @@
 # Scenario: alerts on the running local appliance (`make run`: syslog-ng, indexd, searchd,
 # logbox-alertd, the API and the web UI behind nginx). Through the API an admin saves a search and
-# makes an alert on it with an HTTPS webhook action (a real HTTPS server the test starts, trusted
-# through the action's CA) and a syslog action (a real syslog listener, named in the delivery
-# settings file): a message sent to the syslog port reaches both receivers within 5 s, with the
-# message among the samples; a test-fire reaches them too and both show in the alert's history;
+# makes an alert on it with the four actions: an HTTPS webhook (a real HTTPS server the test
+# starts, trusted through the action's CA), syslog (a real syslog listener), email (aiosmtpd with
+# STARTTLS required) and an SNMP trap (net-snmp's snmptrapd), the last three named in the
+# delivery settings file: a message sent to the syslog port reaches all four within 5 s, with the
+# message among the webhook's samples; a test-fire reaches them too and both show in the alert's history;
 # GET /status lists logbox-alertd as running and the alert's state. A searcher cannot make an
 # alert on a saved search of a logspace they may not read, nor see another's alert. Every change
 # and the test-fire are in the audit log. In Chromium: an alert made from a saved search's link,
@@ -18,7 +19,16 @@ from pathlib import Path
 import pytest
 from lbtest.collector import free_ports, send_tcp
 from lbtest.devrun import DevRun
-from lbtest.receivers import ReceiverPKI, SyslogReceiver, https_server, syslog_receiver
+from lbtest.receivers import (
+    Mail,
+    ReceiverPKI,
+    SyslogReceiver,
+    TrapReceiver,
+    https_server,
+    smtp_server,
+    snmptrapd,
+    syslog_receiver,
+)
 from lbtest.webui import login, screenshot
 from logbox_client import Client, LogboxError
 from selenium.webdriver.common.by import By
@@ -28,6 +38,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 PASSWORD = "given-admin-password-42"
 BOUND_S = 5.0
+COMMUNITY = "alert-live-community"
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +53,25 @@ def receiver(pki: ReceiverPKI) -> Iterator[SyslogReceiver]:
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory, receiver: SyslogReceiver) -> Path:
+def smtp(pki: ReceiverPKI) -> Iterator[tuple[int, list[Mail]]]:
+    with smtp_server(pki) as got:  # STARTTLS required
+        yield got
+
+
+@pytest.fixture(scope="module")
+def traps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrapReceiver]:
+    with snmptrapd(tmp_path_factory.mktemp("traps"), COMMUNITY) as t:
+        yield t
+
+
+@pytest.fixture(scope="module")
+def data(
+    tmp_path_factory: pytest.TempPathFactory,
+    pki: ReceiverPKI,
+    receiver: SyslogReceiver,
+    smtp: tuple[int, list[Mail]],
+    traps: TrapReceiver,
+) -> Path:
     data = tmp_path_factory.mktemp("alertlive") / "data"
     (data / "etc").mkdir(parents=True)
     ports = free_ports()
@@ -50,12 +79,15 @@ def data(tmp_path_factory: pytest.TempPathFactory, receiver: SyslogReceiver) -> 
         "[ports]\n" + "".join(f"{k} = {v}\n" for k, v in ports.items())
     )
     (data / "etc" / "ports.json").write_text(json.dumps(ports))
-    (data / "etc" / "notify.json").write_text(
-        json.dumps(
-            {"version": 1, "syslog": {"host": "127.0.0.1", "port": receiver.udp,
-                                      "transport": "udp"}}
-        )
-    )  # fmt: skip
+    settings = {
+        "version": 1,
+        "syslog": {"host": "127.0.0.1", "port": receiver.udp, "transport": "udp"},
+        "smtp": {"host": "127.0.0.1", "port": smtp[0], "security": "starttls",
+                 "sender": "logbox@box.example", "ca": pki.ca.read_text()},
+        "snmp": {"host": "127.0.0.1", "port": traps.port, "version": "2c",
+                 "community": COMMUNITY},
+    }  # fmt: skip
+    (data / "etc" / "notify.json").write_text(json.dumps(settings))
     return data
 
 
@@ -106,7 +138,12 @@ def send_when_listening(port: int, data: bytes, timeout: float = 20) -> None:
 
 
 def test_alert_fires_to_real_receivers_within_bound(
-    devrun: DevRun, data: Path, pki: ReceiverPKI, receiver: SyslogReceiver
+    devrun: DevRun,
+    data: Path,
+    pki: ReceiverPKI,
+    receiver: SyslogReceiver,
+    smtp: tuple[int, list[Mail]],
+    traps: TrapReceiver,
 ) -> None:
     ports = json.loads((data / "etc" / "ports.json").read_text())
     c = api(devrun)
@@ -122,6 +159,8 @@ def test_alert_fires_to_real_receivers_within_bound(
                 {"type": "webhook", "url": f"https://127.0.0.1:{port}/hook",
                  "ca": pki.ca.read_text()},
                 {"type": "syslog"},
+                {"type": "email", "to": ["ops@example.org"]},
+                {"type": "snmp"},
             ],
             cooldown_s=0,
         )  # fmt: skip
@@ -143,8 +182,14 @@ def test_alert_fires_to_real_receivers_within_bound(
         assert event["count"] == 1 and event["logspace"] == "main"
         assert "diskfailure at sector 42" in event["samples"][0]["message"]
         assert event["url"] and "/search?" in event["url"]
+        # and the other three channels, each within the bound too
         lines = receiver.wait(1)
         assert any(a["id"].encode() in raw for _, raw in lines), lines
+        wait("the mail", lambda: smtp[1], timeout=max(0.1, BOUND_S - (time.monotonic() - t0)))
+        mail = smtp[1][0]
+        assert mail.tls and mail.rcpt_tos == ["ops@example.org"]
+        assert a["id"].encode() in mail.data
+        traps.wait_for(a["id"], timeout=max(0.1, BOUND_S - (time.monotonic() - t0)))
         # a test-fire from the API reaches the receivers and the history
         req = c.test_alert(a["id"])
         wait("the test webhook", lambda: len(posted) >= 2, timeout=10)
@@ -156,6 +201,9 @@ def test_alert_fires_to_real_receivers_within_bound(
         hist = wait("both in the history", lambda: len(entries()) >= 2 and entries())
         assert [e["kind"] for e in hist[:2]] == ["test", "firing"], hist  # type: ignore[index]
         assert hist[0]["request"] == req["request"] and hist[0]["ok"], hist  # type: ignore[index]
+        assert [r["type"] for r in hist[1]["results"]] == [  # type: ignore[index]
+            "webhook", "syslog", "email", "snmp"
+        ]  # fmt: skip
         assert hist[1]["count"] == 1 and hist[1]["ok"], hist  # type: ignore[index]
     st = c.status()
     assert st["services"]["alertd"]["state"] == "running"
