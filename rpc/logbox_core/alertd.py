@@ -64,6 +64,7 @@ TOP_K = 1000  # searchd's k maximum: groups counted per round
 GROUPS_MAX = 1000  # groups remembered per alert (for "below")
 GROUP_FORGET_S = 86400.0  # a group not seen for this long is forgotten
 DELIVERY_WORKERS = 4
+ASK_WORKERS = 4  # searchd requests of one round in flight at once
 PROBE = "logboxalertdthroughprobe"  # a token no message holds: where a logspace's ids are now
 
 
@@ -105,6 +106,19 @@ class AlertState:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})  # type: ignore[arg-type]
 
 
+@dataclass
+class Job:
+    """One alert's question to searchd in a round."""
+
+    alert: Alert
+    state: AlertState
+    sig: str
+    logspace: str
+    query: str
+    path: str  # /v1/count or /v1/top
+    params: dict[str, str]
+
+
 def signature(alert: Alert, logspace: str, query: str) -> str:
     """What a state is valid for: the logspace, the query and the condition."""
     return json.dumps([logspace, query, alert.condition], sort_keys=True)
@@ -138,6 +152,8 @@ class AlertD:
         self.states: dict[str, AlertState] = {}
         self.moved: dict[str, float] = {}  # alert id -> when its through last moved
         self.pool = concurrent.futures.ThreadPoolExecutor(DELIVERY_WORKERS, "alertd-deliver")
+        self.ask_pool = concurrent.futures.ThreadPoolExecutor(ASK_WORKERS, "alertd-ask")
+        self.round_ms = 0.0
         self.pending: set[concurrent.futures.Future[None]] = set()
         self._saved = 0.0
         self._dirty = (
@@ -187,6 +203,7 @@ class AlertD:
             "uptime_s": round(now - self.started, 3),
             "time": _now_rfc3339(now),
             "interval_ms": int(INTERVAL * 1000),
+            "round_ms": self.round_ms,
             "alerts": {
                 aid: {
                     "state": s.state,
@@ -209,11 +226,22 @@ class AlertD:
         for aid in [k for k in self.states if k not in live]:
             del self.states[aid]
             self._dirty = True
+        jobs = []
         for a in alerts:
             try:
-                self._one(a, users.get(a.owner), now)
+                job = self._prepare(a, users.get(a.owner), now)
             except AccountsError as e:
                 log.warning("alert %s: accounts store: %s", a.id, e)
+                continue
+            if job is not None:
+                jobs.append(job)
+        # searchd answers several at once (its own threads); the judging stays in this thread
+        for job, res in zip(jobs, self.ask_pool.map(self._ask, jobs), strict=True):
+            try:
+                self._finish(job, res, now)
+            except AccountsError as e:
+                log.warning("alert %s: accounts store: %s", job.alert.id, e)
+        self.round_ms = round((self.clock() - now) * 1000, 1)
         self.pending = {f for f in self.pending if not f.done()}
         self.save(now)
 
@@ -230,7 +258,8 @@ class AlertD:
             return f"its owner {a.owner} may not read logspace {s.logspace!r}"
         return s.logspace, query_of(s.query)
 
-    def _one(self, a: Alert, user: User | None, now: float) -> None:
+    def _prepare(self, a: Alert, user: User | None, now: float) -> Job | None:
+        """What this round asks searchd for the alert (None: nothing, its state says why)."""
         where = self._resolve(a, user)
         st = self.states.get(a.id)
         if a.test_request:
@@ -244,12 +273,12 @@ class AlertD:
             if st is None or st.state != self.states[a.id].state:
                 log.info("alert %s: %s", a.id, where)
             self._dirty = True
-            return
+            return None
         if not a.enabled:  # starts afresh when enabled again
             if st is None or st.state != "disabled":
                 self.states[a.id] = AlertState("", "0", now, state="disabled")
                 self._dirty = True
-            return
+            return None
         logspace, query = where
         sig = signature(a, logspace, query)
         if st is None or st.sig != sig:
@@ -257,31 +286,43 @@ class AlertD:
                 through = self._through_now(logspace)
             except SearchdError as e:
                 self._error(a, st, sig, now, e)
-                return
+                return None
             st = self.states[a.id] = AlertState(sig, through, now)
             self._dirty = True
-        c = a.condition
-        group_by = c.get("group_by")
+        group_by = a.condition.get("group_by")
         params = {"logspace": logspace, "q": query, "after": st.through, "upto": "indexed"}
         moved = self.moved.setdefault(a.id, now)
         if now - moved >= TAIL_AFTER_S:  # idle: the last messages may wait for a segment
             del params["upto"]
+        if group_by:
+            path, params = "/v1/top", {**params, "field": group_by, "k": str(TOP_K)}
+        else:
+            path = "/v1/count"
+        return Job(a, st, sig, logspace, query, path, params)
+
+    def _ask(self, job: Job) -> dict | SearchdError:
+        """searchd's answer to a job (run by the evaluation pool, several at once)."""
         try:
-            if group_by:
-                res = self.sd.get("/v1/top", {**params, "field": group_by, "k": str(TOP_K)})
-                counts = {v["value"]: int(v["count"]) for v in res.get("values", [])}
-            else:
-                res = self.sd.get("/v1/count", params)
-                counts = {"": int(res.get("total") or 0)}
+            return self.sd.get(job.path, job.params)
         except SearchdError as e:
-            self._error(a, st, sig, now, e)
+            return e
+
+    def _finish(self, job: Job, res: dict | SearchdError, now: float) -> None:
+        """The alert judged on its answer, fired when due."""
+        a, st = job.alert, job.state
+        if isinstance(res, SearchdError):
+            self._error(a, st, job.sig, now, res)
             return
+        if job.path == "/v1/top":
+            counts = {v["value"]: int(v["count"]) for v in res.get("values", [])}
+        else:
+            counts = {"": int(res.get("total") or 0)}
         before, st.through = st.through, str(res.get("through", st.through))
         if st.through != before or any(counts.values()):
             self._dirty = True
             self.moved[a.id] = now
         fire = self._judge(a, st, counts, now)
-        self._fire_due(a, st, fire, logspace, query, before, now)
+        self._fire_due(a, st, fire, job.logspace, job.query, before, now)
 
     def _through_now(self, logspace: str) -> str:
         """The newest id in logspace's published segments (where a new alert starts)."""
@@ -493,6 +534,7 @@ class AlertD:
             log.warning("alert %s: history not written: %s", a.id, e)
 
     def close(self) -> None:
+        self.ask_pool.shutdown(wait=True)
         self.pool.shutdown(wait=True)
         self.save(self.clock(), force=True)
 
