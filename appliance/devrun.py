@@ -183,6 +183,11 @@ def logspaces_path(data: Path) -> Path:
     return data / "etc" / "logspaces.json"
 
 
+def delivery_path(data: Path) -> Path:
+    """The alert delivery settings both apps write (logbox_core.deliver): <data>/etc/notify.json."""
+    return data / "etc" / "notify.json"
+
+
 def integrity_report(data: Path) -> Path:
     """Where verify writes its report and the apps read it: <data>/run/integrity.json."""
     return run_dir(data) / "integrity.json"
@@ -196,11 +201,6 @@ def sign_pubkey(data: Path) -> Path:
 def alertd_state(data: Path) -> Path:
     """What logbox-alertd keeps across restarts (the appliance: /var/lib/logbox-alertd)."""
     return run_dir(data) / "alertd.state.json"
-
-
-def delivery_path(data: Path) -> Path:
-    """The alerts' delivery settings (logbox_core.deliver; the appliance: /etc/logbox/notify.json)."""
-    return data / "etc" / "notify.json"
 
 
 def nginx_dir(data: Path) -> Path:
@@ -338,6 +338,7 @@ def services(
                     "LOGBOX_INTEGRITY_REPORT": str(integrity_report(data)),
                     "LOGBOX_SIGN_PUBKEY": str(sign_pubkey(data)),
                     "LOGBOX_ALERTD_STATUS": str(run / "alertd.status.json"),
+                    "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
                 },
             )
         )
@@ -402,6 +403,7 @@ def services(
                     "LOGBOX_INTEGRITY_REPORT": str(integrity_report(data)),
                     "LOGBOX_SIGN_PUBKEY": str(sign_pubkey(data)),
                     "LOGBOX_ALERTD_STATUS": str(run / "alertd.status.json"),
+                    "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
                 },
             )
         )

@@ -79,18 +79,18 @@ USERS = {
         # an LMDB reader's slot in the catalog's lock.mdb; nothing else of the store
         {"/var/lib/logbox/catalog", "/run/logbox"},
     ),
-    # searchd's socket, the accounts store (alerts, their history), its status file, the
-    # delivery settings (read); its state
+    # searchd's socket, the accounts store (alerts, their history) and the delivery settings
+    # (group logbox-accounts), its status file; its state
     "logbox-alertd": (
         "logbox-alertd.service",
-        {"logbox-search", "logbox-accounts", "logbox-status", "logbox-notify"},
+        {"logbox-search", "logbox-accounts", "logbox-status"},
         {"/var/lib/logbox-accounts", "/run/logbox", "/var/lib/logbox-alertd"},
     ),
     # the apps: their gunicorn socket's directory too
     "logbox-rpc": (
         "logbox-rpc.service",
-        {"logbox-search", "logbox-accounts", "logbox-status", "logbox-tls"},
-        {"/var/lib/logbox-accounts", "/run/logbox-rpc"},
+        {"logbox-search", "logbox-accounts", "logbox-status", "logbox-settings", "logbox-tls"},
+        {"/var/lib/logbox-accounts", "/etc/logbox/settings", "/run/logbox-rpc"},
     ),
     "logbox-webui": (
         "logbox-webui.service",
@@ -434,8 +434,12 @@ def test_daemons_types(root: Path) -> None:
     api = dict(v.split("=", 1) for v in unit_file(root, "logbox-rpc.service")["Environment"])
     assert api["LOGBOX_RPC_BIND"] == "unix:/run/logbox-rpc/rpc.sock"
     assert web["LOGBOX_BEHIND_PROXY"] == api["LOGBOX_BEHIND_PROXY"] == "1"
+    # IP only for the admin's delivery test (logbox_core.deliver): they listen on unix sockets
     for unit in ("logbox-rpc.service", "logbox-webui.service"):
-        assert last(unit_file(root, unit), "RestrictAddressFamilies") == "AF_UNIX", unit
+        families = last(unit_file(root, unit), "RestrictAddressFamilies")
+        assert families == "AF_UNIX AF_INET AF_INET6", unit
+        env = dict(v.split("=", 1) for v in unit_file(root, unit)["Environment"])
+        assert env["LOGBOX_DELIVERY_SETTINGS"] == "/etc/logbox/settings/notify.json"
     conf = (root / "usr/lib/logbox/nginx/nginx.conf").read_text()
     assert re.search(r"^\s*listen 443 ssl;", conf, re.M) and re.search(
         r"^\s*listen 8444 ssl;", conf, re.M

@@ -12,7 +12,9 @@ import hmac
 import json
 import os
 import re
+import socket
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from email.message import EmailMessage
@@ -83,6 +85,13 @@ def test_email_starttls_auth(pki: ReceiverPKI) -> None:
     assert "program:sshd failed" in body and "more than 5 in 60 s" in body
     assert "sshd[1]: Failed password" in body
     assert "https://logbox1/search?q=program%3Asshd" in body
+
+
+def test_email_implicit_tls(pki: ReceiverPKI) -> None:
+    with smtp_server(pki, "alerts", PASSWORD, implicit=True) as (port, box):
+        r = relay(pki, port, security="tls", username="alerts", password=PASSWORD)
+        dl.deliver({"type": "email", "to": ["ops@example.org"]}, event(), dl.Settings(smtp=r))
+    assert len(box) == 1 and box[0].tls and box[0].login == "alerts"
 
 
 def test_email_html_inline_image_unchanged(pki: ReceiverPKI) -> None:
@@ -312,8 +321,39 @@ def test_settings_file(notify: Path, pki: ReceiverPKI) -> None:
         ({"smtp": {"host": "x", "security": "none"}}, "smtp.security"),
         ({"snmp": {"host": "x", "version": "2c", "community": None}}, "snmp.community"),
         ({"pager": {}}, "pager: unknown channel"),
+        (
+            {"snmp": {"host": "x", "community": "a b"}},
+            r"snmp.community: expected one word.*\(secret\)",
+        ),
         ({"smtp": {"host": "x", "ca": "not pem"}}, "smtp.ca"),
     ):
         with pytest.raises(dl.SettingsError, match=msg):
             dl.write_settings(notify, bad)
     assert notify.read_bytes() == before
+
+
+def test_delivery_time_bounded(pki: ReceiverPKI) -> None:
+    """A relay that answers a line every 0.3 s (each step within its 1 s timeout) is given up
+    after 3 timeouts."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            while not stop.wait(0.3):
+                try:
+                    conn.sendall(b"220-still greeting\r\n")
+                except OSError:
+                    return
+
+    threading.Thread(target=trickle, daemon=True).start()
+    try:
+        r = relay(pki, srv.getsockname()[1], timeout=1)
+        t0 = time.monotonic()
+        with pytest.raises(dl.DeliveryError, match=r"connect: gave up after 3 s"):
+            dl.deliver({"type": "email", "to": ["a@example.org"]}, event(), dl.Settings(smtp=r))
+        assert time.monotonic() - t0 < 5
+    finally:
+        stop.set()
+        srv.close()

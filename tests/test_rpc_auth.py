@@ -89,6 +89,9 @@ ROUTES: dict[tuple[str, str], Sample] = {
     ("GET", "/api/v1/audit"): ("admin", (), {}, None),
     ("GET", "/api/v1/logspaces/{}/integrity"): ("admin", ("main",), {}, None),
     ("GET", "/api/v1/integrity/public-key"): ("admin", (), {}, None),
+    ("GET", "/api/v1/delivery"): ("admin", (), {}, None),
+    ("PUT", "/api/v1/delivery"): ("admin", (), {}, {"syslog": {"host": "127.0.0.1", "port": 9}}),
+    ("POST", "/api/v1/delivery/test"): ("admin", (), {}, {"channel": "syslog"}),
 }
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
 EXPIRES_IN = 2  # s: the expired token's lifetime (long enough to be used once first)

@@ -530,7 +530,7 @@ class Client(_Closing):
     # ------------------------------------------------------------ alerts
 
     def alerts(self) -> list[dict[str, Any]]:
-        """The caller's alerts (an admin's: all) with their states (API.md §6.2)."""
+        """The caller's alerts (an admin's: all) with their states (API.md §6.3)."""
         return list(self._member(self.call("GET", "/alerts"), "alerts"))
 
     def alert(self, id: str) -> dict[str, Any]:

@@ -57,6 +57,8 @@ AUDIT_ACTIONS = (
     "integrity_public_key", "password_reset", "saved_search_create", "saved_search_update",
     "saved_search_delete", "alert_create", "alert_update", "alert_delete", "alert_test",
 )  # fmt: skip
+# the alert delivery settings (logbox_core.deliver): a change, a test message sent
+AUDIT_ACTIONS += ("delivery_settings", "delivery_test")
 SEARCH_NAME_MAX = 100  # a saved search's name: printable characters
 SEARCH_QUERY_MAX = 4096  # its query, bytes (searchd's own limit is QUERY_MAX, larger)
 SEARCH_TIME_MAX = 64  # its from and to, as the search forms write them ("-1h", RFC 3339)

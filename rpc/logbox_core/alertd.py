@@ -550,7 +550,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--status", default=env("LOGBOX_ALERTD_STATUS", "/run/logbox/alertd.status.json")
     )
-    p.add_argument("--delivery", default=env("LOGBOX_DELIVERY_SETTINGS", "/etc/logbox/notify.json"))
+    p.add_argument(
+        "--delivery", default=env("LOGBOX_DELIVERY_SETTINGS", "/etc/logbox/settings/notify.json")
+    )
     p.add_argument("--url", default=env("LOGBOX_ALERTD_URL"), help="the web UI's base URL")
     p.add_argument("--interval", type=float, default=INTERVAL)
     args = p.parse_args(argv)

@@ -1,4 +1,4 @@
-"""Content-based alerts (rpc/API.md §6.2): their definitions and what they fired, in the accounts
+"""Content-based alerts (rpc/API.md §6.3): their definitions and what they fired, in the accounts
 store's DBs `alerts` and `alert_history`. logbox-alertd (logbox_core/alertd.py) evaluates them;
 the API and the web UI define them and read their history.
 

@@ -29,6 +29,8 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "ACCOUNTS_MAP_SIZE": 1 << 30,  # bytes: the LMDB map of the accounts store
     # behind nginx on a unix socket: the client's address is X-Forwarded-For's (logbox_core.proxy)
     "BEHIND_PROXY": 0,
+    # the alert delivery settings (logbox_core.deliver; secrets: 0640, written by both apps)
+    "DELIVERY_SETTINGS": "/etc/logbox/settings/notify.json",
 }
 
 # key -> (environment variable, type)
@@ -46,6 +48,7 @@ COMMON_ENVIRONMENT: dict[str, tuple[str, type]] = {
     "SEARCHD_TIMEOUT": ("LOGBOX_SEARCHD_TIMEOUT", float),
     "ACCOUNTS_MAP_SIZE": ("LOGBOX_ACCOUNTS_MAP_SIZE", int),
     "BEHIND_PROXY": ("LOGBOX_BEHIND_PROXY", int),
+    "DELIVERY_SETTINGS": ("LOGBOX_DELIVERY_SETTINGS", str),
 }
 
 

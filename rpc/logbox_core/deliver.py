@@ -31,6 +31,8 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from email.message import EmailMessage
@@ -41,6 +43,7 @@ from logbox_core.constants import FACILITIES
 VERSION = 1
 MAX_FILE_BYTES = 1 << 20
 DEFAULT_TIMEOUT = 10.0  # seconds per network step
+DEADLINE_STEPS = 3  # a whole delivery gives up after this many timeouts (a peer that trickles)
 MAX_TIMEOUT = 60.0
 SYSLOG_UDP_MAX = 2048  # bytes: RFC 5426 says a receiver SHOULD take this much
 WEBHOOK_ANSWER_MAX = 64 * 1024  # bytes of a webhook's answer read (the rest is ignored)
@@ -76,7 +79,8 @@ SYSLOG_TRANSPORTS = ("udp", "tcp", "tls")
 SNMP_VERSIONS = ("2c", "3")
 SNMP_AUTH = ("SHA", "SHA-256", "SHA-512")
 SNMP_PRIV = ("AES", "AES-256")
-CHANNELS = ("email", "syslog", "webhook", "snmp")
+CHANNELS = ("email", "syslog", "webhook", "snmp")  # action types
+CHANNEL_SECTIONS = ("smtp", "syslog", "webhook", "snmp")  # the settings file's members
 
 _write_lock = threading.Lock()
 
@@ -169,6 +173,7 @@ _CLASSES: dict[str, type] = {
 }
 _HOST = re.compile(r"^[A-Za-z0-9._:-]{1,253}$")
 _EMAIL = re.compile(r"^[^@\s<>\"(),;:]{1,64}@[A-Za-z0-9.-]{1,253}$")
+_SNMP_WORD = re.compile(r"^[^\s\"'\\#]+$")
 _ENGINE = re.compile(r"^(0x)?[0-9A-Fa-f]{10,64}$")
 
 
@@ -233,6 +238,9 @@ def _check(section: str, name: str, value: Any) -> Any:
         raise bad("printable text of 1..256 characters or null")
     if name in ("auth_password", "priv_password") and len(value) < 8:
         raise SettingsError(f"{where}: net-snmp needs at least 8 characters")
+    if section == "snmp" and not _SNMP_WORD.match(value):
+        # one word of snmp.conf (no white space, quotes, backslash or #)
+        raise bad("one word without spaces, quotes, backslashes or #")
     return value
 
 
@@ -435,6 +443,36 @@ def _peer(host: str, port: int) -> str:
     return f"{host}:{port}"
 
 
+class _Deadline:
+    """Whether the deadline of a delivery passed (the socket was shut down then)."""
+
+    passed = False
+
+
+@contextmanager
+def _deadline(seconds: float, sock: Callable[[], socket.socket | None]) -> Iterator[_Deadline]:
+    """Bounds a whole exchange: after seconds the socket sock() gives is shut down, so that a
+    peer answering a byte at a time (each step within its timeout) cannot hold a delivery."""
+    d = _Deadline()
+
+    def fire() -> None:
+        s = sock()
+        d.passed = True
+        if s is not None:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    t = threading.Timer(seconds, fire)
+    t.daemon = True
+    t.start()
+    try:
+        yield d
+    finally:
+        t.cancel()
+
+
 # ---------------------------------------------------------------- email
 
 
@@ -442,8 +480,8 @@ def send_email(relay: SmtpRelay, msg: EmailMessage) -> None:
     """Sends msg through the relay, to the addresses of its To, Cc and Bcc. STARTTLS is
     required (a relay that does not offer it is refused before anything is sent) or the
     connection is TLS from the start ("tls"); AUTH when the relay has a username. The message
-    goes as it is (MIME parts, inline images untouched); From, Date and Message-ID are added
-    when it has none.
+    goes as it is (MIME parts, inline images untouched); msg is changed only in its headers:
+    From, Date and Message-ID are added when it has none, Bcc is removed.
 
     :raises DeliveryError: "email via HOST:PORT: ..." (never the password).
     """
@@ -458,35 +496,52 @@ def send_email(relay: SmtpRelay, msg: EmailMessage) -> None:
     if not rcpts:
         raise DeliveryError(f"{where}: the message has no recipient")
     ctx = tls_context(relay.ca)
-    smtp: smtplib.SMTP | None = None
+    if relay.security == "tls":
+        smtp: smtplib.SMTP = smtplib.SMTP_SSL(timeout=relay.timeout, context=ctx)
+    else:
+        smtp = smtplib.SMTP(timeout=relay.timeout)
+    # made before connect() (so the deadline can reach its socket): the name the certificate
+    # is checked against is what the constructor would have set
+    smtp._host = relay.host  # type: ignore[attr-defined]
     step = "connect"
+    total = relay.timeout * DEADLINE_STEPS
     try:
-        if relay.security == "tls":
-            smtp = smtplib.SMTP_SSL(
-                relay.host, relay.port, timeout=relay.timeout, context=ctx, local_hostname=None
-            )
+        with _deadline(total, lambda: getattr(smtp, "sock", None)) as late:
+            smtp.connect(relay.host, relay.port)
             step = "EHLO"
             smtp.ehlo()
-        else:
-            smtp = smtplib.SMTP(relay.host, relay.port, timeout=relay.timeout)
-            step = "EHLO"
-            smtp.ehlo()
-            if not smtp.has_extn("starttls"):
-                raise DeliveryError(f"{where}: the relay does not offer STARTTLS (refused)")
-            step = "STARTTLS"
-            smtp.starttls(context=ctx)
-            step = "EHLO"
-            smtp.ehlo()
-        if relay.username:
-            step = "AUTH"
-            smtp.login(relay.username, relay.password or "")
-        step = "send"
-        del msg["Bcc"]
-        refused = smtp.send_message(msg, from_addr=relay.sender, to_addrs=rcpts)
-        if refused:
-            raise DeliveryError(f"{where}: recipients refused: {', '.join(sorted(refused))}")
+            if relay.security == "starttls":
+                if not smtp.has_extn("starttls"):
+                    raise DeliveryError(f"{where}: the relay does not offer STARTTLS (refused)")
+                step = "STARTTLS"
+                smtp.starttls(context=ctx)
+                step = "EHLO"
+                smtp.ehlo()
+            if relay.username:
+                step = "AUTH"
+                smtp.login(relay.username, relay.password or "")
+            step = "send"
+            del msg["Bcc"]
+            refused = smtp.send_message(msg, from_addr=relay.sender, to_addrs=rcpts)
+            if refused:
+                raise DeliveryError(f"{where}: recipients refused: {', '.join(sorted(refused))}")
     except DeliveryError:
         raise
+    except (smtplib.SMTPException, OSError) as e:
+        if late.passed:
+            raise DeliveryError(f"{where}: {step}: gave up after {total:g} s") from None
+        _smtp_failure(where, step, relay, e)
+    finally:
+        try:
+            smtp.quit()
+        except (smtplib.SMTPException, OSError):
+            smtp.close()
+
+
+def _smtp_failure(where: str, step: str, relay: SmtpRelay, e: BaseException) -> None:
+    """Raises the DeliveryError of an SMTP failure (never the password)."""
+    try:
+        raise e
     except smtplib.SMTPAuthenticationError as e:
         raise DeliveryError(
             f"{where}: login as {relay.username!r} refused: {e.smtp_code}"
@@ -502,12 +557,6 @@ def send_email(relay: SmtpRelay, msg: EmailMessage) -> None:
         ) from None
     except (smtplib.SMTPException, OSError) as e:
         raise DeliveryError(f"{where}: {step}: {_why(e)}") from None
-    finally:
-        if smtp is not None:
-            try:
-                smtp.quit()
-            except (smtplib.SMTPException, OSError):
-                smtp.close()
 
 
 def alert_summary(event: dict[str, Any]) -> str:
@@ -664,11 +713,15 @@ def send_webhook(url: str, ca: str | None, event: dict[str, Any], hook: WebhookS
         headers[SIGNATURE_HEADER] = webhook_signature(hook.secret, body)
     path = (u.path or "/") + (f"?{u.query}" if u.query else "")
     conn = http.client.HTTPSConnection(u.hostname, port, timeout=hook.timeout, context=ctx)
+    total = hook.timeout * DEADLINE_STEPS
     try:
-        conn.request("POST", path, body=body, headers=headers)
-        r = conn.getresponse()
-        r.read(WEBHOOK_ANSWER_MAX)
+        with _deadline(total, lambda: conn.sock) as late:
+            conn.request("POST", path, body=body, headers=headers)
+            r = conn.getresponse()
+            r.read(WEBHOOK_ANSWER_MAX)
     except (OSError, http.client.HTTPException) as e:
+        if late.passed:
+            raise DeliveryError(f"{where}: gave up after {total:g} s") from None
         raise DeliveryError(f"{where}: {_why(e)}") from None
     finally:
         conn.close()
@@ -819,8 +872,20 @@ def probe_event(box: str | None = None, url: str | None = None) -> dict[str, Any
     }
 
 
-def timed_deliver(action: dict[str, Any], event: dict[str, Any], settings: Settings) -> float:
-    """deliver(), returning the seconds it took."""
+def try_delivery(
+    action: dict[str, Any], settings: Settings, box: str | None = None
+) -> dict[str, Any]:
+    """Delivers probe_event() by action (the admin's test): {"channel", "delivered": bool,
+    "error": the DeliveryError's message or null, "seconds"}."""
     t0 = time.monotonic()
-    deliver(action, event, settings)
-    return time.monotonic() - t0
+    error = None
+    try:
+        deliver(action, probe_event(box), settings)
+    except DeliveryError as e:
+        error = str(e)
+    return {
+        "channel": action.get("type"),
+        "delivered": error is None,
+        "error": error,
+        "seconds": round(time.monotonic() - t0, 3),
+    }

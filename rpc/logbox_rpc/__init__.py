@@ -8,7 +8,7 @@ from typing import Any
 from flask import Flask, Response
 from logbox_core import proxy
 
-from . import admin, alerts, auth, errors, integrity, openapi, search, searches, status
+from . import admin, alerts, auth, delivery, errors, integrity, openapi, search, searches, status
 from .config import load
 from .params import MAX_BODY
 from .state import State
@@ -27,7 +27,16 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.logger.setLevel("INFO")  # installs Flask's stderr handler on the "logbox_rpc" logger
     errors.register(app)
     auth.install(app)
-    for bp in (search.bp, searches.bp, alerts.bp, admin.bp, status.bp, integrity.bp, openapi.bp):
+    for bp in (
+        search.bp,
+        searches.bp,
+        alerts.bp,
+        admin.bp,
+        delivery.bp,
+        status.bp,
+        integrity.bp,
+        openapi.bp,
+    ):
         app.register_blueprint(bp, url_prefix="/api/v1")
     app.after_request(_no_store)
     return app

@@ -1,4 +1,4 @@
-"""Alerts (API.md §6.2): a saved search plus a condition and actions, evaluated by logbox-alertd
+"""Alerts (API.md §6.3): a saved search plus a condition and actions, evaluated by logbox-alertd
 (logbox_core/alertd.py) as messages arrive.
 
 Who sees what: an alert is its owner's; an admin sees and changes every alert; anyone else gets

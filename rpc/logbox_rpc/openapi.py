@@ -83,6 +83,93 @@ _COUNT = {
     "warnings": STRS,
 }
 
+_HOST = {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,253}$"}
+_PORT = {"type": "integer", "minimum": 1, "maximum": 65535}
+_TIMEOUT = {"type": "number", "minimum": 1, "maximum": 60, "default": 10}
+_CA = {
+    "type": "string",
+    "nullable": True,
+    "description": "PEM CA certificates; null: the system CAs",
+}
+_SECRET = {"type": "string", "nullable": True, "minLength": 1, "maxLength": 256,
+           "description": "written only; omitted: kept as it is"}  # fmt: skip
+_SET = {"type": "boolean", "description": "whether the secret is set (it is never answered)"}
+_DELIVERY_SECTIONS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    # section -> (its members but secrets, its secrets)
+    "smtp": (
+        {"host": _HOST, "port": {**_PORT, "default": 587},
+         "security": {"type": "string", "enum": ["starttls", "tls"], "default": "starttls"},
+         "sender": {"type": "string", "format": "email"},
+         "username": {"type": "string", "nullable": True, "minLength": 1, "maxLength": 256},
+         "ca": _CA, "timeout": _TIMEOUT},
+        {"password": _SECRET},
+    ),
+    "syslog": (
+        {"host": _HOST, "port": {**_PORT, "description": "default 514, 6514 for tls"},
+         "transport": {"type": "string", "enum": ["udp", "tcp", "tls"], "default": "udp"},
+         "facility": {"type": "string", "default": "user"}, "ca": _CA, "timeout": _TIMEOUT},
+        {},
+    ),
+    "webhook": ({"timeout": _TIMEOUT}, {"secret": _SECRET}),
+    "snmp": (
+        {"host": _HOST, "port": {**_PORT, "default": 162},
+         "version": {"type": "string", "enum": ["2c", "3"], "default": "2c"},
+         "user": {"type": "string", "nullable": True, "minLength": 1, "maxLength": 256},
+         "auth_protocol": {"type": "string", "enum": ["SHA", "SHA-256", "SHA-512"]},
+         "priv_protocol": {"type": "string", "enum": ["AES", "AES-256"]},
+         "engine_id": {"type": "string", "nullable": True, "pattern": "^(0x)?[0-9A-Fa-f]{10,64}$"},
+         "timeout": _TIMEOUT},
+        {"community": _SECRET, "auth_password": {**_SECRET, "minLength": 8},
+         "priv_password": {**_SECRET, "minLength": 8}},
+    ),
+}  # fmt: skip
+DELIVERY_SCHEMAS: dict[str, Any] = {
+    "Delivery": {
+        "type": "object",
+        "properties": {
+            k: {
+                **_obj({**m, **{f"{s}_set": _SET for s in sec}}),
+                "nullable": True,
+            }
+            for k, (m, sec) in _DELIVERY_SECTIONS.items()
+        },
+    },
+    "DeliveryUpdate": _obj(
+        {
+            k: {
+                **_obj({**m, **sec}, ["host"] if "host" in m else [], additionalProperties=False),
+                "nullable": True,
+            }
+            for k, (m, sec) in _DELIVERY_SECTIONS.items()
+        },
+        [],
+        additionalProperties=False,
+    ),
+    "DeliveryTest": _obj(
+        {
+            "channel": {"type": "string", "enum": ["email", "syslog", "webhook", "snmp"]},
+            "to": {
+                "type": "array",
+                "items": {"type": "string", "format": "email"},
+                "minItems": 1,
+                "description": "email: the recipients",
+            },
+            "url": {"type": "string", "pattern": "^https://", "description": "webhook"},
+            "ca": {**_CA, "description": "webhook: PEM CA certificates; null: the system CAs"},
+        },
+        ["channel"],
+        additionalProperties=False,
+    ),  # fmt: skip
+    "DeliveryTestResult": _obj(
+        {
+            "channel": STR,
+            "delivered": {"type": "boolean"},
+            "error": {**NSTR, "description": "what failed (never a secret)"},
+            "seconds": NUM,
+        }
+    ),
+}
+
 SCHEMAS: dict[str, Any] = {
     "Error": _obj(
         {
@@ -582,6 +669,8 @@ SCHEMAS: dict[str, Any] = {
             "next_before": NSTR,
         }
     ),
+    # alert delivery (logbox_core.deliver): secrets are written, never answered (<name>_set)
+    **DELIVERY_SCHEMAS,
     "UserList": _obj({"users": {"type": "array", "items": _ref("User")}}),
     "UserCreate": _obj(
         {

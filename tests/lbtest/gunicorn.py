@@ -182,6 +182,7 @@ class GunicornServer:
             LOGBOX_SYSLOGNG_PIDFILE=str(self.syslogng_pidfile),
             LOGBOX_TLS_CERT=str(self.cafile),
             LOGBOX_TLS_KEY=str(self.keyfile),
+            LOGBOX_DELIVERY_SETTINGS=str(self.root / "notify.json"),
         )
         env[f"{p}_CONFIG"] = str(self.root / self.CONFIG_NAME)
         if self.proxy:

@@ -71,7 +71,8 @@ class _Handler:
                 envelope.mail_from,
                 list(envelope.rcpt_tos),
                 envelope.original_content or envelope.content,
-                session.ssl is not None,
+                # STARTTLS, or TLS from the start (implicit)
+                server.transport.get_extra_info("ssl_object") is not None,
                 login,
             )
         )
@@ -80,10 +81,14 @@ class _Handler:
 
 @contextmanager
 def smtp_server(
-    pki: ReceiverPKI | None, user: str | None = None, password: str | None = None
+    pki: ReceiverPKI | None,
+    user: str | None = None,
+    password: str | None = None,
+    implicit: bool = False,
 ) -> Iterator[tuple[int, list[Mail]]]:
-    """An aiosmtpd server: with pki, STARTTLS offered and required before MAIL; with user,
-    AUTH PLAIN/LOGIN required (after TLS). Yields (port, the mails received)."""
+    """An aiosmtpd server: with pki, STARTTLS offered and required before MAIL (implicit: TLS
+    from the start instead, as on port 465); with user, AUTH PLAIN/LOGIN required (after
+    TLS). Yields (port, the mails received)."""
     from aiosmtpd.controller import Controller
     from aiosmtpd.smtp import AuthResult, LoginPassword
 
@@ -98,10 +103,13 @@ def smtp_server(
         return AuthResult(success=ok, handled=False, auth_data=data)
 
     kw: dict[str, Any] = {}
-    if pki is not None:
+    if pki is not None and implicit:
+        kw.update(ssl_context=pki.server_context())
+    elif pki is not None:
         kw.update(tls_context=pki.server_context(), require_starttls=True)
     if user is not None:
-        kw.update(authenticator=authenticator, auth_required=True, auth_require_tls=True)
+        # aiosmtpd counts only STARTTLS as TLS; implicit TLS is TLS from the first byte
+        kw.update(authenticator=authenticator, auth_required=True, auth_require_tls=not implicit)
     port = free_port()
     c = Controller(_Handler(box), hostname="127.0.0.1", port=port, **kw)
     c.start()

@@ -13,7 +13,7 @@ from logbox_core.searchd import SearchdError
 from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from . import admin, alerts, auth, integrity, saved, search, security, status
+from . import admin, alerts, auth, delivery, integrity, saved, search, security, status
 from .config import load
 from .state import State
 
@@ -45,6 +45,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(alerts.bp)
     app.register_blueprint(status.bp)
     app.register_blueprint(admin.bp)
+    app.register_blueprint(delivery.bp)
     app.register_blueprint(integrity.bp)
     app.jinja_env.finalize = _printable
     app.register_error_handler(HTTPException, _http_error)

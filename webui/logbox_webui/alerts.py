@@ -1,6 +1,6 @@
 """Alerts in the web UI (webui/UI.md "Alerts"): the list with each alert's state, the form that
 makes one from a saved search and edits it, test-fire, delete, and the history page. The same
-store, rules and audit actions as the API's (rpc/API.md §6.2): an alert is its owner's (an admin
+store, rules and audit actions as the API's (rpc/API.md §6.3): an alert is its owner's (an admin
 sees and changes every one); making or re-pointing one needs the saved search to be visible to
 the user and its logspace readable; logbox-alertd does the test-fire and records it."""
 
