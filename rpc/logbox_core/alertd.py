@@ -56,6 +56,7 @@ log = logging.getLogger("logbox-alertd")
 INTERVAL = 0.5  # seconds between two rounds
 SAVE_EVERY = 1.0  # seconds between two writes of the state and status files (unless fired)
 SAMPLES = 5
+SAMPLED_GROUPS = 20  # groups of one round whose events carry samples (a search each)
 # indexd publishes a segment when a message arrives a second or more after the interval began:
 # a last message before a pause waits in the unindexed tail. After this long without progress
 # a round also searches that tail (small then, since nothing is arriving fast).
@@ -380,7 +381,8 @@ class AlertD:
         before: str,
         now: float,
     ) -> None:
-        fired = cooling = False
+        cooling = False
+        due: list[tuple[str, int]] = []
         for g, n in sorted(fire.items()):
             last = st.fired.get(g)
             if last is not None and now - last < a.cooldown_s:
@@ -388,16 +390,17 @@ class AlertD:
                 continue
             st.fired[g] = st.last_fired = now
             st.last_count = n
-            fired = True
-            group = (
-                {"field": a.condition["group_by"], "value": g}
-                if a.condition.get("group_by")
-                else None
-            )
-            event = self._event(a, logspace, query, "firing", n, group, now)
+            due.append((g, n))
+        fired = bool(due)
+        if fired:
             self._dirty = True
             self.save(now, force=True)  # judged and fired: a restart does not fire again
-            event["samples"] = self._samples(logspace, query, group, before, st.through)
+        by = a.condition.get("group_by")
+        for i, (g, n) in enumerate(due):
+            group = {"field": by, "value": g} if by else None
+            event = self._event(a, logspace, query, "firing", n, group, now)
+            if i < SAMPLED_GROUPS:
+                event["samples"] = self._samples(logspace, query, group, before, st.through)
             self._submit(a, event, None)
         for g in [g for g, t in st.fired.items() if now - t >= max(a.cooldown_s, 1)]:
             if g not in fire:
@@ -429,7 +432,7 @@ class AlertD:
             q = (
                 query
                 if not group
-                else f"{query} AND {group['field']}:{_escape_value(group['value'])}"
+                else f"({query}) AND {group['field']}:{_escape_value(group['value'])}"
             )
             url = f"{self.url_base}/search?" + urllib.parse.urlencode(
                 {"logspace": logspace, "q": q, "from": "-1h"}
