@@ -121,6 +121,9 @@ def test_make_edit_test_delete_and_rights(app: Flask) -> None:
     listing = text(alice, "/alerts")
     assert f'data-id="{a.id}" data-state="unknown"' in listing and 'id="alertd-down"' in listing
     assert a.id in text(admin, "/alerts") and a.id not in text(nora, "/alerts")
+    dash = text(alice, "/status")  # the dashboard's alerts card
+    assert f'<tr class="status-alert" data-id="{a.id}" data-state="unknown">' in dash
+    assert 'id="status-alerts"' not in text(nora, "/status")
     text(nora, f"/alerts/{a.id}", 404)
     text(nora, f"/alerts/{a.id}/history", 404)
     # edited: disabled, any

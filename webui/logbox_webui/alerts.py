@@ -137,20 +137,27 @@ def _render_form(a: Alert | None, values: dict[str, Any], error: str | None = No
     ), 400 if error else 200
 
 
-@bp.route("/alerts")
-@login_required
-def alert_list() -> Any:
-    """GET /alerts: the user's alerts (an admin's: all) and their states."""
+def rows() -> tuple[list[dict[str, Any]], bool]:
+    """The signed-in user's alerts (an admin's: all) with their saved search and state, and
+    whether logbox-alertd runs (the list page and the dashboard)."""
     user = current_user()
     assert user is not None
     states, running = _states()
-    rows = []
+    out = []
     for a in store().list():
         if a.owner != user.name and user.role != "admin":
             continue
         s = accounts().get_search(a.search)
-        rows.append({"a": a, "s": s, "status": state_of(a, states, running)})
-    return render_template("alerts/list.html", rows=rows, running=running)
+        out.append({"a": a, "s": s, "status": state_of(a, states, running)})
+    return out, running
+
+
+@bp.route("/alerts")
+@login_required
+def alert_list() -> Any:
+    """GET /alerts: the user's alerts (an admin's: all) and their states."""
+    got, running = rows()
+    return render_template("alerts/list.html", rows=got, running=running)
 
 
 @bp.route("/alerts/new", methods=["GET", "POST"])

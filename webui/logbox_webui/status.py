@@ -17,6 +17,7 @@ from flask import Blueprint, current_app, render_template
 from logbox_core import status as core_status
 from logbox_core.searchd import Searchd, SearchdError
 
+from . import alerts
 from . import settings as ls_settings
 from .auth import current_user, login_required
 from .state import searchd
@@ -383,4 +384,5 @@ def dashboard() -> Any:
         used_fraction=used_fraction,
         raid=doc["raid"],
         problems=problems,
+        alerts=alerts.rows()[0],
     )
