@@ -34,7 +34,7 @@ VENV        := $(CURDIR)/.venv
 PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
-.PHONY: all deps build install run test test-c test-py lint bench bench-integrity bench-ingest bench-ingest-quick \
+.PHONY: all deps build install run test test-c test-py lint bench bench-alerts bench-integrity bench-ingest bench-ingest-quick \
 	bench-search bench-size bench-rpc bench-webui bench-eps fuzz image test-image clean
 
 all: build
@@ -109,6 +109,11 @@ bench-size:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
 	@$(PY) tests/bench/size.py $(BENCH_ARGS)
+
+bench-alerts:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(PY) tests/bench/alerts.py $(BENCH_ARGS)
 
 bench-rpc:
 	@$(MAKE) --no-print-directory deps

@@ -23,6 +23,11 @@ store in ``<data>/accounts/``. When that store has no admin, the user ``admin`` 
 the password in ``LOGBOX_ADMIN_PASSWORD``, else with a random one printed once (and then flagged
 must_change, so that the web UI makes the admin choose a new one at the first sign-in).
 
+logbox-alertd (logbox_core/alertd.py) evaluates the alerts of that accounts store against
+searchd, keeps its state in ``<data>/run/alertd.state.json``, writes its status to
+``<data>/run/alertd.status.json`` (both apps read it) and delivers with the settings in
+``<data>/etc/notify.json``.
+
 The web UI (webui/UI.md) runs under gunicorn as ``logbox-webui`` on
 ``https://127.0.0.1:${LOGBOX_WEBUI_PORT:-8443}``, after the RPC API, with the same certificate
 and accounts store, its session signing key in ``<data>/etc/webui-secret`` (32 random bytes in
@@ -196,6 +201,11 @@ def sign_pubkey(data: Path) -> Path:
     return data / "indexd" / "sign.pub"
 
 
+def alertd_state(data: Path) -> Path:
+    """What logbox-alertd keeps across restarts (the appliance: /var/lib/logbox-alertd)."""
+    return run_dir(data) / "alertd.state.json"
+
+
 def nginx_dir(data: Path) -> Path:
     """nginx's configuration, pid and temporary files: <data>/run/nginx."""
     return run_dir(data) / "nginx"
@@ -330,7 +340,32 @@ def services(
                     "LOGBOX_SYSLOGNG_PIDFILE": str(run / "syslog-ng.pid"),
                     "LOGBOX_INTEGRITY_REPORT": str(integrity_report(data)),
                     "LOGBOX_SIGN_PUBKEY": str(sign_pubkey(data)),
+                    "LOGBOX_ALERTD_STATUS": str(run / "alertd.status.json"),
                     "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
+                },
+            )
+        )
+    if api is not None:
+        pythonpath = os.pathsep.join(p for p in (str(RPC), os.environ.get("PYTHONPATH")) if p)
+        alertd = RPC / "logbox_core" / "alertd.py"
+        out.append(
+            Service(
+                name="logbox-alertd",
+                argv=[sys.executable, "-m", "logbox_core.alertd"],
+                serves=(
+                    f"alerts of {api.accounts}, state in {alertd_state(data)}, status in "
+                    f"{run / 'alertd.status.json'}, delivery settings {delivery_path(data)}"
+                ),
+                needs=alertd,
+                env={
+                    "PYTHONPATH": pythonpath,
+                    "LOGBOX_ACCOUNTS": str(api.accounts),
+                    "LOGBOX_SEARCHD_SOCKET": str(searchd_sock),
+                    "LOGBOX_ALERTD_STATE": str(alertd_state(data)),
+                    "LOGBOX_ALERTD_STATUS": str(run / "alertd.status.json"),
+                    "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
+                    "LOGBOX_ALERTD_URL": webui.url if webui is not None else "",
+                    **({"LOGBOX_ALLOW_ROOT": "1"} if root else {}),
                 },
             )
         )
@@ -370,6 +405,7 @@ def services(
                     "LOGBOX_LOGSPACE_SETTINGS": str(webui.logspaces),
                     "LOGBOX_INTEGRITY_REPORT": str(integrity_report(data)),
                     "LOGBOX_SIGN_PUBKEY": str(sign_pubkey(data)),
+                    "LOGBOX_ALERTD_STATUS": str(run / "alertd.status.json"),
                     "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
                 },
             )

@@ -50,6 +50,7 @@ SERVICES = (
     "logbox-indexd.service",
     "logbox-syslog-ng.service",
     "logbox-searchd.service",
+    "logbox-alertd.service",
     "logbox-rpc.service",
     "logbox-webui.service",
     "logbox-nginx.service",
@@ -83,6 +84,13 @@ USERS = {
         {"logbox-store", "logbox-search", "logbox-status"},
         # an LMDB reader's slot in the catalog's lock.mdb; nothing else of the store
         {"/var/lib/logbox/catalog", "/run/logbox"},
+    ),
+    # searchd's socket, the accounts store (alerts, their history) and the delivery settings
+    # (group logbox-accounts), its status file; its state
+    "logbox-alertd": (
+        "logbox-alertd.service",
+        {"logbox-search", "logbox-accounts", "logbox-status"},
+        {"/var/lib/logbox-accounts", "/run/logbox", "/var/lib/logbox-alertd"},
     ),
     # the apps: their gunicorn socket's directory too
     "logbox-rpc": (
@@ -474,6 +482,7 @@ def test_tmpfiles_made_the_directories(root: Path) -> None:
     assert owner("/var/lib/logbox-collector") == ("logbox-collector", "logbox-collector", 0o750)
     assert owner("/var/lib/logbox-accounts") == ("logbox-rpc", "logbox-accounts", 0o770)
     assert owner("/etc/logbox/settings") == ("root", "logbox-settings", 0o775)
+    assert owner("/var/lib/logbox-alertd") == ("logbox-alertd", "logbox-alertd", 0o700)
     # the apps' sockets: only the app and nginx's group may enter
     assert owner("/run/logbox-rpc") == ("logbox-rpc", "logbox-nginx", 0o750)
     assert owner("/run/logbox-webui") == ("logbox-webui", "logbox-nginx", 0o750)
@@ -1250,7 +1259,7 @@ def appliance_run(root: Path) -> Iterator[Appliance]:
     boot, the spool made again over the mounted store), then indexd, syslog-ng, searchd, the web
     UI and the API from their units' command lines and environment, each under the user,
     groups and capabilities of its unit: what they read and write is reached through the rights
-    of APPLIANCE.md's users table only. syslog-ng listens on free ports instead of 514/601/6514
+    of APPLIANCE.md's users table only; logbox-alertd too. syslog-ng listens on free ports instead of 514/601/6514
     and nginx on free ports instead of 443/8444, in front of the apps' unix sockets."""
     base = Path(tempfile.mkdtemp(prefix="lbapp", dir="/tmp"))  # short (sun_path), traversable
     base.chmod(0o755)
@@ -1335,6 +1344,10 @@ def appliance_run(root: Path) -> Iterator[Appliance]:
             env[f"LOGBOX_{app.upper()}_CONFIG"] = str(base / "none.py")
             start(app, unit_argv(root, unit, "ExecStart", base), env=env)
             wait_for(app, Path(env[f"LOGBOX_{app.upper()}_BIND"].removeprefix("unix:")))
+        # logbox-alertd: the accounts store (alerts), searchd, its state and status files
+        env = unit_env(root, "logbox-alertd.service", base)
+        start("alertd", unit_argv(root, "logbox-alertd.service", "ExecStart", base), env=env)
+        wait_for("alertd", run / "alertd.status.json")
         # nginx, on the installed configuration with its paths under base and free ports
         conf = base / "usr/lib/logbox/nginx/nginx.conf"
         text = remap(conf.read_text(), base)
@@ -1347,7 +1360,7 @@ def appliance_run(root: Path) -> Iterator[Appliance]:
         wait_for("nginx", base / "run/logbox-nginx/nginx.pid")
         yield Appliance(base, run, ports["web"], ports["api"], ports["tcp"])
     finally:
-        for name in ("nginx", "rpc", "webui", "searchd", "syslog-ng", "indexd"):
+        for name in ("nginx", "alertd", "rpc", "webui", "searchd", "syslog-ng", "indexd"):
             if name in procs:
                 procs[name].terminate()
                 procs[name].wait(timeout=30)
@@ -1378,6 +1391,10 @@ def test_appliance_under_its_users(
             break
         assert time.monotonic() < deadline, f"the message did not reach the store: {body!r}"
         time.sleep(0.5)
+    # logbox-alertd runs as its user: its status file is kept up, its state file made
+    st = json.loads((a.run / "alertd.status.json").read_text())
+    assert isinstance(st["pid"], int) and st["alerts"] == {}, st
+    assert (a.base / "var/lib/logbox-alertd/state.json").is_file()
     # logbox-ready under its unit's credentials: everything answers
     env = dict(
         LOGBOX_READY_RUN=str(a.run),

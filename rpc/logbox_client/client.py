@@ -576,6 +576,48 @@ class Client(_Closing):
     def send_report(self, id: str, period: str = "last") -> dict[str, Any]:
         """Emails one period of a report to its recipients now: {"report", "period", "to"}."""
         return self.call("POST", f"/reports/{_quote(id)}/send", params={"period": period})
+    # ------------------------------------------------------------ alerts
+
+    def alerts(self) -> list[dict[str, Any]]:
+        """The caller's alerts (an admin's: all) with their states (API.md §6.3)."""
+        return list(self._member(self.call("GET", "/alerts"), "alerts"))
+
+    def alert(self, id: str) -> dict[str, Any]:
+        """One alert."""
+        return self.call("GET", f"/alerts/{_quote(id)}")
+
+    def create_alert(
+        self,
+        name: str,
+        search: str,
+        condition: dict[str, Any],
+        actions: list[dict[str, Any]],
+        **members: Any,
+    ) -> dict[str, Any]:
+        """A new alert on the saved search `search` (cooldown_s, enabled as members)."""
+        body = {"name": name, "search": search, "condition": condition, "actions": actions}
+        return self.call("POST", "/alerts", body=body | members)
+
+    def update_alert(self, id: str, **members: Any) -> dict[str, Any]:
+        """Changes an alert's members."""
+        return self.call("PATCH", f"/alerts/{_quote(id)}", body=members)
+
+    def delete_alert(self, id: str) -> dict[str, Any]:
+        """Deletes an alert and its history; what it was."""
+        return self.call("DELETE", f"/alerts/{_quote(id)}")
+
+    def test_alert(self, id: str) -> dict[str, Any]:
+        """Asks for a test-fire: {"alert", "request"}; the outcome comes in its history."""
+        return self.call("POST", f"/alerts/{_quote(id)}/test")
+
+    def alert_history(
+        self, id: str, *, limit: int = 100, before: str | None = None
+    ) -> dict[str, Any]:
+        """An alert's history, newest first: {"alert", "entries", "next_before"}."""
+        params: dict[str, Any] = {"limit": limit}
+        if before is not None:
+            params["before"] = before
+        return self.call("GET", f"/alerts/{_quote(id)}/history", params=params)
 
     def revoke_token(self, id: str) -> dict[str, Any]:
         """Revokes a token by its public id (admin); returns the Token with `revoked`."""

@@ -47,13 +47,15 @@ TOKEN_KINDS = ("api", "session", "web")  # web: a web UI sign-in (webui/UI.md)
 SCHEMA_VERSION = 1
 MAP_SIZE = 1 << 30
 DB_NAMES = (b"users", b"tokens", b"failures", b"audit", b"meta", b"searches")
+# issue 21's alerts (logbox_core/alerts.py: the definitions and what they fired)
+ALERT_DB_NAMES = (b"alerts", b"alert_history")
 # The audit log's actions (rpc/API.md §6): both apps' filters offer these.
 AUDIT_ACTIONS = (
     "login", "login_failed", "login_locked", "logout", "search", "count", "histogram", "top",
     "message", "export", "token_create", "token_revoke", "user_create", "user_update",
     "user_delete", "denied", "logspace_settings", "audit_pruned", "integrity",
     "integrity_public_key", "password_reset", "saved_search_create", "saved_search_update",
-    "saved_search_delete",
+    "saved_search_delete", "alert_create", "alert_update", "alert_delete", "alert_test",
 )  # fmt: skip
 # the alert delivery settings (logbox_core.deliver): a change, a test message sent
 AUDIT_ACTIONS += ("delivery_settings", "delivery_test")
@@ -549,7 +551,7 @@ class Accounts:
             os.makedirs(self.path, mode=0o700, exist_ok=True)
             env = lmdb.open(
                 self.path,
-                max_dbs=len(DB_NAMES) + 2,
+                max_dbs=len(DB_NAMES) + len(ALERT_DB_NAMES) + 4,
                 map_size=self.map_size,
                 subdir=True,
                 mode=0o600,
@@ -560,7 +562,7 @@ class Accounts:
                 metasync=False,
             )
             try:
-                dbs = {name: env.open_db(name) for name in DB_NAMES}
+                dbs = {name: env.open_db(name) for name in (*DB_NAMES, *ALERT_DB_NAMES)}
                 self._check_schema(env, dbs[b"meta"])
             except BaseException:
                 env.close()
@@ -917,7 +919,7 @@ class Accounts:
         return SavedSearch._from(json.loads(raw))
 
     def delete_user(self, name: str) -> None:
-        """Deletes a user, revokes their tokens and deletes their saved searches.
+        """Deletes a user, revokes their tokens and deletes their saved searches and alerts.
 
         :raises NotFound: no such user.
         :raises Conflict: the user is the last enabled admin.
@@ -944,6 +946,10 @@ class Accounts:
             gone = [k for k, v in txn.cursor(db=searches) if json.loads(v)["owner"] == name]
             for k in gone:
                 txn.delete(k, db=searches)
+            alerts = self._db(b"alerts")  # their alerts too (logbox_core/alerts.py)
+            gone = [k for k, v in txn.cursor(db=alerts) if json.loads(v)["owner"] == name]
+            for k in gone:
+                txn.delete(k, db=alerts)
 
     def has_admin(self) -> bool:
         """Whether an enabled admin exists."""

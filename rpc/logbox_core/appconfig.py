@@ -16,6 +16,8 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "DATA_DIR": "/var/lib/logbox",
     "INDEXD_STATUS": "/run/logbox/indexd.status.json",
     "SYSLOGNG_PIDFILE": "/run/logbox/syslog-ng.pid",
+    # logbox-alertd's status file (logbox_core.alertd; the alerts' states)
+    "ALERTD_STATUS": "/run/logbox/alertd.status.json",
     # the daily `logbox verify --json --out` (logbox_core.integrity)
     "INTEGRITY_REPORT": "/var/lib/logbox-verify/integrity.json",
     # the public key day roots are signed with (<data>/indexd/sign.pub, copied at first boot)
@@ -38,6 +40,7 @@ COMMON_ENVIRONMENT: dict[str, tuple[str, type]] = {
     "DATA_DIR": ("LOGBOX_DATA", str),
     "INDEXD_STATUS": ("LOGBOX_INDEXD_STATUS", str),
     "SYSLOGNG_PIDFILE": ("LOGBOX_SYSLOGNG_PIDFILE", str),
+    "ALERTD_STATUS": ("LOGBOX_ALERTD_STATUS", str),
     "INTEGRITY_REPORT": ("LOGBOX_INTEGRITY_REPORT", str),
     "SIGN_PUBKEY": ("LOGBOX_SIGN_PUBKEY", str),
     "BUILD_INFO": ("LOGBOX_BUILD_INFO", str),

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import integrity, usage
+from . import alerts, integrity, usage
 from .accounts import rfc3339
 from .searchd import Searchd, SearchdError
 
@@ -463,6 +463,16 @@ def _indexd(
     return entry, st
 
 
+def _alertd(path: str, now: float, problems: list[str]) -> dict:
+    """alertd's service entry (logbox_core.alerts.read_status), shown once its status file
+    exists (alertd ran on this box; the appliance's unit cgroup says so too, UNIT_ONLY); a
+    problem when alertd no longer keeps it up."""
+    entry, _ = alerts.read_status(path, now)
+    if entry["state"] == "down":
+        problems.append(f"alertd: not running (its status file {path} is not kept up)")
+    return entry
+
+
 # indexd this far behind the spool (the receive time of the last stored message) is a problem.
 SPOOL_LAG_PROBLEM_S = 60.0
 
@@ -582,6 +592,7 @@ def gather(
     searchd: Searchd | None,
     now: float | None = None,
     integrity_report: str | os.PathLike[str] | None = None,
+    alertd_status: str | os.PathLike[str] | None = None,
 ) -> dict:
     """The status object of API.md §7 for every logspace (the caller filters by rights),
     plus "problems": why health is not "ok" (with integrity_report, also what the last verify
@@ -611,6 +622,8 @@ def gather(
         searchd_entry["pid"] = pid
         searchd_entry["uptime_s"] = usage.uptime_s(pid) if pid else None
     services: dict[str, dict] = {"syslog-ng": syslogng, "indexd": indexd, "searchd": searchd_entry}
+    if alertd_status is not None and os.path.exists(alertd_status):
+        services["alertd"] = _alertd(os.fspath(alertd_status), now, problems)
     for name, svc in services.items():
         up = svc["state"] == "running"
         svc["resources"] = usage.of_service(name, svc.get("pid")) if up else None
@@ -622,6 +635,12 @@ def gather(
                 "pid": None,
                 "resources": unit[1],
             }
+    if alertd_status is not None and "alertd" not in services:  # its unit before its first file
+        up = usage.unit_running("alertd")
+        if up is not None:
+            services["alertd"] = {"state": "running" if up else "down", "pid": None,
+                                  "uptime_s": None,
+                                  "resources": usage.of_service("alertd", None) if up else None}  # fmt: skip
     running = indexd["state"] == "running"
     raid = raid_for_path(data)
     if raid is not None and raid["state"] != "clean":

@@ -27,6 +27,7 @@ UNITS = {
     "syslog-ng": "logbox-syslog-ng.service",
     "indexd": "logbox-indexd.service",
     "searchd": "logbox-searchd.service",
+    "alertd": "logbox-alertd.service",
     "rpc": "logbox-rpc.service",
     "webui": "logbox-webui.service",
     "nginx": "logbox-nginx.service",

@@ -10,6 +10,7 @@ from logbox_core import proxy
 
 from . import (
     admin,
+    alerts,
     auth,
     delivery,
     errors,
@@ -42,6 +43,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         search.bp,
         searches.bp,
         reports.bp,
+        alerts.bp,
         admin.bp,
         delivery.bp,
         status.bp,

@@ -13,6 +13,18 @@ from logbox_core.accounts import (
     SEARCH_QUERY_MAX,
     SEARCH_TIME_MAX,
 )
+from logbox_core.alerts import (
+    ACTION_TYPES,
+    ACTIONS_MAX,
+    ALERT_NAME_MAX,
+    CONDITION_KINDS,
+    COOLDOWN_MAX_S,
+    EMAIL_TO_MAX,
+    GROUP_FIELDS,
+    N_MAX,
+    WINDOW_MAX_S,
+)
+from logbox_core.alerts import STATES as ALERT_STATES
 from logbox_core.constants import LOGSPACE_PATTERN, USER_NAME_PATTERN
 from logbox_core.origin import UNSAFE_METHODS
 from logbox_core.reports import PERIODS, RECIPIENTS_MAX, REPORT_NAME_MAX, REPORT_SEARCHES_MAX
@@ -308,6 +320,24 @@ SCHEMAS: dict[str, Any] = {
             "time": TIME,
             "health": {"type": "string", "enum": ["ok", "degraded"]},
             "problems": STRS,
+            "alerts": {
+                "type": "array",
+                "description": "the caller's alerts (an admin's: all) and their states",
+                "items": {
+                    "allOf": [
+                        _obj(
+                            {
+                                "id": STR,
+                                "name": STR,
+                                "owner": STR,
+                                "logspace": NSTR,
+                                "enabled": {"type": "boolean"},
+                            }
+                        ),
+                        _ref("AlertState"),
+                    ]
+                },
+            },
             "services": {
                 "type": "object",
                 "additionalProperties": _obj(
@@ -587,6 +617,119 @@ SCHEMAS: dict[str, Any] = {
                 "additionalProperties": INT,
                 "description": "alert name -> times fired in the period; null: no alerts defined",
             },
+        }
+    ),
+    "AlertCondition": _obj(
+        {
+            "kind": {"type": "string", "enum": list(CONDITION_KINDS)},
+            "n": {"type": "integer", "minimum": 0, "maximum": N_MAX},
+            "window_s": {"type": "integer", "minimum": 1, "maximum": WINDOW_MAX_S},
+            "group_by": {"type": "string", "nullable": True, "enum": [*GROUP_FIELDS, None]},
+        },
+        ["kind"],
+        additionalProperties=False,
+        description="any: every new match; above/below: the matches of the last window_s "
+        "seconds above or below n (per host or program with group_by)",
+    ),
+    "AlertAction": _obj(
+        {
+            "type": {"type": "string", "enum": list(ACTION_TYPES)},
+            "to": {**STRS, "maxItems": EMAIL_TO_MAX, "description": "email: the addresses"},
+            "url": {**STR, "description": "webhook: an https:// URL"},
+            "ca": {**NSTR, "description": "webhook: PEM CA certificates to trust, or null"},
+        },
+        ["type"],
+        additionalProperties=False,
+    ),
+    "AlertState": _obj(
+        {
+            "state": {
+                "type": "string",
+                "enum": [*ALERT_STATES, "pending", "unknown"],
+            },
+            "reason": NSTR,
+            "last_fired": {**TIME, "nullable": True},
+        }
+    ),
+    "Alert": _obj(
+        {
+            "id": STR,
+            "owner": STR,
+            "name": STR,
+            "search": {**STR, "description": "the saved search's id"},
+            "logspace": NSTR,
+            "query": NSTR,
+            "condition": _ref("AlertCondition"),
+            "condition_text": STR,
+            "actions": {"type": "array", "items": _ref("AlertAction")},
+            "cooldown_s": INT,
+            "enabled": {"type": "boolean"},
+            "created": TIME,
+            "updated": TIME,
+            "status": _ref("AlertState"),
+        }
+    ),
+    "AlertList": _obj({"alerts": {"type": "array", "items": _ref("Alert")}}),
+    "AlertCreate": _obj(
+        {
+            "name": {"type": "string", "minLength": 1, "maxLength": ALERT_NAME_MAX},
+            "search": {"type": "string", "pattern": "^[0-9a-f]{12}$"},
+            "condition": _ref("AlertCondition"),
+            "actions": {
+                "type": "array",
+                "items": _ref("AlertAction"),
+                "maxItems": ACTIONS_MAX,
+            },
+            "cooldown_s": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": COOLDOWN_MAX_S,
+                "default": 300,
+            },
+            "enabled": {"type": "boolean", "default": True},
+        },
+        ["name", "search", "condition", "actions"],
+        additionalProperties=False,
+    ),
+    "AlertUpdate": _obj(
+        {
+            "name": {"type": "string", "minLength": 1, "maxLength": ALERT_NAME_MAX},
+            "search": {"type": "string", "pattern": "^[0-9a-f]{12}$"},
+            "condition": _ref("AlertCondition"),
+            "actions": {
+                "type": "array",
+                "items": _ref("AlertAction"),
+                "maxItems": ACTIONS_MAX,
+            },
+            "cooldown_s": {"type": "integer", "minimum": 0, "maximum": COOLDOWN_MAX_S},
+            "enabled": {"type": "boolean"},
+        },
+        [],
+        additionalProperties=False,
+    ),
+    "AlertTest": _obj({"alert": STR, "request": STR}),
+    "AlertHistoryEntry": _obj(
+        {
+            "id": STR,
+            "time": TIME,
+            "kind": {"type": "string", "enum": ["firing", "test"]},
+            "request": {**STR, "description": "test: the request's id"},
+            "by": {**STR, "description": "test: who asked"},
+            "count": INT,
+            "group": {"type": "object", "nullable": True},
+            "condition": STR,
+            "event_time": TIME,
+            "samples": {"type": "array", "items": INT},
+            "results": {"type": "array", "items": {"type": "object"}},
+            "ok": {"type": "boolean"},
+            "error": NSTR,
+        }
+    ),
+    "AlertHistory": _obj(
+        {
+            "alert": STR,
+            "entries": {"type": "array", "items": _ref("AlertHistoryEntry")},
+            "next_before": NSTR,
         }
     ),
     # alert delivery (logbox_core.deliver): secrets are written, never answered (<name>_set)

@@ -8,6 +8,7 @@ from flask import Blueprint, current_app, g, jsonify
 from logbox_core import status as core_status
 from logbox_core import system as core_system
 
+from . import alerts
 from .errors import error_response
 from .params import Spec, declare
 from .state import searchd
@@ -32,8 +33,14 @@ def status(args: dict[str, Any]) -> Any:
         syslogng_pidfile=c["SYSLOGNG_PIDFILE"],
         searchd=searchd(),
         integrity_report=c["INTEGRITY_REPORT"],
+        alertd_status=c["ALERTD_STATUS"],
     )
-    return jsonify(core_status.for_user(doc, g.user))
+    out = core_status.for_user(doc, g.user)
+    out["alerts"] = [
+        {k: v[k] for k in ("id", "name", "owner", "logspace", "enabled")} | v["status"]
+        for v in alerts.visible_views()
+    ]
+    return jsonify(out)
 
 
 @bp.route("/system", methods=["GET"])

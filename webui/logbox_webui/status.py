@@ -17,6 +17,7 @@ from flask import Blueprint, current_app, render_template
 from logbox_core import status as core_status
 from logbox_core.searchd import Searchd, SearchdError
 
+from . import alerts
 from . import settings as ls_settings
 from .auth import current_user, login_required
 from .state import searchd
@@ -301,6 +302,7 @@ def dashboard() -> Any:
         searchd=client,
         now=now,
         integrity_report=c.get("INTEGRITY_REPORT"),
+        alertd_status=c.get("ALERTD_STATUS"),
     )
     doc = core_status.for_user(doc, user)
     up = doc["services"]["searchd"]["state"] == "running"
@@ -382,4 +384,5 @@ def dashboard() -> Any:
         used_fraction=used_fraction,
         raid=doc["raid"],
         problems=problems,
+        alerts=alerts.rows()[0],
     )
