@@ -576,6 +576,7 @@ class Client(_Closing):
     def send_report(self, id: str, period: str = "last") -> dict[str, Any]:
         """Emails one period of a report to its recipients now: {"report", "period", "to"}."""
         return self.call("POST", f"/reports/{_quote(id)}/send", params={"period": period})
+
     # ------------------------------------------------------------ alerts
 
     def alerts(self) -> list[dict[str, Any]]:

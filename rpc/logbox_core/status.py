@@ -636,11 +636,10 @@ def gather(
                 "resources": unit[1],
             }
     if alertd_status is not None and "alertd" not in services:  # its unit before its first file
-        up = usage.unit_running("alertd")
-        if up is not None:
-            services["alertd"] = {"state": "running" if up else "down", "pid": None,
-                                  "uptime_s": None,
-                                  "resources": usage.of_service("alertd", None) if up else None}  # fmt: skip
+        unit = usage.of_unit("alertd")
+        if unit is not None:
+            services["alertd"] = {"state": "running" if unit[0] else "down", "pid": None,
+                                  "uptime_s": None, "resources": unit[1]}  # fmt: skip
     running = indexd["state"] == "running"
     raid = raid_for_path(data)
     if raid is not None and raid["state"] != "clean":
