@@ -578,3 +578,120 @@ do_message(struct req *r, char **body, size_t *len)
 	return (req_fail(r, 400, "bad_parameter", "id: expected a message id 1..%llu, got "
 	    "'%.64s'", (unsigned long long)UINT64_MAX, s));
 }
+
+/* ---------------------------------------------------------------- /v1/tail */
+
+#define TAIL_LIMIT_DEFAULT	100
+#define TAIL_PAGE		4096	/* ids per lb_search while counting a tick's matches */
+
+/*
+ * One tick of a /v1/tail stream (tail.c owns the stream): the matches of q with ids after
+ * j_cursor (the last id covered), oldest first. All of them are counted, the newest `limit`
+ * are written, one message object a line, after a {"skipped":K,"through":"N"} line when K
+ * older ones were left out. The first tick without `after` starts at the logspace's end; the
+ * first tick always ends with {"through":"N","time":µs}. j_cursor becomes the last id the tick
+ * covered (through); j_skipped is K.
+ */
+int
+do_tail(struct req *r, char **body, size_t *len)
+{
+	struct job	*j = r->r_job;
+	struct qrun	 qr;
+	uint64_t	*ring = NULL, after = 0, first, next, cursor, through, n = 0, skipped;
+	uint32_t	 limit;
+	struct lb_msg	 m;
+	FILE		*f = NULL;
+	int		 ret = -1, rc;
+
+	memset(&qr, 0, sizeof(qr));
+	if (r->r_val[P_Q] == NULL)
+		return (req_fail(r, 400, "bad_parameter", "q: missing (the query is required)"));
+	if (req_opt_uint(r, P_LIMIT, 1, LIMIT_MAX, TAIL_LIMIT_DEFAULT, &limit) != 0 ||
+	    (r->r_val[P_AFTER] != NULL && req_uint(r, P_AFTER, 0, UINT64_MAX, &after) != 0))
+		return (-1);
+	/* Every receive time: the ids decide (cursor, oldest first). */
+	r->r_from = 0;
+	r->r_to = now_real_us() + DAY_US;
+	if (query_begin(r, &qr) != 0)
+		goto done;
+	if (j->j_started)
+		cursor = j->j_cursor;
+	else if (r->r_val[P_AFTER] != NULL)
+		cursor = after;
+	else {
+		lb_store_range(qr.st, &first, &next);
+		cursor = next > 0 ? next - 1 : 0;
+	}
+	through = cursor;
+	if ((ring = calloc(limit, sizeof(*ring))) == NULL) {
+		req_fail(r, 503, "unavailable", "out of memory");
+		goto done;
+	}
+	/* The first tick without after only finds the end. */
+	while (j->j_started || r->r_val[P_AFTER] != NULL) {
+		lb_searchres_free(&qr.res);
+		memset(&qr.res, 0, sizeof(qr.res));
+		qr.rq.want = LB_WANT_HITS;
+		qr.rq.limit = TAIL_PAGE;
+		qr.rq.order = LB_ORDER_OLDEST;
+		qr.rq.cursor = cursor;
+		if (query_search(r, &qr) != 0)
+			goto done;
+		for (size_t i = 0; i < qr.res.n; i++, n++)
+			ring[n % limit] = qr.res.ids[i];
+		if (qr.res.n > 0 && qr.res.ids[qr.res.n - 1] > through)
+			through = qr.res.ids[qr.res.n - 1];
+		if (qr.res.next_cursor == 0) {
+			/* Every id below id_hi was looked at. */
+			if (qr.res.id_hi > 0 && qr.res.id_hi - 1 > through)
+				through = qr.res.id_hi - 1;
+			break;
+		}
+		cursor = qr.res.next_cursor;
+	}
+	skipped = n > limit ? n - limit : 0;
+	if ((f = open_memstream(body, len)) == NULL) {
+		req_fail(r, 503, "unavailable", "out of memory");
+		goto done;
+	}
+	if (skipped > 0)
+		fprintf(f, "{\"skipped\":%llu,\"through\":\"%llu\"}\n", (unsigned long long)skipped,
+		    (unsigned long long)through);
+	for (uint64_t k = skipped; k < n; k++) {
+		uint64_t id = ring[k % limit];
+
+		if ((rc = lb_store_get(qr.st, id, &m)) != 0) {
+			log_warnx("%s: lb_store_get %s %llu: %s", __func__, r->r_ls,
+			    (unsigned long long)id, lb_strerror(rc));
+			metrics_error(r->r_env->sd_metrics, ERR_MESSAGE, 1);
+			skipped++;
+			continue;
+		}
+		if (msg_json(f, qr.st, NULL, &m) != 0)
+			goto nomem;
+		fputc('\n', f);
+	}
+	if (!j->j_started)
+		fprintf(f, "{\"through\":\"%llu\",\"time\":%lld}\n", (unsigned long long)through,
+		    (long long)now_real_us());
+	if (fclose(f) != 0) {
+		f = NULL;
+		goto nomem;
+	}
+	f = NULL;
+	metrics_tail(r->r_env->sd_metrics, 0, n - (n > limit ? n - limit : 0), skipped);
+	j->j_cursor = through;
+	j->j_skipped = skipped;
+	ret = 0;
+	goto done;
+ nomem:
+	if (f != NULL)
+		fclose(f);
+	free(*body);
+	*body = NULL;
+	req_fail(r, 503, "unavailable", "out of memory");
+ done:
+	free(ring);
+	query_end(&qr);
+	return (ret);
+}

@@ -17,7 +17,7 @@
 /* Query-string parameters, one bit each in an endpoint's set (handlers.c's ep_params). */
 enum {
 	P_LOGSPACE, P_Q, P_FROM, P_TO, P_LIMIT, P_ORDER, P_CURSOR, P_TOTAL, P_BUCKETS, P_FIELD,
-	P_K, P_HIGHLIGHT, P_N
+	P_K, P_HIGHLIGHT, P_AFTER, P_N
 };
 
 /* One request being worked on. */
@@ -74,5 +74,8 @@ void	body_warnings(FILE *f, struct req *r, const struct lb_searchres *res);
 /* query.c: /v1/search, /v1/count, /v1/histogram and /v1/top (ep), and /v1/messages/<id>. */
 int	do_query(struct req *r, int ep, char **body, size_t *len);
 int	do_message(struct req *r, char **body, size_t *len);
+
+/* query.c: one tick of a /v1/tail stream (tail.c): NDJSON lines after r->r_job->j_cursor. */
+int	do_tail(struct req *r, char **body, size_t *len);
 
 #endif
