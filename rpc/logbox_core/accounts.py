@@ -53,7 +53,7 @@ AUDIT_ACTIONS = (
     "message", "export", "token_create", "token_revoke", "user_create", "user_update",
     "user_delete", "denied", "logspace_settings", "audit_pruned", "integrity",
     "integrity_public_key", "password_reset", "saved_search_create", "saved_search_update",
-    "saved_search_delete",
+    "saved_search_delete", "tail",
 )  # fmt: skip
 SEARCH_NAME_MAX = 100  # a saved search's name: printable characters
 SEARCH_QUERY_MAX = 4096  # its query, bytes (searchd's own limit is QUERY_MAX, larger)
