@@ -4,13 +4,17 @@
 # logspace's end (or after=ID); a burst over the per-tick limit becomes a "skipped" line and the
 # newest hits; bad parameters are an ordinary error answer; a client that goes away frees its
 # stream (the gauge in /metrics); streams per caller are limited (429); SIGTERM ends every
-# stream with its last chunk and searchd exits 0.
+# stream with its last chunk and searchd exits 0. `logbox search --follow` (the C CLI, reading
+# the store in its own process) does the same on a terminal.
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
+import select
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,3 +169,70 @@ def test_sigterm_ends_every_stream_cleanly(sd: Searchd, tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 5
     with pytest.raises((OSError, http.client.HTTPException)):
         Stream(sd, {"q": "x"})
+
+
+# ---------------------------------------------------------------- logbox search --follow
+
+
+def readline(f: Any, timeout: float) -> bytes:
+    """One line of a pipe, failing after timeout."""
+    end = time.monotonic() + timeout
+    buf = b""
+    while not buf.endswith(b"\n"):
+        left = end - time.monotonic()
+        assert left > 0, f"no line within {timeout} s: {buf!r}"
+        r, _, _ = select.select([f], [], [], left)
+        if r:
+            c = os.read(f.fileno(), 1)
+            assert c, f"pipe closed: {buf!r}"
+            buf += c
+    return buf
+
+
+def test_cli_search_follow(indexd: Indexd, store_cli_asan: Path, tmp_path: Path) -> None:
+    """`logbox search --follow --data` (the ASan build): new matches as NDJSON lines within
+    the bound, a burst's skipped matches on stderr, exit 0 on SIGTERM."""
+    send(tmp_path, b"needle before")
+    indexd.wait_stored(1, timeout=20)
+    p = subprocess.Popen(
+        [str(store_cli_asan), "search", "--follow", "--data", str(indexd.data), "--json"]
+        + ["--limit", "5", "needle"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert p.stdout is not None and p.stderr is not None
+        time.sleep(1.0)  # it starts at the end: "needle before" is not printed
+        t0 = time.monotonic()
+        send(tmp_path, b"needle one", b"hay", b"needle two")
+        got = [json.loads(readline(p.stdout, 10)) for _ in range(2)]
+        assert time.monotonic() - t0 <= BOUND_S
+        assert [g["message"] for g in got] == ["needle one", "needle two"]
+        send(tmp_path, *[f"needle burst {i}".encode() for i in range(30)])
+        burst = [json.loads(readline(p.stdout, 10))["message"] for _ in range(5)]
+        err = readline(p.stderr, 10).decode()
+        assert err.startswith("logbox: ") and "matches skipped" in err, err
+        skipped = int(err.split()[1])
+        assert burst[-1] == "needle burst 29"
+        # every burst message was printed or counted (one or more ticks)
+        while skipped + len(burst) < 30:
+            r, _, _ = select.select([p.stdout, p.stderr], [], [], 5)
+            assert r, (skipped, burst)
+            if p.stderr in r:
+                skipped += int(readline(p.stderr, 5).decode().split()[1])
+            if p.stdout in r:
+                burst.append(json.loads(readline(p.stdout, 5))["message"])
+        assert skipped + len(burst) == 30
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=10) == 0
+        assert b"ERROR" not in p.stderr.read()  # (ASan)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    r = subprocess.run(
+        [str(store_cli_asan), "search", "--follow", "--socket", "/nonexistent", "x"],
+        capture_output=True,
+    )
+    assert r.returncode == 2 and b"--follow" in r.stderr
