@@ -136,6 +136,37 @@ def test_a_burst_over_the_limit_is_skipped_and_said(sd: Searchd, tmp_path: Path)
     s.close()
 
 
+def test_a_reader_that_lags_is_told_what_it_missed(
+    sd: Searchd, indexd: Indexd, tmp_path: Path
+) -> None:
+    """6 MB of matches while the client reads nothing: searchd holds back (at most about
+    1 MiB unsent plus one tick of at most 1 MiB), and what it did not send is counted."""
+    s = Stream(sd, {"q": "big", "limit": "10000"})
+    s.line()
+    n = 3000
+    pad = " ".join(["padding"] * 250)  # 2 KB
+    for k in range(0, n, 500):
+        send(tmp_path, *[f"big {i} {pad}".encode() for i in range(k, k + 500)])
+    indexd.wait_stored(1 + n, timeout=60)
+    time.sleep(1.5)  # ticks come and go while nothing is read
+    got = skipped = size = 0
+    last = ""
+    while got + skipped < n:
+        raw = s.resp.readline()
+        size += len(raw)
+        o = json.loads(raw)
+        if "skipped" in o:
+            skipped += o["skipped"]
+        elif "message" in o:
+            got += 1
+            last = o["message"]
+    assert got + skipped == n
+    assert skipped > 0
+    assert last.startswith(f"big {n - 1} ")
+    assert size < 5 * 1024 * 1024, size  # of 6 MB that matched
+    s.close()
+
+
 def test_streams_are_freed_and_limited_per_caller(sd: Searchd, tmp_path: Path) -> None:
     streams = [Stream(sd, {"q": "x"}, caller="user:a") for _ in range(4)]
     for s in streams:

@@ -588,7 +588,8 @@ do_message(struct req *r, char **body, size_t *len)
  * One tick of a /v1/tail stream (tail.c owns the stream): the matches of q with ids after
  * j_cursor (the last id covered), oldest first. All of them are counted, the newest `limit`
  * are written, one message object a line, after a {"skipped":K,"through":"N"} line when K
- * older ones were left out. The first tick without `after` starts at the logspace's end; the
+ * older ones were left out (also those beyond SD_TAIL_BUF_MAX bytes of the tick, and
+ * unreadable ones). The first tick without `after` starts at the logspace's end; the
  * first tick always ends with {"through":"N","time":µs}. j_cursor becomes the last id the tick
  * covered (through); j_skipped is K.
  */
@@ -598,7 +599,10 @@ do_tail(struct req *r, char **body, size_t *len)
 	struct job	*j = r->r_job;
 	struct qrun	 qr;
 	uint64_t	*ring = NULL, after = 0, first, next, cursor, through, n = 0, skipped;
+	uint64_t	 sent = 0;
 	uint32_t	 limit;
+	char		**lines = NULL;
+	size_t		*lens = NULL, used = 0;
 	struct lb_msg	 m;
 	FILE		*f = NULL;
 	int		 ret = -1, rc;
@@ -649,28 +653,49 @@ do_tail(struct req *r, char **body, size_t *len)
 		}
 		cursor = qr.res.next_cursor;
 	}
+	/*
+	 * The newest first, while the tick's bytes stay within SD_TAIL_BUF_MAX (the newest one
+	 * always): the older ones beyond, and unreadable ones, are skipped too, so that a few huge
+	 * messages never make a stream's buffer balloon.
+	 */
 	skipped = n > limit ? n - limit : 0;
-	if ((f = open_memstream(body, len)) == NULL) {
-		req_fail(r, 503, "unavailable", "out of memory");
-		goto done;
-	}
-	if (skipped > 0)
-		fprintf(f, "{\"skipped\":%llu,\"through\":\"%llu\"}\n", (unsigned long long)skipped,
-		    (unsigned long long)through);
-	for (uint64_t k = skipped; k < n; k++) {
-		uint64_t id = ring[k % limit];
+	if (n > skipped && ((lines = calloc(n - skipped, sizeof(*lines))) == NULL ||
+	    (lens = calloc(n - skipped, sizeof(*lens))) == NULL))
+		goto nomem;
+	for (uint64_t k = n; k-- > skipped;) {
+		uint64_t	 id = ring[k % limit];
+		size_t		 i = (size_t)(k - skipped);
+		FILE		*lf;
 
 		if ((rc = lb_store_get(qr.st, id, &m)) != 0) {
 			log_warnx("%s: lb_store_get %s %llu: %s", __func__, r->r_ls,
 			    (unsigned long long)id, lb_strerror(rc));
 			metrics_error(r->r_env->sd_metrics, ERR_MESSAGE, 1);
-			skipped++;
 			continue;
 		}
-		if (msg_json(f, qr.st, NULL, &m) != 0)
+		if ((lf = open_memstream(&lines[i], &lens[i])) == NULL)
 			goto nomem;
-		fputc('\n', f);
+		rc = msg_json(lf, qr.st, NULL, &m);
+		fputc('\n', lf);
+		if (fclose(lf) != 0 || rc != 0)
+			goto nomem;
+		if (used > 0 && used + lens[i] > SD_TAIL_BUF_MAX) {
+			free(lines[i]);
+			lines[i] = NULL;
+			break;
+		}
+		used += lens[i];
+		sent++;
 	}
+	skipped = n - sent;
+	if ((f = open_memstream(body, len)) == NULL)
+		goto nomem;
+	if (skipped > 0)
+		fprintf(f, "{\"skipped\":%llu,\"through\":\"%llu\"}\n", (unsigned long long)skipped,
+		    (unsigned long long)through);
+	for (uint64_t k = n > limit ? n - limit : 0, i = 0; k < n; k++, i++)
+		if (lines[i] != NULL)
+			fwrite(lines[i], 1, lens[i], f);
 	if (!j->j_started)
 		fprintf(f, "{\"through\":\"%llu\",\"time\":%lld}\n", (unsigned long long)through,
 		    (long long)now_real_us());
@@ -679,7 +704,7 @@ do_tail(struct req *r, char **body, size_t *len)
 		goto nomem;
 	}
 	f = NULL;
-	metrics_tail(r->r_env->sd_metrics, 0, n - (n > limit ? n - limit : 0), skipped);
+	metrics_tail(r->r_env->sd_metrics, 0, sent, skipped);
 	j->j_cursor = through;
 	j->j_skipped = skipped;
 	ret = 0;
@@ -691,6 +716,11 @@ do_tail(struct req *r, char **body, size_t *len)
 	*body = NULL;
 	req_fail(r, 503, "unavailable", "out of memory");
  done:
+	if (lines != NULL)
+		for (uint64_t k = 0; k < n - (n > limit ? n - limit : 0); k++)
+			free(lines[k]);
+	free(lines);
+	free(lens);
 	free(ring);
 	query_end(&qr);
 	return (ret);
