@@ -142,6 +142,8 @@ def test_rights(stack: Stack) -> None:
             assert r.status_code == 403, (path, r.status_code, r.text[:300])
         r = s.get(web.url + f"/tail?q={WORD}&logspace=main", timeout=30)
         assert r.status_code == 200
+        r = s.get(web.url + "/tail?q=raw%FF&logspace=main", timeout=30)  # not UTF-8
+        assert r.status_code == 200 and "q=raw%FF" in r.text
         with s.get(web.url + f"/tail/stream?q={WORD}&logspace=main", stream=True, timeout=30) as r:
             assert r.status_code == 200
             assert r.headers["Content-Type"].startswith("text/event-stream")

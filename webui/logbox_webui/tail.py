@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 from flask import Blueprint, Response, abort, render_template, request, url_for
 from logbox_core.export import error_status
@@ -31,20 +32,37 @@ PER_TICK = 100  # messages searchd sends per 200 ms at most; more are skipped (a
 _ID = re.compile(r"[0-9]{1,20}")
 
 
+def _url(endpoint: str, **params: Any) -> str:
+    """A URL of endpoint with params (None and "" left out); str values may carry \\udcXX
+    bytes (a query that is not UTF-8)."""
+    pairs = [
+        (k, v.encode("utf-8", "surrogateescape") if isinstance(v, str) else str(v))
+        for k, v in params.items()
+        if v is not None and v != ""
+    ]
+    return url_for(endpoint) + ("?" + urlencode(pairs) if pairs else "")
+
+
+@bp.app_template_global()
+def tail_link(q: str, logspace: str) -> str:
+    """The live view of q in logspace (the search page's "Live tail" link)."""
+    return _url("tail.tail_page", q=q, logspace=logspace)
+
+
 @bp.route("/tail")
 @can_read_required
 def tail_page() -> Any:
     """GET /tail?q=&logspace=: the live view of q's new matches."""
     q = request.args.get("q", "")
     logspace = request.args.get("logspace") or "main"
-    stream = url_for("tail.tail_stream", q=q or "*", logspace=logspace)
+    stream = _url("tail.tail_stream", q=q or "*", logspace=logspace)
     return render_template(
         "search/tail.html",
         q=q,
         logspace=logspace,
         logspaces=readable_logspaces(),
         stream_url=stream,
-        search_url=url_for("search.search", q=q or None, logspace=logspace),
+        search_url=_url("search.search", q=q, logspace=logspace),
         max_rows=MAX_ROWS,
         per_tick=PER_TICK,
     )
