@@ -17,6 +17,7 @@ prints the figures and writes them as JSON (--out).
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import socket
 import statistics
@@ -69,8 +70,8 @@ class Reader(threading.Thread):
                     for w in msg.split():
                         if w.startswith("tp") and w not in self.arrived:
                             self.arrived[w] = now
-        except (OSError, ValueError):
-            return
+        except (OSError, ValueError, AttributeError, http.client.HTTPException):
+            return  # closed (close() races the last read) or broken
 
     def close(self) -> None:
         self.resp.close()
