@@ -24,6 +24,8 @@
 
 #define FOLLOW_TICK_MS	200
 #define FOLLOW_PAGE	4096		/* ids per lb_search while counting a tick's matches */
+#define FOLLOW_COUNT_MAX (256 * FOLLOW_PAGE)	/* matches one tick counts at most (a backlog
+						   is worked off over several) */
 #define DAY_US		(86400LL * 1000000)
 
 static volatile sig_atomic_t follow_stop;
@@ -69,7 +71,7 @@ follow_tick(const struct sopts *o, struct lb_store *st, const struct lb_qnode *q
 		if (c == 0 && res.id_hi > 0 && res.id_hi - 1 > through)
 			through = res.id_hi - 1;	/* every id below id_hi was looked at */
 		lb_searchres_free(&res);
-		if (c == 0)
+		if (c == 0 || n >= FOLLOW_COUNT_MAX)
 			break;
 	}
 	*skipped = n > o->limit ? n - o->limit : 0;

@@ -583,6 +583,7 @@ do_message(struct req *r, char **body, size_t *len)
 
 #define TAIL_LIMIT_DEFAULT	100
 #define TAIL_PAGE		4096	/* ids per lb_search while counting a tick's matches */
+#define TAIL_COUNT_MAX		(256 * TAIL_PAGE) /* matches one tick counts at most */
 
 /*
  * One tick of a /v1/tail stream (tail.c owns the stream): the matches of q with ids after
@@ -651,6 +652,9 @@ do_tail(struct req *r, char **body, size_t *len)
 				through = qr.res.id_hi - 1;
 			break;
 		}
+		/* A huge backlog (an old after) is worked off over several ticks. */
+		if (n >= TAIL_COUNT_MAX)
+			break;
 		cursor = qr.res.next_cursor;
 	}
 	/*
