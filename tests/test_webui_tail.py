@@ -27,6 +27,7 @@ pytestmark = pytest.mark.slow
 BOUND_S = 5.0  # generous against a loaded machine; the feature's bound is 1 s
 WORD = "tailprobe"
 ROUTES = [{"name": "beta", "host": "^beta-"}]
+MAX_ROWS = 150  # the view's bound on rows (TAIL_MAX_ROWS), small here to see it at work
 
 
 @dataclass
@@ -52,6 +53,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, top: Path) -> Iterator[Stack
                 data=app.data,
                 indexd_status=app.status_file,
                 syslogng_pidfile=app.run / "syslog-ng.pid",
+                env={"LOGBOX_TAIL_MAX_ROWS": str(MAX_ROWS)},
             ) as web:
                 yield Stack(app, sd, web)
         finally:
@@ -64,11 +66,21 @@ def send(stack: Stack, *texts: str) -> None:
 
 def rows(driver: WebDriver) -> list[str]:
     """The message cells of the tail table, top (newest) first."""
-    return [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#tail-table tbody td.c-msg")]
+    # at once, in the page (rows come and go while a test reads them)
+    return list(
+        driver.execute_script(
+            "return Array.from(document.querySelectorAll('#tail-table tbody td.c-msg'))"
+            ".map(function (e) { return e.textContent; });"
+        )
+    )
 
 
 def wait(driver: WebDriver, cond: Callable[[WebDriver], object], timeout: float = 20) -> None:
     WebDriverWait(driver, timeout, poll_frequency=0.05).until(cond)
+
+
+def count(d: WebDriver, id_: str) -> int:
+    return int(d.find_element(By.ID, id_).text or 0)
 
 
 def status(driver: WebDriver) -> tuple[str, str]:
@@ -108,20 +120,32 @@ def test_live_view_pause_resume_and_skipped(stack: Stack, driver: WebDriver) -> 
     assert rows(driver) == [f"{WORD} while paused 2", f"{WORD} while paused 1", f"{WORD} first"]
     assert status(driver)[0] == "live"
 
-    # A burst over the per-tick limit (100): the newest are shown, the rest said skipped.
+    # A burst over the per-tick limit (100): the newest are shown, the rest said skipped;
+    # rows over the view's bound are removed and counted. Nothing goes without a word.
     skipped_el = driver.find_element(By.ID, "tail-skipped")
+    dropped_el = driver.find_element(By.ID, "tail-dropped")
+    assert not skipped_el.is_displayed() and not dropped_el.is_displayed()
+    # first two batches below the per-tick limit, apart: more rows than the view keeps
+    for b in range(2):
+        send(stack, *[f"{WORD} batch {b} {i}" for i in range(90)])
+        time.sleep(0.8)
+    wait(driver, lambda d: rows(d)[:1] == [f"{WORD} batch 1 89"])
+    assert len(rows(driver)) == MAX_ROWS
+    assert dropped_el.is_displayed()
+    assert count(driver, "tail-dropped-count") == 3 + 180 - MAX_ROWS
     assert not skipped_el.is_displayed()
+    before = count(driver, "tail-dropped-count") + MAX_ROWS  # rows received so far
     n = 400
     send(stack, *[f"{WORD} burst {i}" for i in range(n)])
 
     def settled(d: WebDriver) -> bool:
-        shown = sum(1 for r in rows(d) if " burst " in r)
-        sk = d.find_element(By.ID, "tail-skipped-count").text
-        return shown + int(sk or 0) == n
+        received = count(d, "tail-dropped-count") + len(rows(d))
+        return received - before + count(d, "tail-skipped-count") == n
 
     wait(driver, settled, timeout=30)
     assert skipped_el.is_displayed()
-    assert int(driver.find_element(By.ID, "tail-skipped-count").text) > 0
+    assert count(driver, "tail-skipped-count") > 0
+    assert len(rows(driver)) <= MAX_ROWS
     assert rows(driver)[0] == f"{WORD} burst {n - 1}"
     screenshot(driver, "webui-tail")
     errors = [

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Blueprint, Response, abort, render_template, request, url_for
+from flask import Blueprint, Response, abort, current_app, render_template, request, url_for
 from logbox_core.export import error_status
 from logbox_core.searchd import SearchdError
 from logbox_core.tail import TailBusy, TailStream, open_tail
@@ -27,7 +27,6 @@ from .state import searchd
 
 bp = Blueprint("tail", __name__)
 
-MAX_ROWS = 1000  # rows the view keeps; older ones are removed (and counted)
 PER_TICK = 100  # messages searchd sends per 200 ms at most; more are skipped (and counted)
 _ID = re.compile(r"[0-9]{1,20}")
 
@@ -63,7 +62,7 @@ def tail_page() -> Any:
         logspaces=readable_logspaces(),
         stream_url=stream,
         search_url=_url("search.search", q=q, logspace=logspace),
-        max_rows=MAX_ROWS,
+        max_rows=current_app.config["TAIL_MAX_ROWS"],
         per_tick=PER_TICK,
     )
 
