@@ -22,6 +22,8 @@
 #                       lines written and removed, a ~1.3 GB store in build/bench/integrity/day)
 #   make bench-rpc      the RPC API benchmark alone (tests/bench/rpc.py)
 #   make bench-webui    the web UI benchmark alone (tests/bench/webui.py, headless Chromium)
+#   make bench-tail     live tail latency alone (tests/bench/tail_latency.py): send to a
+#                       /v1/tail line at 100,000 msg/s, p50/p99; BENCH_ARGS="--rate N ..."
 #   make bench-eps      the logbox-eps benchmark alone (tests/bench/eps.py): its sender beside
 #                       loggen (TCP, TLS, UDP), then a sample report against make run
 #   make fuzz    fuzz targets at length (make test runs them briefly)
@@ -35,7 +37,7 @@ PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
 .PHONY: all deps build install run test test-c test-py lint bench bench-alerts bench-integrity bench-ingest bench-ingest-quick \
-	bench-search bench-size bench-rpc bench-webui bench-eps fuzz image test-image clean
+	bench-search bench-size bench-rpc bench-webui bench-eps bench-tail fuzz image test-image clean
 
 all: build
 
@@ -124,6 +126,11 @@ bench-webui:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
 	@$(PY) tests/bench/webui.py
+
+bench-tail:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(PY) tests/bench/tail_latency.py $(BENCH_ARGS)
 
 fuzz:
 	@$(MAKE) --no-print-directory deps

@@ -127,7 +127,8 @@ def _proxy(site: Site, *, stream: bool = False) -> list[str]:
     """The lines of a location that passes requests to the site's gunicorn."""
     lines = [f"\tproxy_pass http://logbox_{site.name};"]
     if stream:
-        # exports stream as searchd produces them: a buffered answer would arrive at the end
+        # exports and live tails stream as searchd produces them: a buffered answer would
+        # arrive at the end (the apps also send X-Accel-Buffering: no on a tail)
         lines += ["\tproxy_buffering off;"]
     return lines
 
@@ -149,7 +150,7 @@ def _server(site: Site, cert: Path, key: Path) -> list[str]:
             "\tlocation / {",
             *["\t" + x for x in _proxy(site)],
             "\t}",
-            "\tlocation ~ ^/api/v1/logspaces/[^/]+/export$ {",
+            "\tlocation ~ ^/api/v1/logspaces/[^/]+/(export|tail)$ {",
             *["\t" + x for x in _proxy(site, stream=True)],
             "\t}",
         ]
@@ -159,6 +160,9 @@ def _server(site: Site, cert: Path, key: Path) -> list[str]:
             *["\t" + x for x in _proxy(site)],
             "\t}",
             "\tlocation = /export {",
+            *["\t" + x for x in _proxy(site, stream=True)],
+            "\t}",
+            "\tlocation = /tail/stream {",
             *["\t" + x for x in _proxy(site, stream=True)],
             "\t}",
         ]

@@ -85,6 +85,8 @@ ROUTES: dict[tuple[str, str], Sample] = {
     ("GET", "/api/v1/logspaces/{}/top"): ("read", ("main",), {"q": "*", "field": "host"}, None),
     ("GET", "/api/v1/logspaces/{}/export"): ("read", ("main",), {"q": "hello"}, None),
     ("GET", "/api/v1/logspaces/{}/messages/{}"): ("read", ("main", "1"), {}, None),
+    # a live tail runs until closed: this one ends itself after a second
+    ("GET", "/api/v1/logspaces/{}/tail"): ("read", ("main",), {"q": "hello", "seconds": "1"}, None),
     ("GET", "/api/v1/tokens"): ("admin", (), {}, None),
     ("POST", "/api/v1/tokens"): ("admin", (), {}, {"user": "alice", "name": "sample"}),
     ("DELETE", "/api/v1/tokens/{}"): ("admin", ("0123456789ab",), {}, None),

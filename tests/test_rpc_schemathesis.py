@@ -161,6 +161,10 @@ def runner(
     @given(case=strategy)
     def run(case: Any) -> None:
         guard(case)
+        if case.path.endswith("/tail"):
+            # a live tail runs until closed: end it after a second (a valid value, the
+            # operation's own parameter)
+            case.query = {**(case.query or {}), "seconds": "1"}
         ran[name] += 1
         resp = case.call(headers={"Authorization": f"Bearer {mint(st)}"}, verify=cafile, timeout=60)
         case.validate_response(resp, checks=CHECKS)

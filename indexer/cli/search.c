@@ -5,6 +5,8 @@
  * histogram or the top values of a field. It owns the command line, the search in this process
  * and the output formats; what matches is liblogbox's business alone.
  *
+ * --follow (a live tail on --data) is follow.c's.
+ *
  * The one idea: both transports print the same bytes for the same store and query. The CLI
  * settles every input itself (times are parsed here and sent as whole seconds, the range the
  * search would round them to anyway; --top fields are checked here), the --data path prints
@@ -36,7 +38,9 @@
 const char search_usage[] =
     "       logbox search  [--data DIR | --socket PATH] [--logspace L] [--from T] [--to T]\n"
     "                      [--limit N] [--order newest|oldest] [--cursor ID] [--count]\n"
-    "                      [--histogram N] [--top FIELD] [--json] QUERY\n";
+    "                      [--histogram N] [--top FIELD] [--json] QUERY\n"
+    "       logbox search  --follow --data DIR [--logspace L] [--limit N] [--cursor ID]\n"
+    "                      [--json] QUERY\n";
 
 void
 errmsg(const char *fmt, ...)
@@ -51,7 +55,9 @@ errmsg(const char *fmt, ...)
 static const char usage_text[] =
     "usage: logbox search [--data DIR | --socket PATH] [--logspace L] [--from T] [--to T]\n"
     "                     [--limit N] [--order newest|oldest] [--cursor ID] [--count]\n"
-    "                     [--histogram N] [--top FIELD] [--json] QUERY\n";
+    "                     [--histogram N] [--top FIELD] [--json] QUERY\n"
+    "       logbox search --follow --data DIR [--logspace L] [--limit N] [--cursor ID]\n"
+    "                     [--json] QUERY\n";
 
 static int
 search_usage_exit(void)
@@ -309,6 +315,7 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 		{ "histogram", required_argument, NULL, 'H' },
 		{ "top", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "follow", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -359,6 +366,7 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 			break;
 		case 'T': o->top = optarg; o->what = W_TOP; nwhat++; break;
 		case 'j': o->json = 1; break;
+		case 'F': o->follow = 1; break;
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(0);
@@ -374,6 +382,11 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 		else if (optind < argc)
 			errmsg("search: --data DIR or --socket PATH is required");
 		return (search_usage_exit());
+	}
+	if (o->follow && (o->data == NULL || o->what != W_HITS)) {
+		errmsg("search: --follow reads the store: it needs --data, and lists hits (not "
+		    "--count, --histogram or --top); through the API: logbox-remote search --follow");
+		return (2);
 	}
 	if (o->what == W_TOP && top_field(o, o->top) != 0) {
 		errmsg("--top: unknown field '%s' (host, peer, program, pid, msgid, facility, "
@@ -438,7 +451,7 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 
 /* ---------------------------------------------------------------- in process (--data) */
 
-static int
+int
 search_failed(int rc)
 {
 	if (rc == LB_ETOOBROAD)
@@ -568,7 +581,10 @@ search_main(int argc, char *argv[])
 		free(o.query);
 		return (rc);
 	}
-	rc = o.data != NULL ? run_data(&o) : run_socket(&o);
+	if (o.follow)
+		rc = run_follow(&o);
+	else
+		rc = o.data != NULL ? run_data(&o) : run_socket(&o);
 	free(o.query);
 	return (rc);
 }

@@ -27,6 +27,7 @@ struct sopts {
 	uint32_t	 nbuckets;	/* --histogram N */
 	int		 order;		/* LB_ORDER_* */
 	int		 json;		/* --json */
+	int		 follow;	/* --follow: a live tail (follow.c) */
 	enum what	 what;
 	uint8_t		 top_ns;	/* LB_NS_* of --top */
 	const char	*top_field;	/* the canonical field name sent to searchd */
@@ -60,6 +61,12 @@ void	print_top(const struct sopts *o, const uint8_t *v, size_t len, uint64_t cou
 void	print_summary(size_t n, uint64_t total, uint64_t next);
 int	print_bad_query(const struct sopts *o, size_t pos, const char *msg);
 int	flush_stdout(void);
+
+/* search.c: reports an lb_search error; the exit status (1). */
+int	search_failed(int rc);
+
+/* follow.c: --follow on o->data until SIGINT or SIGTERM; the exit status. */
+int	run_follow(const struct sopts *o);
 
 /* search_socket.c: runs o through the searchd on o->sock and prints it; the exit status. */
 int	run_socket(const struct sopts *o);

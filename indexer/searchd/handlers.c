@@ -36,6 +36,7 @@ static const unsigned ep_params[EP_N] = {
 	[EP_HISTOGRAM] = P_QUERY | B(P_BUCKETS),
 	[EP_TOP] = P_QUERY | B(P_FIELD) | B(P_K),
 	[EP_MESSAGE] = B(P_LOGSPACE) | B(P_Q),
+	[EP_TAIL] = B(P_LOGSPACE) | B(P_Q) | B(P_AFTER) | B(P_LIMIT),
 };
 
 #define PARAM_MAX	256		/* bytes of a decoded parameter other than q */
@@ -484,6 +485,10 @@ handle_job(struct worker *w, struct job *j)
 			break;
 		case EP_MESSAGE:
 			rc = do_message(&r, &body, &len);
+			break;
+		case EP_TAIL:
+			ctype = "application/x-ndjson";
+			rc = do_tail(&r, &body, &len);
 			break;
 		case EP_LOGSPACES:
 			rc = do_logspaces(&r, &body, &len);

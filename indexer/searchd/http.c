@@ -12,7 +12,8 @@
  * SD_DRAIN_S seconds after the last answer. A job goes to the pool under its caller's name
  * (X-Logbox-Caller, "-" without it) for the fair scheduler, and while it is in flight its
  * socket is watched: a client that hangs up sets j_gone, which drops or stops the job, and the
- * answer nobody reads is not written.
+ * answer nobody reads is not written. GET /v1/tail is a stream (tail.c): its ticks come back
+ * here as jobs too and go on to tail_job_done().
  */
 #include <sys/socket.h>
 
@@ -40,12 +41,13 @@ static const struct route {
 	{ "/v1/top",		EP_TOP,		0 },
 	{ "/v1/messages/",	EP_MESSAGE,	1 },
 	{ "/v1/logspaces",	EP_LOGSPACES,	0 },
+	{ "/v1/tail",		EP_TAIL,	0 },
 	{ "/health",		EP_HEALTH,	0 },
 	{ "/metrics",		EP_METRICS,	0 },
 };
 
 static const char *ep_names[EP_N] = {
-	"search", "count", "histogram", "top", "message", "logspaces", "health", "metrics",
+	"search", "count", "histogram", "top", "message", "logspaces", "tail", "health", "metrics",
 	"other"
 };
 
@@ -89,7 +91,7 @@ http_drain_timeout_cb(int fd, short what, void *arg)
  * Stopping: once every job is answered, exit as soon as every answer is written out. A
  * request whose client vanished never reports completion, so that wait is bounded too.
  */
-static void
+void
 http_maybe_exit(struct searchd *env)
 {
 	struct timeval tv = { SD_DRAIN_S, 0 };
@@ -190,10 +192,29 @@ http_error(struct searchd *env, struct evhttp_request *req, int ep, int64_t star
 	http_reply(env, req, ep, start, status, "application/json", body, len);
 }
 
-/* Answer of a job (loop thread, from pool_drain()). */
+/* http_reply and http_error for tail.c. */
+void
+http_send(struct searchd *env, struct evhttp_request *req, int ep, int64_t start, int status,
+    const char *ctype, char *body, size_t len)
+{
+	http_reply(env, req, ep, start, status, ctype, body, len);
+}
+
+void
+http_send_error(struct searchd *env, struct evhttp_request *req, int ep, int64_t start,
+    int status, const char *code, const char *msg)
+{
+	http_error(env, req, ep, start, status, code, msg);
+}
+
+/* Answer of a job (loop thread, from pool_drain()); a tick of a stream goes to tail.c. */
 void
 http_job_done(struct searchd *env, struct job *j)
 {
+	if (j->j_tail != NULL) {
+		tail_job_done(env, j);
+		goto out;
+	}
 	if (j->j_conn != NULL)
 		evhttp_connection_set_closecb(j->j_conn, NULL, NULL);
 	if (j->j_watch != NULL)
@@ -214,6 +235,7 @@ http_job_done(struct searchd *env, struct job *j)
 		j->j_body = NULL;	/* http_reply took it */
 	}
 	job_free(j);
+ out:
 	env->sd_inflight--;
 	metrics_inflight(env->sd_metrics, -1);
 	http_maybe_exit(env);
@@ -358,6 +380,11 @@ http_request_cb(struct evhttp_request *req, void *arg)
 		return;
 	}
 
+	if (ep == EP_TAIL) {
+		tail_start(env, req, caller, uri, plen, q != NULL ? q + 1 : NULL, start);
+		return;
+	}
+
 	if ((j = calloc(1, sizeof(*j))) == NULL ||
 	    (j->j_path = strndup(uri, plen)) == NULL ||
 	    (q != NULL && (j->j_query = strdup(q + 1)) == NULL)) {
@@ -403,6 +430,7 @@ http_request_cb(struct evhttp_request *req, void *arg)
 int
 http_init(struct searchd *env, int fd)
 {
+	TAILQ_INIT(&env->sd_tails);
 	if ((env->sd_http = evhttp_new(env->sd_base)) == NULL) {
 		close(fd);
 		return (ENOMEM);
@@ -452,6 +480,7 @@ http_stop(struct searchd *env)
 	}
 	if (unlink(env->sd_sock) == -1 && errno != ENOENT)
 		log_warn("%s: unlink %s", __func__, env->sd_sock);
+	tail_stop(env);
 	tv.tv_sec = (env->sd_deadline_ms > 0 ? env->sd_deadline_ms / 1000 : 30) + 5;
 	tv.tv_usec = 0;
 	if ((env->sd_ev_stop = evtimer_new(env->sd_base, http_stop_timeout_cb, env)) == NULL ||
@@ -469,6 +498,7 @@ http_free(struct searchd *env)
 	if (env->sd_ev_drain != NULL)
 		event_free(env->sd_ev_drain);
 	env->sd_ev_drain = NULL;
+	tail_free_all(env);
 	if (env->sd_http != NULL)
 		evhttp_free(env->sd_http);
 	env->sd_http = NULL;

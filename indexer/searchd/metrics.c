@@ -38,6 +38,10 @@ struct metrics {
 	int64_t		 m_inflight;
 	uint64_t	 m_err[ERR_N];
 	int64_t		 m_started;			/* monotonic µs */
+	int64_t		 m_tails;			/* /v1/tail streams open */
+	uint64_t	 m_tails_total;			/* /v1/tail streams started */
+	uint64_t	 m_tail_lines;			/* messages sent by streams */
+	uint64_t	 m_tail_skipped;		/* matches streams did not send */
 };
 
 int
@@ -95,6 +99,19 @@ metrics_error(struct metrics *m, int kind, uint64_t n)
 {
 	pthread_mutex_lock(&m->m_mtx);
 	m->m_err[kind] += n;
+	pthread_mutex_unlock(&m->m_mtx);
+}
+
+/* A tail stream opened (delta 1) or ended (-1); a tick sent and skipped so many matches. */
+void
+metrics_tail(struct metrics *m, int delta, uint64_t sent, uint64_t skipped)
+{
+	pthread_mutex_lock(&m->m_mtx);
+	m->m_tails += delta;
+	if (delta > 0)
+		m->m_tails_total += (uint64_t)delta;
+	m->m_tail_lines += sent;
+	m->m_tail_skipped += skipped;
 	pthread_mutex_unlock(&m->m_mtx);
 }
 
@@ -199,6 +216,19 @@ metrics_write(struct searchd *env, struct worker *w, FILE *f)
 	for (int k = 0; k < ERR_N; k++)
 		fprintf(f, "logbox_searchd_errors_total{kind=\"%s\"} %llu\n", m_errnames[k],
 		    (unsigned long long)c.m_err[k]);
+	fprintf(f, "# HELP logbox_searchd_tail_streams /v1/tail streams open.\n"
+	    "# TYPE logbox_searchd_tail_streams gauge\nlogbox_searchd_tail_streams %lld\n",
+	    (long long)c.m_tails);
+	fprintf(f, "# HELP logbox_searchd_tail_streams_total /v1/tail streams started.\n"
+	    "# TYPE logbox_searchd_tail_streams_total counter\n"
+	    "logbox_searchd_tail_streams_total %llu\n", (unsigned long long)c.m_tails_total);
+	fprintf(f, "# HELP logbox_searchd_tail_sent_total Messages sent by /v1/tail streams.\n"
+	    "# TYPE logbox_searchd_tail_sent_total counter\n"
+	    "logbox_searchd_tail_sent_total %llu\n", (unsigned long long)c.m_tail_lines);
+	fprintf(f, "# HELP logbox_searchd_tail_skipped_total Matches /v1/tail streams reported "
+	    "as skipped instead of sending them.\n"
+	    "# TYPE logbox_searchd_tail_skipped_total counter\n"
+	    "logbox_searchd_tail_skipped_total %llu\n", (unsigned long long)c.m_tail_skipped);
 	fprintf(f, "# HELP logbox_searchd_uptime_seconds Seconds since searchd started.\n"
 	    "# TYPE logbox_searchd_uptime_seconds gauge\nlogbox_searchd_uptime_seconds %.3f\n",
 	    (now_mono_us() - c.m_started) / 1e6);

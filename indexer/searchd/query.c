@@ -609,3 +609,154 @@ do_message(struct req *r, char **body, size_t *len)
 	return (req_fail(r, 400, "bad_parameter", "id: expected a message id 1..%llu, got "
 	    "'%.64s'", (unsigned long long)UINT64_MAX, s));
 }
+
+/* ---------------------------------------------------------------- /v1/tail */
+
+#define TAIL_LIMIT_DEFAULT	100
+#define TAIL_PAGE		4096	/* ids per lb_search while counting a tick's matches */
+#define TAIL_COUNT_MAX		(256 * TAIL_PAGE) /* matches one tick counts at most */
+
+/*
+ * One tick of a /v1/tail stream (tail.c owns the stream): the matches of q with ids after
+ * j_cursor (the last id covered), oldest first. All of them are counted, the newest `limit`
+ * are written, one message object a line, after a {"skipped":K,"through":"N"} line when K
+ * older ones were left out (also those beyond SD_TAIL_BUF_MAX bytes of the tick, and
+ * unreadable ones). The first tick without `after` starts at the logspace's end; the
+ * first tick always ends with {"through":"N","time":µs}. j_cursor becomes the last id the tick
+ * covered (through); j_skipped is K.
+ */
+int
+do_tail(struct req *r, char **body, size_t *len)
+{
+	struct job	*j = r->r_job;
+	struct qrun	 qr;
+	uint64_t	*ring = NULL, after = 0, first, next, cursor, through, n = 0, skipped;
+	uint64_t	 sent = 0;
+	uint32_t	 limit;
+	char		**lines = NULL;
+	size_t		*lens = NULL, used = 0;
+	struct lb_msg	 m;
+	FILE		*f = NULL;
+	int		 ret = -1, rc;
+
+	memset(&qr, 0, sizeof(qr));
+	if (r->r_val[P_Q] == NULL)
+		return (req_fail(r, 400, "bad_parameter", "q: missing (the query is required)"));
+	if (req_opt_uint(r, P_LIMIT, 1, LIMIT_MAX, TAIL_LIMIT_DEFAULT, &limit) != 0 ||
+	    (r->r_val[P_AFTER] != NULL && req_uint(r, P_AFTER, 0, UINT64_MAX, &after) != 0))
+		return (-1);
+	/* Every receive time: the ids decide (cursor, oldest first). */
+	r->r_from = 0;
+	r->r_to = now_real_us() + DAY_US;
+	if (query_begin(r, &qr) != 0)
+		goto done;
+	if (j->j_started)
+		cursor = j->j_cursor;
+	else if (r->r_val[P_AFTER] != NULL)
+		cursor = after;
+	else {
+		lb_store_range(qr.st, &first, &next);
+		cursor = next > 0 ? next - 1 : 0;
+	}
+	through = cursor;
+	if ((ring = calloc(limit, sizeof(*ring))) == NULL) {
+		req_fail(r, 503, "unavailable", "out of memory");
+		goto done;
+	}
+	/* The first tick without after only finds the end. */
+	while (j->j_started || r->r_val[P_AFTER] != NULL) {
+		lb_searchres_free(&qr.res);
+		memset(&qr.res, 0, sizeof(qr.res));
+		qr.rq.want = LB_WANT_HITS;
+		qr.rq.limit = TAIL_PAGE;
+		qr.rq.order = LB_ORDER_OLDEST;
+		qr.rq.cursor = cursor;
+		if (query_search(r, &qr) != 0)
+			goto done;
+		for (size_t i = 0; i < qr.res.n; i++, n++)
+			ring[n % limit] = qr.res.ids[i];
+		if (qr.res.n > 0 && qr.res.ids[qr.res.n - 1] > through)
+			through = qr.res.ids[qr.res.n - 1];
+		if (qr.res.next_cursor == 0) {
+			/* Every id below id_hi was looked at. */
+			if (qr.res.id_hi > 0 && qr.res.id_hi - 1 > through)
+				through = qr.res.id_hi - 1;
+			break;
+		}
+		/* A huge backlog (an old after) is worked off over several ticks. */
+		if (n >= TAIL_COUNT_MAX)
+			break;
+		cursor = qr.res.next_cursor;
+	}
+	/*
+	 * The newest first, while the tick's bytes stay within SD_TAIL_BUF_MAX (the newest one
+	 * always): the older ones beyond, and unreadable ones, are skipped too, so that a few huge
+	 * messages never make a stream's buffer balloon.
+	 */
+	skipped = n > limit ? n - limit : 0;
+	if (n > skipped && ((lines = calloc(n - skipped, sizeof(*lines))) == NULL ||
+	    (lens = calloc(n - skipped, sizeof(*lens))) == NULL))
+		goto nomem;
+	for (uint64_t k = n; k-- > skipped;) {
+		uint64_t	 id = ring[k % limit];
+		size_t		 i = (size_t)(k - skipped);
+		FILE		*lf;
+
+		if ((rc = lb_store_get(qr.st, id, &m)) != 0) {
+			log_warnx("%s: lb_store_get %s %llu: %s", __func__, r->r_ls,
+			    (unsigned long long)id, lb_strerror(rc));
+			metrics_error(r->r_env->sd_metrics, ERR_MESSAGE, 1);
+			continue;
+		}
+		if ((lf = open_memstream(&lines[i], &lens[i])) == NULL)
+			goto nomem;
+		rc = msg_json(lf, qr.st, NULL, &m);
+		fputc('\n', lf);
+		if (fclose(lf) != 0 || rc != 0)
+			goto nomem;
+		if (used > 0 && used + lens[i] > SD_TAIL_BUF_MAX) {
+			free(lines[i]);
+			lines[i] = NULL;
+			break;
+		}
+		used += lens[i];
+		sent++;
+	}
+	skipped = n - sent;
+	if ((f = open_memstream(body, len)) == NULL)
+		goto nomem;
+	if (skipped > 0)
+		fprintf(f, "{\"skipped\":%llu,\"through\":\"%llu\"}\n", (unsigned long long)skipped,
+		    (unsigned long long)through);
+	for (uint64_t k = n > limit ? n - limit : 0, i = 0; k < n; k++, i++)
+		if (lines[i] != NULL)
+			fwrite(lines[i], 1, lens[i], f);
+	if (!j->j_started)
+		fprintf(f, "{\"through\":\"%llu\",\"time\":%lld}\n", (unsigned long long)through,
+		    (long long)now_real_us());
+	if (fclose(f) != 0) {
+		f = NULL;
+		goto nomem;
+	}
+	f = NULL;
+	metrics_tail(r->r_env->sd_metrics, 0, sent, skipped);
+	j->j_cursor = through;
+	j->j_skipped = skipped;
+	ret = 0;
+	goto done;
+ nomem:
+	if (f != NULL)
+		fclose(f);
+	free(*body);
+	*body = NULL;
+	req_fail(r, 503, "unavailable", "out of memory");
+ done:
+	if (lines != NULL)
+		for (uint64_t k = 0; k < n - (n > limit ? n - limit : 0); k++)
+			free(lines[k]);
+	free(lines);
+	free(lens);
+	free(ring);
+	query_end(&qr);
+	return (ret);
+}

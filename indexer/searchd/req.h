@@ -77,4 +77,7 @@ void	body_warnings(FILE *f, struct req *r, const struct lb_searchres *res);
 int	do_query(struct req *r, int ep, char **body, size_t *len);
 int	do_message(struct req *r, char **body, size_t *len);
 
+/* query.c: one tick of a /v1/tail stream (tail.c): NDJSON lines after r->r_job->j_cursor. */
+int	do_tail(struct req *r, char **body, size_t *len);
+
 #endif

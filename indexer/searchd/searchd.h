@@ -8,6 +8,8 @@
  *   sched.c     the fair scheduler: per-caller queues taken in turn, the per-caller cap
  *   handlers.c  the work of each endpoint (runs on a worker): parameters, JSON bodies, dispatch
  *   query.c     the query endpoints and /v1/messages/<id>: q, lb_search, hits, their members
+ *   tail.c      /v1/tail on the loop side: the streams, their timers, chunks, limits and ends
+ *               (the worker side of a tick, do_tail, is in query.c)
  *   metrics.c   counters and the Prometheus text of /metrics
  *   ../daemon/  shared with indexd: log.c (one line per event on stderr), clock.c (now_mono_us,
  *               now_real_us), opt.c (numbers from options), daemon.c (socket, privileges,
@@ -49,6 +51,12 @@ struct evhttp_request;
 #define SD_IDLE_TIMEOUT_S	60		/* idle keep-alive connections are closed */
 #define SD_DRAIN_S		2		/* stopping: wait for answers to be written */
 #define SD_HITS_BYTES_MAX	(32 * 1024 * 1024)	/* /v1/search: hits cut beyond this */
+#define SD_TAIL_MAX		64		/* /v1/tail streams open at once; more is 503 */
+#define SD_TAIL_PER_CALLER	4		/* /v1/tail streams of one caller; more is 429 */
+#define SD_TAIL_TICK_MS		200		/* a stream looks for new matches this often */
+#define SD_TAIL_HEARTBEAT_S	5		/* an idle stream says it is alive this often */
+#define SD_TAIL_BUF_MAX		(1024 * 1024)	/* unsent bytes of a stream; beyond: skip */
+#define SD_TAIL_WRITE_S		60		/* a stream whose client reads nothing this long ends */
 
 /* Endpoints, for routing and metrics. */
 enum sd_ep {
@@ -58,6 +66,7 @@ enum sd_ep {
 	EP_TOP,
 	EP_MESSAGE,
 	EP_LOGSPACES,
+	EP_TAIL,
 	EP_HEALTH,
 	EP_METRICS,
 	EP_OTHER,		/* unknown paths, refused methods */
@@ -78,6 +87,7 @@ enum sd_err {
 
 struct metrics;
 struct worker;
+struct tail;
 
 /*
  * A request on its way from the loop to a worker and back. The loop thread owns j_req; a
@@ -99,6 +109,11 @@ struct job {
 	const char		*j_ctype;	/* answer: Content-Type (static) */
 	char			*j_body;	/* answer: malloc'ed body */
 	size_t			 j_bodylen;
+	/* a tick of a /v1/tail stream (tail.c): j_req is the stream's, not the job's own */
+	struct tail		*j_tail;	/* loop thread only; NULL for other jobs */
+	int			 j_started;	/* in: j_cursor holds the last id sent */
+	uint64_t		 j_cursor;	/* in: the last id sent; out: the last id covered */
+	uint64_t		 j_skipped;	/* out: matches of the tick not sent (over limit) */
 };
 TAILQ_HEAD(jobq, job);
 
@@ -130,6 +145,8 @@ struct searchd {
 	int			 sd_stopping;
 	uint64_t		 sd_inflight;	/* jobs handed to the pool, not yet answered */
 	uint64_t		 sd_open;	/* requests not yet completely written */
+	TAILQ_HEAD(, tail)	 sd_tails;	/* /v1/tail streams open (tail.c) */
+	int			 sd_ntails;
 	int64_t			 sd_started;	/* monotonic µs at start */
 
 	/* pool (pool.c): the queues are under sd_mtx */
@@ -156,7 +173,19 @@ int	http_init(struct searchd *env, int fd);
 void	http_stop(struct searchd *env);
 void	http_free(struct searchd *env);
 void	http_job_done(struct searchd *env, struct job *j);
+void	http_maybe_exit(struct searchd *env);
 const char *ep_name(int ep);
+
+/* tail.c */
+void	tail_start(struct searchd *env, struct evhttp_request *req, const char *caller,
+	    const char *path, size_t plen, const char *query, int64_t start);
+void	tail_job_done(struct searchd *env, struct job *j);
+void	tail_stop(struct searchd *env);
+void	tail_free_all(struct searchd *env);
+void	http_send(struct searchd *env, struct evhttp_request *req, int ep, int64_t start,
+	    int status, const char *ctype, char *body, size_t len);
+void	http_send_error(struct searchd *env, struct evhttp_request *req, int ep, int64_t start,
+	    int status, const char *code, const char *msg);
 
 /* pool.c */
 int	pool_start(struct searchd *env);
@@ -179,6 +208,7 @@ void	metrics_free(struct metrics *m);
 void	metrics_request(struct metrics *m, int ep, int status, int64_t us);
 void	metrics_inflight(struct metrics *m, int delta);
 void	metrics_error(struct metrics *m, int kind, uint64_t n);
+void	metrics_tail(struct metrics *m, int delta, uint64_t sent, uint64_t skipped);
 int	metrics_write(struct searchd *env, struct worker *w, FILE *f);
 
 #endif /* SEARCHD_H */

@@ -11,6 +11,6 @@ and on nothing else of logbox::
         print(hit["id"], hit["message"])
 """
 
-from .client import Client, Export, LogboxError
+from .client import Client, Export, LogboxError, Tail
 
-__all__ = ["Client", "Export", "LogboxError"]
+__all__ = ["Client", "Export", "LogboxError", "Tail"]

@@ -90,6 +90,13 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--cursor", help="continue after this next_cursor")
     sp.add_argument("--all", action="store_true", help="every match, page after page")
     sp.add_argument("--json", action="store_true", help="NDJSON: one message object a line")
+    sp.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="live tail: print new matches as they arrive until interrupted (the range, "
+        "--order, --cursor and --all do not apply; --limit is the most per 200 ms)",
+    )
 
     sp = command("count", "print how many messages match")
     time_range(sp)
@@ -169,12 +176,7 @@ def _table(hits: Iterable[dict[str, Any]], out: IO[bytes]) -> int:
     n = 0
     out.write(f"{'RECEIVED':<27}  {'HOST':<15} {'PROGRAM':<12} {'SEVERITY':<8} MESSAGE\n".encode())
     for h in hits:
-        row = (
-            f"{_shown(h.get('received')):<27}  {_shown(h.get('host')):<15} "
-            f"{_shown(h.get('program')):<12} {_severity(h.get('severity')):<8} "
-            f"{_shown(h.get('message'))}\n"
-        )
-        out.write(row.encode("utf-8", "surrogateescape"))
+        out.write(_row(h))
         n += 1
     return n
 
@@ -190,8 +192,39 @@ def _warnings(body: dict[str, Any]) -> None:
         _say(f"warning: {w}")
 
 
+def _row(h: dict[str, Any]) -> bytes:
+    """One table row of _table."""
+    row = (
+        f"{_shown(h.get('received')):<27}  {_shown(h.get('host')):<15} "
+        f"{_shown(h.get('program')):<12} {_severity(h.get('severity')):<8} "
+        f"{_shown(h.get('message'))}\n"
+    )
+    return row.encode("utf-8", "surrogateescape")
+
+
+def follow(c: Client, args: argparse.Namespace, out: IO[bytes]) -> int:
+    """search --follow: the live tail's messages as rows (or NDJSON) as they arrive; skipped
+    matches are said on stderr. Runs until interrupted (130) or the stream ends (1)."""
+    if args.limit < 1:
+        raise Usage("--limit: at least 1")
+    if not args.json:
+        _table([], out)  # the header
+        out.flush()
+    with c.tail(args.query, logspace=args.logspace, limit=args.limit) as t:
+        for obj in t:
+            if "id" in obj:
+                out.write(_json_line(obj) if args.json else _row(obj))
+                out.flush()
+            elif isinstance(obj.get("skipped"), int):
+                _say(f"{obj['skipped']} matches skipped (more than {args.limit} at once)")
+    _say("the stream ended")
+    return 1
+
+
 def cmd_search(c: Client, args: argparse.Namespace, out: IO[bytes]) -> int:
-    """search: one page (or every page with --all) as a table or NDJSON."""
+    """search: one page (or every page with --all) as a table or NDJSON; --follow tails."""
+    if args.follow:
+        return follow(c, args, out)
     kw: dict[str, Any] = {"logspace": args.logspace, "from_": args.from_, "to": args.to}
     if args.all:
         hits: Iterator[dict[str, Any]] = c.iter_search(args.query, order=args.order, **kw)

@@ -443,6 +443,22 @@ class Client(_Closing):
         path = self._ls(logspace, "export")
         return Export(self, self.request("GET", path, params=params, stream=True), format)
 
+    def tail(
+        self,
+        q: str | bytes,
+        *,
+        logspace: str = "main",
+        after: int | None = None,
+        limit: int = 100,
+    ) -> Tail:
+        """A live tail (GET .../tail): the new matches as they become searchable, until
+        closed (see Tail); an error before the stream starts raises here."""
+        params: dict[str, Any] = {"q": _query(q), "limit": limit}
+        if after is not None:
+            params["after"] = after
+        path = self._ls(logspace, "tail")
+        return Tail(self, self.request("GET", path, params=params, stream=True))
+
     # ------------------------------------------------------------ status, tokens
 
     def status(self) -> dict[str, Any]:
@@ -824,3 +840,49 @@ class Export(_Closing):
                 header = row
             else:
                 yield dict(zip(header, row, strict=False))
+
+
+class Tail(_Closing):
+    """A live tail (GET .../tail), read as it arrives: iterating it gives the stream's JSON
+    objects (rpc/API.md §5.1) until it is closed or the API ends it: message objects (with
+    "id"), {"skipped": K, "through": "N"} notices and {"through": "N", "time": µs} heartbeats.
+    `through` is the last id covered so far (pass it as after to resume), `skipped` the sum of
+    the skipped counts. An {"error": ...} line raises it (status 0); a broken stream raises
+    `unavailable`.
+    """
+
+    def __init__(self, client: Client, response: requests.Response) -> None:
+        self.client = client
+        self.response = response
+        self.through: int | None = None
+        self.skipped = 0
+
+    def close(self) -> None:
+        """Closes the response: the stream ends."""
+        self.response.close()
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        try:
+            for line in self.response.iter_lines(chunk_size=1 << 16):
+                if not line:
+                    continue
+                obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    continue
+                if isinstance(obj.get("error"), dict):
+                    err = obj["error"]
+                    raise LogboxError(0, str(err.get("code")), str(err.get("message", "")))
+                if "id" in obj and isinstance(obj["id"], int):
+                    self.through = max(self.through or 0, obj["id"])
+                elif isinstance(obj.get("through"), str) and obj["through"].isdigit():
+                    self.through = max(self.through or 0, int(obj["through"]))
+                if isinstance(obj.get("skipped"), int):
+                    self.skipped += obj["skipped"]
+                yield obj
+        except requests.RequestException as e:
+            why = _why(e, self.client.timeout)
+            raise LogboxError(
+                0, "unavailable", f"{self.client.url}: the tail stream broke: {why}"
+            ) from e
+        finally:
+            self.response.close()

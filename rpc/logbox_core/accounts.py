@@ -55,7 +55,7 @@ AUDIT_ACTIONS = (
     "message", "export", "token_create", "token_revoke", "user_create", "user_update",
     "user_delete", "denied", "logspace_settings", "audit_pruned", "integrity",
     "integrity_public_key", "password_reset", "saved_search_create", "saved_search_update",
-    "saved_search_delete", "alert_create", "alert_update", "alert_delete", "alert_test",
+    "saved_search_delete", "alert_create", "alert_update", "alert_delete", "alert_test", "tail",
 )  # fmt: skip
 # the alert delivery settings (logbox_core.deliver): a change, a test message sent
 AUDIT_ACTIONS += ("delivery_settings", "delivery_test")

@@ -294,6 +294,38 @@ class Searchd:
             raise SearchdError(502, "internal", "searchd answered 200 with JSON that is no object")
         return obj
 
+    def stream(
+        self, path: str, params: Params = (), caller: str | None = None, timeout: float = 30.0
+    ) -> Stream:
+        """GET path?params on a connection of its own, answered by a stream (searchd's
+        /v1/tail): checks the status at once (raising searchd's error as get_raw does), then
+        returns an iterator of its lines (each ending with LF). Closing the iterator (or
+        dropping it) closes the connection, which ends the stream in searchd.
+
+        :param timeout: the longest wait for a line (searchd sends one at least every 5 s).
+        """
+        target = path + "?" + _encode(params) if params else path
+        conn = _UnixConnection(self.socket_path, timeout)
+        try:
+            conn.connect()
+            conn.putrequest("GET", target, skip_accept_encoding=True)
+            if caller is not None:
+                conn.putheader(CALLER_HEADER, caller)
+            conn.endheaders()
+            r = conn.getresponse()
+            if r.status != 200:
+                body = r.read()
+                raise _error_from(r.status, body, r.getheader("Retry-After"))
+        except (OSError, http.client.HTTPException) as e:
+            conn.close()
+            raise SearchdError(
+                503, "unavailable", f"searchd unavailable: {_why(e, self.socket_path, timeout)}"
+            ) from e
+        except BaseException:
+            conn.close()
+            raise
+        return Stream(conn, r)
+
     def health(self) -> bool:
         """Whether GET /health answers 200."""
         try:
@@ -347,6 +379,43 @@ class Searchd:
         return f"Searchd({self.socket_path!r}, timeout={self.timeout:g})"
 
 
+class Stream:
+    """The lines of a stream's answer (Searchd.stream), each ending with LF, until it ends;
+    close() (idempotent; also at the end and on an error) closes its connection."""
+
+    def __init__(self, conn: _UnixConnection, r: http.client.HTTPResponse) -> None:
+        self._conn: _UnixConnection | None = conn
+        self._r = r
+
+    def __iter__(self) -> Stream:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._conn is None:
+            raise StopIteration
+        try:
+            line = self._r.readline(1 << 20)
+        except (OSError, http.client.HTTPException) as e:
+            self.close()
+            raise SearchdError(503, "unavailable", f"searchd stream broke: {_why(e, '', 0)}") from e
+        if not line:
+            self.close()
+            raise StopIteration
+        return line
+
+    def set_timeout(self, seconds: float) -> None:
+        """The longest wait for the next line from now on."""
+        if self._conn is not None and self._conn.sock is not None:
+            self._conn.sock.settimeout(max(seconds, 0.001))
+
+    def close(self) -> None:
+        """Closes the connection (searchd ends the stream)."""
+        if self._conn is not None:
+            self._r.close()
+            self._conn.close()
+            self._conn = None
+
+
 class CallerSearchd(Searchd):
     """A Searchd as seen by one caller (Searchd.as_caller): every request says who asks; the
     connections are the underlying client's."""
@@ -370,6 +439,12 @@ class CallerSearchd(Searchd):
     def peer_pid(self) -> int | None:
         """The underlying client's peer_pid (its connection of this thread)."""
         return self.client.peer_pid()
+
+    def stream(
+        self, path: str, params: Params = (), caller: str | None = None, timeout: float = 30.0
+    ) -> Stream:
+        """The client's stream as this caller (or as caller when given)."""
+        return self.client.stream(path, params, caller or self.caller, timeout)
 
     def as_caller(self, caller: str) -> Searchd:
         """The underlying client as another caller."""

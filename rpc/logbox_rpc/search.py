@@ -1,4 +1,5 @@
-"""Searching: logspaces, search, count, histogram, top, messages and export (API.md §4, §5).
+"""Searching: logspaces, search, count, histogram, top, messages, export and the live tail
+(API.md §4, §5).
 searchd's answers are passed on as the bytes it sent; only what the audit needs is read."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from logbox_core.export import (
     start_audited,
 )
 from logbox_core.searchd import SearchdError
+from logbox_core.tail import TailBusy, open_tail
 
 from .auth import address, audit
 from .errors import ApiError
@@ -286,3 +288,86 @@ def export(logspace: str, args: dict[str, Any]) -> Response:
     except UnknownLogspace as e:
         raise ApiError(404, "not_found", e.message) from None
     return Response(ex, headers=export_headers(ex))
+
+
+# ---------------------------------------------------------------- live tail
+
+
+@bp.route("/logspaces/<logspace>/tail", methods=["GET"])
+@declare(
+    Spec(
+        "A live tail: the new matches of a query as they become searchable, streamed "
+        "(searchd /v1/tail)",
+        (
+            LOGSPACE,
+            Q,
+            Param(
+                "after",
+                "integer",
+                "start after this id (a `through` seen before: nothing missed or repeated); "
+                "default: the logspace's end, only new messages",
+                minimum=0,
+            ),
+            Param(
+                "limit",
+                "integer",
+                "messages sent per tick (200 ms) at most; more are skipped and said",
+                default=100,
+                minimum=1,
+                maximum=LIMIT_MAX,
+            ),
+            Param(
+                "seconds",
+                "integer",
+                "end the stream (cleanly) after this many seconds; default: never",
+                minimum=1,
+                maximum=86400,
+            ),
+        ),
+        media={
+            "application/x-ndjson": 'one JSON object a line until the client closes: {"through": '
+            '"N", "time": µs} first and every 5 s while idle; a message object (Message) per new '
+            'match, oldest first; {"skipped": K, "through": "N"} when K matches with ids <= N '
+            'were not sent (too many at once, or the client read too slowly); {"error": {...}} '
+            "as the last line when searchd failed"
+        },
+        errors=QUERY_ERRORS,
+    )
+)
+def tail(logspace: str, args: dict[str, Any]) -> Response:
+    """GET /logspaces/{logspace}/tail: searchd's stream passed on line by line, audited once
+    when it starts (logbox_core.tail bounds the tails per user and per process)."""
+    q = args["q"]
+    try:
+        stream = open_tail(
+            searchd(),
+            g.user.name,
+            logspace,
+            q,
+            after=args.get("after"),
+            limit=args["limit"],
+            seconds=args.get("seconds"),
+        )
+    except TailBusy as e:
+        audit("tail", logspace=logspace, query=q, status=429, detail=e.message)
+        raise ApiError(429, "too_many_requests", e.message, {"Retry-After": "1"}) from None
+    except SearchdError as e:
+        audit(
+            "tail",
+            logspace=logspace,
+            query=q,
+            status=error_status(e),
+            detail=f"{e.code}: {e.message}",
+        )
+        raise
+    try:
+        audit("tail", logspace=logspace, query=q)
+    except BaseException:
+        stream.close()
+        raise
+    return Response(
+        stream,
+        mimetype="application/x-ndjson",
+        headers={"X-Accel-Buffering": "no"},
+        direct_passthrough=True,
+    )

@@ -13,7 +13,7 @@ from logbox_core.searchd import SearchdError
 from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from . import admin, alerts, auth, delivery, integrity, reports, saved, search, security, status
+from . import admin, alerts, auth, delivery, integrity, reports, saved, search, security, status, tail
 from .config import load
 from .state import State
 
@@ -44,6 +44,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(saved.bp)
     app.register_blueprint(reports.bp)
     app.register_blueprint(alerts.bp)
+    app.register_blueprint(tail.bp)
     app.register_blueprint(status.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(delivery.bp)

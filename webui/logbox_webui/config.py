@@ -18,6 +18,7 @@ DEFAULTS: dict[str, Any] = {
     "SECRET_FILE": "/etc/logbox/webui.secret",
     "SESSION_IDLE": 1800,  # a sign-in ends after this long without a request, seconds
     "PAGE_SIZE": 50,  # results per search page
+    "TAIL_MAX_ROWS": 1000,  # rows the live tail view keeps (older ones removed and counted)
     "TESTING": False,
 }
 
@@ -27,6 +28,7 @@ ENVIRONMENT: dict[str, tuple[str, type]] = {
     "LOGSPACE_SETTINGS": ("LOGBOX_LOGSPACE_SETTINGS", str),
     "SECRET_FILE": ("LOGBOX_WEBUI_SECRET_FILE", str),
     "SESSION_IDLE": ("LOGBOX_SESSION_IDLE", int),
+    "TAIL_MAX_ROWS": ("LOGBOX_TAIL_MAX_ROWS", int),
 }
 
 CONFIG_FILE_VARIABLE = "LOGBOX_WEBUI_CONFIG"
