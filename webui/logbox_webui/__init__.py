@@ -13,7 +13,19 @@ from logbox_core.searchd import SearchdError
 from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from . import admin, alerts, auth, delivery, integrity, reports, saved, search, security, status, tail
+from . import (
+    admin,
+    alerts,
+    auth,
+    delivery,
+    integrity,
+    reports,
+    saved,
+    search,
+    security,
+    status,
+    tail,
+)
 from .config import load
 from .state import State
 
