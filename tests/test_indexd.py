@@ -457,3 +457,18 @@ def test_max_memory_flushes_a_segment_early(
     d.wait_status(lambda st: st["logspaces"]["main"]["indexed_id"] > 1, "main is indexed", 10)
     stop_ok(d)
     assert len(messages(store_cli, d.data, "main")) == n
+
+
+def test_a_lone_message_is_indexed_without_another(indexd: Indexd, fifo: HeldFifo) -> None:
+    # A logspace publishes a segment at least every flush_ms (1 s by default) also when no
+    # message follows: the last one before a quiet spell does not wait in the brute-forced
+    # tail for the next (the tick's lb_store_flush_due).
+    for n in (1, 2):
+        write_fifo(fifo, frame(f"lone{n}".encode(), rtime=T0 + n))
+        indexd.wait_stored(n, timeout=20)
+        indexd.wait_status(
+            lambda st, n=n: st["logspaces"]["main"]["indexed_id"] == n + 1,
+            f"message {n} indexed while nothing else arrives",
+            10,
+        )
+    stop_ok(indexd)

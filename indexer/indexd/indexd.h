@@ -322,6 +322,7 @@ int	ls_get(struct indexd *env, const uint8_t *name, size_t len, struct lspace **
 int	ls_append(struct indexd *env, struct lspace *l, struct lb_msg *m, int *stored);
 int	ls_commit_dirty(struct indexd *env, int force_sync);
 int	ls_sync_due(struct indexd *env);
+int	ls_flush_due(struct indexd *env);
 void	ls_memory(struct indexd *env);
 size_t	ls_mem_total(struct indexd *env);
 int	ls_close_all(struct indexd *env);

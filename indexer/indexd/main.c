@@ -462,6 +462,8 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (env->holding[0] == '\0')
 		ls_sync_due(env);
+	if (env->holding[0] == '\0')
+		ls_flush_due(env);
 	/*
 	 * The disk's state is otherwise looked at only before more is read: once the inputs are
 	 * idle, a "full" seen during the last batch would stay in the status, and the reserve

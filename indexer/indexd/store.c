@@ -177,6 +177,29 @@ ls_sync_due(struct indexd *env)
 	return (first);
 }
 
+/*
+ * The tick: every logspace's interval older than its flush_ms becomes a segment, and a segment
+ * written meanwhile is published, also while no message arrives (lb_store_flush_due): the last
+ * messages before a quiet spell are indexed within about a second, not at the next message.
+ */
+int
+ls_flush_due(struct indexd *env)
+{
+	int	rc, first = 0;
+
+	for (size_t i = 0; i < env->nls; i++) {
+		struct lspace *l = env->ls[i];
+
+		if ((rc = lb_store_flush_due(l->st)) != 0) {
+			disk_note(env, rc);
+			hold(env, "logspace %s: flush: %s", l->name, lb_strerror(rc));
+			if (first == 0)
+				first = rc;
+		}
+	}
+	return (first);
+}
+
 size_t
 ls_mem_total(struct indexd *env)
 {

@@ -756,6 +756,28 @@ lb_store_append(struct lb_store *st, struct lb_msg *m)
 	return (0);
 }
 
+int
+lb_store_flush_due(struct lb_store *st)
+{
+	int	idle, rc;
+
+	if (st == NULL || st->mode != LB_RDWR || st->ix == NULL)
+		return (0);
+	if (st->pending) {
+		pthread_mutex_lock(&st->ix->mu);
+		idle = st->ix->wseg == NULL;
+		pthread_mutex_unlock(&st->ix->mu);
+		if (!idle)
+			return (0);	/* the thread still writes it: the next call */
+		if ((rc = seg_finish(st)) != 0)
+			return (rc);
+	}
+	if (st->interval_start != 0 &&
+	    mono_ms() - st->interval_start >= (int64_t)st->conf.flush_ms)
+		return (flush_async(st));
+	return (0);
+}
+
 size_t
 lb_store_mem(const struct lb_store *st)
 {

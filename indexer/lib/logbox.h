@@ -730,6 +730,14 @@ size_t	lb_store_mem(const struct lb_store *st);
 /* Writer. Ends the interval now: durable messages, a new segment, published, then merges. */
 int	lb_store_flush(struct lb_store *st);
 
+/*
+ * Writer, for a caller's timer while no message arrives: publishes a segment the indexer thread
+ * has finished writing, and ends an interval older than the logspace's flush_ms (as the next
+ * lb_store_put would), so that the last messages before a quiet spell become indexed within
+ * about flush_ms too. Never waits for the indexer thread. 0 for a reader.
+ */
+int	lb_store_flush_due(struct lb_store *st);
+
 /* Writer. Rebuilds every segment of the logspace from its message files. */
 int	lb_store_reindex(struct lb_store *st, void (*progress)(void *arg, uint64_t done,
 	    uint64_t total), void *arg);
