@@ -1722,6 +1722,8 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 		if (e->evt) {
 			if ((rc = evt_filter(e, &f)) != 0)
 				goto bad;
+			if (f.n == 0)
+				continue;	/* no event second of the range here */
 			if (e->rq->q->kind == LB_Q_ALL) {
 				struct lb_postings t = m;
 
