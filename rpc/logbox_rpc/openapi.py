@@ -64,6 +64,11 @@ _COUNT = {
     "query": {**STR, "description": "the canonical form of q"},
     "from": {**INT, "description": "µs since the epoch"},
     "to": {**INT, "description": "µs since the epoch"},
+    "time": {
+        **STR,
+        "enum": ["received", "event"],
+        "description": "which time from and to selected by",
+    },
     "total": NINT,
     "took_ms": NUM,
     "segments": INT,

@@ -42,10 +42,18 @@ Q = Param(
 FROM = Param(
     "from",
     "time",
-    "start of the receive-time range, inclusive: RFC 3339, a date, relative (-15m), `now` or "
+    "start of the time range, inclusive: RFC 3339, a date, relative (-15m), `now` or "
     "epoch seconds; default `to` - 24 h",
 )
-TO = Param("to", "time", "end of the receive-time range, exclusive (same forms); default now")
+TO = Param("to", "time", "end of the time range, exclusive (same forms); default now")
+TIME = Param(
+    "time",
+    "string",
+    "which time from and to select by: received (when logbox got the message) or event (the "
+    "message's own time stamp; messages without one never match; hits stay in arrival order)",
+    default="received",
+    enum=("received", "event"),
+)
 ORDER = Param(
     "order",
     "string",
@@ -58,6 +66,7 @@ SEARCH_PARAMS = (
     Q,
     FROM,
     TO,
+    TIME,
     Param("limit", "integer", "hits per page", default=100, minimum=1, maximum=LIMIT_MAX),
     ORDER,
     Param(
@@ -147,7 +156,7 @@ FORWARDED = {
     ),
     "count": Spec(
         "How many messages match a query",
-        (LOGSPACE, Q, FROM, TO),
+        (LOGSPACE, Q, FROM, TO, TIME),
         answer="Count",
         errors=QUERY_ERRORS,
     ),
@@ -158,6 +167,7 @@ FORWARDED = {
             Q,
             FROM,
             TO,
+            TIME,
             Param(
                 "buckets",
                 "integer",
@@ -177,6 +187,7 @@ FORWARDED = {
             Q,
             FROM,
             TO,
+            TIME,
             Param(
                 "field",
                 "string",
