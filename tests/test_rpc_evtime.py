@@ -1,12 +1,13 @@
 # The API's `time` parameter (rpc/API.md §2, indexer/PROTOCOL.md §2.1 "Event time"): real
 # gunicorn and real logbox-searchd over a store that `logbox ingest` wrote, whose messages carry
 # their own time stamps from skewed clocks (none, hours apart, 2099). search, count, histogram and
-# top with time=event agree with an oracle made from `logbox cat` (timestamp_us rounded down to
+# top (and export) with time=event agree with an oracle made from `logbox cat` (timestamp_us rounded down to
 # the second, in [from, to)); the default stays receive time; a bad value is 400; a searcher
 # without the read right on a logspace gets 403 there with time=event as without it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +102,25 @@ def test_event_time_through_the_api(stack: Stack, a: int, b: int) -> None:
     assert {v["value"]: v["count"] for v in top["values"]} == {
         h: n for h, n in (("web0", len(want) - len(odd)), ("web1", len(odd))) if n > 0
     }
+
+
+def test_export_by_event_time(stack: Stack) -> None:
+    st = stack
+    want = sorted(i for i, s in st.sec.items() if s is not None and E0 <= s < E0 + 7200)
+    r = st.admin.get(
+        f"{st.rpc.base}/logspaces/main/export",
+        params={
+            "q": "*",
+            "from": str(E0),
+            "to": str(E0 + 7200),
+            "time": "event",
+            "order": "oldest",
+        },
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text[:300]
+    got = [json.loads(ln)["id"] for ln in r.text.splitlines() if ln]
+    assert got == want and r.headers["X-Logbox-Total"] == str(len(want))
 
 
 def test_received_is_the_default_and_bad_values_are_refused(stack: Stack) -> None:

@@ -254,6 +254,7 @@ def message(logspace: str, id: int, args: dict[str, Any]) -> Response:
             Q,
             FROM,
             TO,
+            TIME,
             ORDER,
             Param(
                 "format",
@@ -291,6 +292,7 @@ def export(logspace: str, args: dict[str, Any]) -> Response:
         fmt=args["format"],
         time_from=args.get("from"),
         time_to=args.get("to"),
+        basis=args.get("time") or "received",
     )
     try:
         start_audited(ex, audit)
