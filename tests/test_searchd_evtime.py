@@ -216,3 +216,21 @@ def test_old_segments_warn_until_reindex(
     with Searchd(searchd_binary(top), store, sockdir / "new.sock") as d:
         body = get(d, "/v1/count", **p)
         assert body["total"] == want and body["warnings"] == []
+
+
+def test_cli_time_event(
+    world: tuple[Searchd, dict[int, int | None], dict[int, bytes]], store_cli: Path
+) -> None:
+    """`logbox search --time event` in process (--data) and through searchd (--socket) count
+    what searchd counts."""
+    d, sec, texts = world
+    a, b = E0 + 1234, E0 + 6000
+    want = len(want_ids(sec, texts, a, b, None))
+    for where in (["--data", str(d.data)], ["--socket", str(d.sock)]):
+        p = subprocess.run(
+            [str(store_cli), "search", *where, "--time", "event", "--count",
+             "--from", str(a), "--to", str(b), "*"],
+            capture_output=True, timeout=60,
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        assert int(p.stdout) == want
