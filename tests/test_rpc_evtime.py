@@ -138,6 +138,26 @@ def test_received_is_the_default_and_bad_values_are_refused(stack: Stack) -> Non
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "bad_parameter"
 
 
+def test_saved_search_keeps_event_time(stack: Stack) -> None:
+    st = stack
+    body = {"name": "2025 clocks", "logspace": "main", "query": "evt", "from": str(E0),
+            "to": str(E0 + 7200), "time": "event"}  # fmt: skip
+    r = st.admin.post(f"{st.rpc.base}/searches", json=body, timeout=30)
+    assert r.status_code == 201, r.text
+    saved = r.json()
+    assert saved["time"] == "event"
+    assert (
+        st.admin.get(f"{st.rpc.base}/searches/{saved['id']}", timeout=30).json()["time"] == "event"
+    )
+    r = st.admin.patch(
+        f"{st.rpc.base}/searches/{saved['id']}", json={"time": "received"}, timeout=30
+    )
+    assert r.status_code == 200 and r.json()["time"] == "received"
+    r = st.admin.patch(f"{st.rpc.base}/searches/{saved['id']}", json={"time": "sent"}, timeout=30)
+    assert r.status_code == 400
+    assert st.admin.delete(f"{st.rpc.base}/searches/{saved['id']}", timeout=30).status_code == 200
+
+
 def test_rights_hold_by_event_time(stack: Stack) -> None:
     st = stack
     s = st.rpc.new_searcher(st.admin, "evtsearcher", ["main"])

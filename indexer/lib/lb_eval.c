@@ -1413,6 +1413,33 @@ evt_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t d
 	return (uni_add(e, &w->u, e->tmp.ids, e->tmp.n));
 }
 
+static int
+evt_found(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
+{
+	int *any = arg;
+
+	(void)term;
+	(void)cookie;
+	(void)df;
+	if (len != LB_EVTIME_TERM_LEN)
+		return (0);
+	*any = 1;
+	return (EEXIST);	/* (stops the walk) */
+}
+
+/* *any: whether the segment holds an event second of [evlo, evhi) (the first block of it). */
+static int
+evt_any(struct ev *e, int *any)
+{
+	uint8_t	lo[LB_EVTIME_TERM_LEN], hi[LB_EVTIME_TERM_LEN];
+	int	rc;
+
+	*any = 0;
+	evt_range(e, lo, hi);
+	rc = lb_segment_terms(e->sg, lo, sizeof(lo), hi, sizeof(hi), evt_found, any);
+	return (rc == EEXIST && *any ? 0 : rc);
+}
+
 /* The ids of the window whose event second is in [evlo, evhi): a union of a few terms. */
 static int
 evt_filter(struct ev *e, struct lb_postings *out)
@@ -1664,7 +1691,7 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 	char			 path[PATH_MAX];
 	uint64_t		 part = e->full || !wide(e->rq->q) ? hi - lo : EV_SUBWIN;
 	uint64_t		 a = lo, b = hi;
-	int			 rc, inexact = 0;
+	int			 rc, inexact = 0, any;
 
 	path[0] = '\0';
 	if ((rc = lb_store_segment(e->st, ref, &e->sg, path, sizeof(path))) != 0)
@@ -1720,18 +1747,24 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 		part = part > UINT64_MAX / 2 ? UINT64_MAX : part * 2;
 		e->nterms = 0;
 		if (e->evt) {
-			if ((rc = evt_filter(e, &f)) != 0)
+			/*
+			 * Cheapest first: whether the segment has a second of the range at all
+			 * (one dictionary block), then the query, then the range's lists.
+			 */
+			if ((rc = evt_any(e, &any)) != 0)
 				goto bad;
-			if (f.n == 0)
-				continue;	/* no event second of the range here */
+			if (!any)
+				break;
 			if (e->rq->q->kind == LB_Q_ALL) {
-				struct lb_postings t = m;
-
-				m = f;
-				f = t;
+				if ((rc = evt_filter(e, &m)) != 0)
+					goto bad;
 				inexact = 0;
 			} else {
 				if ((rc = ev_node(e, e->rq->q, &m, &inexact)) != 0)
+					goto bad;
+				if (m.n == 0)
+					continue;
+				if ((rc = evt_filter(e, &f)) != 0)
 					goto bad;
 				isect(&m, &f);
 			}
