@@ -172,3 +172,20 @@ def test_not_saved(app: Flask) -> None:
     r = alice.post("/saved", {**base, "name": ""})
     assert r.status_code == 303 and "Not saved: name" in text(alice, r.headers["Location"])
     assert accounts_of(app).list_searches() == []
+
+
+def test_saved_event_time(app: Flask) -> None:
+    """A search by event time (time=event) is saved with it, and its link runs it so."""
+    alice = sign_in(app, "alice")
+    search = "/search?q=failed&logspace=main&from=-2h&time=event"
+    want = total(text(alice, search))
+    assert want == 10
+    where = save(alice, search, "failures by event time")
+    assert parse_qs(urlsplit(where).query)["time"] == ["event"]
+    (s,) = (s for s in accounts_of(app).list_searches() if s.name == "failures by event time")
+    assert s.time == "event" and s.to_json()["time"] == "event"
+    link = saved_links(text(alice, "/search"))["failures by event time"]
+    assert parse_qs(urlsplit(html.unescape(link)).query)["time"] == ["event"]
+    page = text(alice, link)
+    assert total(page) == want and 'id="time-basis-note"' in page
+    accounts_of(app).delete_search(s.id)

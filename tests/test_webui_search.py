@@ -563,7 +563,8 @@ def test_columns_chosen_in_the_url(admin: FlaskClient) -> None:
     assert chooser
     boxes = re.findall(r'name="cols" value="(\w+)"( checked)?', chooser.group(0))
     assert [v for v, _ in boxes] == [
-        "time", "host", "program", "severity", "facility", "peer", "pid", "msgid", "message",
+        "time", "timestamp", "host", "program", "severity", "facility", "peer", "pid", "msgid",
+        "message",
     ]  # fmt: skip
     assert [v for v, on in boxes if on] == ["time", "host", "program", "severity", "message"]
     # The chooser's answer: checkboxes and the structured-data fields, each as cols=.

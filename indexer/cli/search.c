@@ -37,8 +37,9 @@
 
 const char search_usage[] =
     "       logbox search  [--data DIR | --socket PATH] [--logspace L] [--from T] [--to T]\n"
-    "                      [--limit N] [--order newest|oldest] [--cursor ID] [--count]\n"
-    "                      [--histogram N] [--top FIELD] [--json] QUERY\n"
+    "                      [--time received|event] [--limit N] [--order newest|oldest]\n"
+    "                      [--cursor ID] [--count] [--histogram N] [--top FIELD] [--json]\n"
+    "                      QUERY\n"
     "       logbox search  --follow --data DIR [--logspace L] [--limit N] [--cursor ID]\n"
     "                      [--json] QUERY\n";
 
@@ -54,8 +55,9 @@ errmsg(const char *fmt, ...)
 
 static const char usage_text[] =
     "usage: logbox search [--data DIR | --socket PATH] [--logspace L] [--from T] [--to T]\n"
-    "                     [--limit N] [--order newest|oldest] [--cursor ID] [--count]\n"
-    "                     [--histogram N] [--top FIELD] [--json] QUERY\n"
+    "                     [--time received|event] [--limit N] [--order newest|oldest]\n"
+    "                     [--cursor ID] [--count] [--histogram N] [--top FIELD] [--json]\n"
+    "                     QUERY\n"
     "       logbox search --follow --data DIR [--logspace L] [--limit N] [--cursor ID]\n"
     "                     [--json] QUERY\n";
 
@@ -310,6 +312,7 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 		{ "to", required_argument, NULL, 't' },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "order", required_argument, NULL, 'o' },
+		{ "time", required_argument, NULL, 'B' },
 		{ "cursor", required_argument, NULL, 'c' },
 		{ "count", no_argument, NULL, 'C' },
 		{ "histogram", required_argument, NULL, 'H' },
@@ -345,6 +348,16 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 				o->order = LB_ORDER_OLDEST;
 			else {
 				errmsg("--order: newest or oldest, not '%s'", optarg);
+				return (2);
+			}
+			break;
+		case 'B':
+			if (strcmp(optarg, "received") == 0)
+				o->time = LB_TIME_RECEIVED;
+			else if (strcmp(optarg, "event") == 0)
+				o->time = LB_TIME_EVENT;
+			else {
+				errmsg("--time: received or event, not '%s'", optarg);
 				return (2);
 			}
 			break;
@@ -496,6 +509,7 @@ run_data(const struct sopts *o)
 	rq.to = o->to;
 	rq.order = o->order;
 	rq.cursor = o->cursor;
+	rq.time = o->time;
 	switch (o->what) {
 	case W_HITS:
 		rq.want = LB_WANT_HITS | LB_WANT_TOTAL;

@@ -26,6 +26,7 @@ struct sopts {
 	uint32_t	 limit;		/* hits per page, or K for --top */
 	uint32_t	 nbuckets;	/* --histogram N */
 	int		 order;		/* LB_ORDER_* */
+	int		 time;		/* --time: LB_TIME_RECEIVED or LB_TIME_EVENT */
 	int		 json;		/* --json */
 	int		 follow;	/* --follow: a live tail (follow.c) */
 	enum what	 what;

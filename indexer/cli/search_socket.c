@@ -267,6 +267,8 @@ request_url(CURL *c, const struct sopts *o, struct buf *url)
 		rc = url_num(c, url, "from", o->from / 1000000);
 	if (rc == 0)
 		rc = url_num(c, url, "to", o->to / 1000000);
+	if (rc == 0 && o->time == LB_TIME_EVENT)
+		rc = url_add(c, url, "time", "event", 5);
 	if (rc == 0 && o->what == W_HITS) {
 		rc = url_num(c, url, "limit", o->limit);
 		if (rc == 0)

@@ -14,6 +14,11 @@
  * newest few stop early. A phrase is only known to the index as the AND of its words: such a
  * list is marked inexact (a superset) and its ids are checked with lb_query_match() on the
  * message, as lazily as the request allows.
+ *
+ * By event time (LB_TIME_EVENT) the range is no id range: a device's clock can say anything.
+ * Every chunk is visited, and a segment's matches are ANDed with the union of its event-time
+ * terms (LB_NS_EVTIME) of the range, one dictionary range scan; the tail reads each message's
+ * time stamp. The histogram then counts each event second's term against the matches.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -83,6 +88,11 @@ struct ev {
 	uint8_t				 topkey[EV_KEY_MAX];	/* namespace (and sd name) prefix */
 	size_t				 topkeylen;
 	const struct lb_qpat		*pin;		/* top: every match's value (pin_of) */
+
+	/* By event time (LB_TIME_EVENT). */
+	int				 evt;
+	int64_t				 evlo, evhi;	/* the seconds [evlo, evhi) */
+	uint64_t			 noevt;		/* segments without event-time terms */
 };
 
 static int	ev_node(struct ev *, const struct lb_qnode *, struct lb_postings *, int *);
@@ -1350,6 +1360,168 @@ hist_add(struct ev *e, const uint64_t *ids, size_t n)
 	}
 }
 
+/* ---------------------------------------------------------------- event time */
+
+/* Adds count to the histogram bucket of event second sec. */
+static void
+hist_sec(struct ev *e, int64_t sec, uint64_t count)
+{
+	struct lb_searchres	*r = e->res;
+	int64_t			 t;
+	uint64_t		 k;
+
+	if (r->nhist == 0 || sec > INT64_MAX / US || sec < INT64_MIN / US)
+		return;
+	t = sec * US;
+	if (t < r->hist_from)
+		return;
+	k = ((uint64_t)t - (uint64_t)r->hist_from) / (uint64_t)r->hist_step;
+	if (k < r->nhist)
+		r->hist[k] += count;
+}
+
+/* The dictionary range of the event seconds [evlo, evhi). */
+static void
+evt_range(const struct ev *e, uint8_t lo[LB_EVTIME_TERM_LEN], uint8_t hi[LB_EVTIME_TERM_LEN])
+{
+	lb_evtime_term(e->evlo, lo);
+	lb_evtime_term(e->evhi, hi);
+}
+
+struct evwalk {
+	struct ev		*e;
+	struct uni		 u;
+	const uint64_t		*bm;		/* evt_hist: the matches of the window, or NULL */
+};
+
+static int
+evt_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
+{
+	struct evwalk	*w = arg;
+	struct ev	*e = w->e;
+	int		 rc;
+
+	(void)term;
+	(void)df;
+	if (len != LB_EVTIME_TERM_LEN)
+		return (0);
+	if ((rc = ev_tick(e, 1)) != 0)
+		return (rc);
+	e->tmp.n = 0;
+	if ((rc = lb_segment_postings(e->sg, cookie, &e->tmp)) != 0)
+		return (rc);
+	return (uni_add(e, &w->u, e->tmp.ids, e->tmp.n));
+}
+
+static int
+evt_found(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
+{
+	int *any = arg;
+
+	(void)term;
+	(void)cookie;
+	(void)df;
+	if (len != LB_EVTIME_TERM_LEN)
+		return (0);
+	*any = 1;
+	return (EEXIST);	/* (stops the walk) */
+}
+
+/* *any: whether the segment holds an event second of [evlo, evhi) (the first block of it). */
+static int
+evt_any(struct ev *e, int *any)
+{
+	uint8_t	lo[LB_EVTIME_TERM_LEN], hi[LB_EVTIME_TERM_LEN];
+	int	rc;
+
+	*any = 0;
+	evt_range(e, lo, hi);
+	rc = lb_segment_terms(e->sg, lo, sizeof(lo), hi, sizeof(hi), evt_found, any);
+	return (rc == EEXIST && *any ? 0 : rc);
+}
+
+/* The ids of the window whose event second is in [evlo, evhi): a union of a few terms. */
+static int
+evt_filter(struct ev *e, struct lb_postings *out)
+{
+	struct evwalk	w;
+	uint8_t		lo[LB_EVTIME_TERM_LEN], hi[LB_EVTIME_TERM_LEN];
+	int		rc;
+
+	memset(&w, 0, sizeof(w));
+	w.e = e;
+	evt_range(e, lo, hi);
+	uni_begin(e, &w.u, out);
+	rc = lb_segment_terms(e->sg, lo, sizeof(lo), hi, sizeof(hi), evt_term, &w);
+	return (uni_finish(e, &w.u, rc));
+}
+
+static int
+evt_hist_term(void *arg, const uint8_t *term, size_t len, uint64_t cookie, uint32_t df)
+{
+	struct evwalk	*w = arg;
+	struct ev	*e = w->e;
+	uint64_t	 cnt = 0;
+	int		 rc;
+
+	(void)df;
+	if (len != LB_EVTIME_TERM_LEN)
+		return (0);
+	if ((rc = ev_tick(e, 1)) != 0)
+		return (rc);
+	e->tmp.n = 0;
+	if ((rc = lb_segment_postings(e->sg, cookie, &e->tmp)) != 0)
+		return (rc);
+	clip(e, &e->tmp);
+	if ((rc = ev_tick(e, e->tmp.n)) != 0)
+		return (rc);
+	for (size_t i = 0; i < e->tmp.n; i++) {
+		uint64_t d = e->tmp.ids[i] - e->wlo;
+
+		cnt += (w->bm[d >> 6] >> (d & 63)) & 1;
+	}
+	if (cnt > 0)
+		hist_sec(e, lb_evtime_sec(term), cnt);
+	return (0);
+}
+
+/* The histogram of a segment window's matches by event second: each term of the range counted. */
+static int
+evt_hist(struct ev *e, const struct lb_postings *ids)
+{
+	struct evwalk		w;
+	struct lb_postings	dummy = { NULL, 0, 0 };
+	uint8_t			lo[LB_EVTIME_TERM_LEN], hi[LB_EVTIME_TERM_LEN];
+	int			rc;
+
+	if (e->res->nhist == 0 || ids->n == 0)
+		return (0);
+	memset(&w, 0, sizeof(w));
+	w.e = e;
+	/* A bitmap of the matches (as top_segment makes one). */
+	uni_begin(e, &w.u, &dummy);
+	w.u.nlists = 1;
+	if ((rc = uni_add(e, &w.u, ids->ids, ids->n)) != 0) {
+		uni_end(e, &w.u, 0);
+		return (rc);
+	}
+	w.bm = w.u.bm;
+	evt_range(e, lo, hi);
+	rc = lb_segment_terms(e->sg, lo, sizeof(lo), hi, sizeof(hi), evt_hist_term, &w);
+	uni_end(e, &w.u, 0);
+	return (rc);
+}
+
+/* 1 when the tail message m is in the event-time range (its second in *sec). */
+static int
+evt_match(const struct ev *e, const struct lb_msg *m, int64_t *sec)
+{
+	if (m->timestamp == LB_NOTIME)
+		return (0);
+	*sec = lb_evtime_of(m->timestamp);
+	return (*sec >= e->evlo && *sec < e->evhi);
+}
+
 /* Takes hits from the ascending matches ids[0..n) in the requested order. */
 static void
 hits_add(struct ev *e, const uint64_t *ids, size_t n)
@@ -1387,8 +1559,12 @@ take(struct ev *e, const struct lb_postings *m)
 	/* (Top first: a damaged list there skips the segment before anything is counted.) */
 	if ((e->rq->want & LB_WANT_TOP) && (rc = top_matches(e, m)) != 0)
 		return (rc);
+	if (e->evt) {
+		if ((rc = evt_hist(e, m)) != 0)
+			return (rc);
+	} else
+		hist_add(e, m->ids, m->n);
 	e->res->total += m->n;
-	hist_add(e, m->ids, m->n);
 	hits_add(e, m->ids, m->n);
 	return (0);
 }
@@ -1510,12 +1686,12 @@ wide(const struct lb_qnode *q)
 static int
 run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 {
-	struct lb_postings	 m = { NULL, 0, 0 };
+	struct lb_postings	 m = { NULL, 0, 0 }, f = { NULL, 0, 0 };
 	struct lb_seginfo	 si;
 	char			 path[PATH_MAX];
 	uint64_t		 part = e->full || !wide(e->rq->q) ? hi - lo : EV_SUBWIN;
 	uint64_t		 a = lo, b = hi;
-	int			 rc, inexact = 0;
+	int			 rc, inexact = 0, any;
 
 	path[0] = '\0';
 	if ((rc = lb_store_segment(e->st, ref, &e->sg, path, sizeof(path))) != 0)
@@ -1526,11 +1702,18 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 	e->sgfirst = si.first_id;
 	e->sglast = si.last_id;
 	e->res->segments++;
-	if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_ALL) {
+	if (e->evt && si.noevtime) {
+		/* Indexed before event-time terms: said once in a warning (lb_search). */
+		e->noevt++;
+		goto bad;
+	}
+	if (e->evt)
+		;	/* (no shortcut: the matches are cut to the event-time range below) */
+	else if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_ALL) {
 		take_range(e, lo, hi);
 		goto bad;
 	}
-	if (e->full && e->rq->q->kind == LB_Q_ALL && lo <= si.first_id && hi > si.last_id) {
+	else if (e->full && e->rq->q->kind == LB_Q_ALL && lo <= si.first_id && hi > si.last_id) {
 		/* ALL over the whole segment: top values from the dictionary's dfs, unlisted. */
 		struct topwalk w = { e, NULL };
 
@@ -1541,7 +1724,7 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 			take_range(e, lo, hi);
 		goto bad;
 	}
-	if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_NOT &&
+	else if (e->full && !(e->rq->want & LB_WANT_TOP) && e->rq->q->kind == LB_Q_NOT &&
 	    e->rq->q->nkids == 1) {
 		/* Counted as the window minus the child: the complement is not listed. */
 		e->wlo = lo;
@@ -1563,7 +1746,29 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 		}
 		part = part > UINT64_MAX / 2 ? UINT64_MAX : part * 2;
 		e->nterms = 0;
-		if ((rc = ev_node(e, e->rq->q, &m, &inexact)) != 0)
+		if (e->evt) {
+			/*
+			 * Cheapest first: whether the segment has a second of the range at all
+			 * (one dictionary block), then the query, then the range's lists.
+			 */
+			if ((rc = evt_any(e, &any)) != 0)
+				goto bad;
+			if (!any)
+				break;
+			if (e->rq->q->kind == LB_Q_ALL) {
+				if ((rc = evt_filter(e, &m)) != 0)
+					goto bad;
+				inexact = 0;
+			} else {
+				if ((rc = ev_node(e, e->rq->q, &m, &inexact)) != 0)
+					goto bad;
+				if (m.n == 0)
+					continue;
+				if ((rc = evt_filter(e, &f)) != 0)
+					goto bad;
+				isect(&m, &f);
+			}
+		} else if ((rc = ev_node(e, e->rq->q, &m, &inexact)) != 0)
 			goto bad;
 		if (inexact && !e->full)
 			rc = take_lazy(e, &m);
@@ -1581,6 +1786,7 @@ run_segment(struct ev *e, const struct lb_segref *ref, uint64_t lo, uint64_t hi)
 	}
 	e->sg = NULL;
 	lb_postings_free(&m);
+	lb_postings_free(&f);
 	return (rc);
 }
 
@@ -1657,6 +1863,7 @@ run_tail(struct ev *e, uint64_t lo, uint64_t hi)
 	const uint8_t			*lit = NULL;
 	size_t				 litlen;
 	uint64_t			 id;
+	int64_t				 sec = 0;
 	int				 rc;
 
 	e->sg = NULL;
@@ -1675,6 +1882,8 @@ run_tail(struct ev *e, uint64_t lo, uint64_t hi)
 			continue;
 		}
 		e->res->tail++;
+		if (e->evt && !evt_match(e, &m, &sec))
+			continue;
 		if (litlen > 0 && !holds(m.message.p, m.message.len, lit, litlen))
 			continue;
 		if ((rc = lb_query_match(rq->q, e->tc, &m)) != 0 && rc != 1)
@@ -1682,7 +1891,10 @@ run_tail(struct ev *e, uint64_t lo, uint64_t hi)
 		if (rc == 0)
 			continue;
 		e->res->total++;
-		hist_add(e, &id, 1);
+		if (e->evt)
+			hist_sec(e, sec, 1);
+		else
+			hist_add(e, &id, 1);
 		hits_add(e, &id, 1);
 		if ((rq->want & LB_WANT_TOP) && (rc = top_message(e, id, &m)) != 0)
 			return (rc);
@@ -1785,6 +1997,8 @@ check_req(const struct lb_searchreq *rq)
 		}
 	}
 	if (rq->deadline_ms < 0)
+		return (EINVAL);
+	if (rq->time != LB_TIME_RECEIVED && rq->time != LB_TIME_EVENT)
 		return (EINVAL);
 	return (0);
 }
@@ -1955,7 +2169,14 @@ lb_search(struct lb_store *st, const struct lb_searchreq *rq, struct lb_searchre
 	lb_store_range(st, &first, &next);
 	from = floor_s(rq->from);
 	to = ceil_s(rq->to);
-	if ((rc = time_id(&e, from, next, &r.id_lo)) != 0 ||
+	if (rq->time == LB_TIME_EVENT) {
+		/* Any id may hold any event time: every one is visited. */
+		e.evt = 1;
+		e.evlo = from / US;
+		e.evhi = to / US;
+		r.id_lo = first;
+		r.id_hi = next;
+	} else if ((rc = time_id(&e, from, next, &r.id_lo)) != 0 ||
 	    (rc = time_id(&e, to, next, &r.id_hi)) != 0)
 		goto fail;
 	if (r.id_lo < first)
@@ -1974,9 +2195,13 @@ lb_search(struct lb_store *st, const struct lb_searchreq *rq, struct lb_searchre
 			memset(r.hist, 0, r.nhist * sizeof(*r.hist));
 		top_free(&e.top);
 		e.nhits = 0;
+		e.noevt = 0;
 	}
 	if (rc != 0)
 		goto fail;
+	if (e.noevt > 0)
+		ev_warn(&e, "%llu segment%s indexed before event-time terms not searched by event "
+		    "time: run logbox reindex", (unsigned long long)e.noevt, e.noevt == 1 ? "" : "s");
 	if ((rc = top_finish(&e)) != 0)
 		goto fail;
 	if (e.nhits > rq->limit && rq->limit > 0) {

@@ -90,7 +90,8 @@
 #define LB_SEG_VERSION_NOFORMS	2	/* still read: text terms are the tokens only */
 #define LB_SEG_HDR_SIZE		128		/* the postings section starts here */
 #define LB_SEG_H_VERSION	8		/* u32 format version */
-#define LB_SEG_H_FLAGS		12		/* u32, 0 */
+#define LB_SEG_H_FLAGS		12		/* u32, LB_SEG_F_* */
+#define LB_SEG_F_EVTIME		0x1		/* the segment holds LB_NS_EVTIME terms */
 #define LB_SEG_H_FIRST		16		/* u64 smallest id */
 #define LB_SEG_H_LAST		24		/* u64 largest id */
 #define LB_SEG_H_COUNT		32		/* u64 messages */

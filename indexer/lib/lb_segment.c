@@ -46,6 +46,7 @@ struct lb_segment {
 	uint64_t	 first_id, last_id, count, nterms;
 	int64_t		 tmin, tmax;
 	uint32_t	 version;
+	uint32_t	 flags;		/* LB_SEG_F_* */
 	const uint8_t	*post;		/* postings section */
 	uint64_t	 postlen;
 	const uint8_t	*dict;		/* dictionary section */
@@ -336,7 +337,8 @@ seg_check(struct lb_segment *sg)
 	sg->version = lb_get32(h + LB_SEG_H_VERSION);
 	if (sg->version != LB_SEG_VERSION && sg->version != LB_SEG_VERSION_NOFORMS)
 		return (LB_EFORMAT);
-	if (lb_get32(h + LB_SEG_H_FLAGS) != 0 || lb_get64(h + LB_SEG_H_RESERVED) != 0)
+	sg->flags = lb_get32(h + LB_SEG_H_FLAGS);
+	if ((sg->flags & ~(uint32_t)LB_SEG_F_EVTIME) != 0 || lb_get64(h + LB_SEG_H_RESERVED) != 0)
 		return (LB_EFORMAT);
 	sg->first_id = lb_get64(h + LB_SEG_H_FIRST);
 	sg->last_id = lb_get64(h + LB_SEG_H_LAST);
@@ -446,6 +448,7 @@ lb_segment_info(const struct lb_segment *sg, struct lb_seginfo *si)
 	si->nterms = sg->nterms;
 	si->size = sg->size;
 	si->version = sg->version;
+	si->noevtime = !(sg->flags & LB_SEG_F_EVTIME);
 }
 
 int
@@ -1061,6 +1064,9 @@ merge_into(struct lb_segment **in, int n, const char *path, int tier)
 	for (i = 0; i < n; i++) {
 		if (s[i]->version < info.version)
 			info.version = s[i]->version;
+		/* (Event-time terms only when every part has them.) */
+		if (!(s[i]->flags & LB_SEG_F_EVTIME))
+			info.noevtime = 1;
 		if (i > 0 && s[i]->first_id <= s[i - 1]->last_id) {
 			rc = EINVAL;
 			goto fail;

@@ -404,6 +404,7 @@ lb_segout_finish(struct lb_segout *so)
 	memset(hdr, 0, sizeof(hdr));
 	memcpy(hdr, LB_SEG_MAGIC, LB_SEG_MAGIC_LEN);
 	lb_put32(hdr + LB_SEG_H_VERSION, so->version);
+	lb_put32(hdr + LB_SEG_H_FLAGS, so->info.noevtime ? 0 : LB_SEG_F_EVTIME);
 	lb_put64(hdr + LB_SEG_H_FIRST, so->info.first_id);
 	lb_put64(hdr + LB_SEG_H_LAST, so->info.last_id);
 	lb_put64(hdr + LB_SEG_H_COUNT, so->info.count);

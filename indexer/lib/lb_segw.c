@@ -602,7 +602,7 @@ lb_segw_terms_add(struct lb_segw_terms *b, const struct lb_tokconf *tc, const st
 		b->msgcap = cap;
 	}
 	if ((rc = st_text(b, tc, m->message.p, m->message.len)) != 0 ||
-	    (rc = st_reserve(b, 7, 5 * (LB_TOKEN_MAX + 1) + 4)) != 0)
+	    (rc = st_reserve(b, 8, 5 * (LB_TOKEN_MAX + 1) + 4 + LB_EVTIME_TERM_LEN)) != 0)
 		goto fail;
 	st_field(b, LB_NS_HOST, &m->host);
 	st_field(b, LB_NS_PROGRAM, &m->program);
@@ -611,6 +611,10 @@ lb_segw_terms_add(struct lb_segw_terms *b, const struct lb_tokconf *tc, const st
 	st_field(b, LB_NS_PEER, &m->peer);
 	st_byte(b, LB_NS_FACILITY, m->facility);
 	st_byte(b, LB_NS_SEVERITY, m->severity);
+	if (m->timestamp != LB_NOTIME) {
+		lb_evtime_term(lb_evtime_of(m->timestamp), b->kbuf + b->klen);
+		st_push(b, LB_EVTIME_TERM_LEN);
+	}
 	if ((rc = st_sd(b, tc, m->sd.p, m->sd.len)) != 0 ||
 	    (rc = st_template(b, m->message.p, m->message.len)) != 0)
 		goto fail;

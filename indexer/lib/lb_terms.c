@@ -1,7 +1,8 @@
 /*
  * lb_terms.c — the terms of a message: what gets indexed for it and what a brute-force
  * matcher compares against. It owns the namespaces' value rules (whole folded field values,
- * facility/severity as one byte, structured data as "<sd-id>.<name>" 0x00 <value token>) and
+ * facility/severity as one byte, event time as a sortable second (lb_evtime_term), structured
+ * data as "<sd-id>.<name>" 0x00 <value token>) and
  * the RFC 5424 STRUCTURED-DATA walk; the tokenizer owns what a token is and what its forms
  * are (the message text's terms are its tokens and their forms; SD values' only the tokens).
  */
@@ -139,7 +140,7 @@ int
 lb_msg_terms2(const struct lb_tokconf *tc, const struct lb_msg *m, lb_msgterm2_fn fn, void *arg)
 {
 	struct tokterm	 t;
-	uint8_t		 b[2];
+	uint8_t		 b[2], ev[LB_EVTIME_TERM_LEN];
 	int		 rc;
 
 	t.buf[0] = LB_NS_TEXT;
@@ -167,7 +168,40 @@ lb_msg_terms2(const struct lb_tokconf *tc, const struct lb_msg *m, lb_msgterm2_f
 		if ((rc = fn(arg, b, 2, LB_FORM_START | LB_FORM_END)) != 0)
 			return (rc);
 	}
+	if (m->timestamp != LB_NOTIME) {
+		lb_evtime_term(lb_evtime_of(m->timestamp), ev);
+		if ((rc = fn(arg, ev, sizeof(ev), LB_FORM_START | LB_FORM_END)) != 0)
+			return (rc);
+	}
 	return (sd_terms(tc, m->sd, fn, arg));
+}
+
+int64_t
+lb_evtime_of(int64_t ts)
+{
+	int64_t s = ts / 1000000;
+
+	return (ts % 1000000 < 0 ? s - 1 : s);
+}
+
+void
+lb_evtime_term(int64_t sec, uint8_t out[LB_EVTIME_TERM_LEN])
+{
+	uint64_t u = (uint64_t)sec ^ (1ULL << 63);
+
+	out[0] = LB_NS_EVTIME;
+	for (int i = 0; i < 8; i++)
+		out[1 + i] = (uint8_t)(u >> (56 - 8 * i));
+}
+
+int64_t
+lb_evtime_sec(const uint8_t *term)
+{
+	uint64_t u = 0;
+
+	for (int i = 0; i < 8; i++)
+		u = u << 8 | term[1 + i];
+	return ((int64_t)(u ^ (1ULL << 63)));
 }
 
 struct plain {

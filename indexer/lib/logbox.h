@@ -324,6 +324,10 @@ uint64_t lb_msgfile_file_size(struct lb_msgfile *mf);
  *   LB_NS_TPL      the text's template (lb_text_template), when two messages or more of the
  *                  segment have it; not a term of lb_msg_terms: the segment writer adds it
  *   LB_NS_NOTPL    nothing more: the messages of the segment whose template is not indexed
+ *   LB_NS_EVTIME   8 bytes: the message's own time stamp in whole seconds (rounded down),
+ *                  as a u64 big-endian with the sign bit flipped (lb_evtime_term), so that
+ *                  terms sort by time and a range of event times is a range of terms; none
+ *                  for a message without a time stamp
  * Constants stored on disk are fixed.
  */
 #define LB_NS_TEXT	0x01
@@ -337,11 +341,21 @@ uint64_t lb_msgfile_file_size(struct lb_msgfile *mf);
 #define LB_NS_PEER	0x09
 #define LB_NS_TPL	0x0a
 #define LB_NS_NOTPL	0x0b
+#define LB_NS_EVTIME	0x0c
+
+#define LB_EVTIME_TERM_LEN 9	/* namespace byte + 8 bytes */
+/* The LB_NS_EVTIME term of second sec (floor of a µs time stamp / 10^6) into out. */
+void	lb_evtime_term(int64_t sec, uint8_t out[LB_EVTIME_TERM_LEN]);
+/* The second of an LB_NS_EVTIME term (LB_EVTIME_TERM_LEN bytes). */
+int64_t	lb_evtime_sec(const uint8_t *term);
+/* The second a µs time stamp falls in (rounded down, also before 1970). */
+int64_t	lb_evtime_of(int64_t timestamp_us);
 
 /*
  * Calls fn once for every term of m in the order: text tokens (in message order, each followed
  * by its forms, lb_token_forms()), host,
- * program, pid, msgid, peer, facility, severity, structured-data terms. A term that occurs twice is
+ * program, pid, msgid, peer, facility, severity, event time (LB_NS_EVTIME), structured-data
+ * terms. A term that occurs twice is
  * passed twice. term is a namespace byte plus bytes, in a buffer valid during the call. This
  * is the one definition of "the terms of a message": indexing and brute-force matching both
  * use it. A non-zero return of fn stops the walk and is returned.
@@ -430,6 +444,9 @@ struct lb_seginfo {
 	uint32_t	 version;	/* format version (FORMAT.md §4.2): 2, text terms are the
 					   tokens only; 3, also their forms (lb_token_forms). 0 in
 					   what a writer is given: the current version */
+	int		 noevtime;	/* written before event-time terms (LB_NS_EVTIME): header
+					   flag LB_SEG_F_EVTIME clear. 0 in what a writer is given:
+					   the segment holds them */
 };
 void	lb_segment_info(const struct lb_segment *sg, struct lb_seginfo *si);
 
@@ -1195,10 +1212,17 @@ int	lb_query_spans(const struct lb_qnode *q, const struct lb_tokconf *tc,
 #define LB_WANT_HIST	0x04	/* a histogram of nbuckets buckets */
 #define LB_WANT_TOP	0x08	/* the topk most frequent values of field top_ns */
 
+/* lb_searchreq.time: which time from and to are */
+#define LB_TIME_RECEIVED 0	/* receive time: an id range through the time map */
+#define LB_TIME_EVENT	1	/* the message's own time stamp: every id, filtered through the
+				   LB_NS_EVTIME terms of each segment; messages without a time
+				   stamp never match. Hits stay in id (receive) order; the
+				   histogram's buckets are event seconds */
+
 struct lb_searchreq {
 	const struct lb_qnode	*q;
-	int64_t		 from;		/* receive time, µs, inclusive (rounded down to a second) */
-	int64_t		 to;		/* receive time, µs, exclusive (rounded up to a second) */
+	int64_t		 from;		/* time, µs, inclusive (rounded down to a second) */
+	int64_t		 to;		/* time, µs, exclusive (rounded up to a second) */
 	uint32_t	 want;		/* LB_WANT_* */
 	uint32_t	 limit;		/* hits: at most this many ids */
 	int		 order;		/* LB_ORDER_* */
@@ -1217,6 +1241,7 @@ struct lb_searchreq {
 					   from and to) */
 	uint64_t	 upto;		/* 0: none; else only ids up to it */
 	int		 indexed;	/* only ids in published segments: no brute force */
+	int		 time;		/* LB_TIME_*: what from and to select by */
 };
 
 #define LB_HIST_MAX	10000

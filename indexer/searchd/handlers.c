@@ -24,10 +24,11 @@
 
 static const char *p_names[P_N] = {
 	"logspace", "q", "from", "to", "limit", "order", "cursor", "total", "buckets", "field", "k",
-	"highlight", "after", "upto"
+	"highlight", "after", "upto", "time"
 };
 #define B(p)		(1u << (p))
-#define P_QUERY		(B(P_LOGSPACE) | B(P_Q) | B(P_FROM) | B(P_TO) | B(P_AFTER) | B(P_UPTO))
+#define P_QUERY		(B(P_LOGSPACE) | B(P_Q) | B(P_FROM) | B(P_TO) | B(P_AFTER) | B(P_UPTO) | \
+			    B(P_TIME))
 
 static const unsigned ep_params[EP_N] = {
 	[EP_SEARCH] = P_QUERY | B(P_LIMIT) | B(P_ORDER) | B(P_CURSOR) | B(P_TOTAL) |

@@ -1,7 +1,7 @@
 /*
  * query.c — the query endpoints, run on a worker thread: /v1/search, /v1/count,
  * /v1/histogram and /v1/top, and /v1/messages/<id> (PROTOCOL.md is the contract). It owns
- * their own parameters (q, from, to, and each endpoint's), parsing q with the logspace's
+ * their own parameters (q, from, to, time, and each endpoint's), parsing q with the logspace's
  * tokenizer settings, lb_search(), reading the hits' messages (with their spans,
  * lb_query_spans, when asked) and the members of their answers. It does not own reading the
  * query string, the body text and the error envelope, or the store handles (handlers.c,
@@ -44,16 +44,23 @@ id_params(struct req *r)
 	return (0);
 }
 
-/* q, from and to (and the id window) of the four query endpoints. */
+/* q, from, to and time (and the id window) of the four query endpoints. */
 static int
 query_params(struct req *r)
 {
-	int64_t now = now_real_us();
+	int64_t		 now = now_real_us();
+	const char	*t = r->r_val[P_TIME];
 
 	if (r->r_val[P_Q] == NULL)
 		return (req_fail(r, 400, "bad_parameter", "q: missing (the query is required)"));
 	if (id_params(r) != 0)
 		return (-1);
+	r->r_time = LB_TIME_RECEIVED;
+	if (t != NULL && strcmp(t, "event") == 0)
+		r->r_time = LB_TIME_EVENT;
+	else if (t != NULL && strcmp(t, "received") != 0)
+		return (req_fail(r, 400, "bad_parameter", "time: expected received or event, "
+		    "got '%.64s'", t));
 	/*
 	 * Without from, the day before to (now - 24 h when to is now too). An id window (after)
 	 * is not cut by time unless asked: from the epoch to a day ahead.
@@ -189,6 +196,7 @@ query_begin(struct req *r, struct qrun *qr)
 	qr->rq.after = r->r_after;
 	qr->rq.upto = r->r_upto;
 	qr->rq.indexed = r->r_indexed;
+	qr->rq.time = r->r_time;
 	qr->rq.max_terms = env->sd_max_terms;
 	qr->rq.cancel = &j->j_gone;
 	if (env->sd_deadline_ms > 0) {
@@ -247,8 +255,9 @@ query_envelope(struct req *r, struct qrun *qr)
 	char	 through[24];
 
 	snprintf(through, sizeof(through), "%llu", (unsigned long long)qr->res.through);
-	o = json_pack("{s:s,s:I,s:I,s:s}", "logspace", r->r_ls, "from", (json_int_t)r->r_from,
-	    "to", (json_int_t)r->r_to, "through", through);
+	o = json_pack("{s:s,s:I,s:I,s:s,s:s}", "logspace", r->r_ls, "from",
+	    (json_int_t)r->r_from, "to", (json_int_t)r->r_to, "time",
+	    r->r_time == LB_TIME_EVENT ? "event" : "received", "through", through);
 	if (o != NULL && (qr->rq.want & LB_WANT_TOTAL) && json_object_set_new(o, "total",
 	    json_integer((json_int_t)qr->res.total)) != 0) {
 		json_decref(o);

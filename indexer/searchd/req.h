@@ -17,7 +17,7 @@
 /* Query-string parameters, one bit each in an endpoint's set (handlers.c's ep_params). */
 enum {
 	P_LOGSPACE, P_Q, P_FROM, P_TO, P_LIMIT, P_ORDER, P_CURSOR, P_TOTAL, P_BUCKETS, P_FIELD,
-	P_K, P_HIGHLIGHT, P_AFTER, P_UPTO, P_N
+	P_K, P_HIGHLIGHT, P_AFTER, P_UPTO, P_TIME, P_N
 };
 
 /* One request being worked on. */
@@ -34,6 +34,7 @@ struct req {
 	uint64_t	 r_cursor;
 	uint64_t	 r_after, r_upto;	/* the id window; 0: none */
 	int		 r_indexed;	/* upto=indexed */
+	int		 r_time;	/* LB_TIME_*: time=received (default) or time=event */
 	int		 r_total;
 	int		 r_highlight;	/* search: spans per hit */
 	uint8_t		 r_top_ns;

@@ -5,6 +5,9 @@
  * AND/OR/NOT, ALL) with random time ranges, orders, limits, histograms and top values; cursor
  * paging both ways; a damaged segment; wildcard limits; bad requests; segments of version 2
  * (before forms were indexed), where text patterns match the forms of the dictionary's terms.
+ * Messages carry their own time stamps with skewed clocks (none, hours off, far future, before
+ * 1970), and a third of the random requests select by event time (LB_TIME_EVENT); segments
+ * written before event-time terms are skipped with a warning until lb_store_reindex.
  */
 #include "t_helper.h"
 #include "t_segv2.h"
@@ -46,6 +49,7 @@ struct tmsg {
 	const char	*host, *prog, *peer;
 	char		 pid[8];
 	int64_t		 received;
+	int64_t		 ts;		/* the message's own time stamp, or LB_NOTIME */
 	uint8_t		 fac, sev;
 	uint64_t	 id;
 };
@@ -55,6 +59,7 @@ static char		 dir[256];
 static struct lb_tokconf tc;
 
 static uint64_t rng = 88172645463325252ULL;
+static uint64_t rng_ev = 2463534242ULL;	/* event times (the other draws stay as they were) */
 
 static uint32_t
 rnd(uint32_t n)
@@ -68,7 +73,7 @@ tm_fill(struct lb_msg *m, const struct tmsg *t)
 	memset(m, 0, sizeof(*m));
 	m->id = t->id;
 	m->received = t->received;
-	m->timestamp = LB_NOTIME;
+	m->timestamp = t->ts;
 	m->facility = t->fac;
 	m->severity = t->sev;
 	m->message = t_str(t->text);
@@ -146,6 +151,24 @@ gen_msgs(void)
 			t->received = T0 + 1000000 + (int64_t)i * 3217 + (i > 700 ? 3000000 : 0);
 		else
 			t->received = T0 + DAY_US + 500000 + (int64_t)(i - NDAY1) * 2903;
+		/* Event times: most a little behind, some far off, some missing. */
+		switch (t_rnd(&rng_ev) % 16) {
+		case 0: case 1:
+			t->ts = LB_NOTIME;
+			break;
+		case 2: case 3:		/* hours off, either way (the other day's ranges) */
+			t->ts = t->received + ((int64_t)(t_rnd(&rng_ev) % (2 * DAY_US)) - DAY_US);
+			break;
+		case 4:			/* far future */
+			t->ts = t->received + 10 * 365 * DAY_US;
+			break;
+		case 5:			/* before 1970: seconds round down */
+			t->ts = -(int64_t)(t_rnd(&rng_ev) % 5000000000LL);
+			break;
+		default:
+			t->ts = t->received - (int64_t)(t_rnd(&rng_ev) % 4000000);
+			break;
+		}
 	}
 }
 
@@ -430,16 +453,22 @@ brute(const struct lb_searchreq *rq, int nmsg, struct expect *x)
 		tc2->keylen = 1 + strlen(rq->top_sdname) + 1;
 	}
 	for (int i = 0; i < nmsg; i++) {
-		const struct tmsg *t = &msgs[i];
+		const struct tmsg	*t = &msgs[i];
+		int64_t			 at = t->received;
 
-		if (t->received < from || t->received >= to)
+		if (rq->time == LB_TIME_EVENT) {
+			if (t->ts == LB_NOTIME)
+				continue;
+			at = fl(t->ts);
+		}
+		if (at < from || at >= to)
 			continue;
 		tm_fill(&m, t);
 		if (lb_query_match(rq->q, &tc, &m) != 1)
 			continue;
 		x->ids[x->n++] = t->id;
 		if (x->nhist > 0)
-			x->hist[(t->received - from) / x->step]++;
+			x->hist[(at - from) / x->step]++;
 		if (rq->want & LB_WANT_TOP) {
 			tc2->nseen = 0;
 			lb_msg_terms(&tc, &m, top_col, tc2);
@@ -584,6 +613,13 @@ random_req(struct lb_searchreq *rq, struct lb_qnode *q)
 		rq->to = T0 + DAY_US + (int64_t)rnd(9000000);
 		break;
 	}
+	if (t_rnd(&rng_ev) % 3 == 0) {
+		rq->time = LB_TIME_EVENT;
+		if (t_rnd(&rng_ev) % 4 == 0) {	/* a few with messages before 1970 */
+			rq->from = -4000000000LL + (int64_t)(t_rnd(&rng_ev) % 3000000000LL);
+			rq->to = rq->from + (int64_t)(t_rnd(&rng_ev) % 2000000000LL);
+		}
+	}
 	rq->want = LB_WANT_HITS | (rnd(4) ? LB_WANT_TOTAL : 0) | (rnd(3) ? LB_WANT_HIST : 0) |
 	    (rnd(3) == 0 ? LB_WANT_TOP : 0);
 	rq->limit = 1 + rnd(60);
@@ -601,7 +637,7 @@ check_random(struct lb_store *st, int ntrees, int nmsg)
 	struct lb_searchres	 r;
 	struct expect		*x = calloc(1, sizeof(*x));
 	uint64_t		 segs = 0;
-	int			 bad = 0, nonempty = 0, tail = 0;
+	int			 bad = 0, nonempty = 0, tail = 0, evt = 0;
 
 	assert_non_null(x);
 	for (int i = 0; i < ntrees; i++) {
@@ -621,6 +657,7 @@ check_random(struct lb_store *st, int ntrees, int nmsg)
 		}
 		assert_int_equal(r.nwarnings, 0);
 		nonempty += x->n > 0;
+		evt += rq.time == LB_TIME_EVENT && x->n > 0;
 		segs += r.segments;
 		tail += r.tail > 0;
 		lb_searchres_free(&r);
@@ -630,6 +667,7 @@ check_random(struct lb_store *st, int ntrees, int nmsg)
 	/* The trees must not be trivially empty, and both the index and the tail must be used. */
 	assert_true(nonempty > ntrees / 3);
 	assert_true(segs > (uint64_t)ntrees);
+	assert_true(evt > ntrees / 20);
 	if (getenv("T_EVAL_VERBOSE") != NULL)
 		fprintf(stderr, "%d trees: %d nonempty, %llu segments, %d with tail\n", ntrees,
 		    nonempty, (unsigned long long)segs, tail);
@@ -806,6 +844,82 @@ t_old_segments(void **state)
 	lb_store_close(rd);
 	lb_catalog_close(cat);
 	t_rmtree(dir);
+}
+
+/* Clears a segment file's LB_SEG_F_EVTIME: as written before event-time terms. */
+static void
+seg_clear_evtime(const char *path)
+{
+	size_t	 len;
+	uint8_t	*b = t_read_file(path, &len);
+	FILE	*f;
+
+	assert_true(len >= LB_SEG_HDR_SIZE);
+	assert_int_equal(lb_get32(b + LB_SEG_H_FLAGS), LB_SEG_F_EVTIME);
+	lb_put32(b + LB_SEG_H_FLAGS, 0);
+	lb_put32(b + LB_SEG_H_CRC, lb_crc32(b, LB_SEG_H_CRC));
+	assert_non_null(f = fopen(path, "wb"));
+	assert_int_equal(fwrite(b, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	free(b);
+}
+
+/*
+ * Segments written before event-time terms: a search by event time skips them and says so
+ * (one warning: run logbox reindex); by receive time nothing changes. lb_store_reindex gives
+ * them the terms, and then every event-time search is the brute force's again.
+ */
+static void
+t_evtime_old(void **state)
+{
+	struct lb_store		*st;
+	struct lb_searchreq	 rq;
+	struct lb_searchres	 r;
+	struct expect		*x = calloc(1, sizeof(*x));
+	struct lb_qnode		*all = qn(LB_Q_ALL);
+	char			 pat[400];
+	glob_t			 g;
+
+	(void)state;
+	assert_non_null(x);
+	st = build();
+	assert_ok(lb_store_close(st));
+	snprintf(pat, sizeof(pat), "%s/main/*/*/index/*%s", dir, LB_SEG_SUFFIX);
+	assert_int_equal(glob(pat, 0, NULL, &g), 0);
+	assert_true(g.gl_pathc >= 2);
+	seg_clear_evtime(g.gl_pathv[0]);
+	globfree(&g);
+	assert_ok(lb_store_open(dir, "main", LB_RDWR, &st));
+	rq = req(all, T0 + 2 * DAY_US, LB_WANT_TOTAL, 0);
+	rq.time = LB_TIME_EVENT;
+	assert_ok(lb_search(st, &rq, &r));
+	brute(&rq, NMSG, x);
+	assert_int_equal(r.nwarnings, 1);
+	assert_non_null(strstr(r.warnings[0], "1 segment indexed before event-time terms"));
+	assert_non_null(strstr(r.warnings[0], "run logbox reindex"));
+	assert_true(r.total > 0 && r.total < x->n);
+	lb_searchres_free(&r);
+	expect_free(x);
+	/* By receive time the segment is searched as ever. */
+	rq.time = LB_TIME_RECEIVED;
+	assert_ok(lb_search(st, &rq, &r));
+	brute(&rq, NMSG, x);
+	assert_int_equal(r.nwarnings, 0);
+	assert_int_equal(r.total, x->n);
+	lb_searchres_free(&r);
+	expect_free(x);
+	assert_ok(lb_store_reindex(st, NULL, NULL));
+	rq.time = LB_TIME_EVENT;
+	assert_ok(lb_search(st, &rq, &r));
+	brute(&rq, NMSG, x);
+	assert_int_equal(r.nwarnings, 0);
+	assert_int_equal(r.total, x->n);
+	lb_searchres_free(&r);
+	expect_free(x);
+	assert_int_equal(check_random(st, 300, NMSG), 0);
+	lb_query_free(all);
+	free(x);
+	build_done(st);
 }
 
 /* Pages of a query newest first and oldest first give every match once, in order. */
@@ -1349,4 +1463,5 @@ T_MAIN(
 	cmocka_unit_test(t_wide),
 	cmocka_unit_test(t_reader),
 	cmocka_unit_test(t_many),
-	cmocka_unit_test(t_old_segments))
+	cmocka_unit_test(t_old_segments),
+	cmocka_unit_test(t_evtime_old))

@@ -4,7 +4,8 @@
  * field and structured data, the set of (term, id) pairs in a written segment equals the set
  * lb_msg_terms() yields (tokens and their forms: stripped tokens, parts of compound tokens).
  * Beside them the segment holds one template term (LB_NS_TPL) or the LB_NS_NOTPL list for
- * every message, exactly once (t_segment checks which).
+ * every message, exactly once (t_segment checks which). The event-time term (LB_NS_EVTIME):
+ * its bytes (FORMAT.md §4.1), its order, and seconds rounded down before 1970.
  */
 #include "t_helper.h"
 
@@ -130,7 +131,8 @@ t_segw_equals_msg_terms(void **state)
 		memset(&m, 0, sizeof(m));
 		m.id = id;
 		m.received = 1000 + (int64_t)id;
-		m.timestamp = LB_NOTIME;
+		/* Event times: none, before 1970 (seconds round down), now. */
+		m.timestamp = id % 3 == 0 ? LB_NOTIME : (int64_t)id * 123456789 - 2000000000LL;
 		m.message.p = (const uint8_t *)text;
 		m.message.len = rnd_text(text, sizeof(text), alpha);
 		m.host.p = (const uint8_t *)host;
@@ -173,5 +175,34 @@ t_segw_equals_msg_terms(void **state)
 	t_rmtree(dir);
 }
 
+static void
+t_evtime_term(void **state)
+{
+	static const uint8_t	 want[] = { 0x0c, 0x80, 0x00, 0x00, 0x00, 0x69, 0xb4, 0xa5, 0x00 };
+	static const int64_t	 secs[] = { INT64_MIN / 1000000, -86400, -2, -1, 0, 1, 1773446399,
+	    1773446400, 4102444800LL, INT64_MAX / 1000000 };
+	uint8_t			 a[LB_EVTIME_TERM_LEN], b[LB_EVTIME_TERM_LEN];
+
+	(void)state;
+	lb_evtime_term(1773446400, a);	/* 2026-03-14T00:00:00Z */
+	assert_memory_equal(a, want, sizeof(want));
+	for (size_t i = 0; i < sizeof(secs) / sizeof(*secs); i++) {
+		lb_evtime_term(secs[i], a);
+		assert_int_equal(a[0], LB_NS_EVTIME);
+		assert_int_equal(lb_evtime_sec(a), secs[i]);
+		if (i > 0) {
+			lb_evtime_term(secs[i - 1], b);
+			assert_true(memcmp(b, a, sizeof(a)) < 0);	/* sorted as time */
+		}
+	}
+	assert_int_equal(lb_evtime_of(0), 0);
+	assert_int_equal(lb_evtime_of(999999), 0);
+	assert_int_equal(lb_evtime_of(1000000), 1);
+	assert_int_equal(lb_evtime_of(-1), -1);
+	assert_int_equal(lb_evtime_of(-1000000), -1);
+	assert_int_equal(lb_evtime_of(-1000001), -2);
+}
+
 T_MAIN(
-	cmocka_unit_test(t_segw_equals_msg_terms))
+	cmocka_unit_test(t_segw_equals_msg_terms),
+	cmocka_unit_test(t_evtime_term))

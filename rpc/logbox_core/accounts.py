@@ -288,6 +288,7 @@ class SavedSearch:
     shared: bool
     created_us: int
     updated_us: int
+    time: str = "received"  # which time from and to select by: received or event
 
     def to_json(self) -> dict:
         """API.md "SavedSearch"."""
@@ -299,6 +300,7 @@ class SavedSearch:
             "query": self.query,
             "from": self.from_,
             "to": self.to,
+            "time": self.time,
             "columns": list(self.columns),
             "shared": self.shared,
             "created": rfc3339(self.created_us),
@@ -319,6 +321,7 @@ class SavedSearch:
             rec["shared"],
             rec["created_us"],
             rec["updated_us"],
+            rec.get("time", "received"),  # (saved before event-time ranges: received)
         )
 
     def describe(self) -> str:
@@ -410,13 +413,13 @@ _COLUMN_RE = re.compile(r"[A-Za-z0-9_.@-]{1,128}")
 
 def check_saved_search(body: object, *, partial: bool = False) -> dict:
     """The members of a saved search's JSON body, checked: name, logspace, query, from, to,
-    columns, shared (all but name, logspace and query optional; with partial, all optional).
+    time, columns, shared (all but name, logspace and query optional; with partial, all optional).
 
     :raises Invalid: an unknown or malformed member.
     """
     if not isinstance(body, dict):
         raise Invalid("expected a JSON object")
-    known = {"name", "logspace", "query", "from", "to", "columns", "shared"}
+    known = {"name", "logspace", "query", "from", "to", "time", "columns", "shared"}
     extra = sorted(set(body) - known)
     if extra:
         raise Invalid(f"{extra[0]}: unknown member")
@@ -448,6 +451,10 @@ def check_saved_search(body: object, *, partial: bool = False) -> dict:
             ):
                 raise Invalid(f"{k}: expected null or a time as search takes it (-1h, RFC 3339)")
             out[k] = v
+    if "time" in body:
+        if body["time"] not in ("received", "event"):
+            raise Invalid("time: expected received or event")
+        out["time"] = body["time"]
     if "columns" in body:
         cols = body["columns"]
         if (
@@ -869,6 +876,7 @@ class Accounts:
                 "query": members["query"],
                 "from": members.get("from"),
                 "to": members.get("to"),
+                "time": members.get("time", "received"),
                 "columns": members.get("columns", []),
                 "shared": members.get("shared", False),
                 "created_us": now,

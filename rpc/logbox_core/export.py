@@ -151,14 +151,18 @@ class Export:
         fmt: str = "ndjson",
         time_from: str | None = None,
         time_to: str | None = None,
+        basis: str = "received",
         on_end: Callable[[Export], None] | None = None,
     ) -> None:
         if order not in ("newest", "oldest"):
             raise ValueError(f"order: expected newest or oldest, got {order!r}")
+        if basis not in ("received", "event"):
+            raise ValueError(f"time: expected received or event, got {basis!r}")
         if fmt not in FORMATS:
             raise ValueError(f"format: expected ndjson or csv, got {fmt!r}")
         self.sd, self.logspace, self.q, self.order, self.fmt = sd, logspace, q, order, fmt
         self.time_from, self.time_to = time_from, time_to
+        self.basis = basis  # which time from and to select by (searchd's time=)
         self.on_end = on_end
         self.total: int | None = None
         self.rows = 0
@@ -205,6 +209,7 @@ class Export:
             ("q", self.q),
             ("order", self.order),
             ("limit", str(EXPORT_PAGE)),
+            ("time", self.basis),
         ]
         rng = [(k, v) for k, v in (("from", self.time_from), ("to", self.time_to)) if v is not None]
         first = self.sd.get("/v1/search", params + rng + [("total", "1")])
@@ -315,7 +320,7 @@ def audited_export(
     q: str,
     **kw: Any,
 ) -> Export:
-    """An Export (kw: order, fmt, time_from, time_to) whose end writes its "export" audit
+    """An Export (kw: order, fmt, time_from, time_to, basis) whose end writes its "export" audit
     entry to acc for user at address: the rows, the status, the detail or else the format."""
 
     def audit_end(ex: Export) -> None:

@@ -22,6 +22,6 @@ def check_with_searchd(sd: Searchd, logspace: str, members: Mapping[str, Any]) -
     """
     if members.get("query") is not None:
         sd.get("/v1/count", {"logspace": logspace, "q": members["query"], "from": "0", "to": "1"})
-    times = {k: members[k] for k in ("from", "to") if members.get(k) is not None}
+    times = {k: members[k] for k in ("from", "to", "time") if members.get(k) is not None}
     if times:
         sd.get("/v1/count", {"logspace": logspace, "q": PROBE, **times})

@@ -44,10 +44,18 @@ Q = Param(
 FROM = Param(
     "from",
     "time",
-    "start of the receive-time range, inclusive: RFC 3339, a date, relative (-15m), `now` or "
+    "start of the time range, inclusive: RFC 3339, a date, relative (-15m), `now` or "
     "epoch seconds; default `to` - 24 h",
 )
-TO = Param("to", "time", "end of the receive-time range, exclusive (same forms); default now")
+TO = Param("to", "time", "end of the time range, exclusive (same forms); default now")
+TIME = Param(
+    "time",
+    "string",
+    "which time from and to select by: received (when logbox got the message) or event (the "
+    "message's own time stamp; messages without one never match; hits stay in arrival order)",
+    default="received",
+    enum=("received", "event"),
+)
 ORDER = Param(
     "order",
     "string",
@@ -60,6 +68,7 @@ SEARCH_PARAMS = (
     Q,
     FROM,
     TO,
+    TIME,
     Param("limit", "integer", "hits per page", default=100, minimum=1, maximum=LIMIT_MAX),
     ORDER,
     Param(
@@ -149,7 +158,7 @@ FORWARDED = {
     ),
     "count": Spec(
         "How many messages match a query",
-        (LOGSPACE, Q, FROM, TO),
+        (LOGSPACE, Q, FROM, TO, TIME),
         answer="Count",
         errors=QUERY_ERRORS,
     ),
@@ -160,6 +169,7 @@ FORWARDED = {
             Q,
             FROM,
             TO,
+            TIME,
             Param(
                 "buckets",
                 "integer",
@@ -179,6 +189,7 @@ FORWARDED = {
             Q,
             FROM,
             TO,
+            TIME,
             Param(
                 "field",
                 "string",
@@ -245,6 +256,7 @@ def message(logspace: str, id: int, args: dict[str, Any]) -> Response:
             Q,
             FROM,
             TO,
+            TIME,
             ORDER,
             Param(
                 "format",
@@ -282,6 +294,7 @@ def export(logspace: str, args: dict[str, Any]) -> Response:
         fmt=args["format"],
         time_from=args.get("from"),
         time_to=args.get("to"),
+        basis=args.get("time") or "received",
     )
     try:
         start_audited(ex, audit)

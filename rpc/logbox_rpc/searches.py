@@ -23,7 +23,7 @@ from .state import accounts, searchd
 bp = Blueprint("searches", __name__)
 
 SEARCH_ID = Param("id", "string", "the saved search's id (12 hex digits)", where="path")
-MEMBERS = ("name", "logspace", "query", "from", "to", "columns", "shared")
+MEMBERS = ("name", "logspace", "query", "from", "to", "time", "columns", "shared")
 BODY_ERRORS = (400, 401, 403, 413, 415, *STORE_ERRORS)
 
 

@@ -26,6 +26,8 @@ def run_url(s: SavedSearch) -> str:
         params["from"] = s.from_
     if s.to is not None:
         params["to"] = s.to
+    if s.time != "received":
+        params["time"] = s.time
     if s.columns:
         params["cols"] = ",".join(s.columns)
     return search_url(**params)
@@ -55,7 +57,8 @@ def saved_list() -> Any:
 @bp.route("/saved", methods=["POST"])
 @login_required
 def save() -> Any:
-    """POST /saved: saves the search of the form (name, q, logspace, from, to, cols, shared);
+    """POST /saved: saves the search of the form (name, q, logspace, from, to, time, cols,
+    shared);
     back to that search with a message."""
     f = request.form
     cols = [c for c in (f.get("cols") or "").split(",") if c]
@@ -65,6 +68,7 @@ def save() -> Any:
         "query": f.get("q", ""),
         "from": f.get("from") or None,
         "to": f.get("to") or None,
+        "time": f.get("time") or "received",
         "columns": cols,
         "shared": f.get("shared") == "on",
     }

@@ -57,6 +57,7 @@ MAX_PREV = 1000  # cursors of the pages before this one kept in the URL (prev=)
 # structured-data field. The default is the table as it always was.
 COLUMNS = {
     "time": "Received",
+    "timestamp": "Event time",
     "host": "Host",
     "program": "Program",
     "severity": "Severity",
@@ -69,6 +70,7 @@ COLUMNS = {
 # The class of a column's cells (c-<class>; a structured-data field's is c-sd).
 COLUMN_CLASS = {
     "time": "time",
+    "timestamp": "ts",
     "host": "host",
     "program": "prog",
     "severity": "sev",
@@ -79,6 +81,10 @@ COLUMN_CLASS = {
     "message": "msg",
 }
 DEFAULT_COLUMNS = ("time", "host", "program", "severity", "message")
+# By event time (time=event) the table shows both times, the event time first.
+DEFAULT_EVENT_COLUMNS = ("timestamp", "time", "host", "program", "severity", "message")
+# Which time the range selects by (time=): searchd's parameter (indexer/PROTOCOL.md §2.1).
+TIME_BASES = {"received": "Received time", "event": "Event time"}
 MAX_COLUMNS = 20
 # An SD field as a column: <sd-id>.<param>, printable ASCII without = ] " \ : , (RFC 5424
 # SD-NAMEs, and the comma that separates columns in the URL).
@@ -369,7 +375,11 @@ class Form:
         self.cursor: str = args.get("cursor") or ""
         self.limit_raw: str = args.get("limit") or ""
         self.tz: str = args.get("tz") or ""
+        self.basis: str = args.get("time") or "received"
         self.errors: list[str] = []
+        if self.basis not in TIME_BASES:
+            self.errors.append(f"time: expected received or event, got {self.basis!r}")
+            self.basis = "received"
         if self.order not in ("newest", "oldest"):
             self.errors.append(f"order: expected newest or oldest, got {self.order!r}")
             self.order = "newest"
@@ -412,7 +422,12 @@ class Form:
         if len(cols) > MAX_COLUMNS:
             self.errors.append(f"cols: at most {MAX_COLUMNS} columns")
             cols = cols[:MAX_COLUMNS]
-        return cols or list(DEFAULT_COLUMNS)
+        return cols or list(self.default_columns)
+
+    @property
+    def default_columns(self) -> tuple[str, ...]:
+        """The columns without cols=: both times by event time."""
+        return DEFAULT_EVENT_COLUMNS if self.basis == "event" else DEFAULT_COLUMNS
 
     @property
     def has_query(self) -> bool:
@@ -427,7 +442,7 @@ class Form:
     @property
     def cols_param(self) -> str | None:
         """cols= for links: None for the default columns."""
-        return None if self.columns == list(DEFAULT_COLUMNS) else ",".join(self.columns)
+        return None if self.columns == list(self.default_columns) else ",".join(self.columns)
 
     @property
     def sd_columns(self) -> list[str]:
@@ -444,6 +459,7 @@ class Form:
             "order": None if self.order == "newest" else self.order,
             "limit": self.limit_raw or None,
             "tz": self.tz or None,
+            "time": None if self.basis == "received" else self.basis,
             "cols": self.cols_param,
         }
         p.update(over)
@@ -479,7 +495,12 @@ def _range_params(form: Form) -> list[tuple[str, str]]:
 def _run_all(sd: Searchd, form: Form) -> dict[str, Future]:
     """The page's searchd calls (search, histogram, top hosts, top programs), side by side."""
     pool = state().pool
-    base = [("logspace", form.logspace), ("q", form.query), *_range_params(form)]
+    base = [
+        ("logspace", form.logspace),
+        ("q", form.query),
+        *_range_params(form),
+        ("time", form.basis),
+    ]
     search_params = [*base, ("limit", str(form.limit)), ("order", form.order), ("highlight", "1")]
     if form.cursor:
         search_params.append(("cursor", form.cursor))
@@ -635,6 +656,7 @@ def search() -> Any:
         "presets": PRESETS,
         "columns": COLUMNS,
         "column_class": COLUMN_CLASS,
+        "time_bases": TIME_BASES,
         "result": None,
         "query_error": None,
         "param_error": None,
@@ -675,6 +697,10 @@ def search() -> Any:
             {
                 **h,
                 "time": short_time(h["received"]),
+                "event_utc": None if h["timestamp_us"] is None else rfc3339_us(h["timestamp_us"]),
+                "event_time": ""
+                if h["timestamp_us"] is None
+                else short_time(rfc3339_us(h["timestamp_us"])),
                 "severity_name": severity_name(h["severity"]),
                 "facility_name": facility_name(h["facility"]),
                 "sd_values": _sd_values(h["sd"], form.sd_columns),
@@ -683,6 +709,7 @@ def search() -> Any:
             }
         )
     pinned = {"from": rfc3339_s(res["from"]), "to": rfc3339_s(res["to"], up=True)}
+    basis = {"time": form.basis} if form.basis != "received" else {}
     ctx["result"] = {
         "total": res["total"],
         "query": res["query"],
@@ -710,10 +737,15 @@ def search() -> Any:
             "programs": lambda: _tops(futures["programs"], "program", form),
         },
         "export_csv": export_url(
-            q=form.query, logspace=form.logspace, order=form.order, format="csv", **pinned
+            q=form.query, logspace=form.logspace, order=form.order, format="csv", **basis, **pinned
         ),
         "export_ndjson": export_url(
-            q=form.query, logspace=form.logspace, order=form.order, format="ndjson", **pinned
+            q=form.query,
+            logspace=form.logspace,
+            order=form.order,
+            format="ndjson",
+            **basis,
+            **pinned,
         ),
     }
     ctx["stream_mark"] = STREAM_MARK
@@ -855,6 +887,9 @@ def export() -> Any:
     q = args.get("q", "")
     order = args.get("order") or "newest"
     fmt = args.get("format") or "csv"
+    basis = args.get("time") or "received"
+    if basis not in TIME_BASES:
+        abort(400, description=f"time: expected received or event, got {basis!r}")
     if not q.strip():
         abort(400, description="q: a query is needed (* for every message)")
     if order not in ("newest", "oldest"):
@@ -872,6 +907,7 @@ def export() -> Any:
         fmt=fmt,
         time_from=normalize_time(args.get("from")),
         time_to=normalize_time(args.get("to")),
+        basis=basis,
     )
     try:
         start_audited(ex, audit)

@@ -105,6 +105,16 @@
     });
   }
 
+  // The time select (received / event time) searches again at once, with what was typed.
+  function initTimeBasis() {
+    var sel = document.getElementById("time-basis");
+    var form = document.getElementById("search-form");
+    if (!sel || !form) return;
+    sel.addEventListener("change", function () {
+      form.submit();
+    });
+  }
+
   // A preset keeps what was typed in the query box: it submits the form with its range (the
   // link itself, used without JavaScript, carries the query of the page).
   function initPresets() {
@@ -161,7 +171,7 @@
     });
   }
 
-  function init() { initTimes(); initPickers(); initHistogram(); initPresets(); }
+  function init() { initTimes(); initPickers(); initHistogram(); initPresets(); initTimeBasis(); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();
