@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import pytest
 from lbtest.cli import Logbox
 from logbox_core.accounts import Accounts
 from logbox_core.alertd import AlertD
-from logbox_core.alerts import AlertStore
+from logbox_core.alerts import AlertStore, run_delivery_test
 from logbox_core.searchd import Searchd as Client
 
 PASSWORD = "correct horse battery"
@@ -247,4 +249,35 @@ def test_test_fire_recorded(
     assert store.get(aid).test_request is None  # type: ignore[union-attr]
     step(d, clock)
     assert len([e for e in store.history(aid) if e["kind"] == "test"]) == 1
+    d.close()
+
+
+def test_delivery_test_sent_by_alertd_once(
+    env: tuple[Accounts, AlertStore, Client], tmp_path: Path
+) -> None:
+    """An admin's test message (the apps have no network): the app's request is sent by the
+    next round, once, and its result handed back; without alertd the app hears so in time."""
+    acc, store, sd = env
+    clock = Clock()
+    # nobody sends it: the waiting app gets a failure that says why, and the request goes
+    lone = run_delivery_test(store, {"type": "syslog"}, "admin", wait_s=0.3)
+    assert lone["delivered"] is False and "logbox-alertd did not send" in lone["error"]
+    assert store.take_delivery_tests() == []
+    d = daemon(tmp_path, acc, sd, clock)
+    got: list[dict] = []
+    t = threading.Thread(
+        target=lambda: got.append(run_delivery_test(store, {"type": "syslog"}, "admin", 10))
+    )
+    t.start()
+    deadline = time.monotonic() + 10
+    while t.is_alive() and time.monotonic() < deadline:
+        step(d, clock, 0.5)
+        for f in list(d.pending):
+            f.result(timeout=10)
+        time.sleep(0.05)
+    t.join(timeout=10)
+    # no delivery settings here: the syslog channel is not configured, and alertd says so
+    assert len(got) == 1 and got[0]["channel"] == "syslog" and got[0]["delivered"] is False
+    assert "syslog" in got[0]["error"] and "logbox-alertd" not in got[0]["error"]
+    assert store.take_delivery_tests() == []  # taken once, and the result collected
     d.close()

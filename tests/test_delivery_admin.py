@@ -3,7 +3,8 @@
 # messages going to real receivers started here (aiosmtpd with STARTTLS and AUTH, a syslog
 # listener, an HTTPS server, snmptrapd). Searchers are refused (403, audited); secrets written
 # never come back in an answer, a page or the audit log; a test over each channel arrives;
-# a test that fails says why; every change and test is audited. In Chromium, the admin saves
+# a test that fails says why (also when logbox-alertd, which sends them, is not running); every
+# change and test is audited. In Chromium, the admin saves
 # the webhook's key and test-fires it from the page.
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from lbtest.alertd import Alertd
 from lbtest.receivers import ReceiverPKI, https_server, smtp_server, snmptrapd, syslog_receiver
 from lbtest.rpc import RpcServer
 from lbtest.webui import WebuiServer, csrf_token, login
@@ -55,7 +57,13 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     }
     pki = ReceiverPKI.make(root / "pki")
     with RpcServer(root / "rpc", **common) as rpc, WebuiServer(root / "web", **common) as web:
-        yield Env(rpc, web, notify, pki, root)
+        # The apps have no network: logbox-alertd sends their test messages, one per store.
+        sd = root / "no-searchd.sock"
+        with (
+            Alertd(root / "alertd-rpc", rpc.accounts_path, notify, sd),
+            Alertd(root / "alertd-web", web.accounts_path, notify, sd),
+        ):
+            yield Env(rpc, web, notify, pki, root)
 
 
 def no_secret(text: str) -> None:

@@ -48,7 +48,7 @@ SCHEMA_VERSION = 1
 MAP_SIZE = 1 << 30
 DB_NAMES = (b"users", b"tokens", b"failures", b"audit", b"meta", b"searches")
 # issue 21's alerts (logbox_core/alerts.py: the definitions and what they fired)
-ALERT_DB_NAMES = (b"alerts", b"alert_history")
+ALERT_DB_NAMES = (b"alerts", b"alert_history", b"delivery_tests")
 # The audit log's actions (rpc/API.md §6): both apps' filters offer these.
 AUDIT_ACTIONS = (
     "login", "login_failed", "login_locked", "logout", "search", "count", "histogram", "top",

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import secrets
+import time
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,8 @@ COOLDOWN_MAX_S = 7 * 86400
 N_MAX = 1 << 40
 HISTORY_PER_ALERT = 10_000
 HISTORY_PRUNE_EVERY = 100  # history writes per process between two prunes of one alert
+DELIVERY_TEST_WAIT_S = 20.0  # an admin's test message: how long the app waits for alertd
+DELIVERY_TEST_KEEP_S = 3600  # requests and results older than this are removed
 ACTION_TYPES = ("email", "syslog", "webhook", "snmp")
 CONDITION_KINDS = ("any", "above", "below")
 GROUP_FIELDS = ("host", "program")
@@ -342,6 +345,58 @@ class AlertStore:
         except NotFound:
             pass
 
+    # -------------------------------------------------------- an admin's test messages
+
+    def request_delivery_test(self, action: dict, by: str) -> str:
+        """Asks logbox-alertd to send the test message of action (deliver.try_delivery): the
+        apps themselves have no network. The request's id; old ones are removed."""
+        rid = secrets.token_hex(6)
+        now = self.acc._now_us()
+        db = self.acc._db(b"delivery_tests")
+        with self.acc._txn(b"delivery_tests", write=True) as txn:
+            for key, value in list(txn.cursor(db=db)):
+                if now - json.loads(value)["time_us"] > DELIVERY_TEST_KEEP_S * 1_000_000:
+                    txn.delete(key, db=db)
+            rec = {"action": action, "by": by, "time_us": now, "taken": False, "result": None}
+            txn.put(rid.encode(), json.dumps(rec).encode(), db=db)
+        return rid
+
+    def take_delivery_tests(self) -> list[tuple[str, dict]]:
+        """logbox-alertd: the test messages asked for and not taken yet, (id, action) each, now
+        marked taken (each is sent once)."""
+        db = self.acc._db(b"delivery_tests")
+        out: list[tuple[str, dict]] = []
+        with self.acc._txn(b"delivery_tests", write=True) as txn:
+            for key, value in list(txn.cursor(db=db)):
+                rec = json.loads(value)
+                if rec["taken"]:
+                    continue
+                rec["taken"] = True
+                txn.put(key, json.dumps(rec).encode(), db=db)
+                out.append((key.decode(), rec["action"]))
+        return out
+
+    def finish_delivery_test(self, rid: str, result: dict) -> None:
+        """logbox-alertd: how the test message rid went (try_delivery's answer)."""
+        db = self.acc._db(b"delivery_tests")
+        with self.acc._txn(b"delivery_tests", write=True) as txn:
+            raw = txn.get(rid.encode(), db=db)
+            if raw is None:  # the app gave up waiting and removed it
+                return
+            rec = json.loads(raw)
+            rec["result"] = result
+            txn.put(rid.encode(), json.dumps(rec).encode(), db=db)
+
+    def delivery_test_result(self, rid: str, *, remove: bool = False) -> dict | None:
+        """The result of the test message rid, None while there is none (removed when asked)."""
+        db = self.acc._db(b"delivery_tests")
+        with self.acc._txn(b"delivery_tests", write=remove) as txn:
+            raw = txn.get(rid.encode(), db=db)
+            result = json.loads(raw)["result"] if raw is not None else None
+            if remove and raw is not None:
+                txn.delete(rid.encode(), db=db)
+        return result
+
     def delete(self, aid: str) -> Alert:
         """Deletes an alert and its history; what it was.
 
@@ -490,4 +545,31 @@ def state_of(a: Alert, states: dict[str, dict], running: bool) -> dict:
         "state": "pending",
         "reason": "not evaluated yet",
         "last_fired": None,
+    }
+
+
+def run_delivery_test(
+    store: AlertStore, action: dict, by: str, wait_s: float = DELIVERY_TEST_WAIT_S
+) -> dict[str, Any]:
+    """An admin's test message over one channel, sent by logbox-alertd (the daemon that
+    delivers; the apps run without network): deliver.try_delivery's answer, or, when alertd
+    has not sent it within wait_s, a failure saying so (and the request is withdrawn)."""
+    rid = store.request_delivery_test(action, by)
+    deadline = time.monotonic() + wait_s
+    while True:
+        done = time.monotonic() >= deadline
+        result = store.delivery_test_result(rid, remove=done)
+        if result is not None:
+            if not done:
+                store.delivery_test_result(rid, remove=True)
+            return result
+        if done:
+            break
+        time.sleep(0.1)
+    return {
+        "channel": action.get("type"),
+        "delivered": False,
+        "error": f"logbox-alertd did not send the test message within {wait_s:.0f} s "
+        "(is it running?)",
+        "seconds": round(wait_s, 3),
     }
