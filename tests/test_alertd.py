@@ -259,14 +259,20 @@ def test_delivery_test_sent_by_alertd_once(
     next round, once, and its result handed back; without alertd the app hears so in time."""
     acc, store, sd = env
     clock = Clock()
-    # nobody sends it: the waiting app gets a failure that says why, and the request goes
-    lone = run_delivery_test(store, {"type": "syslog"}, "admin", wait_s=0.3)
+    # alertd does not run (no status file): said at once, nothing asked
+    down = run_delivery_test(store, {"type": "syslog"}, "admin", str(tmp_path / "none.json"))
+    assert down["delivered"] is False and "is not running" in down["error"]
+    # nobody takes it: the waiting app gets a failure that says why, and the request goes
+    lone = run_delivery_test(store, {"type": "syslog"}, "admin", None, wait_s=0.3)
     assert lone["delivered"] is False and "logbox-alertd did not send" in lone["error"]
     assert store.take_delivery_tests() == []
     d = daemon(tmp_path, acc, sd, clock)
+    step(d, clock, 0.5)  # its status file: it runs
     got: list[dict] = []
     t = threading.Thread(
-        target=lambda: got.append(run_delivery_test(store, {"type": "syslog"}, "admin", 10))
+        target=lambda: got.append(
+            run_delivery_test(store, {"type": "syslog"}, "admin", str(tmp_path / "status.json"))
+        )
     )
     t.start()
     deadline = time.monotonic() + 10

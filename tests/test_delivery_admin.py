@@ -50,13 +50,19 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     (root / "data").mkdir()
     (root / "etc").mkdir()
     notify = root / "etc" / "notify.json"
-    common = {
-        "searchd_socket": root / "no-searchd.sock",
-        "data": root / "data",
-        "env": {"LOGBOX_DELIVERY_SETTINGS": str(notify)},
-    }
+    common = {"searchd_socket": root / "no-searchd.sock", "data": root / "data"}
+
+    def env_of(app: str) -> dict[str, str]:
+        return {
+            "LOGBOX_DELIVERY_SETTINGS": str(notify),
+            "LOGBOX_ALERTD_STATUS": str(root / f"alertd-{app}" / "status.json"),
+        }
+
     pki = ReceiverPKI.make(root / "pki")
-    with RpcServer(root / "rpc", **common) as rpc, WebuiServer(root / "web", **common) as web:
+    with (
+        RpcServer(root / "rpc", env=env_of("rpc"), **common) as rpc,
+        WebuiServer(root / "web", env=env_of("web"), **common) as web,
+    ):
         # The apps have no network: logbox-alertd sends their test messages, one per store.
         sd = root / "no-searchd.sock"
         with (

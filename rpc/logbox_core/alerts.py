@@ -549,11 +549,26 @@ def state_of(a: Alert, states: dict[str, dict], running: bool) -> dict:
 
 
 def run_delivery_test(
-    store: AlertStore, action: dict, by: str, wait_s: float = DELIVERY_TEST_WAIT_S
+    store: AlertStore,
+    action: dict,
+    by: str,
+    alertd_status: str | None,
+    wait_s: float = DELIVERY_TEST_WAIT_S,
 ) -> dict[str, Any]:
     """An admin's test message over one channel, sent by logbox-alertd (the daemon that
-    delivers; the apps run without network): deliver.try_delivery's answer, or, when alertd
-    has not sent it within wait_s, a failure saying so (and the request is withdrawn)."""
+    delivers; the apps run without network): deliver.try_delivery's answer, or a failure
+    saying why not: alertd does not run (its status file, alertd_status, says so; None: not
+    looked at), or has not sent it within wait_s (the request is withdrawn)."""
+    if (
+        alertd_status is not None
+        and read_status(alertd_status, time.time())[0]["state"] != "running"
+    ):
+        return {
+            "channel": action.get("type"),
+            "delivered": False,
+            "error": "logbox-alertd, which sends the test messages, is not running",
+            "seconds": 0.0,
+        }
     rid = store.request_delivery_test(action, by)
     deadline = time.monotonic() + wait_s
     while True:

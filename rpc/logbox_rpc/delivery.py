@@ -107,7 +107,9 @@ def test_delivery(args: dict[str, Any]) -> Any:
         if k in body and k not in action:
             raise bad_parameter(f"{k}: not a member for channel {channel}")
     _load()  # a broken settings file is the admin's to hear about here (500)
-    result = run_delivery_test(AlertStore(accounts()), action, g.user.name)
+    result = run_delivery_test(
+        AlertStore(accounts()), action, g.user.name, current_app.config["ALERTD_STATUS"]
+    )
     audit(
         "delivery_test",
         status=200,

@@ -167,7 +167,9 @@ def test(channel: str) -> Any:
         return _page(500, (TEST_OF[channel], str(e)))
     user = current_user()
     assert user is not None
-    result = run_delivery_test(AlertStore(accounts()), action, user.name)
+    result = run_delivery_test(
+        AlertStore(accounts()), action, user.name, current_app.config.get("ALERTD_STATUS")
+    )
     audit(
         "delivery_test",
         results=1 if result["delivered"] else 0,
