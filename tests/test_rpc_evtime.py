@@ -8,6 +8,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +21,7 @@ import requests
 from lbtest.cli import Logbox
 from lbtest.rpc import RpcServer, search_pages
 from lbtest.searchd import Searchd, searchd_binary
+from logbox_client import Client
 
 E0 = 1748736000  # 2025-06-01T00:00:00Z
 N = 200
@@ -167,3 +171,25 @@ def test_rights_hold_by_event_time(stack: Stack) -> None:
         extra = {"field": "host"} if what == "top" else {}
         r = s.get(f"{st.rpc.base}/logspaces/other/{what}", params={**p, **extra}, timeout=30)
         assert r.status_code == 403, (what, r.status_code, r.text[:200])
+
+
+def test_event_time_through_the_client_and_logbox_remote(stack: Stack, top: Path) -> None:
+    """logbox_client's time= and logbox-remote's --time event ask the same as the API."""
+    st = stack
+    a, b = E0 + 100, E0 + 3700
+    want = sorted(i for i, s in st.sec.items() if s is not None and a <= s < b)
+    token = st.rpc.login()
+    c = Client(st.rpc.url, token=token, verify=str(st.rpc.cafile))
+    assert c.count("evt", from_=a, to=b, time="event") == len(want)
+    got = sorted(h["id"] for h in c.iter_search("evt", from_=a, to=b, time="event", page=7))
+    assert got == want
+    assert c.count("evt", from_=a, to=b) != len(want)  # receive times: another answer
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOGBOX_")}
+    env.update(LOGBOX_URL=st.rpc.url, LOGBOX_CA=str(st.rpc.cafile), LOGBOX_TOKEN=token)
+    argv = [sys.executable, str(top / "rpc/logbox-remote"), "count", "--time", "event",
+            "--from", str(a), "--to", str(b), "evt"]  # fmt: skip
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == str(len(want)), done.stderr
+    bad = subprocess.run([*argv[:3], "--time", "sent", *argv[5:]], env=env, capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert bad.returncode == 2 and "--time" in bad.stderr

@@ -82,6 +82,11 @@ def _parser() -> argparse.ArgumentParser:
             help="start (RFC 3339, -15m, -2h, -1d, now, epoch seconds; default: to - 24 h)",
         )
         sp.add_argument("--to", metavar="TIME", help="end, exclusive (default now)")
+        sp.add_argument(
+            "--time",
+            choices=("received", "event"),
+            help="the range is of receive times (default) or of the messages' own time stamps",
+        )
 
     sp = command("search", "print matching messages, newest first")
     time_range(sp)
@@ -225,7 +230,12 @@ def cmd_search(c: Client, args: argparse.Namespace, out: IO[bytes]) -> int:
     """search: one page (or every page with --all) as a table or NDJSON; --follow tails."""
     if args.follow:
         return follow(c, args, out)
-    kw: dict[str, Any] = {"logspace": args.logspace, "from_": args.from_, "to": args.to}
+    kw: dict[str, Any] = {
+        "logspace": args.logspace,
+        "from_": args.from_,
+        "to": args.to,
+        "time": args.time,
+    }
     if args.all:
         hits: Iterator[dict[str, Any]] = c.iter_search(args.query, order=args.order, **kw)
         page = None
@@ -252,7 +262,7 @@ def cmd_search(c: Client, args: argparse.Namespace, out: IO[bytes]) -> int:
 
 def cmd_count(c: Client, args: argparse.Namespace, out: IO[bytes]) -> int:
     """count: the number of matches."""
-    n = c.count(args.query, logspace=args.logspace, from_=args.from_, to=args.to)
+    n = c.count(args.query, logspace=args.logspace, from_=args.from_, to=args.to, time=args.time)
     out.write(f"{n}\n".encode())
     return 0
 
@@ -274,6 +284,7 @@ def cmd_export(c: Client, args: argparse.Namespace, out: IO[bytes]) -> int:
         logspace=args.logspace,
         from_=args.from_,
         to=args.to,
+        time=args.time,
         order=args.order,
         format=args.format,
     )

@@ -109,13 +109,18 @@ def _query(q: str | bytes) -> bytes:
     return q if isinstance(q, bytes) else q.encode("utf-8", "surrogateescape")
 
 
-def _range(q: str | bytes, from_: Time | None, to: Time | None) -> dict[str, Any]:
-    """The q, from and to parameters (from/to only when given)."""
+def _range(
+    q: str | bytes, from_: Time | None, to: Time | None, time: str | None = None
+) -> dict[str, Any]:
+    """The q, from and to parameters (from/to only when given), and the time basis (`received`
+    or `event`: API.md §5, searchd's `time`) when given."""
     params: dict[str, Any] = {"q": _query(q)}
     if from_ is not None:
         params["from"] = _time(from_)
     if to is not None:
         params["to"] = _time(to)
+    if time is not None:
+        params["time"] = time
     return params
 
 
@@ -321,6 +326,7 @@ class Client(_Closing):
         logspace: str = "main",
         from_: Time | None = None,
         to: Time | None = None,
+        time: str | None = None,
         limit: int = 100,
         order: str = "newest",
         cursor: str | int | None = None,
@@ -331,7 +337,7 @@ class Client(_Closing):
         :param cursor: the `next_cursor` of the previous page.
         :param total: False skips counting every match (`total` is then null).
         """
-        params = _range(q, from_, to)
+        params = _range(q, from_, to, time)
         params["limit"] = str(limit)
         params["order"] = order
         if cursor is not None:
@@ -347,6 +353,7 @@ class Client(_Closing):
         logspace: str = "main",
         from_: Time | None = None,
         to: Time | None = None,
+        time: str | None = None,
         order: str = "newest",
         page: int = 1000,
     ) -> Iterator[dict[str, Any]]:
@@ -362,6 +369,7 @@ class Client(_Closing):
                 logspace=logspace,
                 from_=from_,
                 to=to,
+                time=time,
                 limit=page,
                 order=order,
                 cursor=cursor,
@@ -386,9 +394,10 @@ class Client(_Closing):
         logspace: str = "main",
         from_: Time | None = None,
         to: Time | None = None,
+        time: str | None = None,
     ) -> int:
         """How many messages match."""
-        doc = self.call("GET", self._ls(logspace, "count"), params=_range(q, from_, to))
+        doc = self.call("GET", self._ls(logspace, "count"), params=_range(q, from_, to, time))
         return int(self._member(doc, "total"))
 
     def histogram(
@@ -398,10 +407,11 @@ class Client(_Closing):
         logspace: str = "main",
         from_: Time | None = None,
         to: Time | None = None,
+        time: str | None = None,
         buckets: int = 100,
     ) -> dict[str, Any]:
         """Matches over time: {"step_us", "buckets": [{"from", "count"}], "total", ...}."""
-        params = _range(q, from_, to)
+        params = _range(q, from_, to, time)
         params["buckets"] = str(buckets)
         return self.call("GET", self._ls(logspace, "histogram"), params=params)
 
@@ -413,10 +423,11 @@ class Client(_Closing):
         logspace: str = "main",
         from_: Time | None = None,
         to: Time | None = None,
+        time: str | None = None,
         k: int = 10,
     ) -> list[dict[str, Any]]:
         """The k most frequent values of field among the matches: [{"value", "count"}]."""
-        params = _range(q, from_, to)
+        params = _range(q, from_, to, time)
         params["field"] = field
         params["k"] = str(k)
         doc = self.call("GET", self._ls(logspace, "top"), params=params)
@@ -433,11 +444,12 @@ class Client(_Closing):
         logspace: str = "main",
         from_: Time | None = None,
         to: Time | None = None,
+        time: str | None = None,
         order: str = "newest",
         format: str = "ndjson",
     ) -> Export:
         """Every match, streamed (see Export); an error before the first byte raises here."""
-        params = _range(q, from_, to)
+        params = _range(q, from_, to, time)
         params["order"] = order
         params["format"] = format
         path = self._ls(logspace, "export")
