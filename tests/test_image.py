@@ -44,6 +44,7 @@ DAEMON_USERS = {
     "logbox-indexd.service": "logbox-indexd",
     "logbox-syslog-ng.service": "logbox-collector",
     "logbox-searchd.service": "logbox-searchd",
+    "logbox-alertd.service": "logbox-alertd",
     "logbox-rpc.service": "logbox-rpc",
     "logbox-webui.service": "logbox-webui",
     "logbox-nginx.service": "logbox-nginx",
