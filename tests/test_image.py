@@ -259,7 +259,9 @@ class Api:
         appliance's sandboxing); when healthy, no problem is reported. The status."""
         st = self.get("/status")
         services = st["services"]
-        assert set(services) == {"syslog-ng", "indexd", "searchd", "rpc", "webui", "nginx"}
+        assert set(services) == {
+            "syslog-ng", "indexd", "searchd", "alertd", "rpc", "webui", "nginx"
+        }  # fmt: skip
         down = {name: s for name, s in services.items() if s.get("state") != "running"}
         assert not down, f"services not running: {down}; problems: {st.get('problems')}"
         # what each uses, read from its unit's cgroup (the API cannot read the others' /proc)
@@ -268,7 +270,7 @@ class Api:
             assert res is not None and res["source"] == "cgroup", (name, svc)
             assert res["cpu_s"] > 0 and res["rss_bytes"] > 0 and res["processes"] >= 1, (name, res)
             assert isinstance(res["io_write_bytes"], int), (name, res)  # IOAccounting=yes
-        for name in ("syslog-ng", "indexd", "searchd"):
+        for name in ("syslog-ng", "indexd", "searchd", "alertd"):
             assert isinstance(services[name]["pid"], int), services[name]
             assert services[name]["uptime_s"] > 0, services[name]
         if healthy:
@@ -343,7 +345,9 @@ def eps_run(vm: Vm, api: Api, workdir: Path) -> dict:
         assert s["stored"] == s["sent"] > 0 and s["lost"] == 0 and s["duplicates"] == 0, s
         assert s["searches"]["count"] > 0 and s["searches"]["errors"] == 0, s["searches"]
         # every service of the appliance, from its cgroup
-        assert set(s["services"]) == {"syslog-ng", "indexd", "searchd", "rpc", "webui", "nginx"}
+        assert set(s["services"]) == {
+            "syslog-ng", "indexd", "searchd", "alertd", "rpc", "webui", "nginx"
+        }  # fmt: skip
     assert api.total(f"eps@32473.run:{steps[0]['run']}") == steps[0]["stored"]
     box = doc["machine"]["box"]
     assert box["store"]["encrypted"] is True and box["raid"]["level"] == "raid1", box
