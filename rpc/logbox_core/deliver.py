@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from email.message import EmailMessage
 from typing import Any
 
+from logbox_core import atomicfile
 from logbox_core.constants import FACILITIES
 
 VERSION = 1
@@ -373,36 +374,18 @@ def write_settings(path: str | os.PathLike[str], body: Any) -> Settings:
             fcntl.flock(dfd, fcntl.LOCK_EX)
             new = merge_settings(load_settings(p), body)
             data = json.dumps(settings_json(new, secrets=True), indent=2).encode() + b"\n"
-            _write_atomically(p, dfd, data)
+            _write_atomically(p, data)
         finally:
             os.close(dfd)
     return new
 
 
-def _write_atomically(p: str, dfd: int, data: bytes) -> None:
-    """Replaces the file at p (in the directory open as dfd) with data, mode 0640."""
-    tmp = None
+def _write_atomically(p: str, data: bytes) -> None:
+    """Replaces the file at p with data, mode 0640 (it holds secrets)."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".notify.", suffix=".tmp", dir=os.path.dirname(p))
-        try:
-            os.fchmod(fd, 0o640)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, p)
-        tmp = None
-        os.fsync(dfd)
+        atomicfile.write_atomically(p, data, 0o640)
     except OSError as e:
         raise SettingsError(f"{p}: cannot write: {e.strerror or e}") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 # ---------------------------------------------------------------- TLS

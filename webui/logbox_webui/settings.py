@@ -13,12 +13,12 @@ import fcntl
 import json
 import os
 import re
-import tempfile
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 # indexd's rules for this file (liblogbox's and indexd's, stated for Python once).
+from logbox_core import atomicfile
 from logbox_core.constants import (
     DELIMITERS_MAX,
     RESERVED_LOGSPACES,
@@ -180,45 +180,11 @@ def dumps(spaces: dict[str, LogspaceSettings]) -> bytes:
 
 
 def write_atomically(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
-    """Replaces the file at path with data: a temporary file beside it, fsync, rename, fsync of
-    the directory. A reader sees the old file or the new one, never a part. mode: the new
-    file's permissions (default: the old file's, else 0644).
-
-    :raises SettingsError: the directory is missing or not writable, or the disk is full.
-    """
-    p = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(p))
-    tmp = None
-    if mode is None:
-        try:
-            mode = os.stat(p).st_mode & 0o7777
-        except OSError:
-            mode = 0o644
+    """logbox_core.atomicfile.write_atomically, with its failure as a SettingsError."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".logspaces.", suffix=".tmp", dir=directory)
-        try:
-            os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, p)
-        tmp = None
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        atomicfile.write_atomically(path, data, mode)
     except OSError as e:
-        raise SettingsError(f"{p}: cannot write: {e.strerror or e}") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        raise SettingsError(f"{os.fspath(path)}: cannot write: {e.strerror or e}") from None
 
 
 def set_logspace(
