@@ -23,6 +23,7 @@
 #include "logbox.h"
 #include "lb_format.h"
 #include "lb_util.h"
+#include "archive.h"
 #include "search.h"
 
 #define READ_CHUNK	(4 << 20)	/* bytes read from the input at a time */
@@ -106,6 +107,7 @@ print_usage(FILE *f)
 {
 	fputs(usage_text, f);
 	fputs(search_usage, f);
+	fputs(archive_usage, f);
 	fputs(usage_tail, f);
 }
 
@@ -1184,6 +1186,8 @@ main(int argc, char *argv[])
 		usage();
 	if (strcmp(argv[1], "search") == 0)
 		return (search_main(argc - 1, argv + 1));
+	if (strcmp(argv[1], "archive") == 0)
+		return (archive_main(argc - 1, argv + 1));
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(argv[1], cmds[i].name) == 0) {
 			parse_opts(argc - 1, argv + 1, &o);

@@ -1226,6 +1226,177 @@ lb_catalog_day_delete(struct lb_catalog *cat, const char *ls, uint32_t day)
 	return (rc);
 }
 
+int
+lb_catalog_day_timemap(struct lb_catalog *cat, const char *ls, const struct lb_dayref *d,
+    int64_t **tout, uint64_t **idout, size_t *n)
+{
+	MDB_txn		*txn;
+	MDB_cursor	*c = NULL;
+	MDB_val		 key, val;
+	uint8_t		 k[KEY_MAX];
+	int64_t		*t = NULL, *nt;
+	uint64_t	*ids = NULL, *ni, id, end;
+	size_t		 nlen, plen, klen, cnt = 0, cap = 0;
+	int		 rc;
+
+	if ((nlen = name_len(ls)) == 0)
+		return (LB_EBADCONF);
+	plen = nlen + 1;
+	*tout = NULL;
+	*idout = NULL;
+	*n = 0;
+	if (d->first_id == d->next_id)
+		return (0);
+	if (d->tmin == LB_NOTIME || d->tmax == LB_NOTIME) {
+		klen = key_prefix(k, ls, nlen);
+		end = UINT64_MAX;
+	} else {
+		klen = key_u64(k, ls, nlen, tm_keytime(d->tmin));
+		end = tm_keytime(d->tmax);
+	}
+	if ((rc = rtxn(cat, &txn)) != 0)
+		return (rc);
+	if ((rc = ls_exists(cat, txn, ls, nlen)) != 0)
+		goto fail;
+	if ((rc = mdb_cursor_open(txn, cat->tmap, &c)) != 0)
+		goto fail;
+	for (rc = cur_ceil(c, k, klen, plen, &key, &val); rc == 0;
+	    rc = cur_next(c, k, plen, &key, &val)) {
+		uint64_t kt;
+
+		if ((rc = tmap_dec(&key, plen, &val, &id)) != 0)
+			goto fail;
+		kt = lb_get64be((const uint8_t *)key.mv_data + plen);
+		if (kt > end)
+			break;
+		if (id < d->first_id || id >= d->next_id)
+			continue;
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((nt = reallocarray(t, cap, sizeof(*t))) == NULL) {
+				rc = errno;
+				goto fail;
+			}
+			t = nt;
+			if ((ni = reallocarray(ids, cap, sizeof(*ids))) == NULL) {
+				rc = errno;
+				goto fail;
+			}
+			ids = ni;
+		}
+		t[cnt] = (int64_t)(kt ^ LB_CAT_TIME_BIAS);
+		ids[cnt++] = id;
+	}
+	if (rc != 0 && rc != LB_ENOTFOUND)
+		goto fail;
+	cur_close(c);
+	mdb_txn_abort(txn);
+	*tout = t;
+	*idout = ids;
+	*n = cnt;
+	return (0);
+ fail:
+	cur_close(c);
+	mdb_txn_abort(txn);
+	free(t);
+	free(ids);
+	return (rc);
+}
+
+int
+lb_catalog_day_import(struct lb_catalog *cat, const char *ls, const struct lb_dayref *d,
+    const struct lb_segref *segs, size_t nseg, const int64_t *t, const uint64_t *id, size_t nt)
+{
+	MDB_txn			*txn;
+	MDB_cursor		*c = NULL;
+	MDB_val			 val;
+	struct lb_lsstate	 st;
+	uint8_t			 k[KEY_MAX], v[LB_CAT_DAYREF_SIZE], sv[LB_CAT_STATE_SIZE];
+	uint8_t			 tv[LB_CAT_TIMEMAP_SIZE];
+	size_t			 nlen, klen;
+	int			 rc;
+
+	if ((nlen = name_len(ls)) == 0)
+		return (LB_EBADCONF);
+	if (!day_ok(d->day) || d->first_id == 0 || d->next_id < d->first_id ||
+	    d->next_id == UINT64_MAX || (nseg > 0 && segs == NULL) || (nt > 0 && (t == NULL ||
+	    id == NULL)))
+		return (EINVAL);
+	for (size_t i = 0; i < nseg; i++) {
+		const struct lb_segref *s = &segs[i];
+
+		if (s->day != d->day || s->first_id < d->first_id || s->last_id < s->first_id ||
+		    s->last_id >= d->next_id || !file_ok(s->file))
+			return (EINVAL);
+	}
+	for (size_t i = 0; i < nt; i++)
+		if (t[i] == LB_NOTIME || id[i] < d->first_id || id[i] >= d->next_id)
+			return (EINVAL);
+	if ((rc = wtxn(cat, &txn)) != 0)
+		return (rc);
+	if ((rc = ls_exists(cat, txn, ls, nlen)) != 0)
+		goto fail;
+	klen = key_u32(k, ls, nlen, d->day);
+	rc = get(txn, cat->day, k, klen, &val);
+	if (rc == 0) {
+		rc = EEXIST;
+		goto fail;
+	} else if (rc != LB_ENOTFOUND)
+		goto fail;
+	dayref_enc(v, d);
+	if ((rc = put(txn, cat->day, k, klen, v, sizeof(v), MDB_NOOVERWRITE)) != 0)
+		goto fail;
+	if (nseg > 0) {
+		if ((rc = mdb_cursor_open(txn, cat->seg, &c)) != 0)
+			goto fail;
+		for (size_t i = 0; i < nseg; i++)
+			if ((rc = publish_add(cat, txn, c, ls, nlen, &segs[i])) != 0) {
+				if (rc == MDB_KEYEXIST)
+					rc = EEXIST;
+				goto fail;
+			}
+		cur_close(c);
+		c = NULL;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		klen = key_u64(k, ls, nlen, tm_keytime(t[i]));
+		tmap_enc(tv, id[i]);
+		rc = put(txn, cat->tmap, k, klen, tv, sizeof(tv), MDB_NOOVERWRITE);
+		if (rc != 0 && rc != MDB_KEYEXIST)
+			goto fail;
+	}
+	rc = get(txn, cat->state, ls, nlen, &val);
+	if (rc == 0)
+		rc = state_dec(&val, &st);
+	else if (rc == LB_ENOTFOUND) {
+		st.next_id = st.indexed_id = 1;
+		st.last_received = LB_NOTIME;
+		rc = 0;
+	}
+	if (rc != 0)
+		goto fail;
+	if (d->next_id > st.next_id || (d->tmax != LB_NOTIME && (st.last_received == LB_NOTIME ||
+	    d->tmax > st.last_received))) {
+		/* (nothing is waiting to be indexed: the day's segments cover it) */
+		if (d->next_id > st.next_id) {
+			if (st.indexed_id == st.next_id)
+				st.indexed_id = d->next_id;
+			st.next_id = d->next_id;
+		}
+		if (d->tmax != LB_NOTIME && (st.last_received == LB_NOTIME ||
+		    d->tmax > st.last_received))
+			st.last_received = d->tmax;
+		state_enc(sv, &st);
+		if ((rc = put(txn, cat->state, ls, nlen, sv, sizeof(sv), 0)) != 0)
+			goto fail;
+	}
+	return (mdb_txn_commit(txn));
+ fail:
+	cur_close(c);
+	mdb_txn_abort(txn);
+	return (rc);
+}
+
 /* ---------------------------------------------------------------- time map */
 
 int

@@ -639,6 +639,25 @@ int	lb_catalog_days(struct lb_catalog *cat, const char *ls, struct lb_dayref **o
 int	lb_catalog_day_delete(struct lb_catalog *cat, const char *ls, uint32_t day);
 
 /*
+ * The time-map entries of day d's ids [first_id, next_id) (found as lb_catalog_day_delete finds
+ * them), in time order: t[i] is the step's start, id[i] its first id. *t and *id are malloc'ed:
+ * free() both (NULL when *n is 0). For the archive's catalog extract (ARCHIVE.md).
+ */
+int	lb_catalog_day_timemap(struct lb_catalog *cat, const char *ls, const struct lb_dayref *d,
+	    int64_t **t, uint64_t **id, size_t *n);
+/*
+ * Brings a day back (`logbox archive import`): in one transaction, its day record, its segments
+ * and its time-map entries. The logspace must exist (LB_ENOTFOUND), the day must not (EEXIST),
+ * and no segment may overlap one of the logspace's (EEXIST). EINVAL when a segment is not of
+ * the day, lies outside [first_id, next_id), or is malformed as for lb_catalog_publish, or a
+ * time-map id is outside the day. next_id and last_received are raised when the day's are
+ * larger. All or nothing.
+ */
+int	lb_catalog_day_import(struct lb_catalog *cat, const char *ls, const struct lb_dayref *d,
+	    const struct lb_segref *segs, size_t nseg, const int64_t *t, const uint64_t *id,
+	    size_t nt);
+
+/*
  * The sparse time→id map: at most one entry per LB_TIMEMAP_STEP of receive time. The writer
  * puts the first message of each step; a second put for a step keeps the first id.
  * t == LB_NOTIME is EINVAL.

@@ -701,6 +701,83 @@ t_days(void **state)
 	free(got);
 }
 
+/* A day's extract (segments, day record, time map), removed, then imported: all as before. */
+static void
+t_day_import(void **state)
+{
+	struct fix		*f = *state;
+	struct lb_dayref	 d1 = { 20260101, 1, 500, 0, 0 }, d2, *days;
+	struct lb_segref	 s[3] = { seg(1, 250, 20260101), seg(251, 499, 20260101),
+	    seg(500, 899, 20260102) }, *got, *before;
+	struct lb_lsstate	 st;
+	int64_t			*t, *t2;
+	uint64_t		*ids, *ids2, id;
+	size_t			 n, nt, nt2, nbefore;
+
+	mkls(f->cat, "main");
+	assert_ok(lb_catalog_publish(f->cat, "main", NULL, 0, s, 3));
+	for (int64_t i = 0; i < 400; i++)
+		assert_ok(lb_catalog_timemap_put(f->cat, "main", i * LB_TIMEMAP_STEP / 2,
+		    (uint64_t)i * 2 + 1 + (i >= 250 ? 300 : 0)));
+	d1.tmax = 124 * LB_TIMEMAP_STEP + 7;
+	assert_ok(lb_catalog_day_put(f->cat, "main", &d1));
+	assert_ok(lb_catalog_day_timemap(f->cat, "main", &d1, &t, &ids, &nt));
+	/* Steps 0..124 (two puts each, the first id kept): ids 1, 5, 9, ... */
+	assert_int_equal(nt, 125);
+	for (size_t i = 0; i < nt; i++)
+		assert_true(t[i] == (int64_t)i * LB_TIMEMAP_STEP && ids[i] == i * 4 + 1);
+	assert_ok(lb_catalog_segments(f->cat, "main", 0, UINT64_MAX, &before, &nbefore));
+	assert_ok(lb_catalog_day_delete(f->cat, "main", 20260101));
+
+	/* Refused, with nothing written: a segment of another day, or outside the day's ids. */
+	assert_int_equal(lb_catalog_day_import(f->cat, "main", &d1, &s[1], 2, t, ids, nt),
+	    EINVAL);
+	d2 = d1;
+	d2.next_id = 400;
+	assert_int_equal(lb_catalog_day_import(f->cat, "main", &d2, s, 2, t, ids, nt), EINVAL);
+	assert_int_equal(lb_catalog_day_import(f->cat, "nope", &d1, s, 2, t, ids, nt),
+	    LB_ENOTFOUND);
+	/* Imported, removed again; then a segment over the day's ids makes it refused. */
+	assert_int_equal(lb_catalog_day_import(f->cat, "main", &d1,
+	    (struct lb_segref[]){ seg(1, 250, 20260101), seg(251, 499, 20260101) }, 2, t, ids,
+	    nt), 0);
+	assert_ok(lb_catalog_day_delete(f->cat, "main", 20260101));
+	assert_ok(lb_catalog_publish(f->cat, "main", NULL, 0,
+	    (struct lb_segref[]){ seg(300, 310, 20260103) }, 1));
+	assert_int_equal(lb_catalog_day_import(f->cat, "main", &d1, s, 2, t, ids, nt), EEXIST);
+	assert_ok(lb_catalog_days(f->cat, "main", &days, &n));
+	assert_int_equal(n, 2);	/* 20260102, and the segment's 20260103 */
+	free(days);
+	assert_ok(lb_catalog_publish(f->cat, "main", (uint64_t[]){ 300 }, 1, NULL, 0));
+	assert_ok(lb_catalog_day_delete(f->cat, "main", 20260103));
+
+	assert_ok(lb_catalog_day_import(f->cat, "main", &d1, s, 2, t, ids, nt));
+	assert_int_equal(lb_catalog_day_import(f->cat, "main", &d1, s, 2, t, ids, nt), EEXIST);
+	assert_ok(lb_catalog_segments(f->cat, "main", 0, UINT64_MAX, &got, &n));
+	assert_int_equal(n, nbefore);
+	for (size_t i = 0; i < n; i++)
+		assert_seg_equal(&got[i], &before[i]);
+	free(got);
+	free(before);
+	assert_ok(lb_catalog_days(f->cat, "main", &days, &n));
+	assert_int_equal(n, 2);
+	assert_day_equal(&days[0], &d1);
+	free(days);
+	assert_ok(lb_catalog_day_timemap(f->cat, "main", &d1, &t2, &ids2, &nt2));
+	assert_int_equal(nt2, nt);
+	assert_memory_equal(t2, t, nt * sizeof(*t));
+	assert_memory_equal(ids2, ids, nt * sizeof(*ids));
+	assert_ok(lb_catalog_time_to_id(f->cat, "main", 0, &id));
+	assert_true(id == 1);
+	/* The state's next id was past the day: unchanged. */
+	assert_ok(lb_catalog_state_get(f->cat, "main", &st));
+	assert_true(st.next_id == 900);
+	free(t);
+	free(ids);
+	free(t2);
+	free(ids2);
+}
+
 /* ---------------------------------------------------------------- time map */
 
 static int64_t
@@ -1421,6 +1498,7 @@ T_MAIN(
 	cmocka_unit_test_setup_teardown(t_publish_atomic, setup, teardown),
 	cmocka_unit_test_setup_teardown(t_segments_random, setup, teardown),
 	cmocka_unit_test_setup_teardown(t_days, setup, teardown),
+	cmocka_unit_test_setup_teardown(t_day_import, setup, teardown),
 	cmocka_unit_test_setup_teardown(t_timemap, setup, teardown),
 	cmocka_unit_test_setup_teardown(t_golden, setup, teardown),
 	cmocka_unit_test_setup_teardown(t_corrupt, setup, teardown),
