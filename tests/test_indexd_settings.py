@@ -323,9 +323,9 @@ def test_new_delimiters_apply_to_messages_stored_afterwards(
     assert d2.stop() == 0
 
 
-def day_dir(data: Path, t: float) -> Path:
+def day_dir(data: Path, t: float, ls: str = "main") -> Path:
     g = time.gmtime(t)
-    return data / "main" / f"{g.tm_year:04d}" / f"{g.tm_mon:02d}-{g.tm_mday:02d}"
+    return data / ls / f"{g.tm_year:04d}" / f"{g.tm_mon:02d}-{g.tm_mday:02d}"
 
 
 def test_retention_removes_old_days(
@@ -424,3 +424,74 @@ def test_retention_removes_orphan_day_directories(
     assert day_dir(data, now).is_dir()
     assert [m["message"] for m in messages(store_cli, data)] == ["today"]
     assert d2.stop() == 0
+
+
+def test_retention_keeps_days_not_archived_and_restored_days(
+    indexd_bin: Path, settings: Path, fifo: HeldFifo, store_cli: Path, tmp_path: Path
+) -> None:
+    """A logspace that logbox-archive archives (its directory in --archive-state) loses a day
+    only once the day's archived copy is verified (verified/YYYYMMDD.json), in day order; a
+    logspace without that directory is not held. A day with <day>/restored (`logbox archive
+    import`) stays until `logbox archive release`."""
+    data, state = tmp_path / "data", tmp_path / "archive"
+    now = time.time()
+    ages = [10, 8, 6, 0]
+    spaces = {"main": {"retention_days": 3}, "other": {"retention_days": 3}}
+    write_settings(settings, {"version": 1, "logspaces": spaces})
+    d = Indexd(
+        indexd_bin,
+        data,
+        tmp_path / "status.json",
+        fifo=fifo,
+        args=["--logspaces", str(settings), "--archive-state", str(state)],
+    )
+    (state / "main" / "verified").mkdir(parents=True)
+    ymd = {age: time.strftime("%Y%m%d", time.gmtime(now - age * DAY)) for age in ages}
+    (state / "main" / "verified" / f"{ymd[10]}.json").write_text("{}")
+    d.start()
+    try:
+        batch = b""
+        for ls in ("main", "other"):
+            for age in ages:
+                batch += frame(f"day {age}", rtime=now - age * DAY, ls=ls)
+        send(fifo, batch)
+        d.wait_stored(8)
+        # The pass at start ran before the messages came: SIGHUP runs another.
+        d.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: log_count(d, "retention: other: removed") == 3, "other's 3 days", d)
+        wait_for(lambda: log_count(d, "retention: main: removed") == 1, "main's day 10", d)
+        assert f"keeping {ymd[8][:4]}/{ymd[8][4:6]}-{ymd[8][6:]} and the days after" in d.stderr()
+        for age in (8, 6, 0):
+            assert day_dir(data, now - age * DAY, "main").is_dir()
+        assert not day_dir(data, now - 10 * DAY, "main").exists()
+
+        # Day 8 restored (its marker), day 6 verified: day 6 goes, day 8 stays.
+        (day_dir(data, now - 8 * DAY, "main") / "restored").write_bytes(b"")
+        (state / "main" / "verified" / f"{ymd[6]}.json").write_text("{}")
+        d.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: log_count(d, "retention: main: removed") == 2, "main's day 6", d)
+        assert day_dir(data, now - 8 * DAY, "main").is_dir()
+        assert not day_dir(data, now - 6 * DAY, "main").exists()
+
+        # Released (and verified): the next pass removes it.
+        r = subprocess.run(
+            [str(store_cli), "archive", "release", "--data", str(data), "--day", ymd[8]],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
+        r = subprocess.run(
+            [str(store_cli), "archive", "release", "--data", str(data), "--day", ymd[8]],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 1 and "not a restored day" in r.stderr
+        d.proc.send_signal(signal.SIGHUP)
+        time.sleep(1)
+        assert day_dir(data, now - 8 * DAY, "main").is_dir()  # not verified yet
+        (state / "main" / "verified" / f"{ymd[8]}.json").write_text("{}")
+        d.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: log_count(d, "retention: main: removed") == 3, "main's day 8", d)
+        assert day_dir(data, now, "main").is_dir()
+    finally:
+        assert d.stop() == 0

@@ -6,7 +6,9 @@
  *   logbox archive manifest --data DIR [--logspace L] --day DAY   one day's files and catalog
  *                                                                  extract (JSON)
  *   logbox archive import   --data DIR [--logspace L] --dir DIR   a day's files (downloaded) back
- *                                                                  into the store
+ *                                                                  into the store, kept there
+ *                                                                  (<day>/restored) until
+ *   logbox archive release  --data DIR [--logspace L] --day DAY   lets retention remove it again
  *
  * The object store itself is logbox-archive's (rpc/logbox_core/archive.py): `logbox archive
  * run|once|verify|restore|status ...` runs it (LOGBOX_ARCHIVE_TOOL, else logbox-archive on the
@@ -40,6 +42,7 @@ const char archive_usage[] =
     "       logbox archive days     --data DIR [--logspace L]\n"
     "       logbox archive manifest --data DIR [--logspace L] --day YYYYMMDD\n"
     "       logbox archive import   --data DIR [--logspace L] --dir DIR\n"
+    "       logbox archive release  --data DIR [--logspace L] --day YYYYMMDD\n"
     "       logbox archive run|once|verify|restore|status ... (logbox-archive; ARCHIVE.md)\n";
 
 /* The catalog extract's layout version (catalog.json "format"). */
@@ -54,6 +57,8 @@ struct aopts {
 
 static void
 adie(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static int
+touch(const char *path);
 
 static void
 adie(const char *fmt, ...)
@@ -543,6 +548,10 @@ cmd_import(const struct aopts *o)
 	*strrchr(ydir, '/') = '\0';
 	if (mkdir(ydir, 0750) == -1 && errno != EEXIST)
 		adie("%s: %s", ydir, strerror(errno));
+	/* Retention keeps the day until `logbox archive release` (indexd/settings.c). */
+	if (lb_path(path, sizeof(path), "%s/%s", o->dir, LB_ARCHIVE_RESTORED) != 0 ||
+	    touch(path) != 0)
+		adie("%s: %s", path, strerror(errno));
 	if (geteuid() == 0) {
 		chown_tree(ydir, sb.st_uid, sb.st_gid, 0);
 		chown_tree(o->dir, sb.st_uid, sb.st_gid, 2);
@@ -562,6 +571,8 @@ cmd_import(const struct aopts *o)
 		    "it has the day already, or segments over its ids" : lb_strerror(rc));
 	}
 	lb_catalog_close(cat);
+	if (lb_path(path, sizeof(path), "%s/catalog.json", daydir) == 0)
+		(void)unlink(path);
 	day_str(path, sizeof(path), d.day);
 	printf("restored %s of %s: %llu messages, %zu segments\n", path, o->ls,
 	    (unsigned long long)(d.next_id - d.first_id), nseg);
@@ -569,6 +580,38 @@ cmd_import(const struct aopts *o)
 	free(t);
 	free(ids);
 	json_decref(root);
+	return (0);
+}
+
+static int
+touch(const char *path)
+{
+	int fd;
+
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640)) == -1)
+		return (-1);
+	return (close(fd));
+}
+
+/* ---------------------------------------------------------------- release */
+
+static int
+cmd_release(const struct aopts *o)
+{
+	char	dir[PATH_MAX], path[PATH_MAX];
+	int	rc;
+
+	if (o->day == 0)
+		adie("release: --day YYYYMMDD is needed");
+	if ((rc = lb_day_dir(dir, sizeof(dir), o->data, o->ls, o->day)) != 0 ||
+	    lb_path(path, sizeof(path), "%s/%s", dir, LB_ARCHIVE_RESTORED) != 0)
+		adie("%s: day directory: %s", o->ls, lb_strerror(rc ? rc : ENAMETOOLONG));
+	if (unlink(path) == -1)
+		adie("%s: %s", path, errno == ENOENT ? "not a restored day" : strerror(errno));
+	if ((rc = lb_fsync_dir(dir)) != 0)
+		adie("%s: fsync: %s", dir, strerror(rc));
+	printf("released %u of %s: retention removes it when it is past the logspace's days\n",
+	    o->day, o->ls);
 	return (0);
 }
 
@@ -603,12 +646,14 @@ archive_main(int argc, char *argv[])
 		ausage();
 	verb = argv[1];
 	if (strcmp(verb, "days") != 0 && strcmp(verb, "manifest") != 0 &&
-	    strcmp(verb, "import") != 0)
+	    strcmp(verb, "import") != 0 && strcmp(verb, "release") != 0)
 		return (run_tool(argc - 1, argv + 1));
 	parse_aopts(argc - 1, argv + 1, &o);
 	if (strcmp(verb, "days") == 0)
 		return (cmd_days(&o));
 	if (strcmp(verb, "manifest") == 0)
 		return (cmd_manifest(&o));
+	if (strcmp(verb, "release") == 0)
+		return (cmd_release(&o));
 	return (cmd_import(&o));
 }

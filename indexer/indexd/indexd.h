@@ -276,6 +276,7 @@ struct indexd {
 	const char	*spool_dir;	/* --spool (default <data>/spool) */
 	struct spool	*spool;
 	const char	*routes_path;	/* --routes */
+	const char	*archive_state;	/* --archive-state: logbox-archive's (retention's holds) */
 	struct routes	*routes;	/* the rules in force (NULL: none, all to main) */
 	int64_t		 routes_loaded;	/* real µs the rules in force were read; 0: never */
 	char		 routes_error[600];	/* "" or why the last reading failed */

@@ -43,7 +43,8 @@ static const char *usage_text =
     "                     [--listen PATH]... [--status FILE]\n"
     "                     [--config FILE] [--logspaces FILE] [--max-memory MB]\n"
     "                     [--reserve-percent P] [--reserve-mb MB] [--user USER]\n"
-    "                     [--tsa-url URL] [--root-syslog HOST:PORT] [--allow-root]\n"
+    "                     [--tsa-url URL] [--root-syslog HOST:PORT] [--archive-state DIR]\n"
+    "                     [--allow-root]\n"
     "                     [--foreground] [-v]\n";
 
 static const char *
@@ -162,6 +163,7 @@ parse_options(struct indexd *env, int argc, char **argv)
 		{ "routes",		required_argument,	NULL, 'r' },
 		{ "tsa-url",		required_argument,	NULL, 'T' },
 		{ "root-syslog",	required_argument,	NULL, 'Y' },
+		{ "archive-state",	required_argument,	NULL, 'A' },
 		{ "user",		required_argument,	NULL, 'u' },
 		{ "allow-root",		no_argument,		NULL, 'R' },
 		{ "foreground",		no_argument,		NULL, 'F' },
@@ -210,6 +212,7 @@ parse_options(struct indexd *env, int argc, char **argv)
 				fatalx("--root-syslog: HOST:PORT");
 			env->stamp.syslog = optarg;
 			break;
+		case 'A': env->archive_state = optarg; break;
 		case 'u': env->user = optarg; break;
 		case 'R': env->allow_root = 1; break;
 		case 'F': break;	/* the only mode */

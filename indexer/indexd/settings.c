@@ -9,7 +9,8 @@
  *
  * Retention: for each logspace with retention_days > 0, whole UTC days older than today minus
  * retention_days are removed — never the logspace's newest day (the one its writer appends to,
- * which is also always the current day or older) — at start, after settings are applied and
+ * which is also always the current day or older), and for a logspace logbox-archive archives
+ * only once the day's archived copy is verified (archive_held) — at start, after settings are applied and
  * every hour. The catalog goes first (lb_catalog_day_delete: the day, its segments, its time
  * map entries), then the files (<data>/<ls>/YYYY/MM-DD/), then the emptied directories, each
  * parent fsync'ed. A day directory older than the window that the catalog does not know (a kill
@@ -559,6 +560,47 @@ orphans_remove(struct indexd *env, const char *ls, uint32_t cutoff,
 	closedir(ld);
 }
 
+/* 1 when day was brought back by `logbox archive restore`: kept until `logbox archive release`. */
+static int
+day_restored(struct indexd *env, const char *ls, uint32_t day)
+{
+	struct stat	sb;
+	char		path[PATH_MAX], dir[PATH_MAX];
+
+	if (lb_day_dir(dir, sizeof(dir), env->data, ls, day) != 0 ||
+	    lb_path(path, sizeof(path), "%s/%s", dir, LB_ARCHIVE_RESTORED) != 0)
+		return (0);
+	return (stat(path, &sb) == 0);
+}
+
+/*
+ * 1 when a logspace that logbox-archive archives (it has made <archive-state>/<ls>/) has no
+ * verified archived copy of day (<archive-state>/<ls>/verified/YYYYMMDD.json): such a day is
+ * deleted only after its copy in the object store was verified (indexer/ARCHIVE.md).
+ */
+static int
+archive_held(struct indexd *env, const char *ls, uint32_t day)
+{
+	struct stat	sb;
+	char		path[PATH_MAX];
+
+	if (env->archive_state == NULL)
+		return (0);
+	if (lb_path(path, sizeof(path), "%s/%s", env->archive_state, ls) != 0)
+		return (1);
+	if (stat(path, &sb) == -1) {
+		if (errno == ENOENT)
+			return (0);
+		/* (unreadable: hold, rather than delete a day the archive may not have) */
+		log_warnx("retention: %s: %s", path, strerror(errno));
+		return (1);
+	}
+	if (lb_path(path, sizeof(path), "%s/%s/verified/%08u.json", env->archive_state, ls,
+	    day) != 0)
+		return (1);
+	return (stat(path, &sb) == -1);
+}
+
 /* One logspace's pass. */
 static void
 retention_ls(struct indexd *env, const char *ls, int64_t now)
@@ -586,6 +628,13 @@ retention_ls(struct indexd *env, const char *ls, int64_t now)
 	/* Never the newest day: its writer appends to it (and it may be today). */
 	for (size_t i = 0; i + 1 < n && days[i].day < cutoff; i++) {
 		day_name(name, sizeof(name), days[i].day);
+		if (day_restored(env, ls, days[i].day))
+			continue;
+		if (archive_held(env, ls, days[i].day)) {
+			log_info("retention: %s: keeping %s and the days after it: not in its "
+			    "archive yet (ARCHIVE.md)", ls, name);
+			break;
+		}
 		/* The next day's chain keeps the removed day's head (FORMAT.md §14). */
 		if ((rc = lb_chain_tomb(env->data, env->cat, ls, &days[i], days[i + 1].day)) != 0) {
 			log_warnx("retention: %s: the tombstone of %s: %s", ls, name,

@@ -12,6 +12,7 @@
 #define LB_FILE_MESSAGES	"messages"	/* <day>/messages: sealed blocks */
 #define LB_FILE_WAL		"messages.wal"	/* <day>/messages.wal: the open block */
 #define LB_DIR_INDEX		"index"		/* <day>/index/: segment files */
+#define LB_ARCHIVE_RESTORED	"restored"	/* <day>/restored: brought back from the archive */
 #define LB_SEG_SUFFIX		".seg"		/* <day>/index/<first>-<last>.seg, ids in hex */
 
 /*
