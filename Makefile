@@ -58,6 +58,7 @@ run:
 test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
+	@sh tests/seaweedfs.sh
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory test-c
 	@$(MAKE) --no-print-directory test-py
