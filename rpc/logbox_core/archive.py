@@ -130,7 +130,9 @@ def parse_settings(doc: Any) -> dict[str, Target]:
         if not isinstance(bucket, str) or not _BUCKET_RE.match(bucket):
             raise ArchiveError(f"{where}.bucket: 3 to 63 of a-z 0-9 . -")
         prefix = t.get("prefix", "")
-        if not isinstance(prefix, str) or (prefix and not _PREFIX_RE.match(prefix)):
+        if not isinstance(prefix, str) or (
+            prefix and (not _PREFIX_RE.match(prefix) or {".", ".."} & set(prefix.split("/")))
+        ):
             raise ArchiveError(f"{where}.prefix: words of A-Z a-z 0-9 . _ - joined by /")
         region = t.get("region", "us-east-1")
         if not isinstance(region, str) or not re.match(r"^[a-z0-9-]{1,32}$", region):
@@ -406,13 +408,19 @@ def _upload_file(
     locked: bool,
     state: State,
     progress: dict[str, Any],
+    force: bool = False,
 ) -> int:
-    """Puts one file of the day at its object name unless an object there already has its
-    SHA-256 and size. Returns the bytes sent."""
+    """Puts one file of the day at its object name unless an object there already says it has
+    its SHA-256 and size (unless force: it was read back and does not). Returns the bytes
+    sent."""
     key = t.key(day, name)
     try:
         h = s3.head_object(Bucket=t.bucket, Key=key)
-        if h.get("ContentLength") == size and h.get("Metadata", {}).get("sha256") == sha:
+        if (
+            not force
+            and h.get("ContentLength") == size
+            and h.get("Metadata", {}).get("sha256") == sha
+        ):
             return 0
     except Exception as e:
         if _code(e) not in ("404", "NoSuchKey", "NotFound"):
@@ -521,40 +529,38 @@ def archive_day(
         {"name": CATALOG, "size": len(catalog), "sha256": hashlib.sha256(catalog).hexdigest()}
     )
     progress = state.upload(t.logspace, day)
-    sent = 0
-    for e in entries:
+
+    def put(e: dict[str, Any], force: bool) -> int:
         if e["name"] == CATALOG:
-            key = t.key(day, CATALOG)
             s3.put_object(
                 Bucket=t.bucket,
-                Key=key,
+                Key=t.key(day, CATALOG),
                 Body=catalog,
                 ContentMD5=_md5_b64(catalog),
                 Metadata={"sha256": e["sha256"]},
                 **_lock_args(t, day, locked),
             )
-            sent += len(catalog)
-            continue
-        sent += _upload_file(
-            s3,
-            t,
-            day,
-            e["name"],
-            ddir / e["name"],
-            e["sha256"],
-            e["size"],
-            locked,
-            state,
-            progress,
+            return len(catalog)
+        p = ddir / e["name"]
+        return _upload_file(
+            s3, t, day, e["name"], p, e["sha256"], e["size"], locked, state, progress, force
         )
-    # Read back: an object is trusted only when its bytes are the local file's.
+
+    sent = sum(put(e, False) for e in entries)
+    # Read back: an object is trusted only when its bytes are the local file's. One that is
+    # not (damaged in the store, or replaced behind the box's back) is sent again, once.
     for e in entries:
-        got, n = sha256_object(s3, t.bucket, t.key(day, e["name"]))
-        if got != e["sha256"] or n != e["size"]:
-            raise ArchiveError(
-                f"{t.key(day, e['name'])}: read back {n} bytes with SHA-256 {got[:16]}…, "
-                f"not the {e['size']} bytes {e['sha256'][:16]}… sent: not trusted"
-            )
+        for attempt in (0, 1):
+            got, n = sha256_object(s3, t.bucket, t.key(day, e["name"]))
+            if got == e["sha256"] and n == e["size"]:
+                break
+            if attempt == 1:
+                raise ArchiveError(
+                    f"{t.key(day, e['name'])}: read back {n} bytes with SHA-256 {got[:16]}…, "
+                    f"not the {e['size']} bytes {e['sha256'][:16]}… sent: not trusted"
+                )
+            log(f"{t.key(day, e['name'])}: read back damaged: sending it again")
+            sent += put(e, True)
     manifest = {
         "format": VERSION,
         "logspace": t.logspace,
@@ -592,6 +598,10 @@ def archive_day(
     }
     state.set_verified(t.logspace, day, rec)
     state.clear_upload(t.logspace, day)
+    # Uploads of the day's names left by a crash of another run: none may stay behind.
+    pre = t.key(day, "")
+    for u in s3.list_multipart_uploads(Bucket=t.bucket, Prefix=pre).get("Uploads", []):
+        s3.abort_multipart_upload(Bucket=t.bucket, Key=u["Key"], UploadId=u["UploadId"])
     log(
         f"{t.logspace} {m['date']}: archived and verified, {rec['objects']} objects, "
         f"{rec['bytes']} bytes ({rec['sent']} sent) in {rec['seconds']} s to {t.where()}"
@@ -645,10 +655,12 @@ def _list_archived(s3: Any, t: Target) -> tuple[dict[int, int], int, int]:
     return {d: per.get(d, 0) for d in days}, total, objects
 
 
-def _expire(s3: Any, t: Target, archived: dict[int, int], local: set[int], log: Log) -> None:
-    """Deletes archived days older than archive_days that are not on local disk."""
+def _expire(s3: Any, t: Target, archived: dict[int, int], local: set[int], log: Log) -> int:
+    """Deletes archived days older than archive_days that are not on local disk. Returns how
+    many."""
     if t.archive_days == 0:
-        return
+        return 0
+    gone = 0
     cutoff = int((dt.datetime.now(dt.UTC) - dt.timedelta(days=t.archive_days)).strftime("%Y%m%d"))
     for day in sorted(archived):
         if day >= cutoff or day in local:
@@ -663,6 +675,8 @@ def _expire(s3: Any, t: Target, archived: dict[int, int], local: set[int], log: 
         for k in keys:
             s3.delete_object(Bucket=t.bucket, Key=k)
         log(f"{t.logspace} {d[:4]}-{d[4:6]}-{d[6:]}: past {t.archive_days} archive days: deleted")
+        gone += 1
+    return gone
 
 
 def run_pass(
@@ -712,7 +726,8 @@ def run_pass(
                 }
                 st["pending"] -= 1
             archived, total, objects = _list_archived(s3, t)
-            _expire(s3, t, archived, local, log)
+            if _expire(s3, t, archived, local, log):
+                archived, total, objects = _list_archived(s3, t)
             st.update(
                 {
                     "days_archived": len(archived),
