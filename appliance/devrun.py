@@ -191,6 +191,16 @@ def delivery_path(data: Path) -> Path:
     return data / "etc" / "notify.json"
 
 
+def archive_settings(data: Path) -> Path:
+    """The archive targets both apps write (logbox_core.archive): <data>/etc/archive.json."""
+    return data / "etc" / "archive.json"
+
+
+def archive_state(data: Path) -> Path:
+    """logbox-archive's state (what is verified; indexd's retention reads it): <data>/run/archive."""
+    return run_dir(data) / "archive"
+
+
 def integrity_report(data: Path) -> Path:
     """Where verify writes its report and the apps read it: <data>/run/integrity.json."""
     return run_dir(data) / "integrity.json"
@@ -280,6 +290,8 @@ def services(
                     *root,
                     "--logspaces",
                     str(logspaces_path(data)),
+                    "--archive-state",
+                    str(archive_state(data)),
                     *spool,
                 ],
                 serves=(
@@ -342,6 +354,8 @@ def services(
                     "LOGBOX_SIGN_PUBKEY": str(sign_pubkey(data)),
                     "LOGBOX_ALERTD_STATUS": str(run / "alertd.status.json"),
                     "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
+                    "LOGBOX_ARCHIVE_STATE": str(archive_state(data)),
+                    "LOGBOX_ARCHIVE_SETTINGS": str(archive_settings(data)),
                 },
             )
         )
@@ -366,6 +380,26 @@ def services(
                     "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
                     "LOGBOX_ALERTD_URL": webui.url if webui is not None else "",
                     **({"LOGBOX_ALLOW_ROOT": "1"} if root else {}),
+                },
+            )
+        )
+    if col is not None:
+        pythonpath = os.pathsep.join(p for p in (str(RPC), os.environ.get("PYTHONPATH")) if p)
+        out.append(
+            Service(
+                name="logbox-archive",
+                argv=[sys.executable, "-m", "logbox_core.archive", "run", "--interval", "10"],
+                serves=(
+                    f"closed days to the targets in {archive_settings(data)}, state in "
+                    f"{archive_state(data)}"
+                ),
+                needs=RPC / "logbox_core" / "archive.py",
+                env={
+                    "PYTHONPATH": pythonpath,
+                    "LOGBOX_DATA": str(data),
+                    "LOGBOX_BIN": str(BIN / "logbox"),
+                    "LOGBOX_ARCHIVE_SETTINGS": str(archive_settings(data)),
+                    "LOGBOX_ARCHIVE_STATE": str(archive_state(data)),
                 },
             )
         )
@@ -407,6 +441,8 @@ def services(
                     "LOGBOX_SIGN_PUBKEY": str(sign_pubkey(data)),
                     "LOGBOX_ALERTD_STATUS": str(run / "alertd.status.json"),
                     "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
+                    "LOGBOX_ARCHIVE_STATE": str(archive_state(data)),
+                    "LOGBOX_ARCHIVE_SETTINGS": str(archive_settings(data)),
                 },
             )
         )

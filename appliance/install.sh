@@ -93,6 +93,26 @@ cat >"$DESTDIR/usr/bin/logbox-reports.tmp" <<-'EOF'
 chmod 0755 "$DESTDIR/usr/bin/logbox-reports.tmp"
 mv "$DESTDIR/usr/bin/logbox-reports.tmp" "$DESTDIR/usr/bin/logbox-reports"
 
+# the archive's CLI on the box (indexer/ARCHIVE.md): `logbox archive run|once|verify|list|status`
+# as logbox-archive; `restore` as root (it writes the day into the store, owned by its owner)
+cat >"$DESTDIR/usr/bin/logbox-archive.tmp" <<-'EOF'
+	#!/bin/sh
+	# logbox-archive: rpc/logbox_core/archive.py's CLI (installed by appliance/install.sh;
+	# indexer/ARCHIVE.md). `logbox archive VERB ...` runs it too.
+	if [ "$(id -u)" != 0 ]; then
+	    echo "logbox-archive: run it as root" >&2
+	    exit 1
+	fi
+	as="runuser -u logbox-archive --"
+	[ "${1:-}" = restore ] && as=""
+	exec $as env PYTHONPATH=/usr/lib/logbox/python LOGBOX_DATA=/var/lib/logbox \
+	    LOGBOX_BIN=/usr/lib/logbox/bin/logbox \
+	    LOGBOX_ARCHIVE_SETTINGS=/etc/logbox/settings/archive.json \
+	    LOGBOX_ARCHIVE_STATE=/var/lib/logbox-archive /usr/bin/python3 -m logbox_core.archive "$@"
+	EOF
+chmod 0755 "$DESTDIR/usr/bin/logbox-archive.tmp"
+mv "$DESTDIR/usr/bin/logbox-archive.tmp" "$DESTDIR/usr/bin/logbox-archive"
+
 # what GET /api/v1/system says of the build (logbox_core/system.py)
 commit=$(git -C "$TOP" rev-parse HEAD 2>/dev/null || true)
 printf '{"commit": %s}\n' "$( [ -n "$commit" ] && printf '"%s"' "$commit" || echo null)" \

@@ -51,6 +51,7 @@ SERVICES = (
     "logbox-syslog-ng.service",
     "logbox-searchd.service",
     "logbox-alertd.service",
+    "logbox-archive.service",
     "logbox-rpc.service",
     "logbox-webui.service",
     "logbox-nginx.service",
@@ -92,15 +93,35 @@ USERS = {
         {"logbox-search", "logbox-accounts", "logbox-status"},
         {"/var/lib/logbox-accounts", "/run/logbox", "/var/lib/logbox-alertd"},
     ),
+    # the archive: reads the store (an LMDB reader's slot in the catalog); its state
+    "logbox-archive": (
+        "logbox-archive.service",
+        {"logbox-store", "logbox-status"},
+        {"/var/lib/logbox/catalog", "/var/lib/logbox-archive"},
+    ),
     # the apps: their gunicorn socket's directory too
     "logbox-rpc": (
         "logbox-rpc.service",
-        {"logbox-search", "logbox-accounts", "logbox-status", "logbox-settings", "logbox-tls"},
+        {
+            "logbox-search",
+            "logbox-accounts",
+            "logbox-status",
+            "logbox-settings",
+            "logbox-tls",
+            "logbox-archive",
+        },
         {"/var/lib/logbox-accounts", "/etc/logbox/settings", "/run/logbox-rpc"},
     ),
     "logbox-webui": (
         "logbox-webui.service",
-        {"logbox-search", "logbox-accounts", "logbox-status", "logbox-settings", "logbox-tls"},
+        {
+            "logbox-search",
+            "logbox-accounts",
+            "logbox-status",
+            "logbox-settings",
+            "logbox-tls",
+            "logbox-archive",
+        },
         {"/var/lib/logbox-accounts", "/etc/logbox/settings", "/run/logbox-webui"},
     ),
     # the scheduled reports (its timer): the accounts store (reports, their state, the audit log)

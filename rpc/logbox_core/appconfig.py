@@ -18,6 +18,10 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "SYSLOGNG_PIDFILE": "/run/logbox/syslog-ng.pid",
     # logbox-alertd's status file (logbox_core.alertd; the alerts' states)
     "ALERTD_STATUS": "/run/logbox/alertd.status.json",
+    # logbox-archive's state (its status.json: each archived logspace's days and last upload)
+    "ARCHIVE_STATE": "/var/lib/logbox-archive",
+    # the archive targets (logbox_core.archive; secrets: 0640 group logbox-archive)
+    "ARCHIVE_SETTINGS": "/etc/logbox/settings/archive.json",
     # the daily `logbox verify --json --out` (logbox_core.integrity)
     "INTEGRITY_REPORT": "/var/lib/logbox-verify/integrity.json",
     # the public key day roots are signed with (<data>/indexd/sign.pub, copied at first boot)
@@ -41,6 +45,8 @@ COMMON_ENVIRONMENT: dict[str, tuple[str, type]] = {
     "INDEXD_STATUS": ("LOGBOX_INDEXD_STATUS", str),
     "SYSLOGNG_PIDFILE": ("LOGBOX_SYSLOGNG_PIDFILE", str),
     "ALERTD_STATUS": ("LOGBOX_ALERTD_STATUS", str),
+    "ARCHIVE_STATE": ("LOGBOX_ARCHIVE_STATE", str),
+    "ARCHIVE_SETTINGS": ("LOGBOX_ARCHIVE_SETTINGS", str),
     "INTEGRITY_REPORT": ("LOGBOX_INTEGRITY_REPORT", str),
     "SIGN_PUBKEY": ("LOGBOX_SIGN_PUBKEY", str),
     "BUILD_INFO": ("LOGBOX_BUILD_INFO", str),

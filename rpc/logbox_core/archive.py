@@ -312,9 +312,13 @@ class State:
         self.root = root
 
     def ls_dir(self, ls: str) -> Path:
+        """<state>/<ls>/ with verified/ and uploads/: made readable by all (logbox-indexd's
+        retention reads verified/; no secret is kept here), whatever the umask."""
         d = self.root / ls
-        (d / "verified").mkdir(parents=True, exist_ok=True)
-        (d / "uploads").mkdir(parents=True, exist_ok=True)
+        for sub in (self.root, d, d / "verified", d / "uploads"):
+            if not sub.is_dir():
+                sub.mkdir(parents=True, exist_ok=True)
+                os.chmod(sub, 0o755)
         return d
 
     def verified_path(self, ls: str, day: int) -> Path:

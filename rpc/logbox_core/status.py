@@ -558,6 +558,46 @@ def _logspaces(
     return out
 
 
+ARCHIVE_KEYS = (
+    "target",
+    "object_lock",
+    "archive_days",
+    "days_local",
+    "days_archived",
+    "days_verified",
+    "bytes_archived",
+    "pending",
+    "last_upload",
+    "failures",
+    "ok",
+    "error",
+    "pass",
+)
+
+
+def _archive(state_dir: str, spaces: list[dict], problems: list[str]) -> None:
+    """Each archived logspace's "archive" entry from logbox-archive's status file
+    (indexer/ARCHIVE.md "Status"), and a problem for each whose last pass failed."""
+    try:
+        with open(os.path.join(state_dir, "status.json"), "rb") as f:
+            doc = json.loads(f.read(1 << 20))
+        per = doc.get("logspaces") if isinstance(doc, dict) else None
+    except (OSError, ValueError):
+        return
+    if not isinstance(per, dict):
+        return
+    by_name = {ls["name"]: ls for ls in spaces}
+    for name, st in sorted(per.items()):
+        if not isinstance(st, dict):
+            continue
+        entry = {k: st.get(k) for k in ARCHIVE_KEYS}
+        if name in by_name:
+            by_name[name]["archive"] = entry
+        if st.get("ok") is False:
+            err = st.get("error") if isinstance(st.get("error"), dict) else {}
+            problems.append(f"archive: {name}: {err.get('message', 'failed')} (local days kept)")
+
+
 def _disk(data_dir: str, problems: list[str]) -> dict:
     disk: dict[str, Any] = {
         "path": data_dir,
@@ -593,6 +633,7 @@ def gather(
     now: float | None = None,
     integrity_report: str | os.PathLike[str] | None = None,
     alertd_status: str | os.PathLike[str] | None = None,
+    archive_state: str | os.PathLike[str] | None = None,
 ) -> dict:
     """The status object of API.md §7 for every logspace (the caller filters by rights),
     plus "problems": why health is not "ok" (with integrity_report, also what the last verify
@@ -652,6 +693,9 @@ def gather(
     spool = _spool(st, problems) if running and st else None
     if integrity_report is not None:
         problems.extend(integrity.problems(integrity_report, now))
+    spaces_out = _logspaces(data, st, spaces)
+    if archive_state is not None:
+        _archive(os.fspath(archive_state), spaces_out, problems)
     return {
         "time": rfc3339(int(now * 1_000_000)),
         "health": "ok" if not problems else "degraded",
@@ -665,7 +709,7 @@ def gather(
         "quarantined": _int(st.get("quarantined")) if running and st else None,
         "deadletter": _deadletter(st) if running and st else None,
         "spool": spool,
-        "logspaces": _logspaces(data, st, spaces),
+        "logspaces": spaces_out,
         "disk": disk,
         "raid": raid,
         "problems": problems,
@@ -703,7 +747,13 @@ def for_user(doc: dict, user: User) -> dict:
         return doc
     out = dict(doc)
     spaces = doc.get("logspaces") or []
-    out["logspaces"] = [ls for ls in spaces if user.can_read(ls["name"])]
+    out["logspaces"] = [
+        {**ls, "archive": {**ls["archive"], "target": None, "error": None}}
+        if isinstance(ls.get("archive"), dict)
+        else ls
+        for ls in spaces
+        if user.can_read(ls["name"])
+    ]
     every = len(out["logspaces"]) == len(spaces)
     out["services"] = {
         name: {k: _service_value(k, v) for k, v in svc.items()}

@@ -34,6 +34,7 @@ def status(args: dict[str, Any]) -> Any:
         searchd=searchd(),
         integrity_report=c["INTEGRITY_REPORT"],
         alertd_status=c["ALERTD_STATUS"],
+        archive_state=c.get("ARCHIVE_STATE"),
     )
     out = core_status.for_user(doc, g.user)
     out["alerts"] = [

@@ -303,6 +303,7 @@ def dashboard() -> Any:
         now=now,
         integrity_report=c.get("INTEGRITY_REPORT"),
         alertd_status=c.get("ALERTD_STATUS"),
+        archive_state=c.get("ARCHIVE_STATE"),
     )
     doc = core_status.for_user(doc, user)
     up = doc["services"]["searchd"]["state"] == "running"
@@ -327,6 +328,11 @@ def dashboard() -> Any:
                 "retention_applied": applied.get(name, {}).get("retention_days"),
             }
         )
+        if isinstance(ls.get("archive"), dict):
+            rows[-1]["archive"] = {
+                **ls["archive"],
+                "bytes_archived_h": human_bytes(ls["archive"].get("bytes_archived")),
+            }
     names = [r["name"] for r in rows if r["name"] in from_searchd]
     if up:
         chart = eps_chart(client, names, now)
