@@ -201,6 +201,93 @@ def test_status_shape(client: FlaskClient, alice: dict[str, str]) -> None:
     assert {ls["name"] for ls in s["logspaces"]} <= {"main", "other"}
 
 
+def test_archive_targets_and_status(
+    client: FlaskClient, admin: dict[str, str], alice: dict[str, str], app: Flask
+) -> None:
+    """PUT, GET and DELETE /archive (admins only: 403 for alice); the secret is kept when a
+    change omits it and never answered; a bad target is a 400 naming the member; the file is
+    0640. /status shows logbox-archive's status of each logspace the caller may read, the
+    target and error to admins only, and a failing logspace is a problem."""
+    c = app.config
+    body = {
+        "endpoint": "https://s3.example:9000",
+        "bucket": "logs",
+        "prefix": "box1",
+        "access_key": "AK",
+        "secret_key": "the-secret",
+        "archive_days": 400,
+    }
+    assert client.put(f"{API}/archive/main", json=body, headers=alice).status_code == 403
+    r = client.put(f"{API}/archive/main", json=body, headers=admin)
+    assert r.status_code == 200, r.data
+    got = r.get_json()
+    assert got["secret_key_set"] is True and "secret_key" not in got and got["archive_days"] == 400
+    assert last_audit(app, "archive_settings").logspace == "main"
+    assert os.stat(c["ARCHIVE_SETTINGS"]).st_mode & 0o777 == 0o640
+    # a change without the secret keeps it
+    r = client.put(f"{API}/archive/main", json={**body, "secret_key": None} | {}, headers=admin)
+    assert r.status_code == 400  # null is not a secret
+    nosecret = {k: v for k, v in body.items() if k != "secret_key"} | {"archive_days": 0}
+    r = client.put(f"{API}/archive/main", json=nosecret, headers=admin)
+    assert r.status_code == 200 and r.get_json()["archive_days"] == 0
+    assert json.loads(open(c["ARCHIVE_SETTINGS"]).read())["targets"]["main"]["secret_key"] == (
+        "the-secret"
+    )
+    for bad, member in (
+        ({"endpoint": "http://s3.example"}, "endpoint"),
+        ({"bucket": "X"}, "bucket"),
+    ):
+        err = error(
+            client.put(f"{API}/archive/main", json={**body, **bad}, headers=admin),
+            400,
+            "bad_parameter",
+        )
+        assert member in err["message"], err
+    r = client.get(f"{API}/archive", headers=admin)
+    assert r.status_code == 200 and set(r.get_json()["targets"]) == {"main"}
+    assert "the-secret" not in r.get_data(as_text=True)
+    assert client.get(f"{API}/archive", headers=alice).status_code == 403
+
+    state = Path(c["ARCHIVE_STATE"])
+    state.mkdir(exist_ok=True)
+    (state / "status.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "logspaces": {
+                    "main": {
+                        "target": "https://s3.example:9000/logs/box1",
+                        "days_local": 3,
+                        "days_archived": 9,
+                        "bytes_archived": 12345,
+                        "failures": 2,
+                        "ok": False,
+                        "error": {
+                            "time": "2026-11-27T00:00:00Z",
+                            "message": "EndpointConnectionError: down",
+                        },
+                    }
+                },
+            }
+        )
+    )
+    s = client.get(f"{API}/status", headers=admin).get_json()
+    main = {ls["name"]: ls for ls in s["logspaces"]}["main"]
+    assert main["archive"]["days_archived"] == 9 and main["archive"]["target"].endswith("/box1")
+    assert any(p.startswith("archive: main: EndpointConnectionError") for p in s["problems"])
+    s = client.get(f"{API}/status", headers=alice).get_json()
+    main = {ls["name"]: ls for ls in s["logspaces"]}["main"]
+    assert main["archive"]["days_archived"] == 9
+    assert main["archive"]["target"] is None and main["archive"]["error"] is None
+    assert "box1" not in json.dumps(s)
+
+    assert client.delete(f"{API}/archive/main", headers=alice).status_code == 403
+    assert client.delete(f"{API}/archive/main", headers=admin).status_code == 200
+    error(client.delete(f"{API}/archive/main", headers=admin), 404, "not_found")
+    assert client.get(f"{API}/archive", headers=admin).get_json() == {"targets": {}}
+    (state / "status.json").unlink()
+
+
 # ---------------------------------------------------------------- errors
 
 

@@ -106,6 +106,19 @@ ROUTES: dict[tuple[str, str], Sample] = {
     ("GET", "/api/v1/delivery"): ("admin", (), {}, None),
     ("PUT", "/api/v1/delivery"): ("admin", (), {}, {"syslog": {"host": "127.0.0.1", "port": 9}}),
     ("POST", "/api/v1/delivery/test"): ("admin", (), {}, {"channel": "syslog"}),
+    ("GET", "/api/v1/archive"): ("admin", (), {}, None),
+    ("PUT", "/api/v1/archive/{}"): (
+        "admin",
+        ("main",),
+        {},
+        {
+            "endpoint": "https://127.0.0.1:9",
+            "bucket": "logs",
+            "access_key": "AK",
+            "secret_key": "S",
+        },
+    ),
+    ("DELETE", "/api/v1/archive/{}"): ("admin", ("main",), {}, None),
 }
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
 EXPIRES_IN = 2  # s: the expired token's lifetime (long enough to be used once first)

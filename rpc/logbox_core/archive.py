@@ -37,6 +37,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -171,6 +172,71 @@ def load_settings(path: str | os.PathLike[str]) -> dict[str, Target]:
     except ValueError as e:
         raise ArchiveError(f"{os.fspath(path)}: not JSON: {e}") from None
     return parse_settings(doc)
+
+
+SETTINGS_GROUP = "logbox-archive"  # the archive.json file's group: logbox-archive reads it
+TARGET_KEYS = ("endpoint", "bucket", "prefix", "region", "access_key", "ca_file", "archive_days",
+               "part_mb")  # fmt: skip
+
+
+def target_json(t: Target) -> dict[str, Any]:
+    """A target as the API answers it: every setting but the secret, which is secret_key_set."""
+    return {
+        "endpoint": t.endpoint,
+        "bucket": t.bucket,
+        "prefix": t.prefix,
+        "region": t.region,
+        "access_key": t.access_key,
+        "secret_key_set": bool(t.secret_key),
+        "ca_file": t.ca_file,
+        "archive_days": t.archive_days,
+        "part_mb": t.part_mb,
+    }
+
+
+def _raw(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            doc = json.loads(f.read(1 << 20))
+    except FileNotFoundError:
+        return {"version": VERSION, "targets": {}}
+    except (OSError, ValueError) as e:
+        raise ArchiveError(f"{path}: cannot be read: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("targets"), dict):
+        raise ArchiveError(f"{path}: not archive settings")
+    return doc
+
+
+_write_lock = threading.Lock()
+
+
+def write_target(
+    path: str | os.PathLike[str], ls: str, body: dict[str, Any] | None
+) -> Target | None:
+    """Sets (body) or removes (None) the target of logspace ls in the settings file at path:
+    a body without secret_key keeps the one set. Checked whole before anything is written;
+    written atomically, mode 0640, group logbox-archive. Raises ArchiveError."""
+    p = os.fspath(path)
+    with _write_lock:
+        doc = _raw(p)
+        targets = dict(doc["targets"])
+        if body is None:
+            if ls not in targets:
+                raise ArchiveError(f"{ls}: no archive target")
+            del targets[ls]
+        else:
+            old = targets.get(ls) if isinstance(targets.get(ls), dict) else {}
+            new = {k: v for k, v in body.items()}
+            if "secret_key" not in new and old.get("secret_key"):
+                new["secret_key"] = old["secret_key"]
+            targets[ls] = new
+        out = {"version": VERSION, "targets": targets}
+        parsed = parse_settings(out)
+        try:
+            write_atomically(p, _dumps(out), 0o640, SETTINGS_GROUP)
+        except OSError as e:
+            raise ArchiveError(f"{p}: cannot write: {e.strerror or e}") from None
+    return parsed.get(ls)
 
 
 # ---------------------------------------------------------------- the object store

@@ -7,10 +7,13 @@ import os
 import tempfile
 
 
-def write_atomically(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
+def write_atomically(
+    path: str | os.PathLike[str], data: bytes, mode: int | None = None, group: str | None = None
+) -> None:
     """Replaces the file at path with data: a temporary file beside it, fsync, rename, fsync of
     the directory. A reader sees the old file or the new one, never a part. mode: the new
-    file's permissions (default: the old file's, else 0644).
+    file's permissions (default: the old file's, else 0644). group: the new file's group when
+    that group exists and the writer may give it (a member of it; else the writer's own).
 
     :raises OSError: the directory is missing or not writable, or the disk is full (the old
         file is then unchanged and no temporary file is left).
@@ -25,6 +28,8 @@ def write_atomically(path: str | os.PathLike[str], data: bytes, mode: int | None
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(p) + ".", suffix=".tmp", dir=directory)
     try:
         try:
+            if group is not None:
+                _give_group(fd, group)
             os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
@@ -45,3 +50,16 @@ def write_atomically(path: str | os.PathLike[str], data: bytes, mode: int | None
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def _give_group(fd: int, group: str) -> None:
+    import grp
+
+    try:
+        gid = grp.getgrnam(group).gr_gid
+    except KeyError:
+        return
+    try:
+        os.fchown(fd, -1, gid)
+    except PermissionError:
+        pass

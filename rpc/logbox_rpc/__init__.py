@@ -11,6 +11,7 @@ from logbox_core import proxy
 from . import (
     admin,
     alerts,
+    archive,
     auth,
     delivery,
     errors,
@@ -46,6 +47,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         alerts.bp,
         admin.bp,
         delivery.bp,
+        archive.bp,
         status.bp,
         integrity.bp,
         openapi.bp,

@@ -507,6 +507,48 @@ SCHEMAS: dict[str, Any] = {
     "Me": _obj({"user": _ref("User"), "token": _ref("Token")}),
     "Revoked": _obj({"revoked": STR}),
     "Deleted": _obj({"deleted": STR}),
+    "ArchiveTargetUpdate": _obj(
+        {
+            "endpoint": {
+                "type": "string",
+                "pattern": "^https://",
+                "description": "https://host[:port]",
+            },
+            "bucket": STR,
+            "prefix": {"type": "string", "description": "object names start with it and /"},
+            "region": STR,
+            "access_key": STR,
+            "secret_key": {"type": "string", "description": "kept when omitted; never answered"},
+            "ca_file": {
+                "type": "string",
+                "nullable": True,
+                "description": "PEM CA (null: the system's)",
+            },
+            "archive_days": {"type": "integer", "minimum": 0, "description": "0: forever"},
+            "part_mb": {"type": "integer", "minimum": 5, "maximum": 1024},
+        },
+        ["endpoint", "bucket", "access_key"],
+        additionalProperties=False,
+    ),
+    "ArchiveTarget": _obj(
+        {
+            "endpoint": STR,
+            "bucket": STR,
+            "prefix": STR,
+            "region": STR,
+            "access_key": STR,
+            "secret_key_set": _SET,
+            "ca_file": {"type": "string", "nullable": True},
+            "archive_days": INT,
+            "part_mb": INT,
+            "status": {
+                "type": "object",
+                "nullable": True,
+                "description": "logbox-archive's last pass for the logspace (ARCHIVE.md Status)",
+            },
+        }
+    ),
+    "Archive": _obj({"targets": {"type": "object", "additionalProperties": _ref("ArchiveTarget")}}),
     "TokenList": _obj({"tokens": {"type": "array", "items": _ref("Token")}}),
     "TokenCreate": _obj(
         {

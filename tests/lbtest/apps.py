@@ -113,10 +113,13 @@ def app_config(searchd: Searchd, root: Path, **extra: Any) -> dict[str, Any]:
 
 
 def status_files(root: Path) -> dict[str, str]:
-    """INDEXD_STATUS and SYSLOGNG_PIDFILE under root (absent unless a test writes them)."""
+    """INDEXD_STATUS, SYSLOGNG_PIDFILE, the archive's settings and state under root (absent
+    unless a test writes them)."""
     return {
         "INDEXD_STATUS": str(root / "indexd.status.json"),
         "SYSLOGNG_PIDFILE": str(root / "syslog-ng.pid"),
+        "ARCHIVE_SETTINGS": str(root / "archive.json"),
+        "ARCHIVE_STATE": str(root / "archive-state"),
     }
 
 

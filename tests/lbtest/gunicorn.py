@@ -183,6 +183,8 @@ class GunicornServer:
             LOGBOX_TLS_CERT=str(self.cafile),
             LOGBOX_TLS_KEY=str(self.keyfile),
             LOGBOX_DELIVERY_SETTINGS=str(self.root / "notify.json"),
+            LOGBOX_ARCHIVE_SETTINGS=str(self.root / "archive.json"),
+            LOGBOX_ARCHIVE_STATE=str(self.root / "archive-state"),
         )
         env[f"{p}_CONFIG"] = str(self.root / self.CONFIG_NAME)
         if self.proxy:
