@@ -1,4 +1,4 @@
-"""The archive targets (API.md §10.1): where each logspace's closed days go in S3-compatible
+"""The archive targets (API.md §6.5): where each logspace's closed days go in S3-compatible
 object storage, read and changed by admins, and what logbox-archive last did. Secrets are never
 answered (`"secret_key_set": true`); every change is audited. The settings and the archiving
 are logbox_core.archive's (indexer/ARCHIVE.md)."""
