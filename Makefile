@@ -24,6 +24,9 @@
 #   make bench-webui    the web UI benchmark alone (tests/bench/webui.py, headless Chromium)
 #   make bench-tail     live tail latency alone (tests/bench/tail_latency.py): send to a
 #                       /v1/tail line at 100,000 msg/s, p50/p99; BENCH_ARGS="--rate N ..."
+#   make bench-archive  the archive benchmark alone (tests/bench/archive.py): upload, verify and
+#                       restore of closed days against a real SeaweedFS, beside boto3's own
+#                       upload; BENCH_ARGS="--days N --msgs-per-day M ..."
 #   make bench-eps      the logbox-eps benchmark alone (tests/bench/eps.py): its sender beside
 #                       loggen (TCP, TLS, UDP), then a sample report against make run
 #   make fuzz    fuzz targets at length (make test runs them briefly)
@@ -37,7 +40,7 @@ PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
 .PHONY: all deps build install run test test-c test-py lint bench bench-alerts bench-integrity bench-ingest bench-ingest-quick \
-	bench-search bench-size bench-rpc bench-webui bench-eps bench-tail fuzz image test-image clean
+	bench-search bench-size bench-archive bench-rpc bench-webui bench-eps bench-tail fuzz image test-image clean
 
 all: build
 
@@ -84,6 +87,8 @@ bench:
 	@$(PY) tests/bench/webui.py
 	@$(PY) tests/bench/integrity.py
 	@$(PY) tests/bench/eps.py
+	@sh tests/seaweedfs.sh
+	@$(PY) tests/bench/archive.py
 
 bench-eps:
 	@$(MAKE) --no-print-directory deps
@@ -112,6 +117,12 @@ bench-size:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
 	@$(PY) tests/bench/size.py $(BENCH_ARGS)
+
+bench-archive:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@sh tests/seaweedfs.sh
+	@$(PY) tests/bench/archive.py $(BENCH_ARGS)
 
 bench-alerts:
 	@$(MAKE) --no-print-directory deps
