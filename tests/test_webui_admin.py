@@ -142,7 +142,14 @@ def page(r: TestResponse, status: int = 200) -> Page:
 
 # ---------------------------------------------------------------- who may
 
-GETS = ["/admin/users", "/admin/users/alice", "/admin/tokens", "/admin/logspaces", "/admin/audit"]
+GETS = [
+    "/admin/users",
+    "/admin/users/alice",
+    "/admin/tokens",
+    "/admin/logspaces",
+    "/admin/audit",
+    "/admin/archive",
+]
 POSTS = [
     ("/admin/users", {"name": "mallory", "password": PASSWORD, "role": "admin"}),
     ("/admin/users/alice", {"action": "update", "role": "admin"}),
@@ -150,6 +157,10 @@ POSTS = [
     ("/admin/tokens", {"user": "alice", "name": "x", "expires_days": "1"}),
     ("/admin/tokens/000000000000/revoke", {}),
     ("/admin/logspaces/main", {"retention_days": "1", "delimiters": ":"}),
+    (
+        "/admin/archive/main",
+        {"endpoint": "https://s3.example", "bucket": "b", "access_key": "a", "secret_key": "s"},
+    ),
 ]
 
 
@@ -663,3 +674,62 @@ def test_pages_with_searchd_down(app: Flask, tmp_path: Path) -> None:
         if i.attrs.get("name") == "logspaces"
     ]
     assert "*" in boxes and "secret" not in boxes
+
+
+# ---------------------------------------------------------------- archive targets
+
+
+def test_archive_page(app: Flask, admin: Browser) -> None:
+    """/admin/archive: a form per logspace; a save writes archive.json (0640) and is audited;
+    the secret is never shown and an empty field keeps it; a bad target says why and changes
+    nothing; logbox-archive's status is shown; "Stop archiving" removes the target."""
+    path = Path(app.config["ARCHIVE_SETTINGS"])
+    p = page(admin.get("/admin/archive"))
+    assert p.by_id("admin-archive").attrs.get("aria-current") == "page"
+    assert {"main", "other"} <= {
+        s.attrs["data-logspace"] for s in p.root.all("section", "archive-target")
+    }
+    assert p.by_id("archive-main-state").text == "not archived"
+    form = {
+        "endpoint": "https://s3.example:9000",
+        "bucket": "logs",
+        "prefix": "box1",
+        "region": "",
+        "access_key": "AKID",
+        "secret_key": "web-secret",
+        "ca_file": "",
+        "archive_days": "90",
+        "part_mb": "",
+    }
+    r = admin.post("/admin/archive/main", form)
+    assert r.status_code == 303 and r.headers["Location"].endswith("/admin/archive#archive-main")
+    doc = json.loads(path.read_text())["targets"]["main"]
+    assert (
+        doc["secret_key"] == "web-secret" and doc["archive_days"] == 90 and doc["ca_file"] is None
+    )
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert last_audit(app, "archive_settings").detail == "target https://s3.example:9000/logs/box1"
+    p = page(admin.get("/admin/archive"))
+    assert "web-secret" not in p.root.text and "web-secret" not in admin.get("/admin/archive").text
+    assert p.by_id("archive-main-state").text == "archived to https://s3.example:9000/logs/box1"
+    assert p.by_id("archive-main-secret_key").attrs["value"] == ""
+    # empty keeps the secret
+    r = admin.post("/admin/archive/main", {**form, "secret_key": "", "archive_days": "0"})
+    assert r.status_code == 303
+    doc = json.loads(path.read_text())["targets"]["main"]
+    assert doc["secret_key"] == "web-secret" and doc["archive_days"] == 0
+    before = path.read_bytes()
+    r = admin.post("/admin/archive/main", {**form, "endpoint": "http://s3.example"})
+    assert r.status_code == 400
+    assert "TLS is required" in page(r, 400).by_id("archive-main-error").text
+    assert path.read_bytes() == before
+    state = Path(app.config["ARCHIVE_STATE"])
+    state.mkdir(exist_ok=True)
+    (state / "status.json").write_text(
+        json.dumps({"logspaces": {"main": {"days_archived": 12, "days_local": 3, "ok": True}}})
+    )
+    st = page(admin.get("/admin/archive")).by_id("archive-main-status")
+    assert st.attrs["data-ok"] == "true" and "12 days archived" in st.text
+    r = admin.post("/admin/archive/main", {"remove": "1"})
+    assert r.status_code == 303 and "main" not in json.loads(path.read_text())["targets"]
+    (state / "status.json").unlink()

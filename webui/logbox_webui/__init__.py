@@ -16,6 +16,7 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 from . import (
     admin,
     alerts,
+    archive,
     auth,
     delivery,
     integrity,
@@ -60,6 +61,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(status.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(delivery.bp)
+    app.register_blueprint(archive.bp)
     app.register_blueprint(integrity.bp)
     app.jinja_env.finalize = _printable
     app.register_error_handler(HTTPException, _http_error)
