@@ -45,9 +45,6 @@ const char archive_usage[] =
     "       logbox archive release  --data DIR [--logspace L] --day YYYYMMDD\n"
     "       logbox archive run|once|verify|restore|status ... (logbox-archive; ARCHIVE.md)\n";
 
-/* The catalog extract's layout version (catalog.json "format"). */
-#define ARCHIVE_FORMAT	1
-
 struct aopts {
 	const char	*data;
 	const char	*ls;
@@ -147,24 +144,6 @@ day_str(char *buf, size_t len, uint32_t d)
 	snprintf(buf, len, "%04u-%02u-%02u", d / 10000, d / 100 % 100, d % 100);
 }
 
-static json_t *
-j_u64(uint64_t v)
-{
-	/* (JSON numbers are exact to 2^53: ids and sizes are strings past that, like searchd's) */
-	char b[24];
-
-	if (v <= (1ULL << 53))
-		return (json_integer((json_int_t)v));
-	snprintf(b, sizeof(b), "%" PRIu64, v);
-	return (json_string(b));
-}
-
-static json_t *
-j_time(int64_t t)
-{
-	return (t == LB_NOTIME ? json_null() : json_integer((json_int_t)t));
-}
-
 /*
  * Why a day is not closed yet, or NULL when it is: not the logspace's newest day, every id of
  * it indexed, merged whole into one segment, and its chain final (its last record a seal when
@@ -259,9 +238,9 @@ cmd_days(const struct aopts *o)
 		const char *why = day_open_why(o, cat, &days[i], i + 1 == n, &st, sealing);
 
 		day_str(ds, sizeof(ds), days[i].day);
-		json_array_append_new(arr, json_pack("{s:i,s:s,s:o,s:b,s:s?}", "day",
+		json_array_append_new(arr, json_pack("{s:i,s:s,s:I,s:b,s:s?}", "day",
 		    (json_int_t)days[i].day, "date", ds, "messages",
-		    j_u64(days[i].next_id - days[i].first_id), "closed", why == NULL, "open",
+		    (json_int_t)(days[i].next_id - days[i].first_id), "closed", why == NULL, "open",
 		    why));
 	}
 	free(days);
@@ -287,7 +266,7 @@ file_entry(const char *dir, const char *rel)
 	}
 	if (!S_ISREG(sb.st_mode))
 		adie("%s: not a file", path);
-	return (json_pack("{s:s,s:o}", "name", rel, "size", j_u64((uint64_t)sb.st_size)));
+	return (json_pack("{s:s,s:I}", "name", rel, "size", (json_int_t)sb.st_size));
 }
 
 static int
@@ -295,36 +274,36 @@ cmd_manifest(const struct aopts *o)
 {
 	struct lb_catalog	*cat;
 	struct lb_dayref	*days = NULL, *d = NULL;
-	struct lb_segref	*segs = NULL;
 	struct lb_lsstate	 st;
-	int64_t			*t = NULL;
-	uint64_t		*ids = NULL;
-	size_t			 n = 0, nseg = 0, nt = 0, i;
-	json_t			*jsegs, *jtm, *files, *e;
+	struct lb_dayx		 x;
+	json_error_t		 jerr;
+	json_t			*root, *files, *e;
 	const char		*why;
-	char			 dir[PATH_MAX], rel[128], ds[16];
+	char			*text, dir[PATH_MAX], rel[128];
+	size_t			 n = 0;
 	int			 rc;
 
 	if (o->day == 0)
 		adie("manifest: --day YYYYMMDD is needed");
 	cat = cat_open(o, LB_RDONLY);
 	load_days(o, cat, &days, &n, &st);
-	for (i = 0; i < n && d == NULL; i++)
+	for (size_t i = 0; i < n && d == NULL; i++)
 		if (days[i].day == o->day)
 			d = &days[i];
 	if (d == NULL)
 		adie("%s: no day %u in the catalog", o->ls, o->day);
 	why = day_open_why(o, cat, d, d == &days[n - 1], &st, sealing_on(o->data));
-	if (d->next_id > d->first_id && (rc = lb_catalog_segments(cat, o->ls, d->first_id,
-	    d->next_id - 1, &segs, &nseg)) != 0)
-		adie("%s: segments: %s", o->ls, lb_strerror(rc));
-	if ((rc = lb_catalog_day_timemap(cat, o->ls, d, &t, &ids, &nt)) != 0)
-		adie("%s: time map: %s", o->ls, lb_strerror(rc));
+	if ((rc = lb_dayx_load(cat, o->ls, o->day, &x)) != 0)
+		adie("%s: day %u: %s", o->ls, o->day, lb_strerror(rc));
+	if ((rc = lb_dayx_format(&x, &text)) != 0 ||
+	    (root = json_loads(text, 0, &jerr)) == NULL)
+		adie("%s: day %u: the extract: %s", o->ls, o->day, lb_strerror(rc ? rc : ENOMEM));
+	free(text);
 	if ((rc = lb_day_dir(dir, sizeof(dir), o->data, o->ls, d->day)) != 0)
 		adie("%s: day directory: %s", o->ls, lb_strerror(rc));
 
 	files = json_array();
-	/* The message file, the chain and the day's time stamp, then each segment. */
+	/* The message file and its WAL, the chain and the day's time stamp, then each segment. */
 	if ((e = file_entry(dir, "messages")) != NULL)
 		json_array_append_new(files, e);
 	if ((e = file_entry(dir, "messages.wal")) != NULL)
@@ -333,34 +312,17 @@ cmd_manifest(const struct aopts *o)
 		json_array_append_new(files, e);
 	if ((e = file_entry(dir, "root.tsr")) != NULL)
 		json_array_append_new(files, e);
-	jsegs = json_array();
-	for (i = 0; i < nseg; i++) {
-		const struct lb_segref *s = &segs[i];
-
-		if (s->day != d->day)
-			continue;
-		snprintf(rel, sizeof(rel), "%s/%s", LB_DIR_INDEX, s->file);
+	for (size_t i = 0; i < x.nseg; i++) {
+		snprintf(rel, sizeof(rel), "%s/%s", LB_DIR_INDEX, x.segs[i].file);
 		if ((e = file_entry(dir, rel)) == NULL)
 			adie("%s/%s: the catalog names it, but it is missing", dir, rel);
 		json_array_append_new(files, e);
-		json_array_append_new(jsegs, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:i,s:s}",
-		    "first_id", j_u64(s->first_id), "last_id", j_u64(s->last_id), "count",
-		    j_u64(s->count), "tmin", j_time(s->tmin), "tmax", j_time(s->tmax), "size",
-		    j_u64(s->size), "level", (json_int_t)s->level, "file", s->file));
 	}
-	jtm = json_array();
-	for (i = 0; i < nt; i++)
-		json_array_append_new(jtm, json_pack("[I,o]", (json_int_t)t[i], j_u64(ids[i])));
-	day_str(ds, sizeof(ds), d->day);
-	print_json(json_pack("{s:i,s:s,s:i,s:s,s:b,s:s?,s:{s:o,s:o,s:o,s:o},s:o,s:o,s:o}",
-	    "format", ARCHIVE_FORMAT, "logspace", o->ls, "day", (json_int_t)d->day, "date", ds,
-	    "closed", why == NULL, "open", why,
-	    "dayref", "first_id", j_u64(d->first_id), "next_id", j_u64(d->next_id),
-	    "tmin", j_time(d->tmin), "tmax", j_time(d->tmax),
-	    "segments", jsegs, "timemap", jtm, "files", files));
-	free(t);
-	free(ids);
-	free(segs);
+	json_object_set_new(root, "closed", json_boolean(why == NULL));
+	json_object_set_new(root, "open", why ? json_string(why) : json_null());
+	json_object_set_new(root, "files", files);
+	print_json(root);
+	lb_dayx_free(&x);
 	free(days);
 	lb_catalog_close(cat);
 	return (0);
@@ -368,36 +330,26 @@ cmd_manifest(const struct aopts *o)
 
 /* ---------------------------------------------------------------- import */
 
-static uint64_t
-jget_u64(json_t *o, const char *k, const char *what)
+/* The file at path, whole (at most max bytes). */
+static char *
+slurp(const char *path, size_t max, size_t *len)
 {
-	json_t		*v = json_object_get(o, k);
-	const char	*s;
-	char		*end;
-	unsigned long long x;
+	FILE	*f;
+	char	*buf;
+	size_t	 n;
 
-	if (json_is_integer(v) && json_integer_value(v) >= 0)
-		return ((uint64_t)json_integer_value(v));
-	if (json_is_string(v)) {
-		s = json_string_value(v);
-		errno = 0;
-		x = strtoull(s, &end, 10);
-		if (errno == 0 && end != s && *end == '\0' && s[0] != '-')
-			return (x);
-	}
-	adie("catalog.json: %s: %s is not a number", what, k);
-}
-
-static int64_t
-jget_time(json_t *o, const char *k, const char *what)
-{
-	json_t *v = json_object_get(o, k);
-
-	if (json_is_null(v))
-		return (LB_NOTIME);
-	if (!json_is_integer(v))
-		adie("catalog.json: %s: %s is not a time", what, k);
-	return ((int64_t)json_integer_value(v));
+	if ((f = fopen(path, "rb")) == NULL)
+		adie("%s: %s", path, strerror(errno));
+	if ((buf = malloc(max + 1)) == NULL)
+		adie("out of memory");
+	n = fread(buf, 1, max + 1, f);
+	if (ferror(f))
+		adie("%s: %s", path, strerror(errno));
+	fclose(f);
+	if (n > max)
+		adie("%s: larger than %zu bytes: not a day's extract", path, max);
+	*len = n;
+	return (buf);
 }
 
 /* The owner of <data>/<ls>, given to the imported files when root imports. */
@@ -426,17 +378,13 @@ static int
 cmd_import(const struct aopts *o)
 {
 	struct lb_catalog	*cat;
-	struct lb_dayref	 d;
-	struct lb_segref	*segs = NULL;
+	struct lb_dayx		 x;
 	struct lb_msgfile	*mf;
 	struct lb_segment	*sg;
 	struct lb_seginfo	 si;
 	struct stat		 sb;
-	json_error_t		 jerr;
-	json_t			*root, *jd, *js, *jt, *e;
-	int64_t			*t = NULL;
-	uint64_t		*ids = NULL;
-	size_t			 nseg, nt, i;
+	char			*text;
+	size_t			 len, i;
 	char			 path[PATH_MAX], daydir[PATH_MAX], lsdir[PATH_MAX], why[256];
 	char			 ydir[PATH_MAX];
 	int			 rc;
@@ -445,68 +393,16 @@ cmd_import(const struct aopts *o)
 		adie("import: --dir DIR is needed (a day's files as the archive holds them)");
 	if (lb_path(path, sizeof(path), "%s/catalog.json", o->dir) != 0)
 		adie("%s: path too long", o->dir);
-	if ((root = json_load_file(path, 0, &jerr)) == NULL)
-		adie("%s: %s (line %d)", path, jerr.text, jerr.line);
-	if (json_integer_value(json_object_get(root, "format")) != ARCHIVE_FORMAT)
-		adie("%s: format %lld, this logbox reads %d", path,
-		    (long long)json_integer_value(json_object_get(root, "format")), ARCHIVE_FORMAT);
-	if (!json_is_string(json_object_get(root, "logspace")) ||
-	    strcmp(json_string_value(json_object_get(root, "logspace")), o->ls) != 0)
-		adie("%s: a day of logspace %s, not of %s", path,
-		    json_is_string(json_object_get(root, "logspace")) ?
-		    json_string_value(json_object_get(root, "logspace")) : "?", o->ls);
-	jd = json_object_get(root, "dayref");
-	js = json_object_get(root, "segments");
-	jt = json_object_get(root, "timemap");
-	if (!json_is_object(jd) || !json_is_array(js) || !json_is_array(jt))
-		adie("%s: dayref, segments and timemap are needed", path);
-	memset(&d, 0, sizeof(d));
-	d.day = (uint32_t)json_integer_value(json_object_get(root, "day"));
-	if (!day_valid(d.day))
-		adie("%s: day %u is not a day", path, d.day);
-	d.first_id = jget_u64(jd, "first_id", "dayref");
-	d.next_id = jget_u64(jd, "next_id", "dayref");
-	d.tmin = jget_time(jd, "tmin", "dayref");
-	d.tmax = jget_time(jd, "tmax", "dayref");
-	nseg = json_array_size(js);
-	if (nseg > 0 && (segs = calloc(nseg, sizeof(*segs))) == NULL)
-		adie("out of memory");
-	json_array_foreach(js, i, e) {
-		struct lb_segref *s = &segs[i];
-		json_t *f = json_object_get(e, "file");
-
-		s->first_id = jget_u64(e, "first_id", "segment");
-		s->last_id = jget_u64(e, "last_id", "segment");
-		s->count = jget_u64(e, "count", "segment");
-		s->tmin = jget_time(e, "tmin", "segment");
-		s->tmax = jget_time(e, "tmax", "segment");
-		s->size = jget_u64(e, "size", "segment");
-		s->level = (uint32_t)jget_u64(e, "level", "segment");
-		s->day = d.day;
-		if (!json_is_string(f) || strlen(json_string_value(f)) == 0 ||
-		    strlen(json_string_value(f)) >= sizeof(s->file) ||
-		    strchr(json_string_value(f), '/') != NULL)
-			adie("%s: segment %zu: a bad file name", path, i);
-		snprintf(s->file, sizeof(s->file), "%s", json_string_value(f));
-	}
-	nt = json_array_size(jt);
-	if (nt > 0 && ((t = calloc(nt, sizeof(*t))) == NULL ||
-	    (ids = calloc(nt, sizeof(*ids))) == NULL))
-		adie("out of memory");
-	json_array_foreach(jt, i, e) {
-		json_t *a = json_array_get(e, 0), *b = json_array_get(e, 1);
-
-		if (!json_is_integer(a) || !(json_is_integer(b) || json_is_string(b)))
-			adie("%s: time map entry %zu: [time, id] expected", path, i);
-		t[i] = (int64_t)json_integer_value(a);
-		ids[i] = json_is_integer(b) ? (uint64_t)json_integer_value(b) :
-		    strtoull(json_string_value(b), NULL, 10);
-	}
-
+	text = slurp(path, (size_t)1 << 30, &len);
+	if (lb_dayx_parse(text, len, &x, why, sizeof(why)) != 0)
+		adie("%s: %s", path, why);
+	free(text);
+	if (strcmp(x.ls, o->ls) != 0)
+		adie("%s: a day of logspace %s, not of %s", path, x.ls, o->ls);
 	/* Every file is checked before anything moves: a day is restored sound or not at all. */
-	for (i = 0; i < nseg; i++) {
+	for (i = 0; i < x.nseg; i++) {
 		if (lb_path(path, sizeof(path), "%s/%s/%s", o->dir, LB_DIR_INDEX,
-		    segs[i].file) != 0)
+		    x.segs[i].file) != 0)
 			adie("%s: path too long", o->dir);
 		if ((rc = lb_segment_open(path, &sg)) != 0)
 			adie("%s: %s", path, lb_strerror(rc));
@@ -515,28 +411,28 @@ cmd_import(const struct aopts *o)
 		lb_segment_close(sg);
 		if (rc != 0)
 			adie("%s: damaged: %s", path, why);
-		if (si.first_id != segs[i].first_id || si.last_id != segs[i].last_id ||
-		    si.count != segs[i].count || si.size != segs[i].size)
+		if (si.first_id != x.segs[i].first_id || si.last_id != x.segs[i].last_id ||
+		    si.count != x.segs[i].count || si.size != x.segs[i].size)
 			adie("%s: not the segment catalog.json describes", path);
 	}
-	if (d.next_id > d.first_id) {
+	if (x.day.next_id > x.day.first_id) {
 		uint64_t lo, hi;
 
-		if ((rc = lb_msgfile_open(o->dir, LB_RDONLY, d.first_id, &mf)) != 0)
+		if ((rc = lb_msgfile_open(o->dir, LB_RDONLY, x.day.first_id, &mf)) != 0)
 			adie("%s/messages: %s", o->dir, lb_strerror(rc));
 		rc = lb_msgfile_verify(mf, why, sizeof(why));
 		lb_msgfile_range(mf, &lo, &hi);
 		lb_msgfile_close(mf);
 		if (rc != 0)
 			adie("%s/messages: damaged: %s", o->dir, why);
-		if (lo > d.first_id || hi < d.next_id)
+		if (lo > x.day.first_id || hi < x.day.next_id)
 			adie("%s/messages: holds ids %llu to %llu, the day %llu to %llu", o->dir,
 			    (unsigned long long)lo, (unsigned long long)hi - 1,
-			    (unsigned long long)d.first_id, (unsigned long long)d.next_id - 1);
+			    (unsigned long long)x.day.first_id, (unsigned long long)x.day.next_id - 1);
 	}
 
 	cat = cat_open(o, LB_RDWR);
-	if ((rc = lb_day_dir(daydir, sizeof(daydir), o->data, o->ls, d.day)) != 0)
+	if ((rc = lb_day_dir(daydir, sizeof(daydir), o->data, o->ls, x.day.day)) != 0)
 		adie("%s: day directory: %s", o->ls, lb_strerror(rc));
 	if (lstat(daydir, &sb) == 0)
 		adie("%s: exists already: the day is on local disk (remove it first, or keep it)",
@@ -561,7 +457,7 @@ cmd_import(const struct aopts *o)
 		    strerror(errno));
 	if ((rc = lb_fsync_dir(ydir)) != 0)
 		adie("%s: fsync: %s", ydir, strerror(rc));
-	rc = lb_catalog_day_import(cat, o->ls, &d, segs, nseg, t, ids, nt);
+	rc = lb_catalog_day_import(cat, o->ls, &x.day, x.segs, x.nseg, x.t, x.ids, x.nt);
 	if (rc != 0) {
 		/* Put the files back where they came from: the store is as it was. */
 		if (rename(daydir, o->dir) == -1)
@@ -573,13 +469,10 @@ cmd_import(const struct aopts *o)
 	lb_catalog_close(cat);
 	if (lb_path(path, sizeof(path), "%s/catalog.json", daydir) == 0)
 		(void)unlink(path);
-	day_str(path, sizeof(path), d.day);
+	day_str(path, sizeof(path), x.day.day);
 	printf("restored %s of %s: %llu messages, %zu segments\n", path, o->ls,
-	    (unsigned long long)(d.next_id - d.first_id), nseg);
-	free(segs);
-	free(t);
-	free(ids);
-	json_decref(root);
+	    (unsigned long long)(x.day.next_id - x.day.first_id), x.nseg);
+	lb_dayx_free(&x);
 	return (0);
 }
 

@@ -674,6 +674,32 @@ int	lb_catalog_timemap_putv(struct lb_catalog *cat, const char *ls, const int64_
  */
 int	lb_catalog_time_to_id(struct lb_catalog *cat, const char *ls, int64_t t, uint64_t *id);
 
+/*
+ * A day's catalog extract (lb_dayx.c; indexer/ARCHIVE.md §3, catalog.json): its day record,
+ * segments and time-map entries, as the archive keeps them beside the day's files.
+ */
+#define LB_DAYX_FORMAT	1	/* catalog.json "format" */
+struct lb_dayx {
+	char			 ls[LB_NAME_MAX + 1];
+	struct lb_dayref	 day;
+	struct lb_segref	*segs;	/* nseg, malloc'ed */
+	size_t			 nseg;
+	int64_t			*t;	/* nt time-map entries: step start, first id (malloc'ed) */
+	uint64_t		*ids;
+	size_t			 nt;
+};
+/* Reads day of ls from the catalog. LB_ENOTFOUND when the catalog has no such day. */
+int	lb_dayx_load(struct lb_catalog *cat, const char *ls, uint32_t day, struct lb_dayx *x);
+/* The extract as compact JSON (*out malloc'ed: free()). */
+int	lb_dayx_format(const struct lb_dayx *x, char **out);
+/*
+ * Parses len bytes of JSON: LB_ECORRUPT with a one-line reason in why when they are not an
+ * extract this logbox can use (format, logspace name, day, ids inside the day, file names
+ * without '/', time-map ids of the day). Members it does not know are ignored.
+ */
+int	lb_dayx_parse(const char *text, size_t len, struct lb_dayx *x, char *why, size_t whylen);
+void	lb_dayx_free(struct lb_dayx *x);
+
 /* The logspace's next id and recovery checkpoint (ids below it are in published segments). */
 struct lb_lsstate {
 	uint64_t	 next_id;
