@@ -492,3 +492,82 @@ def test_settings_are_checked_and_secrets_stay_out(tmp_path: Path) -> None:
         arch.load_settings(p)
     assert "not JSON" in str(e.value)
     assert arch.load_settings(tmp_path / "missing.json") == {}
+
+
+def test_tombstone_after_archive_is_archived_too(
+    weed: Weed,
+    store_cli_asan: Path,
+    store_cli: Path,
+    indexd_bin: Path,
+    fifo: HeldFifo,
+    tmp_path: Path,
+) -> None:
+    """Retention removes day D-1 after day D was archived, and leaves its tombstone in D's
+    chain: the next pass archives D's chain again, so that D, removed and restored later
+    without D-1, still verifies (its chain says where D-1 went)."""
+    data = tmp_path / "data"
+    days = make_store(store_cli, data, [6, 5, 0], 500, seed=13)
+    bucket = weed.bucket("tomb")
+    a = Archive(store_cli_asan, data, tmp_path, {"main": weed.target(bucket)})
+    a.run("once")
+    assert a.verified() == set(days[:2])
+    first = json.loads((a.state / "main" / "verified" / f"{days[1]:08d}.json").read_text())
+    settings = tmp_path / "logspaces.json"
+
+    def retention(n: int) -> None:
+        settings.write_text(
+            json.dumps({"version": 1, "logspaces": {"main": {"retention_days": n}}})
+        )
+
+    retention(5)  # day 6 goes, its tombstone into day 5's chain
+    d = Indexd(
+        indexd_bin,
+        data,
+        tmp_path / "status.json",
+        fifo=fifo,
+        args=["--logspaces", str(settings), "--archive-state", str(a.state)],
+    )
+    d.start()
+    try:
+        wait_until(lambda: d.stderr().count("retention: main: removed") == 1, "day 6 removed", 15)
+        a.run("once")
+        again = json.loads((a.state / "main" / "verified" / f"{days[1]:08d}.json").read_text())
+        assert again["files"]["chain"][0] > first["files"]["chain"][0], (first, again)
+        s = f"{days[1]:08d}"
+        chain = (
+            weed.client()
+            .get_object(Bucket=bucket, Key=f"main/{s[:4]}/{s[4:6]}-{s[6:]}/chain")["Body"]
+            .read()
+        )
+        assert len(chain) == again["files"]["chain"][0]
+        retention(4)  # now day 5
+        d.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: d.stderr().count("retention: main: removed") == 2, "day 5 removed", 15)
+        a.run("restore", "--day", s)
+    finally:
+        assert d.stop() == 0
+    v = subprocess.run(
+        [str(store_cli_asan), "verify", "--data", str(data)], capture_output=True, text=True
+    )
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_restored_day_without_the_day_before_says_so(
+    weed: Weed, store_cli_asan: Path, store_cli: Path, tmp_path: Path
+) -> None:
+    """A day restored where the day before is neither on local disk nor left a tombstone in
+    its chain: verify says it was restored and what to do, and still counts it."""
+    data = tmp_path / "data"
+    days = make_store(store_cli, data, [6, 5, 0], 300, seed=17)
+    bucket = weed.bucket("notomb")
+    a = Archive(store_cli_asan, data, tmp_path, {"main": weed.target(bucket)})
+    a.run("once")
+    fresh = tmp_path / "fresh"
+    empty_store(store_cli, fresh)
+    b = Archive(store_cli_asan, fresh, tmp_path / "b", {"main": weed.target(bucket)})
+    b.run("restore", "--day", f"{days[1]:08d}")
+    v = subprocess.run(
+        [str(store_cli_asan), "verify", "--data", str(fresh)], capture_output=True, text=True
+    )
+    assert v.returncode == 1
+    assert "restored from the archive, and the day before it" in v.stderr + v.stdout, v.stderr

@@ -186,7 +186,9 @@ day_open_why(const struct aopts *o, struct lb_catalog *cat, const struct lb_dayr
 	}
 	last = nrec > 0 ? recs[nrec - 1].kind : 0;
 	lb_chain_free(recs, nrec);
-	if (sealing ? last != LB_CH_SEAL : (last != LB_CH_DAYROOT && last != LB_CH_SEGMENT))
+	/* (a tombstone: retention removed the day before and recorded it here) */
+	if (sealing ? last != LB_CH_SEAL : (last != LB_CH_DAYROOT && last != LB_CH_SEGMENT &&
+	    last != LB_CH_TOMB))
 		return ("its chain is not final yet (the day's end, then a seal)");
 	return (NULL);
 }

@@ -718,7 +718,18 @@ lb_store_chain_check(struct lb_store *st, size_t i, struct lb_msgfile *mf,
 			    "cannot be checked: no public key");
 	}
 	if (recs[0].prev_day != want && !tomb) {
-		if (recs[0].prev_day > want)
+		struct stat	sb;
+		char		marker[PATH_MAX];
+
+		if (recs[0].prev_day > want && lb_path(marker, sizeof(marker), "%s/%s", dir,
+		    LB_ARCHIVE_RESTORED) == 0 && stat(marker, &sb) == 0)
+			/* (its chain as archived before the day before was removed) */
+			chk_report(&c, dir, "restored from the archive, and the day before it, "
+			    "%04u-%02u-%02u, is not on local disk and left no tombstone here: restore "
+			    "it too to check the link (logbox archive verify checks the archive)",
+			    recs[0].prev_day / 10000, recs[0].prev_day / 100 % 100,
+			    recs[0].prev_day % 100);
+		else if (recs[0].prev_day > want)
 			chk_report(&c, dir, "the day before it, %04u-%02u-%02u, is missing and left "
 			    "no tombstone (removed)", recs[0].prev_day / 10000,
 			    recs[0].prev_day / 100 % 100, recs[0].prev_day % 100);
