@@ -58,12 +58,15 @@ run:
 	@$(MAKE) --no-print-directory build
 	@$(PY) appliance/devrun.py
 
+# SeaweedFS (the archive tests' object store, tests/seaweedfs.sh) builds while the C tests run:
+# a few minutes of Go compiling the first time, on the core those leave free.
 test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory build
-	@sh tests/seaweedfs.sh
 	@$(MAKE) --no-print-directory lint
-	@$(MAKE) --no-print-directory test-c
+	@mkdir -p build; sh tests/seaweedfs.sh >build/seaweedfs.log 2>&1 & w=$$!; \
+	$(MAKE) --no-print-directory test-c; rc=$$?; \
+	if ! wait $$w; then cat build/seaweedfs.log; exit 1; fi; cat build/seaweedfs.log; exit $$rc
 	@$(MAKE) --no-print-directory test-py
 
 test-c:
