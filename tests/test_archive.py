@@ -458,6 +458,11 @@ def test_archive_days_expire_only_days_not_on_local_disk(
     s = f"{days[0]:08d}"
     assert not any(k.startswith(f"main/{s[:4]}/{s[4:6]}-{s[6:]}/") for k in weed.keys(bucket))
     assert b.status()["days_archived"] == 1
+    # No target any more: the logspace's state goes, and with it retention's wait.
+    assert (a.state / "main" / "verified").is_dir()
+    a.set_targets({})
+    a.run("once")
+    assert not (a.state / "main").exists()
 
 
 def test_settings_are_checked_and_secrets_stay_out(tmp_path: Path) -> None:

@@ -305,6 +305,8 @@ def _lock_args(t: Target, day: int, locked: bool) -> dict[str, Any]:
         return {}
     end = dt.datetime.strptime(f"{day:08d}", "%Y%m%d").replace(tzinfo=dt.UTC) + dt.timedelta(days=1)
     until = end + dt.timedelta(days=t.archive_days if t.archive_days else FOREVER_YEARS * 366)
+    # (a day already past its archive days, as an old import: a lock date must be to come)
+    until = max(until, dt.datetime.now(dt.UTC) + dt.timedelta(days=1))
     return {"ObjectLockMode": "COMPLIANCE", "ObjectLockRetainUntilDate": until}
 
 
@@ -725,9 +727,12 @@ def _list_archived(s3: Any, t: Target) -> tuple[dict[int, int], int, int]:
     return {d: per.get(d, 0) for d in days}, total, objects
 
 
-def _expire(s3: Any, t: Target, archived: dict[int, int], local: set[int], log: Log) -> int:
-    """Deletes archived days older than archive_days that are not on local disk. Returns how
-    many."""
+def _expire(
+    s3: Any, t: Target, archived: dict[int, int], local: set[int], versioned: bool, log: Log
+) -> int:
+    """Deletes archived days older than archive_days that are not on local disk (every version,
+    in a versioned bucket: Object Lock keeps versions, and lets them go past the lock). Returns
+    how many."""
     if t.archive_days == 0:
         return 0
     gone = 0
@@ -737,13 +742,23 @@ def _expire(s3: Any, t: Target, archived: dict[int, int], local: set[int], log: 
             continue
         d = f"{day:08d}"
         pre = t.day_prefix() + f"{d[:4]}/{d[4:6]}-{d[6:]}/"
-        keys = [
-            o["Key"] for o in s3.list_objects_v2(Bucket=t.bucket, Prefix=pre).get("Contents", [])
-        ]
+        items: list[tuple[str, str | None]]
+        if versioned:
+            r = s3.list_object_versions(Bucket=t.bucket, Prefix=pre)
+            items = [
+                (o["Key"], o["VersionId"])
+                for o in r.get("Versions", []) + r.get("DeleteMarkers", [])
+            ]
+        else:
+            r = s3.list_objects_v2(Bucket=t.bucket, Prefix=pre)
+            items = [(o["Key"], None) for o in r.get("Contents", [])]
         # The manifest last: a day without one is not archived, whatever else is left.
-        keys.sort(key=lambda k: k.endswith("/" + MANIFEST))
-        for k in keys:
-            s3.delete_object(Bucket=t.bucket, Key=k)
+        items.sort(key=lambda kv: kv[0].endswith("/" + MANIFEST))
+        for k, v in items:
+            if v is None:
+                s3.delete_object(Bucket=t.bucket, Key=k)
+            else:
+                s3.delete_object(Bucket=t.bucket, Key=k, VersionId=v)
         log(f"{t.logspace} {d[:4]}-{d[4:6]}-{d[6:]}: past {t.archive_days} archive days: deleted")
         gone += 1
     return gone
@@ -796,7 +811,7 @@ def run_pass(
                 }
                 st["pending"] -= 1
             archived, total, objects = _list_archived(s3, t)
-            if _expire(s3, t, archived, local, log):
+            if _expire(s3, t, archived, local, locked, log):
                 archived, total, objects = _list_archived(s3, t)
             st.update(
                 {
@@ -818,6 +833,12 @@ def run_pass(
     for ls in list(spaces):
         if ls not in targets:
             del spaces[ls]
+    # A logspace no longer archived: retention stops waiting for its archive.
+    if only is None and state.root.is_dir():
+        for d in state.root.iterdir():
+            if d.is_dir() and _LS_RE.match(d.name) and d.name not in targets:
+                shutil.rmtree(d, ignore_errors=True)
+                log(f"{d.name}: no archive target any more: retention no longer waits for it")
     state.set_status({"version": VERSION, "updated": _now(), "logspaces": spaces})
     return failures
 

@@ -98,8 +98,8 @@ def put_archive(logspace: str, args: dict[str, Any]) -> Any:
 @bp.route("/archive/<logspace>", methods=["DELETE"])
 @declare(
     Spec(
-        "Removes a logspace's archive target: nothing more is uploaded (what is archived stays, "
-        "and retention still keeps days that were never verified)",
+        "Removes a logspace's archive target: nothing more is uploaded (what is archived stays; "
+        "retention deletes its days as before)",
         (LOGSPACE,),
         answer="Deleted",
         errors=(*ADMIN_ERRORS, 404, *STORE_ERRORS, 500),
