@@ -254,3 +254,47 @@ def test_searchd_down_indexd_running(appliance: dict[str, Any], tmp_path: Path) 
     svg, _ = chart(p)
     assert svg.attrs["data-total"] == "0"
     assert "searchd is down" in p.root.text
+
+
+def test_archive_table(appliance: dict[str, Any], tmp_path: Path) -> None:
+    """logbox-archive's status file: a row per archived logspace the user may read, with its
+    figures; the target and error to admins only; a failing logspace is a problem."""
+    state = tmp_path / "archive-state"
+    state.mkdir()
+    per = {
+        "main": {
+            "target": "https://s3.example:9000/logs/site1",
+            "days_local": 3,
+            "days_archived": 40,
+            "bytes_archived": 5 * 1024 * 1024,
+            "pending": 1,
+            "last_upload": {"date": "2026-11-25", "verified": "2026-11-26T00:05:00Z"},
+            "failures": 2,
+            "ok": False,
+            "error": {"time": "2026-11-27T01:00:00Z", "message": "EndpointConnectionError: down"},
+        },
+        "secret": {"days_archived": 7, "ok": True, "failures": 0},
+    }
+    (state / "status.json").write_text(json.dumps({"version": 1, "logspaces": per}))
+    app = make_app(
+        tmp_path,
+        SEARCHD_SOCKET=str(appliance["searchd"].sock),
+        DATA_DIR=str(appliance["data"]),
+        INDEXD_STATUS=str(appliance["indexd"].status_path),
+        SYSLOGNG_PIDFILE=str(appliance["pidfile"]),
+        LOGSPACE_SETTINGS=str(appliance["settings"]),
+        ARCHIVE_STATE=str(state),
+    )
+    p = dashboard(login(app, "admin"))
+    rows = {tr.attrs["data-logspace"]: tr for tr in p.by_id("archive").all("tr", "archive-ls")}
+    assert set(rows) == {"main", "secret"}
+    main = rows["main"]
+    assert main.attrs["data-ok"] == "false" and main.attrs["data-days-archived"] == "40"
+    assert "2026-11-25" in main.text and "EndpointConnectionError: down" in main.text
+    assert "5.0 MiB" in main.text or "5.2 MB" in main.text or "5 MiB" in main.text, main.text
+    assert any("archive: main" in li.text for li in p.by_id("problems").all("li"))
+    p = dashboard(login(app, "alice"))
+    rows = {tr.attrs["data-logspace"]: tr for tr in p.by_id("archive").all("tr", "archive-ls")}
+    assert set(rows) == {"main"}  # not secret
+    assert "EndpointConnectionError" not in p.by_id("archive").text
+    assert "site1" not in dashboard(login(app, "alice")).root.text
