@@ -40,6 +40,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ PART_MB_DEFAULT = 16
 PART_MB_MIN = 5  # S3's smallest part but the last
 PART_MB_MAX = 1024
 READ_CHUNK = 1 * MIB
+PARALLEL = 4  # parts sent, and objects read back, at once
 FOREVER_YEARS = 100  # how long Object Lock keeps a day archived "forever"
 MANIFEST = "MANIFEST.json"
 CATALOG = "catalog.json"
@@ -543,30 +545,35 @@ def _upload_file(
         files[name] = mine
         state.set_upload(t.logspace, day, progress)
     mine["parts"] = {str(n): e for n, e in done.items()}
-    sent = 0
     nparts = (size + part - 1) // part
-    with open(path, "rb") as f:
-        for n in range(1, nparts + 1):
-            if n in done:
-                continue
+    lock = threading.Lock()
+
+    def send(n: int) -> int:
+        with open(path, "rb") as f:
             f.seek((n - 1) * part)
             data = f.read(part)
-            md5 = hashlib.md5(data, usedforsecurity=False)
-            r = s3.upload_part(
-                Bucket=t.bucket,
-                Key=key,
-                UploadId=mine["upload_id"],
-                PartNumber=n,
-                Body=data,
-                ContentMD5=base64.b64encode(md5.digest()).decode(),
-            )
-            etag = str(r["ETag"])
-            if etag.strip('"') != md5.hexdigest():
-                raise ArchiveError(f"{key}: part {n}: the store's ETag is not the part's MD5")
+        md5 = hashlib.md5(data, usedforsecurity=False)
+        r = s3.upload_part(
+            Bucket=t.bucket,
+            Key=key,
+            UploadId=mine["upload_id"],
+            PartNumber=n,
+            Body=data,
+            ContentMD5=base64.b64encode(md5.digest()).decode(),
+        )
+        etag = str(r["ETag"])
+        if etag.strip('"') != md5.hexdigest():
+            raise ArchiveError(f"{key}: part {n}: the store's ETag is not the part's MD5")
+        # Written down as each part lands (in any order): a killed run resumes from here.
+        with lock:
             done[n] = etag
             mine["parts"][str(n)] = etag
             state.set_upload(t.logspace, day, progress)
-            sent += len(data)
+        return len(data)
+
+    todo = [n for n in range(1, nparts + 1) if n not in done]
+    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+        sent = sum(pool.map(send, todo))
     s3.complete_multipart_upload(
         Bucket=t.bucket,
         Key=key,
@@ -621,18 +628,19 @@ def archive_day(
     sent = sum(put(e, False) for e in entries)
     # Read back: an object is trusted only when its bytes are the local file's. One that is
     # not (damaged in the store, or replaced behind the box's back) is sent again, once.
-    for e in entries:
-        for attempt in (0, 1):
-            got, n = sha256_object(s3, t.bucket, t.key(day, e["name"]))
-            if got == e["sha256"] and n == e["size"]:
-                break
-            if attempt == 1:
-                raise ArchiveError(
-                    f"{t.key(day, e['name'])}: read back {n} bytes with SHA-256 {got[:16]}…, "
-                    f"not the {e['size']} bytes {e['sha256'][:16]}… sent: not trusted"
-                )
-            log(f"{t.key(day, e['name'])}: read back damaged: sending it again")
-            sent += put(e, True)
+    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+        back = list(pool.map(lambda e: sha256_object(s3, t.bucket, t.key(day, e["name"])), entries))
+    for e, (got, n) in zip(entries, back, strict=True):
+        if got == e["sha256"] and n == e["size"]:
+            continue
+        log(f"{t.key(day, e['name'])}: read back damaged: sending it again")
+        sent += put(e, True)
+        got, n = sha256_object(s3, t.bucket, t.key(day, e["name"]))
+        if got != e["sha256"] or n != e["size"]:
+            raise ArchiveError(
+                f"{t.key(day, e['name'])}: read back {n} bytes with SHA-256 {got[:16]}…, "
+                f"not the {e['size']} bytes {e['sha256'][:16]}… sent: not trusted"
+            )
     manifest = {
         "format": VERSION,
         "logspace": t.logspace,
