@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from logbox_core.atomicfile import write_atomically
+from logbox_core.constants import logspace_name_ok, logspace_name_problem
 
 VERSION = 1
 MIB = 1 << 20
@@ -60,7 +61,6 @@ CATALOG = "catalog.json"
 INTERVAL_DEFAULT = 60.0  # seconds between two passes of `run`
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _PREFIX_RE = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
-_LS_RE = re.compile(r"^[a-z0-9_-]{1,64}$")
 
 
 class ArchiveError(Exception):
@@ -109,8 +109,8 @@ def parse_settings(doc: Any) -> dict[str, Target]:
     out: dict[str, Target] = {}
     for ls, t in targets.items():
         where = f"archive settings: targets.{ls}"
-        if not isinstance(ls, str) or not _LS_RE.match(ls):
-            raise ArchiveError(f"{where}: not a logspace name")
+        if (why := logspace_name_problem(ls)) is not None:
+            raise ArchiveError(f"{where}: {why}")
         if not isinstance(t, dict):
             raise ArchiveError(f"{where}: must be an object")
         unknown = set(t) - {
@@ -844,7 +844,7 @@ def run_pass(
     # A logspace no longer archived: retention stops waiting for its archive.
     if only is None and state.root.is_dir():
         for d in state.root.iterdir():
-            if d.is_dir() and _LS_RE.match(d.name) and d.name not in targets:
+            if d.is_dir() and logspace_name_ok(d.name) and d.name not in targets:
                 shutil.rmtree(d, ignore_errors=True)
                 log(f"{d.name}: no archive target any more: retention no longer waits for it")
     state.set_status({"version": VERSION, "updated": _now(), "logspaces": spaces})
