@@ -76,14 +76,6 @@ ausage(void)
 	exit(2);
 }
 
-static int
-day_valid(uint32_t d)
-{
-	uint32_t y = d / 10000, m = d / 100 % 100, dd = d % 100;
-
-	return (y >= 1970 && y <= 9999 && m >= 1 && m <= 12 && dd >= 1 && dd <= 31);
-}
-
 static uint32_t
 parse_day(const char *s)
 {
@@ -93,7 +85,7 @@ parse_day(const char *s)
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	if (errno != 0 || *end != '\0' || strlen(s) != 8 || v > UINT32_MAX ||
-	    !day_valid((uint32_t)v))
+	    !lb_day_ok((uint32_t)v))
 		adie("--day: YYYYMMDD, not %s", s);
 	return ((uint32_t)v);
 }

@@ -134,9 +134,8 @@ key_is(const MDB_val *k, const uint8_t *p, size_t plen)
 	return (k->mv_size >= plen && memcmp(k->mv_data, p, plen) == 0);
 }
 
-/* YYYYMMDD with a plausible year, month and day. */
-static int
-day_ok(uint32_t d)
+int
+lb_day_ok(uint32_t d)
 {
 	uint32_t y = d / 10000, m = d / 100 % 100, dd = d % 100;
 
@@ -924,7 +923,7 @@ lb_catalog_publish(struct lb_catalog *cat, const char *ls, const uint64_t *del, 
 
 		/* last_id == UINT64_MAX would leave no next id. */
 		if (s->first_id == 0 || s->last_id < s->first_id || s->last_id == UINT64_MAX ||
-		    !day_ok(s->day) || !file_ok(s->file))
+		    !lb_day_ok(s->day) || !file_ok(s->file))
 			return (EINVAL);
 		if (s->last_id + 1 > next)
 			next = s->last_id + 1;
@@ -1069,7 +1068,7 @@ lb_catalog_day_put(struct lb_catalog *cat, const char *ls, const struct lb_dayre
 
 	if ((nlen = name_len(ls)) == 0)
 		return (LB_EBADCONF);
-	if (!day_ok(d->day) || d->next_id < d->first_id)
+	if (!lb_day_ok(d->day) || d->next_id < d->first_id)
 		return (EINVAL);
 	klen = key_u32(k, ls, nlen, d->day);
 	dayref_enc(v, d);
@@ -1318,7 +1317,7 @@ lb_catalog_day_import(struct lb_catalog *cat, const char *ls, const struct lb_da
 
 	if ((nlen = name_len(ls)) == 0)
 		return (LB_EBADCONF);
-	if (!day_ok(d->day) || d->first_id == 0 || d->next_id < d->first_id ||
+	if (!lb_day_ok(d->day) || d->first_id == 0 || d->next_id < d->first_id ||
 	    d->next_id == UINT64_MAX || (nseg > 0 && segs == NULL) || (nt > 0 && (t == NULL ||
 	    id == NULL)))
 		return (EINVAL);

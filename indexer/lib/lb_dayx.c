@@ -161,14 +161,6 @@ get_time(json_t *o, const char *k, int64_t *v)
 	return (0);
 }
 
-static int
-day_valid(json_int_t d)
-{
-	json_int_t y = d / 10000, m = d / 100 % 100, dd = d % 100;
-
-	return (y >= 1970 && y <= 9999 && m >= 1 && m <= 12 && dd >= 1 && dd <= 31);
-}
-
 #define BAD(...) do { snprintf(why, whylen, __VA_ARGS__); goto bad; } while (0)
 
 int
@@ -194,7 +186,8 @@ lb_dayx_parse(const char *text, size_t len, struct lb_dayx *x, char *why, size_t
 		BAD("logspace: not a logspace name");
 	snprintf(x->ls, sizeof(x->ls), "%s", json_string_value(ls));
 	e = json_object_get(root, "day");
-	if (!json_is_integer(e) || !day_valid(json_integer_value(e)))
+	if (!json_is_integer(e) || json_integer_value(e) < 0 ||
+	    json_integer_value(e) > UINT32_MAX || !lb_day_ok((uint32_t)json_integer_value(e)))
 		BAD("day: not a day (YYYYMMDD)");
 	x->day.day = (uint32_t)json_integer_value(e);
 	jd = json_object_get(root, "dayref");

@@ -622,6 +622,9 @@ int	lb_catalog_publish(struct lb_catalog *cat, const char *ls,
 int	lb_catalog_segments(struct lb_catalog *cat, const char *ls, uint64_t lo, uint64_t hi,
 	    struct lb_segref **out, size_t *n);
 
+/* 1 when d is a YYYYMMDD day the catalog takes: year 1970..9999, month 1..12, day 1..31. */
+int	lb_day_ok(uint32_t d);
+
 /* A day of a logspace. */
 struct lb_dayref {
 	uint32_t	 day;		/* YYYYMMDD */
