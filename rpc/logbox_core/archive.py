@@ -241,6 +241,20 @@ def write_target(
     return parsed.get(ls)
 
 
+def read_status(state_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """Each archived logspace's last pass, from <state_dir>/status.json (§6 of ARCHIVE.md): {}
+    before the first pass, or when the file cannot be read. What the apps and the status show."""
+    try:
+        with open(os.path.join(state_dir, "status.json"), "rb") as f:
+            doc = json.loads(f.read(1 << 20))
+    except (OSError, ValueError):
+        return {}
+    per = doc.get("logspaces") if isinstance(doc, dict) else None
+    if not isinstance(per, dict):
+        return {}
+    return {ls: st for ls, st in per.items() if isinstance(st, dict)}
+
+
 # ---------------------------------------------------------------- the object store
 
 

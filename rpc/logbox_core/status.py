@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import alerts, integrity, usage
+from . import alerts, archive, integrity, usage
 from .accounts import rfc3339
 from .searchd import Searchd, SearchdError
 
@@ -577,22 +577,11 @@ ARCHIVE_KEYS = (
 
 def _archive(state_dir: str, spaces: list[dict], problems: list[str]) -> None:
     """Each archived logspace's "archive" entry from logbox-archive's status file
-    (indexer/ARCHIVE.md "Status"), and a problem for each whose last pass failed."""
-    try:
-        with open(os.path.join(state_dir, "status.json"), "rb") as f:
-            doc = json.loads(f.read(1 << 20))
-        per = doc.get("logspaces") if isinstance(doc, dict) else None
-    except (OSError, ValueError):
-        return
-    if not isinstance(per, dict):
-        return
+    (logbox_core.archive.read_status), and a problem for each whose last pass failed."""
     by_name = {ls["name"]: ls for ls in spaces}
-    for name, st in sorted(per.items()):
-        if not isinstance(st, dict):
-            continue
-        entry = {k: st.get(k) for k in ARCHIVE_KEYS}
+    for name, st in sorted(archive.read_status(state_dir).items()):
         if name in by_name:
-            by_name[name]["archive"] = entry
+            by_name[name]["archive"] = {k: st.get(k) for k in ARCHIVE_KEYS}
         if st.get("ok") is False:
             err = st.get("error") if isinstance(st.get("error"), dict) else {}
             problems.append(f"archive: {name}: {err.get('message', 'failed')} (local days kept)")

@@ -5,8 +5,6 @@ are logbox_core.archive's (indexer/ARCHIVE.md)."""
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify
@@ -28,14 +26,7 @@ def _path() -> str:
 
 
 def _status() -> dict[str, Any]:
-    """logbox-archive's status file (ARCHIVE_STATE/status.json): {} before its first pass."""
-    try:
-        with open(os.path.join(current_app.config["ARCHIVE_STATE"], "status.json"), "rb") as f:
-            doc = json.loads(f.read(1 << 20))
-    except (OSError, ValueError):
-        return {}
-    per = doc.get("logspaces") if isinstance(doc, dict) else None
-    return per if isinstance(per, dict) else {}
+    return ar.read_status(current_app.config["ARCHIVE_STATE"])
 
 
 def _load() -> dict[str, ar.Target]:

@@ -6,8 +6,6 @@ never filled in: left empty it keeps the stored one. Every save is audited (arch
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
@@ -38,13 +36,7 @@ def _path() -> str:
 
 
 def _status() -> dict[str, Any]:
-    try:
-        with open(os.path.join(current_app.config["ARCHIVE_STATE"], "status.json"), "rb") as f:
-            doc = json.loads(f.read(1 << 20))
-    except (OSError, ValueError):
-        return {}
-    per = doc.get("logspaces") if isinstance(doc, dict) else None
-    return per if isinstance(per, dict) else {}
+    return ar.read_status(current_app.config["ARCHIVE_STATE"])
 
 
 def _logspaces(targets: dict[str, ar.Target]) -> list[str]:
