@@ -901,13 +901,31 @@ publish_day(struct lb_catalog *cat, MDB_txn *txn, const char *ls, size_t nlen,
 	return (put(txn, cat->day, k, klen, v, sizeof(v), 0));
 }
 
+/* The logspace's state inside txn; a logspace without one yet starts at id 1. */
+static int
+state_load(struct lb_catalog *cat, MDB_txn *txn, const char *ls, size_t nlen,
+    struct lb_lsstate *st)
+{
+	MDB_val	val;
+	int	rc;
+
+	rc = get(txn, cat->state, ls, nlen, &val);
+	if (rc == 0)
+		return (state_dec(&val, st));
+	if (rc != LB_ENOTFOUND)
+		return (rc);
+	memset(st, 0, sizeof(*st));
+	st->next_id = st->indexed_id = 1;
+	st->last_received = LB_NOTIME;
+	return (0);
+}
+
 int
 lb_catalog_publish(struct lb_catalog *cat, const char *ls, const uint64_t *del, int ndel,
     const struct lb_segref *add, int nadd)
 {
 	MDB_txn			*txn;
 	MDB_cursor		*c = NULL;
-	MDB_val			 val;
 	struct lb_lsstate	 st;
 	uint8_t			 k[KEY_MAX], sv[LB_CAT_STATE_SIZE];
 	uint64_t		 next = 0;
@@ -955,15 +973,7 @@ lb_catalog_publish(struct lb_catalog *cat, const char *ls, const uint64_t *del, 
 		}
 		cur_close(c);
 		c = NULL;
-		rc = get(txn, cat->state, ls, nlen, &val);
-		if (rc == 0)
-			rc = state_dec(&val, &st);
-		else if (rc == LB_ENOTFOUND) {
-			st.next_id = st.indexed_id = 1;
-			st.last_received = LB_NOTIME;
-			rc = 0;
-		}
-		if (rc != 0)
+		if ((rc = state_load(cat, txn, ls, nlen, &st)) != 0)
 			goto fail;
 		if (next > st.next_id) {
 			st.next_id = next;
@@ -1309,7 +1319,7 @@ lb_catalog_day_import(struct lb_catalog *cat, const char *ls, const struct lb_da
 	MDB_txn			*txn;
 	MDB_cursor		*c = NULL;
 	MDB_val			 val;
-	struct lb_lsstate	 st;
+	struct lb_lsstate	 st, nst;
 	uint8_t			 k[KEY_MAX], v[LB_CAT_DAYREF_SIZE], sv[LB_CAT_STATE_SIZE];
 	uint8_t			 tv[LB_CAT_TIMEMAP_SIZE];
 	size_t			 nlen, klen;
@@ -1364,28 +1374,18 @@ lb_catalog_day_import(struct lb_catalog *cat, const char *ls, const struct lb_da
 		if (rc != 0 && rc != MDB_KEYEXIST)
 			goto fail;
 	}
-	rc = get(txn, cat->state, ls, nlen, &val);
-	if (rc == 0)
-		rc = state_dec(&val, &st);
-	else if (rc == LB_ENOTFOUND) {
-		st.next_id = st.indexed_id = 1;
-		st.last_received = LB_NOTIME;
-		rc = 0;
-	}
-	if (rc != 0)
+	if ((rc = state_load(cat, txn, ls, nlen, &st)) != 0)
 		goto fail;
-	if (d->next_id > st.next_id || (d->tmax != LB_NOTIME && (st.last_received == LB_NOTIME ||
-	    d->tmax > st.last_received))) {
+	nst = st;
+	if (d->next_id > st.next_id) {
 		/* (nothing is waiting to be indexed: the day's segments cover it) */
-		if (d->next_id > st.next_id) {
-			if (st.indexed_id == st.next_id)
-				st.indexed_id = d->next_id;
-			st.next_id = d->next_id;
-		}
-		if (d->tmax != LB_NOTIME && (st.last_received == LB_NOTIME ||
-		    d->tmax > st.last_received))
-			st.last_received = d->tmax;
-		state_enc(sv, &st);
+		if (st.indexed_id == st.next_id)
+			nst.indexed_id = d->next_id;
+		nst.next_id = d->next_id;
+	}
+	nst.last_received = tmax2(st.last_received, d->tmax);
+	if (memcmp(&nst, &st, sizeof(st)) != 0) {
+		state_enc(sv, &nst);
 		if ((rc = put(txn, cat->state, ls, nlen, sv, sizeof(sv), 0)) != 0)
 			goto fail;
 	}
