@@ -314,6 +314,7 @@ cmd_manifest(const struct aopts *o)
 	}
 	json_object_set_new(root, "closed", json_boolean(why == NULL));
 	json_object_set_new(root, "open", why ? json_string(why) : json_null());
+	json_object_set_new(root, "dir", json_string(dir));
 	json_object_set_new(root, "files", files);
 	print_json(root);
 	lb_dayx_free(&x);

@@ -381,10 +381,6 @@ class Store:
     def import_day(self, ls: str, staged: Path) -> str:
         return self._run("import", "--logspace", ls, "--dir", str(staged)).strip()
 
-    def day_dir(self, ls: str, day: int) -> Path:
-        d = f"{day:08d}"
-        return self.data / ls / d[:4] / f"{d[4:6]}-{d[6:]}"
-
 
 # ---------------------------------------------------------------- the state directory
 
@@ -608,9 +604,9 @@ def archive_day(
     m = store.manifest(t.logspace, day)
     if not m.get("closed"):
         raise ArchiveError(f"{t.logspace} {m.get('date')}: not closed: {m.get('open')}")
-    ddir = store.day_dir(t.logspace, day)
+    ddir = Path(m["dir"])
     catalog = json.dumps(
-        {k: v for k, v in m.items() if k != "files"}, separators=(",", ":")
+        {k: v for k, v in m.items() if k not in ("files", "dir")}, separators=(",", ":")
     ).encode()
     entries: list[dict[str, Any]] = []
     for f in m["files"]:
@@ -908,8 +904,8 @@ def restore_day(s3: Any, t: Target, store: Store, day: int, log: Log) -> str:
     """Downloads an archived day into <data>/<ls>/.restore-<day>/, checks every object against
     the manifest, and has `logbox archive import` put it in place."""
     m = _get_manifest(s3, t, day)
-    if store.day_dir(t.logspace, day).exists():
-        raise ArchiveError(f"{store.day_dir(t.logspace, day)}: the day is on local disk already")
+    if any(int(d["day"]) == day for d in store.days(t.logspace)):
+        raise ArchiveError(f"{t.logspace} {m['date']}: the day is on local disk already")
     staged = store.data / t.logspace / f".restore-{day:08d}"
     shutil.rmtree(staged, ignore_errors=True)
     try:
