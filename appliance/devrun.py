@@ -191,6 +191,12 @@ def delivery_path(data: Path) -> Path:
     return data / "etc" / "notify.json"
 
 
+def sites_settings(data: Path) -> Path:
+    """The sites and multiple logspaces the API writes (logbox_core.federation):
+    <data>/etc/sites.json."""
+    return data / "etc" / "sites.json"
+
+
 def archive_settings(data: Path) -> Path:
     """The archive targets both apps write (logbox_core.archive): <data>/etc/archive.json."""
     return data / "etc" / "archive.json"
@@ -356,6 +362,7 @@ def services(
                     "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
                     "LOGBOX_ARCHIVE_STATE": str(archive_state(data)),
                     "LOGBOX_ARCHIVE_SETTINGS": str(archive_settings(data)),
+                    "LOGBOX_SITES_SETTINGS": str(sites_settings(data)),
                 },
             )
         )
@@ -443,6 +450,7 @@ def services(
                     "LOGBOX_DELIVERY_SETTINGS": str(delivery_path(data)),
                     "LOGBOX_ARCHIVE_STATE": str(archive_state(data)),
                     "LOGBOX_ARCHIVE_SETTINGS": str(archive_settings(data)),
+                    "LOGBOX_SITES_SETTINGS": str(sites_settings(data)),
                 },
             )
         )

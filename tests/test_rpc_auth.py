@@ -119,6 +119,16 @@ ROUTES: dict[tuple[str, str], Sample] = {
         },
     ),
     ("DELETE", "/api/v1/archive/{}"): ("admin", ("main",), {}, None),
+    ("GET", "/api/v1/sites"): ("admin", (), {}, None),
+    ("PUT", "/api/v1/sites/{}"): (
+        "admin",
+        ("east",),
+        {},
+        {"url": "https://127.0.0.1:9", "token": "lbx_x_y"},
+    ),
+    ("DELETE", "/api/v1/sites/{}"): ("admin", ("nosite",), {}, None),
+    ("PUT", "/api/v1/multiple/{}"): ("admin", ("every",), {}, {"members": ["main"]}),
+    ("DELETE", "/api/v1/multiple/{}"): ("admin", ("every",), {}, None),
 }
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
 EXPIRES_IN = 2  # s: the expired token's lifetime (long enough to be used once first)

@@ -40,7 +40,8 @@ from typing import Any
 import argon2
 import lmdb
 
-from .constants import USER_NAME_PATTERN, logspace_name_problem
+from .constants import USER_NAME_PATTERN
+from .federation import name_problem as logspace_name_problem
 
 ROLES = ("admin", "searcher")
 TOKEN_KINDS = ("api", "session", "web")  # web: a web UI sign-in (webui/UI.md)

@@ -22,6 +22,8 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "ARCHIVE_STATE": "/var/lib/logbox-archive",
     # the archive targets (logbox_core.archive; secrets: 0640 group logbox-archive)
     "ARCHIVE_SETTINGS": "/etc/logbox/settings/archive.json",
+    # the sites and multiple logspaces (logbox_core.federation; tokens: 0640, written by the API)
+    "SITES_SETTINGS": "/etc/logbox/settings/sites.json",
     # the daily `logbox verify --json --out` (logbox_core.integrity)
     "INTEGRITY_REPORT": "/var/lib/logbox-verify/integrity.json",
     # the public key day roots are signed with (<data>/indexd/sign.pub, copied at first boot)
@@ -47,6 +49,7 @@ COMMON_ENVIRONMENT: dict[str, tuple[str, type]] = {
     "ALERTD_STATUS": ("LOGBOX_ALERTD_STATUS", str),
     "ARCHIVE_STATE": ("LOGBOX_ARCHIVE_STATE", str),
     "ARCHIVE_SETTINGS": ("LOGBOX_ARCHIVE_SETTINGS", str),
+    "SITES_SETTINGS": ("LOGBOX_SITES_SETTINGS", str),
     "INTEGRITY_REPORT": ("LOGBOX_INTEGRITY_REPORT", str),
     "SIGN_PUBKEY": ("LOGBOX_SIGN_PUBKEY", str),
     "BUILD_INFO": ("LOGBOX_BUILD_INFO", str),

@@ -20,6 +20,7 @@ from . import (
     reports,
     search,
     searches,
+    sites,
     status,
 )
 from .config import load
@@ -48,6 +49,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         admin.bp,
         delivery.bp,
         archive.bp,
+        sites.bp,
         status.bp,
         integrity.bp,
         openapi.bp,

@@ -95,6 +95,20 @@ _COUNT = {
     "segments": INT,
     "tail": INT,
     "warnings": STRS,
+    "members": {
+        "type": "array",
+        "description": "a remote or multiple logspace (§4.3): each member, whether it answered "
+        "and how long it took",
+        "items": {
+            "type": "object",
+            "properties": {
+                "logspace": STR,
+                "site": NSTR,
+                "ok": {"type": "boolean"},
+                "took_ms": {**NUM, "nullable": True},
+            },
+        },
+    },
 }
 
 _HOST = {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,253}$"}
@@ -276,10 +290,15 @@ SCHEMAS: dict[str, Any] = {
                             "description": "the delimiters beside white space the catalog "
                             "applies to the logspace's messages",
                         },
-                    }
+                        "site": {**STR, "description": "a site's logspace (site:logspace)"},
+                        "members": {**STRS, "description": "a multiple logspace's members"},
+                    },
+                    ["name"],
                 ),
-            }
-        }
+            },
+            "warnings": {**STRS, "description": "each site that did not answer"},
+        },
+        ["logspaces"],
     ),
     "User": _obj(
         {
@@ -549,6 +568,33 @@ SCHEMAS: dict[str, Any] = {
         }
     ),
     "Archive": _obj({"targets": {"type": "object", "additionalProperties": _ref("ArchiveTarget")}}),
+    "SiteUpdate": _obj(
+        {
+            "url": {"type": "string", "pattern": "^https://", "description": "https://host[:port]"},
+            "token": {
+                "type": "string",
+                "description": "an API token of a user on that box; "
+                "kept when omitted; never answered",
+            },
+            "ca": {
+                "type": "string",
+                "nullable": True,
+                "description": "PEM CA its certificate must chain to (null: the system's)",
+            },
+            "deadline_ms": {"type": "integer", "minimum": 100, "maximum": 120000, "default": 10000},
+        },
+        ["url"],
+        additionalProperties=False,
+    ),
+    "Site": _obj({"url": STR, "token_set": _SET, "ca": NSTR, "deadline_ms": INT}),
+    "Sites": _obj(
+        {
+            "sites": {"type": "object", "additionalProperties": _ref("Site")},
+            "multiple": {"type": "object", "additionalProperties": STRS},
+        }
+    ),
+    "MultipleUpdate": _obj({"members": STRS}, ["members"], additionalProperties=False),
+    "Multiple": _obj({"name": STR, "members": STRS}),
     "TokenList": _obj({"tokens": {"type": "array", "items": _ref("Token")}}),
     "TokenCreate": _obj(
         {

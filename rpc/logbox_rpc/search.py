@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, g
-from logbox_core.constants import BUCKETS_MAX, LIMIT_MAX, LOGSPACE_PATTERN, QUERY_MAX, TOP_MAX
+from logbox_core import federation as fed
+from logbox_core.constants import BUCKETS_MAX, LIMIT_MAX, QUERY_MAX, TOP_MAX
 from logbox_core.export import (
     UnknownLogspace,
     audited_export,
@@ -24,6 +25,7 @@ from logbox_core.tail import TailBusy, open_tail
 from .auth import address, audit
 from .errors import ApiError
 from .params import Param, Spec, declare
+from .sites import federated, members, not_federated, remote_logspaces, remote_message
 from .state import accounts, searchd
 
 bp = Blueprint("search", __name__)
@@ -31,9 +33,9 @@ bp = Blueprint("search", __name__)
 LOGSPACE = Param(
     "logspace",
     "string",
-    f"the logspace (`{LOGSPACE_PATTERN}`)",
+    "the logspace: a local or multiple logspace, or `site:logspace` (§4.3)",
     where="path",
-    pattern=LOGSPACE_PATTERN,
+    pattern=fed.NAME_PATTERN,
 )
 Q = Param(
     "q",
@@ -72,7 +74,11 @@ SEARCH_PARAMS = (
     Param("limit", "integer", "hits per page", default=100, minimum=1, maximum=LIMIT_MAX),
     ORDER,
     Param(
-        "cursor", "integer", "the next_cursor of the previous page (0: the first page)", minimum=0
+        "cursor",
+        "string",
+        "the next_cursor of the previous page (0: the first page): an id, or for a remote or "
+        "multiple logspace `f` and each member's id (§4.3)",
+        pattern=fed.CURSOR_PATTERN,
     ),
     Param(
         "total",
@@ -137,12 +143,17 @@ def forward(
     Spec("The logspaces the caller may read", answer="Logspaces", errors=(400, 401, 429, 500, 503))
 )
 def logspaces(args: dict[str, Any]) -> Response:
-    """GET /logspaces: searchd's list, without those the caller may not read."""
+    """GET /logspaces: searchd's list, then the sites' logspaces (site:logspace) and the
+    multiple logspaces (§4.3), without those the caller may not read."""
     body = searchd().get_raw("/v1/logspaces")
     user = g.user
-    if user.role == "admin" or "*" in user.logspaces:
+    extra = remote_logspaces()
+    if extra is None and (user.role == "admin" or "*" in user.logspaces):
         return Response(body, mimetype="application/json")
     doc = json.loads(body)
+    if extra is not None:
+        doc["logspaces"] += extra[0]
+        doc["warnings"] = extra[1]
     doc["logspaces"] = [ls for ls in doc["logspaces"] if user.can_read(ls["name"])]
     return Response(json.dumps(doc), mimetype="application/json")
 
@@ -208,7 +219,10 @@ FORWARDED = {
 def forwarding_view(name: str) -> Callable[..., Response]:
     """The view of GET /logspaces/{logspace}/<name>: searchd's /v1/<name> (forward)."""
 
-    def view(logspace: str, args: dict[str, Any]) -> Response:
+    def view(logspace: str, args: dict[str, Any]) -> Any:
+        ms = members(logspace)
+        if ms is not None:
+            return federated(name, logspace, ms, args)
         return forward(name, f"/v1/{name}", logspace, args)
 
     view.__name__ = name
@@ -234,7 +248,10 @@ for _name, _spec in FORWARDED.items():
     )
 )
 def message(logspace: str, id: int, args: dict[str, Any]) -> Response:
-    """GET /logspaces/{logspace}/messages/{id}."""
+    """GET /logspaces/{logspace}/messages/{id}: a remote logspace's from its site."""
+    ms = members(logspace)
+    if ms is not None:
+        return remote_message(logspace, ms, id)
     try:
         body = searchd().get_raw(f"/v1/messages/{id}", [("logspace", logspace)])
     except SearchdError as e:
@@ -283,6 +300,7 @@ def message(logspace: str, id: int, args: dict[str, Any]) -> Response:
 def export(logspace: str, args: dict[str, Any]) -> Response:
     """GET /logspaces/{logspace}/export: a snapshot of every match, in pages of 2,000
     (logbox_core.export), audited when the stream ends."""
+    not_federated(logspace, "export")
     ex = audited_export(
         searchd(),
         accounts(),
@@ -350,6 +368,7 @@ def export(logspace: str, args: dict[str, Any]) -> Response:
 def tail(logspace: str, args: dict[str, Any]) -> Response:
     """GET /logspaces/{logspace}/tail: searchd's stream passed on line by line, audited once
     when it starts (logbox_core.tail bounds the tails per user and per process)."""
+    not_federated(logspace, "tail")
     q = args["q"]
     try:
         stream = open_tail(

@@ -119,6 +119,7 @@ def status_files(root: Path) -> dict[str, str]:
         "INDEXD_STATUS": str(root / "indexd.status.json"),
         "SYSLOGNG_PIDFILE": str(root / "syslog-ng.pid"),
         "ARCHIVE_SETTINGS": str(root / "archive.json"),
+        "SITES_SETTINGS": str(root / "sites.json"),
         "ARCHIVE_STATE": str(root / "archive-state"),
     }
 

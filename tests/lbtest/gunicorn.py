@@ -184,6 +184,7 @@ class GunicornServer:
             LOGBOX_TLS_KEY=str(self.keyfile),
             LOGBOX_DELIVERY_SETTINGS=str(self.root / "notify.json"),
             LOGBOX_ARCHIVE_SETTINGS=str(self.root / "archive.json"),
+            LOGBOX_SITES_SETTINGS=str(self.root / "sites.json"),
             LOGBOX_ARCHIVE_STATE=str(self.root / "archive-state"),
         )
         env[f"{p}_CONFIG"] = str(self.root / self.CONFIG_NAME)

@@ -1,0 +1,308 @@
+"""Remote and multiple logspaces (API.md §4.3, §6.6): the sites this box searches (another
+logbox box's URL, an API token of a user there and its CA) and the multiple logspaces, read and
+changed by admins; and the merged answers of a query on a remote or multiple logspace
+(logbox_core.federation). Tokens are never answered (`"token_set": true`); every change is
+audited."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from flask import Blueprint, current_app, g, jsonify
+from logbox_core import federation as fed
+from logbox_core.constants import FACILITIES, LOGSPACE_PATTERN, SEVERITIES
+from logbox_core.searchd import SearchdError
+
+from .auth import audit, forbidden
+from .errors import STORE_ERRORS, ApiError, bad_parameter
+from .params import Param, Spec, declare, json_body, parse_time
+from .state import searchd
+
+bp = Blueprint("sites", __name__)
+
+ADMIN_ERRORS = (400, 401, 403)
+BODY_ERRORS = (400, 401, 403, 413, 415, *STORE_ERRORS)
+SITE = Param("site", "string", f"the site's name (`{fed.SITE_NAME_PATTERN}`)", where="path",
+             pattern=fed.SITE_NAME_PATTERN)  # fmt: skip
+MULTIPLE = Param("name", "string", f"the multiple logspace (`{LOGSPACE_PATTERN}`)",
+                 where="path", pattern=LOGSPACE_PATTERN)  # fmt: skip
+DAY_US = 86_400_000_000
+RANK = {n: i for i, n in enumerate(SEVERITIES)} | {n: i for i, n in enumerate(FACILITIES)}
+
+
+def _path() -> str:
+    return str(current_app.config["SITES_SETTINGS"])
+
+
+def settings() -> fed.Sites:
+    """The sites and multiple logspaces (500 when the file cannot be used)."""
+    try:
+        return fed.load_settings(_path())
+    except fed.FederationError as e:
+        raise ApiError(500, "internal", str(e)) from None
+
+
+def _doc(s: fed.Sites) -> dict[str, Any]:
+    return {
+        "sites": {n: fed.site_json(site) for n, site in sorted(s.sites.items())},
+        "multiple": {n: list(m) for n, m in sorted(s.multiple.items())},
+    }
+
+
+def _change(change: Any) -> fed.Sites:
+    try:
+        return fed.change_settings(_path(), change)
+    except fed.FederationError as e:
+        msg = str(e)
+        if msg.startswith(_path()):
+            raise ApiError(500, "internal", msg) from None
+        raise bad_parameter(msg) from None
+
+
+@bp.route("/sites", methods=["GET"])
+@declare(
+    Spec(
+        "The sites (other logbox boxes; tokens shown only as token_set) and the multiple "
+        "logspaces",
+        answer="Sites",
+        errors=(*ADMIN_ERRORS, 500),
+        admin=True,
+    )
+)
+def get_sites(args: dict[str, Any]) -> Any:
+    """GET /sites."""
+    return jsonify(_doc(settings()))
+
+
+@bp.route("/sites/<site>", methods=["PUT"])
+@declare(
+    Spec(
+        "Adds or changes a site: its logspaces are then searchable as site:logspace (a body "
+        "without token keeps the one set)",
+        (SITE,),
+        body="SiteUpdate",
+        answer="Site",
+        errors=(*BODY_ERRORS, 500),
+        admin=True,
+    )
+)
+def put_site(site: str, args: dict[str, Any]) -> Any:
+    """PUT /sites/{site}."""
+    body = json_body(("url", "token", "ca", "deadline_ms"), ("url",))
+
+    def change(doc: dict[str, Any]) -> None:
+        old = doc["sites"].get(site) if isinstance(doc["sites"].get(site), dict) else {}
+        new = dict(body)
+        if "token" not in new and old.get("token"):
+            new["token"] = old["token"]
+        if new.get("ca") is None:
+            new.pop("ca", None)
+        doc["sites"][site] = new
+
+    s = _change(change)
+    audit("site_settings", detail=f"site {site}: {s.sites[site].url}")
+    return jsonify(fed.site_json(s.sites[site]))
+
+
+@bp.route("/sites/<site>", methods=["DELETE"])
+@declare(
+    Spec(
+        "Removes a site (refused while a multiple logspace has one of its logspaces)",
+        (SITE,),
+        answer="Deleted",
+        errors=(*ADMIN_ERRORS, 404, *STORE_ERRORS, 500),
+        admin=True,
+    )
+)
+def delete_site(site: str, args: dict[str, Any]) -> Any:
+    """DELETE /sites/{site}."""
+    if site not in settings().sites:
+        raise ApiError(404, "not_found", f"no site {site!r}")
+    _change(lambda doc: doc["sites"].pop(site, None))
+    audit("site_settings", detail=f"site {site} removed")
+    return jsonify({"deleted": site})
+
+
+@bp.route("/multiple/<name>", methods=["PUT"])
+@declare(
+    Spec(
+        "Sets a multiple logspace: a name that searches its members (local logspaces and "
+        "site:logspace) at once",
+        (MULTIPLE,),
+        body="MultipleUpdate",
+        answer="Multiple",
+        errors=(*BODY_ERRORS, 500, 503),
+        admin=True,
+    )
+)
+def put_multiple(name: str, args: dict[str, Any]) -> Any:
+    """PUT /multiple/{name}."""
+    body = json_body(("members",), ("members",))
+    members = body["members"]
+    try:
+        local = {ls["name"] for ls in searchd().get("/v1/logspaces")["logspaces"]}
+    except SearchdError as e:
+        raise ApiError(e.status, e.code, e.message) from None
+    if name in local:
+        raise bad_parameter(f"name: {name!r} is a local logspace")
+    if isinstance(members, list):
+        for m in members:
+            if isinstance(m, str) and fed.split_remote(m) is None and m not in local:
+                raise bad_parameter(f"members: no local logspace {m!r}")
+
+    def change(doc: dict[str, Any]) -> None:
+        doc["multiple"][name] = members
+
+    _change(change)
+    audit("site_settings", logspace=name, detail=f"multiple {name}: {', '.join(members)}")
+    return jsonify({"name": name, "members": members})
+
+
+@bp.route("/multiple/<name>", methods=["DELETE"])
+@declare(
+    Spec(
+        "Removes a multiple logspace",
+        (MULTIPLE,),
+        answer="Deleted",
+        errors=(*ADMIN_ERRORS, 404, *STORE_ERRORS, 500),
+        admin=True,
+    )
+)
+def delete_multiple(name: str, args: dict[str, Any]) -> Any:
+    """DELETE /multiple/{name}."""
+    if name not in settings().multiple:
+        raise ApiError(404, "not_found", f"no multiple logspace {name!r}")
+    _change(lambda doc: doc["multiple"].pop(name, None))
+    audit("site_settings", logspace=name, detail=f"multiple {name} removed")
+    return jsonify({"deleted": name})
+
+
+# ---------------------------------------------------------------- queries
+
+
+def members(logspace: str) -> list[fed.Member] | None:
+    """The members a query on logspace reaches (None: a plain local logspace), each one the
+    caller may read (403 otherwise; the logspace itself was checked by auth). A sites file
+    that cannot be read fails remote and multiple logspaces only."""
+    try:
+        s = fed.load_settings(_path())
+    except fed.FederationError as e:
+        if fed.SEP not in logspace:
+            return None
+        raise ApiError(500, "internal", str(e)) from None
+    try:
+        ms = fed.members_of(s, logspace)
+    except fed.FederationError as e:
+        raise ApiError(404, "not_found", f"logspace {logspace!r}: {e}") from None
+    if ms is None:
+        return None
+    for m in ms:
+        if not g.user.can_read(m.name):
+            raise forbidden(
+                f"{g.user.name} may not read logspace {m.name!r} of {logspace!r}", logspace
+            )
+    return ms
+
+
+def remote_logspaces() -> tuple[list[dict[str, Any]], list[str]] | None:
+    """The sites' logspaces and the multiple logspaces for GET /logspaces, with a warning per
+    site that did not answer; None when no site or multiple logspace is set."""
+    try:
+        s = fed.load_settings(_path())
+    except fed.FederationError as e:
+        return [], [str(e)]
+    if not s.sites and not s.multiple:
+        return None
+    warnings: list[str] = []
+    out = fed.site_logspaces(s.sites, warnings)
+    for name, ms in sorted(s.multiple.items()):
+        if all(g.user.can_read(m) for m in ms):
+            out.append({"name": name, "members": list(ms)})
+    return out, warnings
+
+
+def not_federated(logspace: str, what: str) -> None:
+    """400 for what (export, tail) on a remote or multiple logspace, which it does not serve."""
+    if members(logspace) is not None:
+        raise bad_parameter(
+            f"logspace: {what} is served for local logspaces only; ask the member's own box "
+            f"(or page through search, which merges members)"
+        )
+
+
+def remote_message(logspace: str, ms: list[fed.Member], id: int) -> Any:
+    """GET /logspaces/{site:logspace}/messages/{id} answered by the site."""
+    if len(ms) != 1 or ms[0].site is None:
+        raise bad_parameter(
+            f"logspace: {logspace!r} is a multiple logspace; a message id is one member's: ask "
+            "/logspaces/<member>/messages/<id> (each hit names its member in `logspace`)"
+        )
+    m = ms[0]
+    try:
+        doc = fed.remote_get(m.site, f"/logspaces/{m.logspace}/messages/{id}")
+    except fed.MemberError as e:
+        audit("message", logspace=logspace, status=e.status or 503, detail=f"id {id}: {e.code}")
+        raise ApiError(e.status or 503, e.code, f"{m.site.name}: {e.message}") from None
+    audit("message", logspace=logspace, results=1, detail=f"id {id}")
+    return jsonify(dict(doc, logspace=logspace))
+
+
+def local_call(client: Any) -> fed.Call:
+    """A federation Call answering local members from searchd (client: the caller's)."""
+
+    def call(m: fed.Member, what: str, params: list[tuple[str, str]]) -> dict[str, Any]:
+        if m.site is not None:
+            return fed.remote_call(m, what, params)
+        try:
+            return client.get(f"/v1/{what}", [("logspace", m.logspace), *params])
+        except SearchdError as e:
+            raise fed.MemberError(e.status, e.code, e.message) from None
+
+    return call
+
+
+def _range(args: dict[str, Any]) -> tuple[int, int]:
+    now = time.time()
+    to = parse_time("to", args["to"], now) if args.get("to") else int(now * 1_000_000)
+    frm = parse_time("from", args["from"], now) if args.get("from") else to - DAY_US
+    if frm > to:
+        raise bad_parameter("from: after to")
+    return frm, to
+
+
+def federated(what: str, logspace: str, ms: list[fed.Member], args: dict[str, Any]) -> Any:
+    """The merged answer of GET /logspaces/{logspace}/<what> over ms, audited as what."""
+    call = local_call(searchd())
+    frm, to = _range(args)
+    basis = args.get("time") or "received"
+    q = args["q"]
+    try:
+        if what == "count":
+            doc = fed.count(call, ms, logspace, q, frm, to, basis)
+        elif what == "histogram":
+            doc = fed.histogram(call, ms, logspace, q, frm, to, basis, args["buckets"])
+        elif what == "top":
+            doc = fed.top(call, ms, logspace, q, frm, to, basis, args["field"], args["k"], RANK)
+        else:
+            try:
+                doc = fed.search(call, ms, logspace, q, frm, to, basis, args["limit"],
+                                 args["order"], args.get("cursor"), args["total"] == "1",
+                                 args["highlight"] == "1")  # fmt: skip
+            except ValueError as e:
+                raise bad_parameter(f"cursor: {e}") from None
+    except fed.MemberError as e:
+        audit(what, logspace=logspace, query=q, status=e.status, detail=f"{e.code}: {e.message}")
+        raise ApiError(e.status, e.code, e.message) from None
+    if not any(m["ok"] for m in doc["members"]):
+        # nothing to merge: a remote logspace's own 404, 422 or 429; else 503 (a site that
+        # refuses this box's token is this box's problem, not the caller's 401/403)
+        errs = [m["error"] for m in doc["members"] if "error" in m]
+        status, code, msg = 503, "unavailable", "no member answered: " + "; ".join(doc["warnings"])
+        if len(ms) == 1 and errs and errs[0]["status"] in (404, 422, 429):
+            status, code = errs[0]["status"], errs[0]["code"]
+            msg = f"{ms[0].name}: {errs[0]['message']}"
+        audit(what, logspace=logspace, query=q, status=status, detail=msg)
+        raise ApiError(status, code, msg)
+    audit(what, logspace=logspace, query=q, results=doc.get("total"))
+    return jsonify(doc)
