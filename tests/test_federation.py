@@ -302,6 +302,44 @@ def test_rights_apply_to_remote_logspaces(boxes: Boxes) -> None:
         assert e.value.status == 403, ls
 
 
+def test_web_ui_searches_a_multiple_logspace(boxes: Boxes) -> None:
+    """In Chromium on o's web UI: the logspace menu offers a:main, b:main and fed; a search of
+    fed shows the one box's total, pages on with the merged cursor to the same hits, and a hit
+    opens its site's message."""
+    from lbtest.webui import browser, login
+    from selenium.webdriver.common.by import By
+
+    c = boxes.co
+    q = "error"
+    want = c.count(q, logspace="main", **RANGE)
+    url = f"https://127.0.0.1:{boxes.o.webui_port}"
+    rng = f"from={RANGE['from_']}&to={RANGE['to']}&time=event"
+    with browser() as d:
+        login(d, url, "admin", PASSWORD)
+        d.get(f"{url}/search?logspace=fed&q={q}&{rng}&limit=50")
+        opts = [
+            o.get_attribute("value") for o in d.find_elements(By.CSS_SELECTOR, "#logspace option")
+        ]
+        assert {"main", "a:main", "b:main", "fed"} <= set(opts), opts
+        assert int(d.find_element(By.ID, "total").get_attribute("data-total")) == want
+        assert not d.find_elements(By.CSS_SELECTOR, "p.warning")
+        seen = []
+        for _ in range(3):
+            rows = d.find_elements(By.CSS_SELECTOR, "tr.hit")
+            assert len(rows) == 50
+            seen += [r.get_attribute("data-href") for r in rows]
+            d.find_element(By.ID, "next-page").click()
+        assert len(set(seen)) == 150  # each page new hits, each one a member's message
+        api = all_hits(c, "fed", "newest", q, 150)[:150]
+        assert [h.split("?")[0] for h in seen] == [
+            f"/messages/{h['logspace']}/{h['id']}" for h in api
+        ]
+        d.get(url + seen[0])
+        text = d.find_element(By.ID, "message-text").text
+        assert text == api[0]["message"]
+        assert d.find_element(By.ID, "message").get_attribute("data-logspace") == api[0]["logspace"]
+
+
 def test_a_site_down_is_a_warning(boxes: Boxes) -> None:
     """Last: b stops. fed answers with a's part and a warning naming b:main, within b's
     deadline; b:main alone is 503."""

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import atomicfile
-from .constants import LOGSPACE_PATTERN, TOP_MAX, logspace_name_problem
+from .constants import FACILITIES, LOGSPACE_PATTERN, SEVERITIES, TOP_MAX, logspace_name_problem
+from .times import parse_time
 
 VERSION = 1
 SITE_NAME_PATTERN = "[a-z0-9_-]{1,32}"
@@ -53,6 +54,8 @@ DEADLINE_MAX_MS = 120_000
 CURSOR_PREFIX = "f"
 CURSOR_PATTERN = rf"[0-9]{{1,20}}|{CURSOR_PREFIX}(?:[0-9]{{1,20}}|x)(?:\.(?:[0-9]{{1,20}}|x)){{0,{MEMBERS_MAX - 1}}}"
 OVERFETCH = 4  # top: each member is first asked for OVERFETCH × k values
+# top: facility and severity names of equal counts are ordered by their number (PROTOCOL.md §4.4)
+RANK = {n: i for i, n in enumerate(SEVERITIES)} | {n: i for i, n in enumerate(FACILITIES)}
 # fields whose values a field:value query counts exactly as /top counts them
 EXACT_FIELDS = ("host", "peer", "program", "pid", "msgid", "facility", "severity")
 
@@ -318,19 +321,38 @@ class MemberError(Exception):
 Call = Callable[[Member, str, list[tuple[str, str]]], dict[str, Any]]
 
 
+_CLIENTS: dict[tuple[str, str, str | None, int], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _client(site: Site) -> Any:
+    """The process's client of site: one kept-alive HTTPS connection pool per site (and per
+    setting: a changed token or CA gets a new one), so a query does not pay a TLS handshake."""
+    from logbox_client import Client  # requests: only where sites are set
+
+    key = (site.url, site.token, site.ca, site.deadline_ms)
+    with _CLIENTS_LOCK:
+        c = _CLIENTS.get(key)
+        if c is None or c.pid != os.getpid():
+            for old in [k for k in _CLIENTS if k[0] == site.url]:
+                _CLIENTS.pop(old)
+            c = Client(site.url, token=site.token, verify=site.ca_file(),
+                       timeout=site.deadline_ms / 1000)  # fmt: skip
+            c.pid = os.getpid()
+            _CLIENTS[key] = c
+        return c
+
+
 def remote_get(site: Site, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
     """GET /api/v1<path> on site, with its token, CA and deadline.
 
     :raises MemberError: the site's error, or 0 unavailable when it did not answer."""
-    from logbox_client import Client, LogboxError  # requests: only where sites are set
+    from logbox_client import LogboxError
 
-    c = Client(site.url, token=site.token, verify=site.ca_file(), timeout=site.deadline_ms / 1000)
     try:
-        return c.call("GET", path, params=params)
+        return _client(site).call("GET", path, params=params)
     except LogboxError as e:
         raise MemberError(e.status, e.code, e.message) from None
-    finally:
-        c.close()
 
 
 def remote_call(m: Member, what: str, params: list[tuple[str, str]]) -> dict[str, Any]:
@@ -797,3 +819,177 @@ def top(
         "members": _members_json(members, docs, failed),
         "warnings": warnings,
     }
+
+
+# ---------------------------------------------------------------- one entry for both apps
+
+DAY_US = 86_400_000_000
+
+
+def query(
+    call: Call,
+    members: list[Member],
+    what: str,
+    logspace: str,
+    params: Mapping[str, str],
+    rank: Mapping[str, int] = RANK,
+) -> dict[str, Any]:
+    """The merged answer of searchd's /v1/<what> (search, count, histogram, top) over members,
+    given searchd's parameters; from and to are resolved once here (default: the last day) so
+    every member covers the same instants.
+
+    :raises ValueError: a parameter this cannot use (the message starts with its name).
+    :raises MemberError: a member refused the request as bad (400).
+    """
+    now = time.time()
+    to = parse_time(params["to"], now) if params.get("to") else int(now * 1_000_000)
+    frm = parse_time(params["from"], now) if params.get("from") else to - DAY_US
+    if frm > to:
+        raise ValueError("from: after to")
+    basis = params.get("time") or "received"
+    q = params["q"]
+    if what == "count":
+        return count(call, members, logspace, q, frm, to, basis)
+    if what == "histogram":
+        return histogram(
+            call, members, logspace, q, frm, to, basis, int(params.get("buckets", 100))
+        )
+    if what == "top":
+        return top(call, members, logspace, q, frm, to, basis, params["field"],
+                   int(params.get("k", 10)), rank)  # fmt: skip
+    if what == "search":
+        try:
+            return search(call, members, logspace, q, frm, to, basis,
+                          int(params.get("limit", 100)), params.get("order", "newest"),
+                          params.get("cursor"), params.get("total", "1") == "1",
+                          params.get("highlight", "0") == "1")  # fmt: skip
+        except ValueError as e:
+            raise ValueError(f"cursor: {e}") from None
+    raise ValueError(f"{what}: not a query of remote or multiple logspaces")
+
+
+def searchd_call(client: Any) -> Call:
+    """A Call answering local members from searchd (client: logbox_core.searchd's, asking as
+    the caller) and remote members from their sites."""
+    from .searchd import SearchdError
+
+    def call(m: Member, what: str, params: list[tuple[str, str]]) -> dict[str, Any]:
+        if m.site is not None:
+            return remote_call(m, what, params)
+        try:
+            return client.get(f"/v1/{what}", [("logspace", m.logspace), *params])
+        except SearchdError as e:
+            raise MemberError(e.status, e.code, e.message) from None
+
+    return call
+
+
+class Federated:
+    """searchd's GET of a query (/v1/search, /v1/count, /v1/histogram, /v1/top) for a remote or
+    multiple logspace, failing as searchd fails (SearchdError): what both apps' views call in
+    place of the searchd client when the logspace has members."""
+
+    def __init__(self, client: Any, members: list[Member], logspace: str) -> None:
+        self.client = client
+        self.members = members
+        self.logspace = logspace
+
+    def get(
+        self, path: str, params: Iterable[tuple[str, str]] | Mapping[str, str]
+    ) -> dict[str, Any]:
+        """The merged answer; a member's 400 is the request's; when no member answered, a
+        remote logspace's own 404, 422 or 429, else 503 (a site that refuses this box's token
+        is this box's problem, not the caller's 401/403).
+
+        :raises SearchdError: as searchd's client."""
+        from .searchd import SearchdError
+
+        p = dict(params.items() if isinstance(params, Mapping) else params)
+        p.pop("logspace", None)
+        what = path.removeprefix("/v1/")
+        try:
+            doc = query(searchd_call(self.client), self.members, what, self.logspace, p)
+        except ValueError as e:
+            raise SearchdError(400, "bad_parameter", str(e)) from None
+        except MemberError as e:
+            raise SearchdError(e.status or 503, e.code, e.message) from None
+        if not any(m["ok"] for m in doc["members"]):
+            errs = [m["error"] for m in doc["members"] if "error" in m]
+            if len(self.members) == 1 and errs and errs[0]["status"] in (404, 422, 429):
+                raise SearchdError(
+                    errs[0]["status"],
+                    errs[0]["code"],
+                    f"{self.members[0].name}: {errs[0]['message']}",
+                )
+            raise SearchdError(
+                503, "unavailable", "no member answered: " + "; ".join(doc["warnings"])
+            )
+        return doc
+
+
+def remote_message(
+    members: list[Member], logspace: str, id: int, q: str | None = None
+) -> dict[str, Any]:
+    """A remote logspace's message from its site (with spans for q when given).
+
+    :raises SearchdError: a multiple logspace (400: a message id is one member's), or the
+        site's error (404 for no such message; 503 when it did not answer)."""
+    from .searchd import SearchdError
+
+    if len(members) != 1 or members[0].site is None:
+        raise SearchdError(
+            400,
+            "bad_parameter",
+            f"logspace: {logspace!r} is a multiple logspace; a message id is one member's: ask "
+            "for it in the member's logspace (each hit names it in `logspace`)",
+        )
+    m = members[0]
+    assert m.site is not None
+    try:
+        doc = remote_get(
+            m.site,
+            f"/logspaces/{urllib.parse.quote(m.logspace, safe='')}/messages/{id}",
+            {"q": q} if q else None,
+        )
+    except MemberError as e:
+        status = e.status if e.status in (400, 404) else 503
+        raise SearchdError(status, e.code, f"{m.site.name}: {e.message}") from None
+    return dict(doc, logspace=logspace)
+
+
+_LISTED: dict[tuple[str, ...], tuple[float, list[dict[str, Any]], list[str]]] = {}
+LISTING_TTL = 15.0  # s: how long a site's list of logspaces is reused (the search page asks)
+
+
+def listing(
+    settings: Sites, can_read: Callable[[str], bool], fresh: bool = True
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The sites' logspaces and the multiple logspaces the caller may read (can_read), with a
+    warning per site that did not answer. fresh=False reuses a list up to LISTING_TTL old."""
+    key = tuple(sorted(f"{s.name} {s.url}" for s in settings.sites.values()))
+    hit = _LISTED.get(key)
+    if not fresh and hit is not None and time.monotonic() - hit[0] < LISTING_TTL:
+        remote, warnings = hit[1], list(hit[2])
+    else:
+        warnings = []
+        remote = site_logspaces(settings.sites, warnings)
+        _LISTED[key] = (time.monotonic(), remote, list(warnings))
+    out = [ls for ls in remote if can_read(ls["name"])]
+    for name, ms in sorted(settings.multiple.items()):
+        if can_read(name) and all(can_read(m) for m in ms):
+            out.append({"name": name, "members": list(ms)})
+    return out, warnings
+
+
+def resolve(path: str | os.PathLike[str], logspace: str) -> list[Member] | None:
+    """The members a query on logspace reaches, by the settings file at path; None for a local
+    logspace (also when the file cannot be read and the name is not site:logspace).
+
+    :raises FederationError: a remote logspace of no site, or a file that cannot be read."""
+    try:
+        s = load_settings(path)
+    except FederationError:
+        if SEP not in logspace:
+            return None
+        raise
+    return members_of(s, logspace)

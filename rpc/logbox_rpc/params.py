@@ -4,16 +4,15 @@ OpenAPI operation (openapi.py)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import re
-import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from flask import request
+from logbox_core import times
 from logbox_core.constants import PARAM_MAX, QUERY_MAX
 
 from .errors import ApiError, bad_parameter
@@ -228,43 +227,13 @@ def _t(typ: type | tuple[type, ...]) -> tuple[type, ...]:
 
 # ---------------------------------------------------------------- times (the audit log)
 
-_REL = re.compile(r"([+-])([0-9]{1,9})([smhdw])")
-_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_RFC3339 = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[T ]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?"
-    r"(Z|z|[+-][0-9]{2}:[0-9]{2})?)?"
-)
-
 
 def parse_time(name: str, raw: str, now: float | None = None) -> int:
-    """A time as searchd takes it (RFC 3339, a date, -15m, now, epoch seconds) in µs.
+    """A time as searchd takes it (logbox_core.times) in µs.
 
-    :raises ApiError: 400 bad_parameter.
+    :raises ApiError: 400 bad_parameter, the message starting with name.
     """
-    now = time.time() if now is None else now
-    if raw == "now":
-        return int(now * 1_000_000)
-    if re.fullmatch(r"[0-9]{1,12}", raw):
-        return int(raw) * 1_000_000
-    m = _REL.fullmatch(raw)
-    if m:
-        secs = int(m.group(2)) * _UNIT[m.group(3)]
-        return int((now + (secs if m.group(1) == "+" else -secs)) * 1_000_000)
-    m = _RFC3339.fullmatch(raw)
-    if m:
-        y, mo, d, hh, mi, ss, frac, off = m.groups()
-        try:
-            tz = dt.UTC
-            if off and off not in ("Z", "z"):
-                sign = 1 if off[0] == "+" else -1
-                tz = dt.timezone(sign * dt.timedelta(hours=int(off[1:3]), minutes=int(off[4:6])))
-            t = dt.datetime(
-                int(y), int(mo), int(d), int(hh or 0), int(mi or 0), int(ss or 0), tzinfo=tz
-            )
-        except ValueError:
-            raise bad_parameter(f"{name}: not a valid time: {raw!r}") from None
-        us = int(frac[1:7].ljust(6, "0")) if frac else 0
-        return int(t.timestamp()) * 1_000_000 + us
-    raise bad_parameter(
-        f"{name}: expected RFC 3339, a relative time (-15m), now or epoch seconds, got {raw!r}"
-    )
+    try:
+        return times.parse_time(raw, now)
+    except ValueError as e:
+        raise bad_parameter(f"{name}: {e}") from None

@@ -242,7 +242,16 @@ for _name, _spec in FORWARDED.items():
 @declare(
     Spec(
         "One message by id",
-        (LOGSPACE, Param("id", "integer", "the message id (from 1)", where="path", minimum=1)),
+        (
+            LOGSPACE,
+            Param("id", "integer", "the message id (from 1)", where="path", minimum=1),
+            Param(
+                "q",
+                "query",
+                "a query: the message then has `spans`, what of it the query matches (as a "
+                "search's highlight=1)",
+            ),
+        ),
         answer="Message",
         errors=(400, 401, 403, 404, 429, 500, 503, 507),
     )
@@ -251,9 +260,10 @@ def message(logspace: str, id: int, args: dict[str, Any]) -> Response:
     """GET /logspaces/{logspace}/messages/{id}: a remote logspace's from its site."""
     ms = members(logspace)
     if ms is not None:
-        return remote_message(logspace, ms, id)
+        return remote_message(logspace, ms, id, args.get("q"))
+    q = [("q", args["q"])] if args.get("q") else []
     try:
-        body = searchd().get_raw(f"/v1/messages/{id}", [("logspace", logspace)])
+        body = searchd().get_raw(f"/v1/messages/{id}", [("logspace", logspace), *q])
     except SearchdError as e:
         audit("message", logspace=logspace, status=error_status(e), detail=f"id {id}: {e.code}")
         raise

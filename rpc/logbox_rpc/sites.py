@@ -6,17 +6,16 @@ audited."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from flask import Blueprint, current_app, g, jsonify
 from logbox_core import federation as fed
-from logbox_core.constants import FACILITIES, LOGSPACE_PATTERN, SEVERITIES
+from logbox_core.constants import LOGSPACE_PATTERN
 from logbox_core.searchd import SearchdError
 
 from .auth import audit, forbidden
 from .errors import STORE_ERRORS, ApiError, bad_parameter
-from .params import Param, Spec, declare, json_body, parse_time
+from .params import Param, Spec, declare, json_body
 from .state import searchd
 
 bp = Blueprint("sites", __name__)
@@ -27,8 +26,6 @@ SITE = Param("site", "string", f"the site's name (`{fed.SITE_NAME_PATTERN}`)", w
              pattern=fed.SITE_NAME_PATTERN)  # fmt: skip
 MULTIPLE = Param("name", "string", f"the multiple logspace (`{LOGSPACE_PATTERN}`)",
                  where="path", pattern=LOGSPACE_PATTERN)  # fmt: skip
-DAY_US = 86_400_000_000
-RANK = {n: i for i, n in enumerate(SEVERITIES)} | {n: i for i, n in enumerate(FACILITIES)}
 
 
 def _path() -> str:
@@ -183,21 +180,12 @@ def delete_multiple(name: str, args: dict[str, Any]) -> Any:
 
 def members(logspace: str) -> list[fed.Member] | None:
     """The members a query on logspace reaches (None: a plain local logspace), each one the
-    caller may read (403 otherwise; the logspace itself was checked by auth). A sites file
-    that cannot be read fails remote and multiple logspaces only."""
+    caller may read (403 otherwise; the logspace itself was checked by auth)."""
     try:
-        s = fed.load_settings(_path())
-    except fed.FederationError as e:
-        if fed.SEP not in logspace:
-            return None
-        raise ApiError(500, "internal", str(e)) from None
-    try:
-        ms = fed.members_of(s, logspace)
+        ms = fed.resolve(_path(), logspace)
     except fed.FederationError as e:
         raise ApiError(404, "not_found", f"logspace {logspace!r}: {e}") from None
-    if ms is None:
-        return None
-    for m in ms:
+    for m in ms or ():
         if not g.user.can_read(m.name):
             raise forbidden(
                 f"{g.user.name} may not read logspace {m.name!r} of {logspace!r}", logspace
@@ -206,20 +194,15 @@ def members(logspace: str) -> list[fed.Member] | None:
 
 
 def remote_logspaces() -> tuple[list[dict[str, Any]], list[str]] | None:
-    """The sites' logspaces and the multiple logspaces for GET /logspaces, with a warning per
-    site that did not answer; None when no site or multiple logspace is set."""
+    """The sites' logspaces and the multiple logspaces the caller may read, for GET
+    /logspaces, with a warning per site that did not answer; None when none is set."""
     try:
         s = fed.load_settings(_path())
     except fed.FederationError as e:
         return [], [str(e)]
     if not s.sites and not s.multiple:
         return None
-    warnings: list[str] = []
-    out = fed.site_logspaces(s.sites, warnings)
-    for name, ms in sorted(s.multiple.items()):
-        if all(g.user.can_read(m) for m in ms):
-            out.append({"name": name, "members": list(ms)})
-    return out, warnings
+    return fed.listing(s, g.user.can_read)
 
 
 def not_federated(logspace: str, what: str) -> None:
@@ -231,78 +214,25 @@ def not_federated(logspace: str, what: str) -> None:
         )
 
 
-def remote_message(logspace: str, ms: list[fed.Member], id: int) -> Any:
+def remote_message(logspace: str, ms: list[fed.Member], id: int, q: str | None) -> Any:
     """GET /logspaces/{site:logspace}/messages/{id} answered by the site."""
-    if len(ms) != 1 or ms[0].site is None:
-        raise bad_parameter(
-            f"logspace: {logspace!r} is a multiple logspace; a message id is one member's: ask "
-            "/logspaces/<member>/messages/<id> (each hit names its member in `logspace`)"
-        )
-    m = ms[0]
     try:
-        doc = fed.remote_get(m.site, f"/logspaces/{m.logspace}/messages/{id}")
-    except fed.MemberError as e:
-        audit("message", logspace=logspace, status=e.status or 503, detail=f"id {id}: {e.code}")
-        raise ApiError(e.status or 503, e.code, f"{m.site.name}: {e.message}") from None
+        doc = fed.remote_message(ms, logspace, id, q)
+    except SearchdError as e:
+        audit("message", logspace=logspace, status=e.status, detail=f"id {id}: {e.code}")
+        raise
     audit("message", logspace=logspace, results=1, detail=f"id {id}")
-    return jsonify(dict(doc, logspace=logspace))
-
-
-def local_call(client: Any) -> fed.Call:
-    """A federation Call answering local members from searchd (client: the caller's)."""
-
-    def call(m: fed.Member, what: str, params: list[tuple[str, str]]) -> dict[str, Any]:
-        if m.site is not None:
-            return fed.remote_call(m, what, params)
-        try:
-            return client.get(f"/v1/{what}", [("logspace", m.logspace), *params])
-        except SearchdError as e:
-            raise fed.MemberError(e.status, e.code, e.message) from None
-
-    return call
-
-
-def _range(args: dict[str, Any]) -> tuple[int, int]:
-    now = time.time()
-    to = parse_time("to", args["to"], now) if args.get("to") else int(now * 1_000_000)
-    frm = parse_time("from", args["from"], now) if args.get("from") else to - DAY_US
-    if frm > to:
-        raise bad_parameter("from: after to")
-    return frm, to
+    return jsonify(doc)
 
 
 def federated(what: str, logspace: str, ms: list[fed.Member], args: dict[str, Any]) -> Any:
     """The merged answer of GET /logspaces/{logspace}/<what> over ms, audited as what."""
-    call = local_call(searchd())
-    frm, to = _range(args)
-    basis = args.get("time") or "received"
     q = args["q"]
+    params = {k: str(v) for k, v in args.items() if v is not None}
     try:
-        if what == "count":
-            doc = fed.count(call, ms, logspace, q, frm, to, basis)
-        elif what == "histogram":
-            doc = fed.histogram(call, ms, logspace, q, frm, to, basis, args["buckets"])
-        elif what == "top":
-            doc = fed.top(call, ms, logspace, q, frm, to, basis, args["field"], args["k"], RANK)
-        else:
-            try:
-                doc = fed.search(call, ms, logspace, q, frm, to, basis, args["limit"],
-                                 args["order"], args.get("cursor"), args["total"] == "1",
-                                 args["highlight"] == "1")  # fmt: skip
-            except ValueError as e:
-                raise bad_parameter(f"cursor: {e}") from None
-    except fed.MemberError as e:
+        doc = fed.Federated(searchd(), ms, logspace).get(f"/v1/{what}", params)
+    except SearchdError as e:
         audit(what, logspace=logspace, query=q, status=e.status, detail=f"{e.code}: {e.message}")
-        raise ApiError(e.status, e.code, e.message) from None
-    if not any(m["ok"] for m in doc["members"]):
-        # nothing to merge: a remote logspace's own 404, 422 or 429; else 503 (a site that
-        # refuses this box's token is this box's problem, not the caller's 401/403)
-        errs = [m["error"] for m in doc["members"] if "error" in m]
-        status, code, msg = 503, "unavailable", "no member answered: " + "; ".join(doc["warnings"])
-        if len(ms) == 1 and errs and errs[0]["status"] in (404, 422, 429):
-            status, code = errs[0]["status"], errs[0]["code"]
-            msg = f"{ms[0].name}: {errs[0]['message']}"
-        audit(what, logspace=logspace, query=q, status=status, detail=msg)
-        raise ApiError(status, code, msg)
+        raise
     audit(what, logspace=logspace, query=q, results=doc.get("total"))
     return jsonify(doc)

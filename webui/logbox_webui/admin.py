@@ -5,7 +5,6 @@ token_create, token_revoke) plus logspace_settings."""
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import time
 from typing import Any
@@ -21,6 +20,7 @@ from flask import (
     request,
     url_for,
 )
+from logbox_core import times
 from logbox_core.accounts import (
     AUDIT_ACTIONS,
     ROLES,
@@ -55,8 +55,6 @@ MAX_TOKEN_DAYS = 3650
 AUDIT_PAGE = 100
 AUDIT_PAGE_MAX = 1000
 STATUS_OF = {Invalid: 400, NotFound: 404, Conflict: 409}
-_RELATIVE = re.compile(r"-([0-9]{1,9})([smhdw])")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 # ---------------------------------------------------------------- helpers
@@ -423,33 +421,15 @@ def logspace(name: str) -> Any:
 
 
 def parse_time(text: str, member: str) -> int:
-    """A filter time as µs since the epoch: RFC 3339 or "YYYY-MM-DD[ HH:MM[:SS]]" (UTC when no
-    offset), "now", "-15m"/"-2h"/"-7d"/"-1w", or epoch seconds.
+    """A filter time as µs since the epoch (logbox_core.times: RFC 3339, "YYYY-MM-DD[ HH:MM[:SS]]"
+    in UTC when no offset, "now", "-15m", epoch seconds).
 
     :raises Invalid: anything else.
     """
-    t = text.strip()
-    now = time.time()
-    if t == "now":
-        return int(now * 1_000_000)
-    m = _RELATIVE.fullmatch(t)
-    if m:
-        return int((now - int(m.group(1)) * _UNIT_S[m.group(2)]) * 1_000_000)
-    if re.fullmatch(r"[0-9]{1,11}", t):
-        return int(t) * 1_000_000
-    iso = t.replace(" ", "T", 1)
-    if iso.endswith(("Z", "z")):
-        iso = iso[:-1] + "+00:00"
     try:
-        d = dt.datetime.fromisoformat(iso)
-    except ValueError:
-        raise Invalid(
-            f"{member}: expected a time like 2026-11-22T18:00:00Z, 2026-11-22 18:00, -1h, "
-            f"now or epoch seconds, got {shown(t)[:60]!r}"
-        ) from None
-    if d.tzinfo is None:
-        d = d.replace(tzinfo=dt.UTC)
-    return int((d - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)).total_seconds() * 1_000_000)
+        return times.parse_time(text)
+    except ValueError as e:
+        raise Invalid(f"{member}: {e}") from None
 
 
 @bp.route("/audit", methods=["GET"])

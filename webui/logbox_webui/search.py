@@ -24,6 +24,7 @@ from flask import (
     url_for,
 )
 from flask_wtf.csrf import generate_csrf
+from logbox_core import federation as fed
 from logbox_core.constants import FACILITIES, SEVERITIES
 from logbox_core.export import (
     UnknownLogspace,
@@ -51,7 +52,7 @@ TOP_K = 10
 CONTEXT_US = 5 * 60 * 1_000_000  # a message's "around it" links: 5 minutes either side
 MAX_LIMIT = 1000
 _LOCAL_MINUTE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
-_CURSOR = re.compile(r"[0-9]{1,20}")
+_CURSOR = re.compile(fed.CURSOR_PATTERN)  # an id; for a remote or multiple logspace, f<ids>
 MAX_PREV = 1000  # cursors of the pages before this one kept in the URL (prev=)
 # The result table's columns (cols=): name -> heading; a name <sd-id>.<param> is a
 # structured-data field. The default is the table as it always was.
@@ -343,7 +344,36 @@ def readable_logspaces() -> list[dict[str, Any]]:
     """
     user = current_user()
     assert user is not None
-    return [ls for ls in searchd().logspaces() if user.can_read(ls["name"])]
+    local = [ls for ls in searchd().logspaces() if user.can_read(ls["name"])]
+    try:
+        settings = fed.load_settings(current_app.config["SITES_SETTINGS"])
+    except fed.FederationError:
+        return local
+    if not settings.sites and not settings.multiple:
+        return local
+    return local + fed.listing(settings, user.can_read, fresh=False)[0]
+
+
+def members(logspace: str) -> list[fed.Member] | None:
+    """The members a query on logspace reaches (None: a local logspace), each one the user may
+    read (403 otherwise); 404 for a remote logspace of no site."""
+    user = current_user()
+    assert user is not None
+    try:
+        ms = fed.resolve(current_app.config["SITES_SETTINGS"], logspace)
+    except fed.FederationError as e:
+        abort(404, description=f"logspace {logspace!r}: {e}")
+    for m in ms or ():
+        if not user.can_read(m.name):
+            denied(f"{user.name} may not read logspace {m.name!r} of {logspace!r}", logspace)
+    return ms
+
+
+def searcher(logspace: str) -> Any:
+    """What the page's queries go to: searchd, or for a remote or multiple logspace its
+    members, merged (logbox_core.federation)."""
+    ms = members(logspace)
+    return searchd() if ms is None else fed.Federated(searchd(), ms, logspace)
 
 
 # ---------------------------------------------------------------- views
@@ -384,7 +414,7 @@ class Form:
             self.errors.append(f"order: expected newest or oldest, got {self.order!r}")
             self.order = "newest"
         if self.cursor and not _CURSOR.fullmatch(self.cursor):
-            self.errors.append(f"cursor: expected a message id, got {self.cursor!r}")
+            self.errors.append(f"cursor: expected a cursor of a page, got {self.cursor!r}")
             self.cursor = ""
         # The cursors of the pages between the first and this one, oldest page first.
         self.prev: list[str] = [c for c in (args.get("prev") or "").split(",") if c]
@@ -492,7 +522,7 @@ def _range_params(form: Form) -> list[tuple[str, str]]:
     return ([("from", t_from)] if t_from is not None else []) + [("to", t_to)]
 
 
-def _run_all(sd: Searchd, form: Form) -> dict[str, Future]:
+def _run_all(sd: Searchd | fed.Federated, form: Form) -> dict[str, Future]:
     """The page's searchd calls (search, histogram, top hosts, top programs), side by side."""
     pool = state().pool
     base = [
@@ -666,7 +696,7 @@ def search() -> Any:
         return render_template("search/search.html", **ctx), 400
     t0 = time.monotonic()
     try:
-        futures = _run_all(searchd(), form)
+        futures = _run_all(searcher(form.logspace), form)
         answers = _first_answers(futures)
     except SearchdError as e:
         status = error_status(e)
@@ -705,7 +735,7 @@ def search() -> Any:
                 "facility_name": facility_name(h["facility"]),
                 "sd_values": _sd_values(h["sd"], form.sd_columns),
                 "text": marked_text(span_segments(h["message"], h["spans"])),
-                "href": message_url(form.logspace, h["id"], form.q),
+                "href": message_url(h.get("logspace", form.logspace), h["id"], form.q),
             }
         )
     pinned = {"from": rfc3339_s(res["from"]), "to": rfc3339_s(res["to"], up=True)}
@@ -846,6 +876,14 @@ def _message(logspace: str, id: int, q: str) -> dict[str, Any]:
 
     :raises SearchdError: searchd refuses or is down.
     """
+    ms = members(logspace)
+    if ms is not None:
+        try:
+            return fed.remote_message(ms, logspace, id, q if q.strip() else None)
+        except SearchdError as e:
+            if e.code != "bad_query":
+                raise
+            return fed.remote_message(ms, logspace, id)
     params = [("logspace", logspace)]
     if q.strip():
         try:
@@ -896,6 +934,9 @@ def export() -> Any:
         abort(400, description=f"order: expected newest or oldest, got {order!r}")
     if fmt not in ("csv", "ndjson"):
         abort(400, description=f"format: expected csv or ndjson, got {fmt!r}")
+    if members(logspace) is not None:
+        abort(400, description="export is served for local logspaces only: export from the "
+              "member's own box")  # fmt: skip
     ex = audited_export(
         searchd(),
         state().accounts,

@@ -22,7 +22,7 @@ from logbox_core.searchd import SearchdError
 from logbox_core.tail import TailBusy, TailStream, open_tail
 
 from .auth import audit, can_read_required, current_user
-from .search import readable_logspaces
+from .search import members, readable_logspaces
 from .state import searchd
 
 bp = Blueprint("tail", __name__)
@@ -97,6 +97,9 @@ def tail_stream() -> Any:
     logspace = request.args.get("logspace") or "main"
     if not q.strip():
         abort(400, description="q: a query is needed (* for every message)")
+    if members(logspace) is not None:
+        abort(400, description="the live tail follows local logspaces only: tail the member "
+              "on its own box")  # fmt: skip
     after_raw = request.headers.get("Last-Event-ID") or request.args.get("after")
     after = None
     if after_raw:
