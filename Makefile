@@ -27,6 +27,10 @@
 #   make bench-archive  the archive benchmark alone (tests/bench/archive.py): upload, verify and
 #                       restore of closed days against a real SeaweedFS, beside boto3's own
 #                       upload; BENCH_ARGS="--days N --msgs-per-day M ..."
+#   make bench-federation  the federation benchmark alone (tests/bench/federation.py): three
+#                       sites and one box holding all their messages (each started like make
+#                       run), queries on the box's own logspace against the multiple logspace
+#                       over the sites; BENCH_ARGS="--msgs N" (3,000,000 by default)
 #   make bench-eps      the logbox-eps benchmark alone (tests/bench/eps.py): its sender beside
 #                       loggen (TCP, TLS, UDP), then a sample report against make run
 #   make fuzz    fuzz targets at length (make test runs them briefly)
@@ -40,7 +44,7 @@ PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
 .PHONY: all deps build install run test test-c test-py lint bench bench-alerts bench-integrity bench-ingest bench-ingest-quick \
-	bench-search bench-size bench-archive bench-rpc bench-webui bench-eps bench-tail fuzz image test-image clean
+	bench-search bench-size bench-archive bench-federation bench-rpc bench-webui bench-eps bench-tail fuzz image test-image clean
 
 all: build
 
@@ -92,6 +96,7 @@ bench:
 	@$(PY) tests/bench/eps.py
 	@sh tests/seaweedfs.sh
 	@$(PY) tests/bench/archive.py
+	@$(PY) tests/bench/federation.py
 
 bench-eps:
 	@$(MAKE) --no-print-directory deps
@@ -126,6 +131,11 @@ bench-archive:
 	@$(MAKE) --no-print-directory build
 	@sh tests/seaweedfs.sh
 	@$(PY) tests/bench/archive.py $(BENCH_ARGS)
+
+bench-federation:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@$(PY) tests/bench/federation.py $(BENCH_ARGS)
 
 bench-alerts:
 	@$(MAKE) --no-print-directory deps

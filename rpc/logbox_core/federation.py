@@ -1,4 +1,4 @@
-"""Remote and multiple logspaces (rpc/API.md §4.3): other logbox boxes ("sites") whose logspaces
+"""Remote and multiple logspaces (rpc/API.md §4.1): other logbox boxes ("sites") whose logspaces
 this box searches as `site:logspace`, and multiple logspaces that search several logspaces, local
 and remote, at once.
 
@@ -14,10 +14,10 @@ the answers are merged exactly:
 - search: the pages are merged by (received time, member, id), newest or oldest first; the
   cursor is each member's own cursor (the id where its part of the merged page ended), so paging
   gives every match once, as one merged stream would;
-- top: each member's top values are over-fetched, then each member is asked the exact count of
-  every candidate it did not list (field:value counts); the answer is exact when the k-th value's
-  count is above what any value nobody listed can have, else the over-fetch grows to TOP_MAX and,
-  failing that, a warning says the order may be inexact.
+- top: each member lists its first TOP_MAX values (over-fetch: as cheap for it as k), then is
+  asked the exact count of every candidate it did not list (field:value counts); the answer is
+  exact when the k-th value's count is above what any value not known exactly can have, else a
+  warning says the order may be inexact.
 A member that fails or misses the deadline is named in `warnings` and the others answer.
 """
 
@@ -53,7 +53,7 @@ DEADLINE_DEFAULT_MS = 10_000
 DEADLINE_MAX_MS = 120_000
 CURSOR_PREFIX = "f"
 CURSOR_PATTERN = rf"[0-9]{{1,20}}|{CURSOR_PREFIX}(?:[0-9]{{1,20}}|x)(?:\.(?:[0-9]{{1,20}}|x)){{0,{MEMBERS_MAX - 1}}}"
-OVERFETCH = 4  # top: each member is first asked for OVERFETCH × k values
+ASKS_MAX = 200  # top: at most this many per-candidate counts (requests) per answer
 # top: facility and severity names of equal counts are ordered by their number (PROTOCOL.md §4.4)
 RANK = {n: i for i, n in enumerate(SEVERITIES)} | {n: i for i, n in enumerate(FACILITIES)}
 # fields whose values a field:value query counts exactly as /top counts them
@@ -728,30 +728,41 @@ def _exact_counts(
     q: str,
     fld: str,
     rng: list[tuple[str, str]],
+    rank: Mapping[str, int],
     warnings: list[str],
 ) -> None:
-    """Asks each member the count of every value it did not list that could still be among
-    the top k (its most reaches the k-th best least), adding them to known."""
-    los = sorted((_bounds(known, floor, v)[0] for v in known), reverse=True)
-    bar = los[min(k, len(los)) - 1]
-    need = [v for v in sorted(known) if _bounds(known, floor, v)[1] >= bar]
-    asks: dict[str, tuple[Member, str]] = {}
-    for m in members:
-        if floor.get(m.name, 0) == 0:
-            continue  # it listed every value it has (or did not answer)
-        for v in need:
-            if m.name not in known[v]:
-                asks[f"{m.name} ({fld} {v!r})"] = (m, v)
-    got = fan_out(
-        call,
-        [Member(name, m.site, m.logspace) for name, (m, _) in asks.items()],
-        "count",
-        lambda mm: [("q", value_query(q, fld, asks[mm.name][1])), *rng],
-        warnings,
-    )
-    for name, d in got.items():
-        m, v = asks[name]
-        known[v][m.name] = int(d.get("total") or 0)
+    """Asks members the counts of values they did not list, adding them to known: first those
+    of the top k as they stand (by the counts known), then of any value whose most could still
+    reach the k-th count, the highest first; ASKS_MAX requests at most in all."""
+    budget = ASKS_MAX
+    for _ in range(3):
+        counts = {v: _bounds(known, floor, v)[0] for v in known}
+        ranked = _order(counts, fld, rank)
+        kth = counts[ranked[k - 1]] if len(ranked) >= k else 0
+        want = [v for v in ranked[:k]] + sorted(
+            (v for v in ranked[k:] if _bounds(known, floor, v)[1] >= kth),
+            key=lambda v: -_bounds(known, floor, v)[1],
+        )
+        asks: dict[str, tuple[Member, str]] = {}
+        for v in want:
+            for m in members:
+                if floor.get(m.name, 0) and m.name not in known[v] and len(asks) < budget:
+                    asks[f"{m.name} ({fld} {v!r})"] = (m, v)
+        if not asks:
+            return
+        budget -= len(asks)
+        got = fan_out(
+            call,
+            [Member(name, m.site, m.logspace) for name, (m, _) in asks.items()],
+            "count",
+            lambda mm, asks=asks: [("q", value_query(q, fld, asks[mm.name][1])), *rng],
+            warnings,
+        )
+        for name, d in got.items():
+            m, v = asks[name]
+            known[v][m.name] = int(d.get("total") or 0)
+        if budget <= 0:
+            return
 
 
 def top(
@@ -764,51 +775,54 @@ def top(
     basis: str,
     fld: str,
     k: int,
-    rank: Mapping[str, int] | None = None,
+    rank: Mapping[str, int] = RANK,
 ) -> dict[str, Any]:
-    """The exact top-k values of fld over every member (see the module's doc)."""
+    """The exact top-k values of fld over every member (see the module's doc): each member
+    lists its first TOP_MAX values (as cheap for it as k: it counts every value either way), a
+    member that listed fewer listed all; the values some listed and others did not are counted
+    on those others (the whole-value fields, facility, severity); the answer is exact when the
+    k-th value's count is above what any value can have that is not known exactly."""
     t0 = time.monotonic()
     warnings: list[str] = []
     rng = [("from", rfc3339(from_us)), ("to", rfc3339(to_us)), ("time", basis)]
     fld_l = fld.lower() if fld.lower() in (*EXACT_FIELDS, "message") else fld
-    kk = min(TOP_MAX, OVERFETCH * k)
-    while True:
-        failed: dict[str, MemberError] = {}
-        docs = fan_out(
-            call, members, "top", [("q", q), *rng, ("field", fld), ("k", str(kk))], warnings, failed
-        )
-        lists = {
-            n: {v["value"]: int(v["count"]) for v in d.get("values") or ()} for n, d in docs.items()
-        }
-        floor = {n: (min(vs.values()) if len(vs) >= kk else 0) for n, vs in lists.items()}
-        known: dict[str, dict[str, int]] = {}  # value -> member -> its exact count
-        for n, vs in lists.items():
-            for v, c in vs.items():
-                known.setdefault(v, {})[n] = c
-        if fld_l in EXACT_FIELDS and known:
-            _exact_counts(call, members, known, floor, k, q, fld_l, rng, warnings)
-        counts = {v: _bounds(known, floor, v)[0] for v in known}
-        ranked = _order(counts, fld_l, rank or {})
-        chosen = ranked[:k]
-        unseen = sum(floor.values())  # the most a value nobody listed can have
-        kth = counts[chosen[-1]] if len(chosen) == k else 0
-        exact = all(
-            _bounds(known, floor, v)[0] == _bounds(known, floor, v)[1] for v in chosen
-        ) and (
-            all(
-                _bounds(known, floor, v)[0] == _bounds(known, floor, v)[1]
-                or _bounds(known, floor, v)[1] < kth
-                for v in ranked[k:]
-            )
-            and (unseen == 0 or unseen < kth)
-        )
-        if exact or kk >= TOP_MAX:
-            break
-        kk = TOP_MAX
-    if not exact:
+    failed: dict[str, MemberError] = {}
+    docs = fan_out(
+        call,
+        members,
+        "top",
+        [("q", q), *rng, ("field", fld), ("k", str(TOP_MAX))],
+        warnings,
+        failed,
+    )
+    lists = {
+        n: {v["value"]: int(v["count"]) for v in d.get("values") or ()} for n, d in docs.items()
+    }
+    floor = {n: (min(vs.values()) if len(vs) >= TOP_MAX else 0) for n, vs in lists.items()}
+    known: dict[str, dict[str, int]] = {}  # value -> member -> its exact count
+    for n, vs in lists.items():
+        for v, c in vs.items():
+            known.setdefault(v, {})[n] = c
+    if fld_l in EXACT_FIELDS and known and any(floor.values()):
+        _exact_counts(call, members, known, floor, k, q, fld_l, rng, rank, warnings)
+    counts = {v: _bounds(known, floor, v)[0] for v in known}
+    ranked = _order(counts, fld_l, rank)
+    chosen = ranked[:k]
+
+    def exact(v: str) -> bool:
+        lo, hi = _bounds(known, floor, v)
+        return lo == hi
+
+    unseen = sum(floor.values())  # the most a value nobody listed can have
+    kth = counts[chosen[-1]] if len(chosen) == k else 0
+    if not (
+        all(exact(v) for v in chosen)
+        and all(exact(v) or _bounds(known, floor, v)[1] < kth for v in ranked[k:])
+        and (unseen == 0 or unseen < kth)
+    ):
         warnings.append(
-            f"top: the order may be inexact: a value no member listed among its top {kk} "
-            f"could count up to {unseen}"
+            f"top: the order may be inexact: a member has more than {TOP_MAX} values, and a "
+            f"value it did not list could count up to {unseen} more"
         )
     _member_warnings(docs, warnings)
     return _common(docs, logspace, from_us, to_us, basis) | {

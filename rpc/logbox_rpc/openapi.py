@@ -97,7 +97,7 @@ _COUNT = {
     "warnings": STRS,
     "members": {
         "type": "array",
-        "description": "a remote or multiple logspace (§4.3): each member, whether it answered "
+        "description": "a remote or multiple logspace (§4.1): each member, whether it answered "
         "and how long it took",
         "items": {
             "type": "object",

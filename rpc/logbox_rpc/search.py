@@ -33,7 +33,7 @@ bp = Blueprint("search", __name__)
 LOGSPACE = Param(
     "logspace",
     "string",
-    "the logspace: a local or multiple logspace, or `site:logspace` (§4.3)",
+    "the logspace: a local or multiple logspace, or `site:logspace` (§4.1)",
     where="path",
     pattern=fed.NAME_PATTERN,
 )
@@ -77,7 +77,7 @@ SEARCH_PARAMS = (
         "cursor",
         "string",
         "the next_cursor of the previous page (0: the first page): an id, or for a remote or "
-        "multiple logspace `f` and each member's id (§4.3)",
+        "multiple logspace `f` and each member's id (§4.1)",
         pattern=fed.CURSOR_PATTERN,
     ),
     Param(
@@ -144,7 +144,7 @@ def forward(
 )
 def logspaces(args: dict[str, Any]) -> Response:
     """GET /logspaces: searchd's list, then the sites' logspaces (site:logspace) and the
-    multiple logspaces (§4.3), without those the caller may not read."""
+    multiple logspaces (§4.1), without those the caller may not read."""
     body = searchd().get_raw("/v1/logspaces")
     user = g.user
     extra = remote_logspaces()

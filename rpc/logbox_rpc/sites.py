@@ -1,4 +1,4 @@
-"""Remote and multiple logspaces (API.md §4.3, §6.6): the sites this box searches (another
+"""Remote and multiple logspaces (API.md §4.1, §6.6): the sites this box searches (another
 logbox box's URL, an API token of a user there and its CA) and the multiple logspaces, read and
 changed by admins; and the merged answers of a query on a remote or multiple logspace
 (logbox_core.federation). Tokens are never answered (`"token_set": true`); every change is
