@@ -346,6 +346,13 @@ def test_web_ui_searches_a_multiple_logspace(boxes: Boxes) -> None:
         assert [h.split("?")[0] for h in seen] == [
             f"/messages/{h['logspace']}/{h['id']}" for h in api
         ]
+        d.get(url + "/admin/sites")
+        for name in ("a", "b"):
+            state = d.find_element(By.ID, f"site-{name}-state")
+            assert state.get_attribute("data-ok") == "true" and f"{name}:main" in state.text
+        assert d.find_element(By.ID, "multiple-fed-members").get_attribute("value") == (
+            "a:main, b:main"
+        )
         d.get(url + seen[0])
         text = d.find_element(By.ID, "message-text").text
         assert text == api[0]["message"]

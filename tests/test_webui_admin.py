@@ -149,6 +149,7 @@ GETS = [
     "/admin/logspaces",
     "/admin/audit",
     "/admin/archive",
+    "/admin/sites",
 ]
 POSTS = [
     ("/admin/users", {"name": "mallory", "password": PASSWORD, "role": "admin"}),
@@ -161,6 +162,8 @@ POSTS = [
         "/admin/archive/main",
         {"endpoint": "https://s3.example", "bucket": "b", "access_key": "a", "secret_key": "s"},
     ),
+    ("/admin/sites/site", {"name": "east", "url": "https://127.0.0.1:9", "token": "t"}),
+    ("/admin/sites/multiple", {"name": "every", "members": "main"}),
 ]
 
 
@@ -733,3 +736,57 @@ def test_archive_page(app: Flask, admin: Browser) -> None:
     r = admin.post("/admin/archive/main", {"remove": "1"})
     assert r.status_code == 303 and "main" not in json.loads(path.read_text())["targets"]
     (state / "status.json").unlink()
+
+
+# ---------------------------------------------------------------- sites
+
+
+def test_sites_page(app: Flask, admin: Browser) -> None:
+    """/admin/sites: a site added writes sites.json (0640) and is audited; the token is never
+    shown and an empty field keeps it; a site that does not answer says so; a bad URL or a
+    multiple logspace named like a local one says why and changes nothing; a site a multiple
+    logspace uses cannot be removed until the multiple logspace is."""
+    path = Path(app.config["SITES_SETTINGS"])
+    p = page(admin.get("/admin/sites"))
+    assert p.by_id("admin-sites").attrs.get("aria-current") == "page"
+    assert p.by_id("sites-none") and p.by_id("multiple-none")
+    form = {"name": "east", "url": "https://127.0.0.1:9", "token": "lbx_web_token",
+            "ca": "", "deadline_ms": "500"}  # fmt: skip
+    r = admin.post("/admin/sites/site", form)
+    assert r.status_code == 303 and r.headers["Location"].endswith("/admin/sites#site-east")
+    doc = json.loads(path.read_text())["sites"]["east"]
+    assert doc == {"url": "https://127.0.0.1:9", "token": "lbx_web_token", "deadline_ms": 500}
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert last_audit(app, "site_settings").detail == "site east: https://127.0.0.1:9"
+    text = admin.get("/admin/sites").text
+    assert "lbx_web_token" not in text
+    p = page(admin.get("/admin/sites"))
+    state = p.by_id("site-east-state")
+    assert state.attrs["data-ok"] == "false" and "Not answering" in state.text
+    assert p.by_id("site-east-token").attrs["value"] == ""
+    r = admin.post(
+        "/admin/sites/site", {**form, "existing": "1", "token": "", "deadline_ms": "900"}
+    )
+    assert r.status_code == 303
+    doc = json.loads(path.read_text())["sites"]["east"]
+    assert doc["token"] == "lbx_web_token" and doc["deadline_ms"] == 900
+    before = path.read_bytes()
+    r = admin.post("/admin/sites/site", {**form, "existing": "1", "url": "http://127.0.0.1:9"})
+    assert r.status_code == 400 and "url" in page(r, 400).by_id("site-east-error").text
+    r = admin.post("/admin/sites/multiple", {"name": "main", "members": "east:main"})
+    assert r.status_code == 400
+    assert "local logspace" in page(r, 400).by_id("multiple-new-error").text
+    assert path.read_bytes() == before
+    r = admin.post("/admin/sites/multiple", {"name": "every", "members": "main, east:main"})
+    assert r.status_code == 303
+    assert json.loads(path.read_text())["multiple"] == {"every": ["main", "east:main"]}
+    assert page(admin.get("/admin/sites")).by_id("multiple-every-members").attrs["value"] == (
+        "main, east:main"
+    )
+    r = admin.post("/admin/sites/site", {"name": "east", "existing": "1", "remove": "1"})
+    assert r.status_code == 400
+    assert "multiple logspace every has east:main" in page(r, 400).by_id("site-east-error").text
+    r = admin.post("/admin/sites/multiple", {"name": "every", "existing": "1", "remove": "1"})
+    assert r.status_code == 303
+    r = admin.post("/admin/sites/site", {"name": "east", "existing": "1", "remove": "1"})
+    assert r.status_code == 303 and json.loads(path.read_text())["sites"] == {}

@@ -276,6 +276,68 @@ def change_settings(
             os.close(lock_fd)
 
 
+SITE_KEYS = ("url", "token", "ca", "deadline_ms")
+
+
+def write_site(path: str | os.PathLike[str], name: str, body: Mapping[str, Any] | None) -> Sites:
+    """Sets (body: SITE_KEYS; without token, the stored one is kept; a ca of null or "" is
+    the system's CAs) or removes (None) the site name. Raises FederationError (nothing
+    written): a bad setting, no such site, or a site a multiple logspace still uses."""
+    if (why := site_name_problem(name)) is not None:
+        raise FederationError(f"site {name!r}: {why}")
+
+    def change(doc: dict[str, Any]) -> None:
+        if body is None:
+            if name not in doc["sites"]:
+                raise FederationError(f"no site {name!r}")
+            for multi, ms in sorted(doc["multiple"].items()):
+                used = [m for m in ms if isinstance(m, str) and m.startswith(name + SEP)]
+                if used:
+                    raise FederationError(
+                        f"site {name}: multiple logspace {multi} has {used[0]}: change it first"
+                    )
+            del doc["sites"][name]
+            return
+        old = doc["sites"].get(name) if isinstance(doc["sites"].get(name), dict) else {}
+        new = dict(body)
+        if not new.get("token") and old.get("token"):
+            new["token"] = old["token"]
+        if not new.get("ca"):
+            new.pop("ca", None)
+        doc["sites"][name] = new
+
+    return change_settings(path, change)
+
+
+def write_multiple(
+    path: str | os.PathLike[str],
+    name: str,
+    members: object,
+    local: Iterable[str] | None = None,
+) -> Sites:
+    """Sets (members: a list of local logspaces, each in local, and site:logspace names) or
+    removes (None) the multiple logspace name. Raises FederationError (nothing written)."""
+    if (why := logspace_name_problem(name)) is not None:
+        raise FederationError(f"multiple logspace {name!r}: {why}")
+    if members is not None:
+        names = set(local or ())
+        if name in names:
+            raise FederationError(f"name: {name!r} is a local logspace")
+        for m in members if isinstance(members, list) else ():
+            if isinstance(m, str) and split_remote(m) is None and m not in names:
+                raise FederationError(f"members: no local logspace {m!r}")
+
+    def change(doc: dict[str, Any]) -> None:
+        if members is None:
+            if name not in doc["multiple"]:
+                raise FederationError(f"no multiple logspace {name!r}")
+            del doc["multiple"][name]
+        else:
+            doc["multiple"][name] = members
+
+    return change_settings(path, change)
+
+
 def site_json(s: Site) -> dict[str, Any]:
     """A site as the API answers it: no token, only token_set."""
     return {"url": s.url, "token_set": bool(s.token), "ca": s.ca, "deadline_ms": s.deadline_ms}

@@ -47,9 +47,11 @@ def _doc(s: fed.Sites) -> dict[str, Any]:
     }
 
 
-def _change(change: Any) -> fed.Sites:
+def _write(write: Any) -> fed.Sites:
+    """write() (a federation write); 400 for what it refuses, 500 when the file cannot be
+    read or written."""
     try:
-        return fed.change_settings(_path(), change)
+        return write()
     except fed.FederationError as e:
         msg = str(e)
         if msg.startswith(_path()):
@@ -86,18 +88,8 @@ def get_sites(args: dict[str, Any]) -> Any:
 )
 def put_site(site: str, args: dict[str, Any]) -> Any:
     """PUT /sites/{site}."""
-    body = json_body(("url", "token", "ca", "deadline_ms"), ("url",))
-
-    def change(doc: dict[str, Any]) -> None:
-        old = doc["sites"].get(site) if isinstance(doc["sites"].get(site), dict) else {}
-        new = dict(body)
-        if "token" not in new and old.get("token"):
-            new["token"] = old["token"]
-        if new.get("ca") is None:
-            new.pop("ca", None)
-        doc["sites"][site] = new
-
-    s = _change(change)
+    body = json_body(fed.SITE_KEYS, ("url",))
+    s = _write(lambda: fed.write_site(_path(), site, body))
     audit("site_settings", detail=f"site {site}: {s.sites[site].url}")
     return jsonify(fed.site_json(s.sites[site]))
 
@@ -116,7 +108,7 @@ def delete_site(site: str, args: dict[str, Any]) -> Any:
     """DELETE /sites/{site}."""
     if site not in settings().sites:
         raise ApiError(404, "not_found", f"no site {site!r}")
-    _change(lambda doc: doc["sites"].pop(site, None))
+    _write(lambda: fed.write_site(_path(), site, None))
     audit("site_settings", detail=f"site {site} removed")
     return jsonify({"deleted": site})
 
@@ -135,23 +127,12 @@ def delete_site(site: str, args: dict[str, Any]) -> Any:
 )
 def put_multiple(name: str, args: dict[str, Any]) -> Any:
     """PUT /multiple/{name}."""
-    body = json_body(("members",), ("members",))
-    members = body["members"]
+    members = json_body(("members",), ("members",))["members"]
     try:
-        local = {ls["name"] for ls in searchd().get("/v1/logspaces")["logspaces"]}
+        local = [ls["name"] for ls in searchd().logspaces()]
     except SearchdError as e:
         raise ApiError(e.status, e.code, e.message) from None
-    if name in local:
-        raise bad_parameter(f"name: {name!r} is a local logspace")
-    if isinstance(members, list):
-        for m in members:
-            if isinstance(m, str) and fed.split_remote(m) is None and m not in local:
-                raise bad_parameter(f"members: no local logspace {m!r}")
-
-    def change(doc: dict[str, Any]) -> None:
-        doc["multiple"][name] = members
-
-    _change(change)
+    _write(lambda: fed.write_multiple(_path(), name, members, local))
     audit("site_settings", logspace=name, detail=f"multiple {name}: {', '.join(members)}")
     return jsonify({"name": name, "members": members})
 
@@ -170,7 +151,7 @@ def delete_multiple(name: str, args: dict[str, Any]) -> Any:
     """DELETE /multiple/{name}."""
     if name not in settings().multiple:
         raise ApiError(404, "not_found", f"no multiple logspace {name!r}")
-    _change(lambda doc: doc["multiple"].pop(name, None))
+    _write(lambda: fed.write_multiple(_path(), name, None))
     audit("site_settings", logspace=name, detail=f"multiple {name} removed")
     return jsonify({"deleted": name})
 

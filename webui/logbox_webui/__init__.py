@@ -24,6 +24,7 @@ from . import (
     saved,
     search,
     security,
+    sites,
     status,
     tail,
 )
@@ -62,6 +63,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(admin.bp)
     app.register_blueprint(delivery.bp)
     app.register_blueprint(archive.bp)
+    app.register_blueprint(sites.bp)
     app.register_blueprint(integrity.bp)
     app.jinja_env.finalize = _printable
     app.register_error_handler(HTTPException, _http_error)
