@@ -171,6 +171,11 @@ def test_settings_are_admin_only_and_keep_tokens(boxes: Boxes) -> None:
             boxes.co.call("PUT", path, body=body)
         assert e.value.status == 400, (path, e.value)
     assert (boxes.o.data / "etc" / "sites.json").read_text().count('"c"') == 0
+    # the stored token goes only to the URL it was given for
+    with pytest.raises(LogboxError) as e:
+        boxes.co.call("PUT", "/sites/a", body={"url": "https://127.0.0.1:1"})
+    assert e.value.status == 400 and "token" in e.value.message
+    assert json.loads((boxes.o.data / "etc" / "sites.json").read_text())["sites"]["a"]["url"] == url
     with pytest.raises(LogboxError) as e:
         boxes.co.call("DELETE", "/sites/a")  # fed has a:main
     assert e.value.status == 400
@@ -221,7 +226,8 @@ def test_top_is_exact(boxes: Boxes, field: str, k: int, q: str) -> None:
 def test_top_asks_for_the_counts_of_candidates(boxes: Boxes) -> None:
     """The first pid (777777: 30 on a, 1 on b) is in a's list of pids but not in b's (b has
     more pids than a top lists, all counted once, and lists its first ones by bytes): b is asked
-    how many it has, as its audit shows, and the answer is exact."""
+    how many it has (the top pids of the messages with that pid), as its audit shows, and the
+    answer is exact."""
     c = boxes.co
     q = "NOT host:nobody"
     want = c.top(q, "pid", logspace="main", k=1, **RANGE)
@@ -230,12 +236,12 @@ def test_top_asks_for_the_counts_of_candidates(boxes: Boxes) -> None:
                  params={"q": q, "field": "pid", "k": "1", "from": str(RANGE["from_"]),
                          "to": str(RANGE["to"]), "time": "event"})  # fmt: skip
     assert doc["values"] == want and doc["warnings"] == []
-    audit = boxes.cb.call("GET", "/audit", params={"action": "count", "limit": "1000"})["entries"]
-    asked = [e["query"] for e in audit if (e.get("query") or "").startswith(f"({q})")]
-    assert asked == [f"({q}) AND pid:777777"], asked  # one value: the others are exact
-    # a asked nobody about pids: it listed 777777 itself
-    audit = boxes.ca.call("GET", "/audit", params={"action": "count", "limit": "1000"})["entries"]
-    assert not [e for e in audit if (e.get("query") or "").startswith(f"({q})")]
+    audit = boxes.cb.call("GET", "/audit", params={"action": "top", "limit": "1000"})["entries"]
+    asked = [e["query"] for e in audit if (e.get("query") or "").startswith(f"({q}) AND")]
+    assert asked == [f"({q}) AND (pid:777777)"], asked  # one value: the others are exact
+    # a was asked nothing: it listed 777777 itself
+    audit = boxes.ca.call("GET", "/audit", params={"action": "top", "limit": "1000"})["entries"]
+    assert not [e for e in audit if (e.get("query") or "").startswith(f"({q}) AND")]
     # top 5 pids: 777777, then four counted once: b is asked for the top 5 as they stand (their
     # counts are exact), but the thousands of values counted once that nobody listed could be
     # among them (ties by bytes), more than it asks about: a warning says so
@@ -309,6 +315,17 @@ def test_rights_apply_to_remote_logspaces(boxes: Boxes) -> None:
     assert u.count("*", logspace="a:main", **RANGE) == boxes.ca.count("*", **RANGE)
     assert {ls["name"] for ls in u.logspaces()} == {"a:main"}
     for ls in ("b:main", "fed", "main"):
+        with pytest.raises(LogboxError) as e:
+            u.count("*", logspace=ls, **RANGE)
+        assert e.value.status == 403, ls
+    # "*" is every local logspace, not another box's: adding a site gives nobody its data
+    c.call("POST", "/users", body={"name": "star", "password": "star-pass-12345",
+                                   "role": "searcher", "logspaces": ["*"]})  # fmt: skip
+    u = boxes.o.api("star", "star-pass-12345")
+    assert u.count("*", logspace="main", **RANGE) == c.count("*", logspace="main", **RANGE)
+    local = {ls["name"] for ls in c.logspaces() if "site" not in ls and "members" not in ls}
+    assert {ls["name"] for ls in u.logspaces()} == local  # fed: its members are remote
+    for ls in ("a:main", "fed"):
         with pytest.raises(LogboxError) as e:
             u.count("*", logspace=ls, **RANGE)
         assert e.value.status == 403, ls
@@ -389,4 +406,39 @@ def test_names() -> None:
     cur = [0, None, 12345678901234567890]
     assert fed.decode_cursor(fed.encode_cursor(cur), 3) == cur
     assert fed.encode_cursor([None, None]) is None
-    assert fed.value_query("x", "host", 'a b*"(') == '(x) AND host:a\\ b\\*\\"\\('
+    assert fed.values_query("x", "host", ['a b*"(', "c\td"]) == (
+        '(x) AND (host:a\\ b\\*\\"\\( OR host:c\\\td)'
+    )
+    assert fed.escape_value("pid", "\x1f:") == "\\\x1f\\:"
+    assert fed.escape_value("severity", "err") == "err"
+
+
+def test_a_broken_answer_is_refused() -> None:
+    """A member's answer missing what the merge reads, or of the wrong types (a broken box, or
+    another version), is refused as bad_response (a warning naming it), never merged."""
+    hit = {k: 0 if k.endswith(("id", "_us")) else "" for k in fed.HIT_KEYS}
+    good = {
+        "count": {"total": 3},
+        "histogram": {"total": 1, "step_us": 1, "buckets": [{"from": 0, "count": 1}]},
+        "top": {"total": 1, "values": [{"value": "a", "count": 1}]},
+        "search": {"total": 1, "hits": [hit], "next_cursor": "7"},
+    }
+    for what, doc in good.items():
+        assert fed.checked(what, doc) is doc
+    bad = [
+        ("count", {"total": "3"}),
+        ("count", {"total": [1]}),
+        ("count", {"total": 1, "warnings": "x"}),
+        ("histogram", {"total": 1, "step_us": 1, "buckets": [{"from": "x", "count": 1}]}),
+        ("histogram", {"total": 1, "buckets": []}),
+        ("top", {"total": 1, "values": "abc"}),
+        ("top", {"total": 1, "values": [{"value": 1, "count": 1}]}),
+        ("search", {"total": 1, "hits": "x", "next_cursor": None}),
+        ("search", {"total": 1, "hits": [dict(hit, id="1")], "next_cursor": None}),
+        ("search", {"total": 1, "hits": [{"id": 1}], "next_cursor": None}),
+        ("search", {"total": 1, "hits": [], "next_cursor": "f3.x"}),
+    ]
+    for what, doc in bad:
+        with pytest.raises(fed.MemberError) as e:
+            fed.checked(what, doc)
+        assert e.value.code == "bad_response", (what, doc)

@@ -40,8 +40,8 @@ from typing import Any
 import argon2
 import lmdb
 
-from .constants import USER_NAME_PATTERN
-from .federation import name_problem as logspace_name_problem
+from .constants import USER_NAME_PATTERN, logspace_name_problem
+from .federation import SEP, name_problem
 
 ROLES = ("admin", "searcher")
 TOKEN_KINDS = ("api", "session", "web")  # web: a web UI sign-in (webui/UI.md)
@@ -204,12 +204,14 @@ class User:
     must_change: bool = False  # a new password is due before anything (web UI and API)
 
     def can_read(self, logspace: str) -> bool:
-        """Whether this user may read logspace (admin: all; searcher: "*" or listed)."""
+        """Whether this user may read logspace (admin: all; searcher: listed, or "*" for every
+        local and multiple logspace: another box's (site:logspace) must be listed by name, so
+        adding a site gives nobody its data unasked)."""
         if self.disabled:
             return False
         if self.role == "admin":
             return True
-        return "*" in self.logspaces or logspace in self.logspaces
+        return logspace in self.logspaces or ("*" in self.logspaces and SEP not in logspace)
 
     def to_json(self) -> dict:
         """API.md "User"."""
@@ -396,7 +398,7 @@ def _check_logspaces(logspaces: object) -> list[str]:
         raise Invalid('logspaces: expected a list of logspace names or "*"')
     out: list[str] = []
     for ls in logspaces:
-        if ls != "*" and (why := logspace_name_problem(ls)) is not None:
+        if ls != "*" and (why := name_problem(ls)) is not None:
             raise Invalid(f'logspaces: expected logspace names or "*", got {ls!r}: {why}')
         if ls not in out:
             out.append(ls)

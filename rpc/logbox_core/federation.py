@@ -15,8 +15,8 @@ the answers are merged exactly:
   cursor is each member's own cursor (the id where its part of the merged page ended), so paging
   gives every match once, as one merged stream would;
 - top: each member lists its first TOP_MAX values (over-fetch: as cheap for it as k), then is
-  asked the exact count of every candidate it did not list (field:value counts); the answer is
-  exact when the k-th value's count is above what any value not known exactly can have, else a
+  asked the exact counts of the candidates it did not list (one top of the field over the
+  messages holding one of them: `(q) AND (field:v1 OR ...)`); the answer is exact when the k-th value's count is above what any value not known exactly can have, else a
   warning says the order may be inexact.
 A member that fails or misses the deadline is named in `warnings` and the others answer.
 """
@@ -24,7 +24,6 @@ A member that fails or misses the deadline is named in `warnings` and the others
 from __future__ import annotations
 
 import concurrent.futures
-import datetime as dt
 import fcntl
 import hashlib
 import json
@@ -39,7 +38,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import atomicfile
-from .constants import FACILITIES, LOGSPACE_PATTERN, SEVERITIES, TOP_MAX, logspace_name_problem
+from .constants import (
+    FACILITIES,
+    LOGSPACE_PATTERN,
+    QUERY_MAX,
+    SEVERITIES,
+    TOP_MAX,
+    logspace_name_problem,
+)
+from .export import rfc3339_us
 from .times import parse_time
 
 VERSION = 1
@@ -52,8 +59,9 @@ MEMBERS_MAX = 10  # members of a multiple logspace (its cursor holds one id each
 DEADLINE_DEFAULT_MS = 10_000
 DEADLINE_MAX_MS = 120_000
 CURSOR_PREFIX = "f"
-CURSOR_PATTERN = rf"[0-9]{{1,20}}|{CURSOR_PREFIX}(?:[0-9]{{1,20}}|x)(?:\.(?:[0-9]{{1,20}}|x)){{0,{MEMBERS_MAX - 1}}}"
-ASKS_MAX = 200  # top: at most this many per-candidate counts (requests) per answer
+CURSOR_PATTERN = rf"(?:[0-9]{{1,20}}|{CURSOR_PREFIX}(?:[0-9]{{1,20}}|x)(?:\.(?:[0-9]{{1,20}}|x)){{0,{MEMBERS_MAX - 1}}})"
+ASKS_MAX = 12  # top: at most this many requests for the counts of candidates per answer
+CHUNK = 200  # top: values counted by one such request at most
 # top: facility and severity names of equal counts are ordered by their number (PROTOCOL.md §4.4)
 RANK = {n: i for i, n in enumerate(SEVERITIES)} | {n: i for i, n in enumerate(FACILITIES)}
 # fields whose values a field:value query counts exactly as /top counts them
@@ -301,6 +309,9 @@ def write_site(path: str | os.PathLike[str], name: str, body: Mapping[str, Any] 
         old = doc["sites"].get(name) if isinstance(doc["sites"].get(name), dict) else {}
         new = dict(body)
         if not new.get("token") and old.get("token"):
+            # the stored token goes only to the URL it was given for
+            if str(new.get("url", "")).rstrip("/") != str(old.get("url", "")).rstrip("/"):
+                raise FederationError(f"site {name}: token: required with a new url")
             new["token"] = old["token"]
         if not new.get("ca"):
             new.pop("ca", None)
@@ -372,11 +383,12 @@ def members_of(settings: Sites, name: str) -> list[Member] | None:
 class MemberError(Exception):
     """A member's request failed: the status, code and message it gave (or 0/unavailable)."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, position: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.position = position
 
 
 # A member's request: (member, what, params) -> its answer. what: search, count, histogram, top.
@@ -395,26 +407,33 @@ def _client(site: Site) -> Any:
     key = (site.url, site.token, site.ca, site.deadline_ms)
     with _CLIENTS_LOCK:
         c = _CLIENTS.get(key)
-        if c is None or c.pid != os.getpid():
+        # a CA file gone (a tmp cleaner) makes a new one
+        if c is None or c.pid != os.getpid() or (site.ca and not os.path.exists(c.verify)):
             for old in [k for k in _CLIENTS if k[0] == site.url]:
                 _CLIENTS.pop(old)
             c = Client(site.url, token=site.token, verify=site.ca_file(),
                        timeout=site.deadline_ms / 1000)  # fmt: skip
             c.pid = os.getpid()
+            c.session.max_redirects = 0  # a redirect is an error: never follow one elsewhere
             _CLIENTS[key] = c
         return c
 
 
 def remote_get(site: Site, path: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """GET /api/v1<path> on site, with its token, CA and deadline.
+    """GET /api/v1<path> on site, with its token, CA and deadline; parameter values may carry
+    non-UTF-8 bytes as \\udcXX (sent as those bytes).
 
-    :raises MemberError: the site's error, or 0 unavailable when it did not answer."""
+    :raises MemberError: the site's error; 0 unavailable when it did not answer or the answer
+        was not one."""
     from logbox_client import LogboxError
 
+    raw = {k: v.encode("utf-8", "surrogateescape") for k, v in (params or {}).items()}
     try:
-        return _client(site).call("GET", path, params=params)
+        return _client(site).call("GET", path, params=raw)
     except LogboxError as e:
-        raise MemberError(e.status, e.code, e.message) from None
+        raise MemberError(e.status, e.code, e.message, e.position) from None
+    except Exception as e:  # noqa: BLE001 — a CA file that cannot be read, a bad redirect, ...
+        raise MemberError(0, "unavailable", f"{type(e).__name__}: {e}") from None
 
 
 def remote_call(m: Member, what: str, params: list[tuple[str, str]]) -> dict[str, Any]:
@@ -438,7 +457,13 @@ def site_logspaces(sites: Mapping[str, Site], warnings: list[str]) -> list[dict[
     for m in ms:
         assert m.site is not None
         for ls in (docs.get(m.name) or {}).get("logspaces") or ():
-            if isinstance(ls, dict) and split_remote(f"{m.site.name}{SEP}{ls.get('name')}"):
+            # the site's own remote and multiple logspaces are not offered on: only its local ones
+            if (
+                isinstance(ls, dict)
+                and "members" not in ls
+                and "site" not in ls
+                and split_remote(f"{m.site.name}{SEP}{ls.get('name')}")
+            ):
                 out.append(dict(ls, name=f"{m.site.name}{SEP}{ls['name']}", site=m.site.name))
     return out
 
@@ -450,12 +475,14 @@ def fan_out(
     params: Callable[[Member], list[tuple[str, str]] | None] | list[tuple[str, str]],
     warnings: list[str],
     failed: dict[str, MemberError] | None = None,
+    own: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """call for every member at once (params: the same for all, or per member; None skips
     one); the answers of those that answered in time, by member name. A failure or a missed
     deadline adds a warning naming the member (and its error to failed).
 
-    :raises MemberError: a member refused the request as bad (400): it is bad for all."""
+    :raises MemberError: a member refused the request as bad (400): it is bad for all; unless
+        own (a request this module made, not the caller's: then a warning too)."""
     ms = list(members)
     jobs: dict[str, tuple[Member, list[tuple[str, str]]]] = {}
     for m in ms:
@@ -476,7 +503,7 @@ def fan_out(
             try:
                 out[name] = f.result()
             except MemberError as e:
-                if e.status == 400:
+                if e.status == 400 and not own:
                     bad = bad or e
                 warnings.append(f"{name}: {e.code}: {e.message}")
                 if failed is not None:
@@ -494,12 +521,6 @@ def fan_out(
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     return out
-
-
-def rfc3339(us: int) -> str:
-    """µs since the epoch as RFC 3339 UTC with µs (every member gets the same instant)."""
-    t = dt.datetime.fromtimestamp(us // 1_000_000, dt.UTC).replace(microsecond=us % 1_000_000)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _common(
@@ -551,7 +572,7 @@ def count(
     """The count over every member: the totals summed."""
     t0 = time.monotonic()
     warnings: list[str] = []
-    params = [("q", q), ("from", rfc3339(from_us)), ("to", rfc3339(to_us)), ("time", basis)]
+    params = [("q", q), ("from", rfc3339_us(from_us)), ("to", rfc3339_us(to_us)), ("time", basis)]
     failed: dict[str, MemberError] = {}
     docs = fan_out(call, members, "count", params, warnings, failed)
     _member_warnings(docs, warnings)
@@ -579,8 +600,8 @@ def histogram(
     warnings: list[str] = []
     params = [
         ("q", q),
-        ("from", rfc3339(from_us)),
-        ("to", rfc3339(to_us)),
+        ("from", rfc3339_us(from_us)),
+        ("to", rfc3339_us(to_us)),
         ("time", basis),
         ("buckets", str(buckets)),
     ]
@@ -692,7 +713,7 @@ def search(
     t0 = time.monotonic()
     cursors = decode_cursor(cursor, len(members))
     warnings: list[str] = []
-    base = [("q", q), ("from", rfc3339(from_us)), ("to", rfc3339(to_us)), ("time", basis),
+    base = [("q", q), ("from", rfc3339_us(from_us)), ("to", rfc3339_us(to_us)), ("time", basis),
             ("limit", str(limit)), ("order", order), ("highlight", "1" if highlight else "0")]  # fmt: skip
     by_name = {m.name: i for i, m in enumerate(members)}
 
@@ -711,7 +732,7 @@ def search(
             call,
             done,
             "count",
-            [("q", q), ("from", rfc3339(from_us)), ("to", rfc3339(to_us)), ("time", basis)],
+            [("q", q), ("from", rfc3339_us(from_us)), ("to", rfc3339_us(to_us)), ("time", basis)],
             warnings,
         )
         for name, d in counted.items():
@@ -720,6 +741,9 @@ def search(
         if total:
             totals[name] = int(d.get("total") or 0)
     _member_warnings(docs, warnings)
+    for m in members:  # a member with nothing more answered: an empty page
+        if cursors[by_name[m.name]] is None:
+            docs[m.name] = {"hits": [], "next_cursor": None, "took_ms": None}
     pages = []
     for m in members:
         d = docs.get(m.name)
@@ -751,14 +775,17 @@ def search(
 # ---------------------------------------------------------------- top
 
 
-def value_query(q: str, fld: str, value: str) -> str:
-    """q narrowed to the messages whose fld is value: `(q) AND fld:<value escaped>`."""
+def escape_value(fld: str, value: str) -> str:
+    """value as a field term's value matches it exactly (QUERY.md "Canonical form"): every
+    white space, control byte and one of `( ) " \\ : * ?` escaped by a backslash, one pass."""
     if fld in ("facility", "severity"):
-        v = value
-    else:
-        v = re.sub(r'([\s()"\\:*?])', r"\\\1", value)
-        v = "".join(c if ord(c) >= 0x20 and ord(c) != 0x7F else f"\\{c}" for c in v)
-    return f"({q}) AND {fld}:{v}"
+        return value
+    return "".join(
+        f"\\{c}" if c in _SPECIAL or ord(c) < 0x21 or ord(c) == 0x7F else c for c in value
+    )
+
+
+_SPECIAL = frozenset('()"\\:*?')
 
 
 def _order(counts: Mapping[str, int], fld: str, rank: Mapping[str, int]) -> list[str]:
@@ -781,6 +808,31 @@ def _bounds(
     return lo, lo + sum(f for n, f in floor.items() if n not in known[v])
 
 
+def values_query(q: str, fld: str, values: list[str]) -> str:
+    """q narrowed to the messages whose fld is one of values: `(q) AND (fld:v1 OR fld:v2 ...)`."""
+    return f"({q}) AND (" + " OR ".join(f"{fld}:{escape_value(fld, v)}" for v in values) + ")"
+
+
+def _chunks(q: str, fld: str, values: list[str]) -> list[list[str]]:
+    """values in groups whose values_query stays within QUERY_MAX bytes and CHUNK values."""
+    out: list[list[str]] = []
+    cur: list[str] = []
+    room = QUERY_MAX - len(q.encode("utf-8", "surrogateescape")) - 16
+    used = 0
+    for v in values:
+        n = len(f" OR {fld}:{escape_value(fld, v)}".encode("utf-8", "surrogateescape"))
+        if n > room:
+            continue  # this one cannot be asked about: the answer stays inexact for it
+        if cur and (used + n > room or len(cur) >= CHUNK):
+            out.append(cur)
+            cur, used = [], 0
+        cur.append(v)
+        used += n
+    if cur:
+        out.append(cur)
+    return out
+
+
 def _exact_counts(
     call: Call,
     members: list[Member],
@@ -795,34 +847,46 @@ def _exact_counts(
 ) -> None:
     """Asks members the counts of values they did not list, adding them to known: first those
     of the top k as they stand (by the counts known), then of any value whose most could still
-    reach the k-th count, the highest first; ASKS_MAX requests at most in all."""
+    reach the k-th count, the highest first. One request counts up to CHUNK values (the top of
+    fld among the messages holding one of them); ASKS_MAX requests at most in all."""
     budget = ASKS_MAX
     for _ in range(3):
         counts = {v: _bounds(known, floor, v)[0] for v in known}
         ranked = _order(counts, fld, rank)
         kth = counts[ranked[k - 1]] if len(ranked) >= k else 0
-        want = [v for v in ranked[:k]] + sorted(
+        want = ranked[:k] + sorted(
             (v for v in ranked[k:] if _bounds(known, floor, v)[1] >= kth),
             key=lambda v: -_bounds(known, floor, v)[1],
         )
-        asks: dict[str, tuple[Member, str]] = {}
-        for v in want:
-            for m in members:
-                if floor.get(m.name, 0) and m.name not in known[v] and len(asks) < budget:
-                    asks[f"{m.name} ({fld} {v!r})"] = (m, v)
+        asks: dict[str, tuple[Member, list[str]]] = {}
+        for m in members:
+            if not floor.get(m.name, 0):
+                continue  # it listed every value it has (or did not answer)
+            missing = [v for v in want if m.name not in known[v]]
+            for i, chunk in enumerate(_chunks(q, fld, missing)):
+                if len(asks) < budget:
+                    asks[f"{m.name} (counts {i + 1})"] = (m, chunk)
         if not asks:
             return
         budget -= len(asks)
         got = fan_out(
             call,
             [Member(name, m.site, m.logspace) for name, (m, _) in asks.items()],
-            "count",
-            lambda mm, asks=asks: [("q", value_query(q, fld, asks[mm.name][1])), *rng],
+            "top",
+            lambda mm, asks=asks: [
+                ("q", values_query(q, fld, asks[mm.name][1])),
+                *rng,
+                ("field", fld),
+                ("k", str(len(asks[mm.name][1]))),
+            ],
             warnings,
+            own=True,
         )
         for name, d in got.items():
-            m, v = asks[name]
-            known[v][m.name] = int(d.get("total") or 0)
+            m, chunk = asks[name]
+            have = {x["value"]: int(x["count"]) for x in d.get("values") or ()}
+            for v in chunk:
+                known[v][m.name] = have.get(v, 0)
         if budget <= 0:
             return
 
@@ -846,7 +910,7 @@ def top(
     k-th value's count is above what any value can have that is not known exactly."""
     t0 = time.monotonic()
     warnings: list[str] = []
-    rng = [("from", rfc3339(from_us)), ("to", rfc3339(to_us)), ("time", basis)]
+    rng = [("from", rfc3339_us(from_us)), ("to", rfc3339_us(to_us)), ("time", basis)]
     fld_l = fld.lower() if fld.lower() in (*EXACT_FIELDS, "message") else fld
     failed: dict[str, MemberError] = {}
     docs = fan_out(
@@ -951,13 +1015,62 @@ def searchd_call(client: Any) -> Call:
 
     def call(m: Member, what: str, params: list[tuple[str, str]]) -> dict[str, Any]:
         if m.site is not None:
-            return remote_call(m, what, params)
+            return checked(what, remote_call(m, what, params))
         try:
-            return client.get(f"/v1/{what}", [("logspace", m.logspace), *params])
+            return checked(what, client.get(f"/v1/{what}", [("logspace", m.logspace), *params]))
         except SearchdError as e:
-            raise MemberError(e.status, e.code, e.message) from None
+            raise MemberError(e.status, e.code, e.message, e.position) from None
 
     return call
+
+
+def _int(v: object, nullable: bool = False) -> bool:
+    return (v is None and nullable) or (isinstance(v, int) and not isinstance(v, bool))
+
+
+# what a merge and the apps read of each member's hit (PROTOCOL.md §3 "Message object")
+HIT_KEYS = ("id", "received", "received_us", "timestamp", "timestamp_us", "host", "program",
+            "pid", "msgid", "peer", "sd", "facility", "severity", "flags", "message")  # fmt: skip
+
+
+def checked(what: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """doc, a member's answer to what, when it has what the merge reads, of the right types
+    (a site on another version, or a broken one, must not break the merged answer).
+
+    :raises MemberError: 0 bad_response, saying what is wrong."""
+
+    def bad(why: str) -> MemberError:
+        return MemberError(0, "bad_response", f"{what}: {why}")
+
+    if not _int(doc.get("total"), nullable=True):
+        raise bad("total is not an integer")
+    if not isinstance(doc.get("warnings", []), list):
+        raise bad("warnings is not a list")
+    if what == "histogram":
+        b = doc.get("buckets")
+        if not _int(doc.get("step_us")) or not isinstance(b, list):
+            raise bad("no step_us or buckets")
+        if not all(isinstance(x, dict) and _int(x.get("from")) and _int(x.get("count")) for x in b):
+            raise bad("a bucket without an integer from or count")
+    elif what == "top":
+        v = doc.get("values")
+        if not isinstance(v, list) or not all(
+            isinstance(x, dict) and isinstance(x.get("value"), str) and _int(x.get("count"))
+            for x in v
+        ):
+            raise bad("values are not [{value, count}]")
+    elif what == "search":
+        hits, nxt = doc.get("hits"), doc.get("next_cursor")
+        if not isinstance(hits, list) or not (
+            nxt is None or (isinstance(nxt, str) and nxt.isdigit())
+        ):
+            raise bad("no hits, or a next_cursor that is not an id")
+        for h in hits:
+            if not isinstance(h, dict) or not all(k in h for k in HIT_KEYS):
+                raise bad("a hit without every member of a message")
+            if not _int(h["id"]) or not _int(h["received_us"]):
+                raise bad("a hit whose id or received_us is not an integer")
+    return doc
 
 
 class Federated:
@@ -988,7 +1101,7 @@ class Federated:
         except ValueError as e:
             raise SearchdError(400, "bad_parameter", str(e)) from None
         except MemberError as e:
-            raise SearchdError(e.status or 503, e.code, e.message) from None
+            raise SearchdError(e.status or 503, e.code, e.message, e.position) from None
         if not any(m["ok"] for m in doc["members"]):
             errs = [m["error"] for m in doc["members"] if "error" in m]
             if len(self.members) == 1 and errs and errs[0]["status"] in (404, 422, 429):
@@ -1030,6 +1143,8 @@ def remote_message(
     except MemberError as e:
         status = e.status if e.status in (400, 404) else 503
         raise SearchdError(status, e.code, f"{m.site.name}: {e.message}") from None
+    if not all(k in doc for k in HIT_KEYS) or not _int(doc["id"]):
+        raise SearchdError(503, "bad_response", f"{m.site.name}: the answer is not a message")
     return dict(doc, logspace=logspace)
 
 
@@ -1055,6 +1170,11 @@ def listing(
         if can_read(name) and all(can_read(m) for m in ms):
             out.append({"name": name, "members": list(ms)})
     return out, warnings
+
+
+def unreadable(members: list[Member] | None, can_read: Callable[[str], bool]) -> str | None:
+    """The first member the caller may not read (can_read), or None."""
+    return next((m.name for m in members or () if not can_read(m.name)), None)
 
 
 def resolve(path: str | os.PathLike[str], logspace: str) -> list[Member] | None:

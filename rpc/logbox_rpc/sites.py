@@ -166,24 +166,25 @@ def members(logspace: str) -> list[fed.Member] | None:
         ms = fed.resolve(_path(), logspace)
     except fed.FederationError as e:
         raise ApiError(404, "not_found", f"logspace {logspace!r}: {e}") from None
-    for m in ms or ():
-        if not g.user.can_read(m.name):
-            raise forbidden(
-                f"{g.user.name} may not read logspace {m.name!r} of {logspace!r}", logspace
-            )
+    if (no := fed.unreadable(ms, g.user.can_read)) is not None:
+        raise forbidden(f"{g.user.name} may not read logspace {no!r} of {logspace!r}", logspace)
     return ms
 
 
 def remote_logspaces() -> tuple[list[dict[str, Any]], list[str]] | None:
     """The sites' logspaces and the multiple logspaces the caller may read, for GET
     /logspaces, with a warning per site that did not answer; None when none is set."""
+    admin = g.user.role == "admin"
     try:
         s = fed.load_settings(_path())
     except fed.FederationError as e:
-        return [], [str(e)]
+        return [], [str(e) if admin else "the remote logspaces cannot be listed now (logged)"]
     if not s.sites and not s.multiple:
         return None
-    return fed.listing(s, g.user.can_read)
+    out, warnings = fed.listing(s, g.user.can_read)
+    if not admin:  # sites' addresses and errors are the admins' business
+        warnings = [w.split(":", 1)[0] + ": did not answer" for w in warnings]
+    return out, warnings
 
 
 def not_federated(logspace: str, what: str) -> None:

@@ -25,6 +25,7 @@ from flask import (
 )
 from flask_wtf.csrf import generate_csrf
 from logbox_core import federation as fed
+from logbox_core import times
 from logbox_core.constants import FACILITIES, SEVERITIES
 from logbox_core.export import (
     UnknownLogspace,
@@ -363,9 +364,8 @@ def members(logspace: str) -> list[fed.Member] | None:
         ms = fed.resolve(current_app.config["SITES_SETTINGS"], logspace)
     except fed.FederationError as e:
         abort(404, description=f"logspace {logspace!r}: {e}")
-    for m in ms or ():
-        if not user.can_read(m.name):
-            denied(f"{user.name} may not read logspace {m.name!r} of {logspace!r}", logspace)
+    if (no := fed.unreadable(ms, user.can_read)) is not None:
+        denied(f"{user.name} may not read logspace {no!r} of {logspace!r}", logspace)
     return ms
 
 
@@ -496,10 +496,6 @@ class Form:
         return search_url(**p)
 
 
-_RELATIVE = re.compile(r"([+-])([0-9]{1,9})([smhdw])")
-_UNIT_US = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
 def resolve_time(v: str | None, now_us: int) -> str | None:
     """now and relative times (-15m, +1d) as absolute µs times against now_us, so that the
     page's several searchd calls cover the very same range; other forms as given."""
@@ -507,10 +503,10 @@ def resolve_time(v: str | None, now_us: int) -> str | None:
         return None
     if v == "now":
         return rfc3339_us(now_us)
-    m = _RELATIVE.fullmatch(v)
+    m = times.RELATIVE.fullmatch(v)
     if m is None:
         return v
-    delta = int(m.group(2)) * _UNIT_US[m.group(3)] * 1_000_000
+    delta = int(m.group(2)) * times.UNIT_S[m.group(3)] * 1_000_000
     return rfc3339_us(now_us + delta if m.group(1) == "+" else now_us - delta)
 
 
@@ -643,12 +639,20 @@ def _tops(future: Future, field: str, form: Form) -> dict[str, Any]:
     except SearchdError as e:
         return {"rows": [], "max": 0, "error": f"{e.code}: {e.message}"}
     rows = []
+    # a merged answer's own (a member missing, an order that may be inexact); searchd's are the
+    # search's, shown above
+    warnings = (doc.get("warnings") or []) if "members" in doc else []
     for v in doc["values"]:
         href = None
         if v["value"] != "":
             href = form.url(q=add_term(form.q, field_term(field, v["value"])), cursor=None)
         rows.append({"value": v["value"], "count": v["count"], "href": href})
-    return {"rows": rows, "max": rows[0]["count"] if rows else 0, "error": None}
+    return {
+        "rows": rows,
+        "max": rows[0]["count"] if rows else 0,
+        "error": None,
+        "warning": "; ".join(warnings) if warnings else None,
+    }
 
 
 def _query_error(q: str, e: SearchdError) -> dict[str, Any]:
