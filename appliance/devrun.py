@@ -327,6 +327,13 @@ def services(
                 str(data),
                 "--socket",
                 str(searchd_sock),
+                # archived days read in place (indexer/ARCHIVE.md §7)
+                "--archive-settings",
+                str(archive_settings(data)),
+                "--archive-state",
+                str(archive_state(data)),
+                "--archive-cache",
+                str(data / "cache" / "archive"),
                 *root,
             ],
             serves=f"search on unix socket {searchd_sock}",

@@ -82,9 +82,10 @@ USERS = {
     ),
     "logbox-searchd": (
         "logbox-searchd.service",
-        {"logbox-store", "logbox-search", "logbox-status"},
-        # an LMDB reader's slot in the catalog's lock.mdb; nothing else of the store
-        {"/var/lib/logbox/catalog", "/run/logbox"},
+        {"logbox-store", "logbox-search", "logbox-status", "logbox-archive"},
+        # an LMDB reader's slot in the catalog's lock.mdb; nothing else of the store; the
+        # cache of archived days' pieces
+        {"/var/lib/logbox/catalog", "/run/logbox", "/var/cache/logbox-searchd"},
     ),
     # searchd's socket, the accounts store (alerts, their history) and the delivery settings
     # (group logbox-accounts), its status file; its state

@@ -39,7 +39,8 @@ const char search_usage[] =
     "       logbox search  [--data DIR | --socket PATH] [--logspace L] [--from T] [--to T]\n"
     "                      [--time received|event] [--limit N] [--order newest|oldest]\n"
     "                      [--cursor ID] [--count] [--histogram N] [--top FIELD] [--json]\n"
-    "                      QUERY\n"
+    "                      [--archive-settings FILE --archive-state DIR\n"
+    "                       --archive-cache DIR [--archive-cache-mb N]] QUERY\n"
     "       logbox search  --follow --data DIR [--logspace L] [--limit N] [--cursor ID]\n"
     "                      [--json] QUERY\n";
 
@@ -57,7 +58,8 @@ static const char usage_text[] =
     "usage: logbox search [--data DIR | --socket PATH] [--logspace L] [--from T] [--to T]\n"
     "                     [--time received|event] [--limit N] [--order newest|oldest]\n"
     "                     [--cursor ID] [--count] [--histogram N] [--top FIELD] [--json]\n"
-    "                     QUERY\n"
+    "                     [--archive-settings FILE --archive-state DIR\n"
+    "                      --archive-cache DIR [--archive-cache-mb N]] QUERY\n"
     "       logbox search --follow --data DIR [--logspace L] [--limit N] [--cursor ID]\n"
     "                     [--json] QUERY\n";
 
@@ -319,6 +321,10 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 		{ "top", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "follow", no_argument, NULL, 'F' },
+		{ "archive-settings", required_argument, NULL, 'A' },
+		{ "archive-state", required_argument, NULL, 'E' },
+		{ "archive-cache", required_argument, NULL, 'K' },
+		{ "archive-cache-mb", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -380,6 +386,16 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 		case 'T': o->top = optarg; o->what = W_TOP; nwhat++; break;
 		case 'j': o->json = 1; break;
 		case 'F': o->follow = 1; break;
+		case 'A': o->ar_settings = optarg; break;
+		case 'E': o->ar_state = optarg; break;
+		case 'K': o->ar_cache = optarg; break;
+		case 'M':
+			if (parse_count(optarg, "--archive-cache-mb", UINT64_MAX >> 20,
+			    &o->ar_cache_mb) != 0 || o->ar_cache_mb == 0) {
+				errmsg("--archive-cache-mb: 1 MiB or more");
+				return (2);
+			}
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(0);
@@ -396,6 +412,17 @@ parse_search_opts(int argc, char *argv[], struct sopts *o)
 			errmsg("search: --data DIR or --socket PATH is required");
 		return (search_usage_exit());
 	}
+	if (((o->ar_settings != NULL) + (o->ar_state != NULL) + (o->ar_cache != NULL)) % 3 != 0) {
+		errmsg("search: --archive-settings, --archive-state and --archive-cache go together");
+		return (2);
+	}
+	if (o->ar_settings != NULL && (o->data == NULL || o->follow)) {
+		errmsg("search: archived days are read in place with --data (not --socket or "
+		    "--follow)");
+		return (2);
+	}
+	if (o->ar_cache_mb == 0)
+		o->ar_cache_mb = 1024;
 	if (o->follow && (o->data == NULL || o->what != W_HITS)) {
 		errmsg("search: --follow reads the store: it needs --data, and lists hits (not "
 		    "--count, --histogram or --top); through the API: logbox-remote search --follow");
@@ -477,6 +504,21 @@ search_failed(int rc)
 	return (1);
 }
 
+/* On stderr: the archived days a search read, and what reading them took. */
+static void
+print_archive(const struct lb_astat *as)
+{
+	if (as->ndays == 0)
+		return;
+	fprintf(stderr, "archive: %zu day%s read in place (", as->ndays, as->ndays == 1 ? "" : "s");
+	for (size_t i = 0; i < as->ndays; i++)
+		fprintf(stderr, "%s%04u-%02u-%02u", i > 0 ? " " : "", as->days[i] / 10000,
+		    as->days[i] / 100 % 100, as->days[i] % 100);
+	fprintf(stderr, ") in %.1f ms, %" PRIu64 " bytes fetched in %" PRIu64 " requests, %"
+	    PRIu64 " from the cache\n", (double)as->us / 1000.0, as->fetched, as->gets,
+	    as->cached);
+}
+
 static int
 run_data(const struct sopts *o)
 {
@@ -486,12 +528,33 @@ run_data(const struct sopts *o)
 	struct lb_searchreq	 rq;
 	struct lb_searchres	 res;
 	struct lb_msg		 m;
+	struct lb_acache	*ac = NULL;
+	struct lb_archive	*ar = NULL;
+	struct lb_astat		 as;
+	char			 why[512];
 	int			 rc, status = 1;
 
 	memset(&res, 0, sizeof(res));
+	memset(&as, 0, sizeof(as));
 	if ((rc = lb_store_open(o->data, o->ls, LB_RDONLY, &st)) != 0) {
 		errmsg("%s: logspace %s: %s", o->data, o->ls, lb_strerror(rc));
 		return (1);
+	}
+	if (o->ar_settings != NULL) {
+		if ((rc = lb_acache_open(o->ar_cache, o->ar_cache_mb << 20, &ac)) != 0) {
+			errmsg("--archive-cache %s: %s", o->ar_cache, lb_strerror(rc));
+			goto done;
+		}
+		rc = lb_archive_open(ac, o->ar_settings, o->ar_state, o->ls, &ar, why, sizeof(why));
+		if (rc == LB_ENOTFOUND)
+			errmsg("warning: no archived days: %s", why);
+		else if (rc != 0) {
+			errmsg("archive: %s: %s", why[0] ? why : "", lb_strerror(rc));
+			goto done;
+		} else if ((rc = lb_store_set_archive(st, ar)) != 0) {
+			errmsg("archive: %s", lb_strerror(rc));
+			goto done;
+		}
 	}
 	memset(&qe, 0, sizeof(qe));
 	rc = lb_query_parse(lb_store_tokconf(st), o->query, o->qlen, &q, &qe);
@@ -530,6 +593,11 @@ run_data(const struct sopts *o)
 		break;
 	}
 	if ((rc = lb_search(st, &rq, &res)) != 0) {
+		if (ar != NULL) {
+			lb_store_archive_take(st, &as);
+			if (as.why[0] != '\0')
+				errmsg("archive: %s", as.why);
+		}
 		status = search_failed(rc);
 		goto done;
 	}
@@ -577,11 +645,18 @@ run_data(const struct sopts *o)
 		goto done;
 	if (o->what == W_HITS)
 		print_summary(res.n, res.total, res.next_cursor);
+	if (ar != NULL) {
+		lb_store_archive_take(st, &as);
+		print_archive(&as);
+	}
 	status = 0;
  done:
 	lb_searchres_free(&res);
 	lb_query_free(q);
 	lb_store_close(st);
+	lb_archive_unref(ar);
+	lb_acache_close(ac);
+	free(as.days);
 	return (status);
 }
 

@@ -32,6 +32,11 @@ struct sopts {
 	enum what	 what;
 	uint8_t		 top_ns;	/* LB_NS_* of --top */
 	const char	*top_field;	/* the canonical field name sent to searchd */
+	/* archived days read in place (--data only) */
+	const char	*ar_settings;	/* --archive-settings FILE */
+	const char	*ar_state;	/* --archive-state DIR */
+	const char	*ar_cache;	/* --archive-cache DIR */
+	uint64_t	 ar_cache_mb;	/* --archive-cache-mb N */
 };
 
 struct buf {

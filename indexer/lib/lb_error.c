@@ -36,6 +36,8 @@ lb_strerror(int rc)
 		return ("query deadline exceeded");
 	case LB_EBADMSG:
 		return ("a message the store cannot hold (receive time out of range)");
+	case LB_EARCHIVE:
+		return ("an archived day could not be read from its object store");
 	}
 	if (rc >= MDB_KEYEXIST && rc <= MDB_LAST_ERRCODE)
 		return (mdb_strerror(rc));

@@ -173,6 +173,10 @@ struct lb_msgfile {
 	struct lb_bcodec *wcodec;	/* the codec's scratch for writes */
 	uint8_t		*tbuf;		/* a block as stored: header + payload */
 	size_t		 tcap;
+	/* a remote reader (lb_msgfile_open_src): blocks come from src, each checked by bsha */
+	struct lb_msgsrc src;
+	int		 remote;
+	uint8_t		(*bsha)[32];	/* nblk SHA-256s of header + payload */
 };
 
 /* ------------------------------------------------------------------ small helpers */
@@ -603,17 +607,29 @@ block_load(struct lb_msgfile *mf, uint64_t off, const struct bent *e, struct mbl
 	uint8_t		*p;
 	int		 rc;
 
-	*what = "cannot read block header";
-	if ((rc = lb_grow(&mf->zbuf, &mf->zcap, LB_BHDR_SIZE, 1)) != 0)
-		return (rc);
-	if ((rc = lb_pread_all(mf->mfd, mf->zbuf, LB_BHDR_SIZE, off)) != 0)
-		return (rc);
+	if (mf->remote) {
+		/* The whole block at once, as its chain record says: checked by its SHA-256. */
+		*what = "cannot read block from the archive";
+		if (e == NULL)
+			return (EINVAL);
+		if ((rc = lb_grow(&mf->zbuf, &mf->zcap, LB_BHDR_SIZE + (size_t)e->comp, 1)) != 0)
+			return (rc);
+		if ((rc = mf->src.block(mf->src.arg, off, LB_BHDR_SIZE + e->comp,
+		    mf->bsha[e - mf->blk], mf->zbuf)) != 0)
+			return (rc);
+	} else {
+		*what = "cannot read block header";
+		if ((rc = lb_grow(&mf->zbuf, &mf->zcap, LB_BHDR_SIZE, 1)) != 0)
+			return (rc);
+		if ((rc = lb_pread_all(mf->mfd, mf->zbuf, LB_BHDR_SIZE, off)) != 0)
+			return (rc);
+	}
 	*what = "bad block header";
 	if ((rc = bhdr_check(mf->zbuf, off, &h)) != 0)
 		return (rc);
 	*what = "block header differs from the one indexed";
 	if (e != NULL && (h.first != e->first || h.count != e->count || h.comp != e->comp ||
-	    h.raw != e->raw))
+	    (!mf->remote && h.raw != e->raw)))
 		return (LB_ECORRUPT);
 	if (got != NULL)
 		*got = h;
@@ -621,7 +637,7 @@ block_load(struct lb_msgfile *mf, uint64_t off, const struct bent *e, struct mbl
 	if ((rc = lb_grow(&mf->zbuf, &mf->zcap, LB_BHDR_SIZE + (size_t)h.comp, 1)) != 0)
 		return (rc);
 	p = mf->zbuf + LB_BHDR_SIZE;
-	if ((rc = lb_pread_all(mf->mfd, p, h.comp, off + LB_BHDR_SIZE)) != 0)
+	if (!mf->remote && (rc = lb_pread_all(mf->mfd, p, h.comp, off + LB_BHDR_SIZE)) != 0)
 		return (rc);
 	*what = "payload checksum mismatch";
 	if (lb_crc32(p, h.comp) != lb_get32(mf->zbuf + LB_BHDR_PAYLOAD_CRC))
@@ -1043,14 +1059,13 @@ recover_wal(struct lb_msgfile *mf)
 	return (rc);
 }
 
-int
-lb_msgfile_open(const char *daydir, int mode, uint64_t first_id, struct lb_msgfile **out)
+/* A file handle with nothing open yet (what lb_msgfile_close can always close). */
+static int
+mf_alloc(int mode, struct lb_msgfile **out)
 {
 	struct lb_msgfile	*mf;
 	int			 rc;
 
-	if (mode != LB_RDONLY && mode != LB_RDWR)
-		return (EINVAL);
 	if ((mf = calloc(1, sizeof(*mf))) == NULL)
 		return (errno);
 	mf->mfd = mf->wfd = -1;
@@ -1078,6 +1093,23 @@ lb_msgfile_open(const char *daydir, int mode, uint64_t first_id, struct lb_msgfi
 	}
 	for (unsigned i = 0; i < mf->ncache; i++)
 		mf->cache[i].idx = SIZE_MAX;
+	*out = mf;
+	return (0);
+ fail:
+	lb_msgfile_close(mf);
+	return (rc);
+}
+
+int
+lb_msgfile_open(const char *daydir, int mode, uint64_t first_id, struct lb_msgfile **out)
+{
+	struct lb_msgfile	*mf;
+	int			 rc;
+
+	if (mode != LB_RDONLY && mode != LB_RDWR)
+		return (EINVAL);
+	if ((rc = mf_alloc(mode, &mf)) != 0)
+		return (rc);
 	if ((rc = lb_path(mf->dir, sizeof(mf->dir), "%s", daydir)) != 0 ||
 	    (rc = lb_path(mf->mpath, sizeof(mf->mpath), "%s/%s", daydir,
 	    LB_FILE_MESSAGES)) != 0 ||
@@ -1117,6 +1149,53 @@ lb_msgfile_open(const char *daydir, int mode, uint64_t first_id, struct lb_msgfi
 	return (rc);
 }
 
+/*
+ * A reader of a closed day's messages somewhere else (an archive): blocks[0..n) is its block
+ * index (from the day's chain), each block read whole through src and checked by its SHA-256
+ * before any byte is used. The file has no WAL: its ids are the blocks'. On success the file
+ * owns src (src->done at close); on failure the caller keeps it.
+ */
+int
+lb_msgfile_open_src(const struct lb_msgsrc *src, uint64_t first_id, const struct lb_blkref *blocks,
+    const uint8_t (*sha)[32], size_t n, struct lb_msgfile **out)
+{
+	struct lb_msgfile	*mf;
+	uint64_t		 next = first_id;
+	int			 rc;
+
+	if ((rc = mf_alloc(LB_RDONLY, &mf)) != 0)
+		return (rc);
+	if ((mf->blk = calloc(n > 0 ? n : 1, sizeof(*mf->blk))) == NULL ||
+	    (mf->bsha = calloc(n > 0 ? n : 1, sizeof(*mf->bsha))) == NULL) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (blocks[i].first != next || blocks[i].count == 0 ||
+		    blocks[i].len <= LB_BHDR_SIZE || blocks[i].len - LB_BHDR_SIZE > LB_BLOCK_RAW_MAX) {
+			rc = LB_ECORRUPT;
+			goto fail;
+		}
+		mf->blk[i].first = blocks[i].first;
+		mf->blk[i].off = blocks[i].off;
+		mf->blk[i].count = blocks[i].count;
+		mf->blk[i].comp = blocks[i].len - LB_BHDR_SIZE;
+		memcpy(mf->bsha[i], sha[i], 32);
+		next += blocks[i].count;
+	}
+	mf->nblk = mf->cblk = n;
+	mf->first_id = first_id;
+	mf->snext = next;
+	mblk_reset(&mf->tail, next);
+	mf->src = *src;
+	mf->remote = 1;
+	*out = mf;
+	return (0);
+ fail:
+	lb_msgfile_close(mf);
+	return (rc);
+}
+
 void
 lb_msgfile_close(struct lb_msgfile *mf)
 {
@@ -1149,13 +1228,16 @@ lb_msgfile_close(struct lb_msgfile *mf)
 	free(mf->blk);
 	free(mf->wal);
 	free(mf->zbuf);
+	free(mf->bsha);
+	if (mf->remote && mf->src.done != NULL)
+		mf->src.done(mf->src.arg);
 	free(mf);
 }
 
 void
 lb_msgfile_range(struct lb_msgfile *mf, uint64_t *first, uint64_t *next)
 {
-	if (mf->mode == LB_RDONLY)
+	if (mf->mode == LB_RDONLY && !mf->remote)
 		(void)refresh(mf);	/* best effort: on error, what was seen before */
 	*first = mf->first_id;
 	*next = mf->snext + mf->tail.n;
@@ -1570,7 +1652,7 @@ lb_msgfile_get(struct lb_msgfile *mf, uint64_t id, struct lb_msg *m)
 
 	if (id < mf->first_id)
 		return (LB_ENOTFOUND);
-	if (id >= mf->snext + mf->tail.n && mf->mode == LB_RDONLY &&
+	if (id >= mf->snext + mf->tail.n && mf->mode == LB_RDONLY && !mf->remote &&
 	    (rc = refresh(mf)) != 0)
 		return (rc);
 	if (id >= mf->snext + mf->tail.n)

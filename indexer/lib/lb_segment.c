@@ -67,7 +67,52 @@ struct lb_segment {
 	uint32_t	*bfirst;	/* nblocks + 1: index of each block's first term */
 	size_t		 bsize;		/* bytes the three take */
 	size_t		 bneed;		/* bytes a blob would take once known (0: not yet) */
+	/* A remote segment (lb_segment_open_src): map is anonymous memory filled piece by piece. */
+	struct lb_segsrc src;
+	uint8_t		*have;		/* one bit a piece: filled */
+	int		 remote;
+	int		 ferr;		/* the first fill error (sticky) */
 };
+
+/*
+ * Makes bytes [p, p + len) of a remote segment's map hold the file's bytes: the pieces not
+ * filled yet are asked of the source in runs. Nothing to do for a local file.
+ */
+static int
+seg_need(struct lb_segment *sg, const uint8_t *p, uint64_t len)
+{
+	uint64_t	 off, a, b, i, j, ps;
+	int		 rc;
+
+	if (!sg->remote || len == 0)
+		return (0);
+	if (sg->ferr != 0)
+		return (sg->ferr);
+	off = (uint64_t)(p - sg->map);
+	if (off > sg->size || len > sg->size - off)
+		return (LB_ECORRUPT);
+	ps = sg->src.piece;
+	a = off / ps;
+	b = (off + len - 1) / ps;
+	for (i = a; i <= b; i = j) {
+		if (sg->have[i / 8] & (1u << (i % 8))) {
+			j = i + 1;
+			continue;
+		}
+		for (j = i + 1; j <= b && !(sg->have[j / 8] & (1u << (j % 8))); j++)
+			;
+		uint64_t from = i * ps, to = j * ps > sg->size ? sg->size : j * ps;
+
+		if ((rc = sg->src.fill(sg->src.arg, from, to - from, sg->map + from)) != 0) {
+			if (rc != ENOMEM)
+				sg->ferr = rc;
+			return (rc);
+		}
+		for (uint64_t k = i; k < j; k++)
+			sg->have[k / 8] |= (uint8_t)(1u << (k % 8));
+	}
+	return (0);
+}
 
 /* A walk through one dictionary block, inflated into raw. */
 struct blkcur {
@@ -134,6 +179,8 @@ blk_inflate(struct lb_segment *sg, uint64_t bi, struct blkcur *c, uint64_t *rawl
 	b = sg->dict + off;
 	if (len < 1 + 1 + 4)
 		return (LB_ECORRUPT);
+	if ((rc = seg_need(sg, b, len)) != 0)
+		return (rc);
 	len -= 4;
 	if (lb_crc32_update(0, b, (size_t)len) != lb_get32(b + len))
 		return (LB_ECORRUPT);
@@ -271,6 +318,8 @@ blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
 		e->lcrc = c.lcrc;
 		if (c.plen < LB_SEG_BIGLIST) {
 			if (runlen > 0 && run + runlen != c.lpoff) {
+				if ((rc = seg_need(sg, sg->post + run, runlen)) != 0)
+					return (rc);
 				small = lb_crc32_update(small, sg->post + run, (size_t)runlen);
 				runlen = 0;
 			}
@@ -286,8 +335,11 @@ blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
 	}
 	if (rc != 1)
 		return (rc);
-	if (runlen > 0)
+	if (runlen > 0) {
+		if ((rc = seg_need(sg, sg->post + run, runlen)) != 0)
+			return (rc);
 		small = lb_crc32_update(small, sg->post + run, (size_t)runlen);
+	}
 	if (small != c.small)
 		return (LB_ECORRUPT);
 	sg->cbi = bi;
@@ -297,9 +349,13 @@ blk_find(struct lb_segment *sg, uint64_t bi, const uint8_t *term, size_t len,
 
 /* Checks a list's own CRC (long lists) and appends its ids to *out. */
 static int
-seg_list(const struct lb_segment *sg, const struct blkent *e, struct lb_postings *out)
+seg_list(struct lb_segment *sg, const struct blkent *e, struct lb_postings *out)
 {
-	const uint8_t *p = sg->post + e->lpoff;
+	const uint8_t	*p = sg->post + e->lpoff;
+	int		 rc;
+
+	if ((rc = seg_need(sg, p, e->plen)) != 0)
+		return (rc);
 
 	if (e->plen >= LB_SEG_BIGLIST && lb_crc32_update(0, p, (size_t)e->plen) != e->lcrc)
 		return (LB_ECORRUPT);
@@ -313,6 +369,9 @@ lb_segment_close(struct lb_segment *sg)
 		return;
 	if (sg->map != NULL)
 		munmap(sg->map, sg->size);
+	if (sg->remote && sg->src.done != NULL)
+		sg->src.done(sg->src.arg);
+	free(sg->have);
 	lb_segment_blob_free(sg);
 	free(sg->zs);
 	lb_block_free(sg->zd);
@@ -327,6 +386,10 @@ seg_check(struct lb_segment *sg)
 	uint64_t	 dictoff, idxoff, idxlen, ents;
 	const uint8_t	*pk = NULL, *k;
 	size_t		 pklen = 0, klen;
+	int		 rc;
+
+	if ((rc = seg_need(sg, h, sg->size < LB_SEG_HDR_SIZE ? sg->size : LB_SEG_HDR_SIZE)) != 0)
+		return (rc);
 
 	if (sg->size < LB_SEG_MAGIC_LEN || memcmp(h, LB_SEG_MAGIC, LB_SEG_MAGIC_LEN) != 0)
 		return (LB_EFORMAT);
@@ -363,6 +426,8 @@ seg_check(struct lb_segment *sg)
 	if (ents > idxlen || sg->nblocks > sg->nterms || sg->nterms > sg->postlen ||
 	    (sg->nterms == 0) != (sg->nblocks == 0) || (sg->nterms == 0 && sg->dictlen != 0))
 		return (LB_ECORRUPT);
+	if ((rc = seg_need(sg, h + idxoff, idxlen)) != 0)
+		return (rc);
 	if (lb_crc32(h + idxoff, (size_t)idxlen) != lb_get32(h + LB_SEG_H_IDXCRC))
 		return (LB_ECORRUPT);
 	sg->post = h + LB_SEG_HDR_SIZE;
@@ -434,6 +499,48 @@ lb_segment_open(const char *path, struct lb_segment **out)
  fail:
 	lb_segment_close(sg);
 	return (rc);
+}
+
+int
+lb_segment_open_src(const struct lb_segsrc *src, struct lb_segment **out)
+{
+	struct lb_segment	*sg;
+	uint64_t		 np;
+	void			*m;
+	int			 rc;
+
+	if (src->size < LB_SEG_MAGIC_LEN)
+		return (LB_EFORMAT);
+	if (src->size > SIZE_MAX / 2 || src->piece == 0)
+		return (LB_ETOOBIG);
+	if ((sg = calloc(1, sizeof(*sg))) == NULL)
+		return (ENOMEM);
+	np = (src->size + src->piece - 1) / src->piece;
+	if ((sg->have = calloc((size_t)(np + 7) / 8, 1)) == NULL) {
+		free(sg);
+		return (ENOMEM);
+	}
+	/* Pages are taken only as pieces are filled. */
+	m = mmap(NULL, (size_t)src->size, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
+		rc = errno;
+		free(sg->have);
+		free(sg);
+		return (rc);
+	}
+	sg->map = m;
+	sg->size = (size_t)src->size;
+	sg->cbi = UINT64_MAX;
+	sg->src = *src;
+	sg->remote = 1;
+	if ((rc = seg_check(sg)) != 0) {
+		sg->remote = 0;		/* (the caller keeps src) */
+		lb_segment_close(sg);
+		return (rc);
+	}
+	*out = sg;
+	return (0);
 }
 
 void
@@ -924,6 +1031,10 @@ lb_segment_verify(struct lb_segment *sg, char *why, size_t whylen)
 	const char		*what;
 	uint32_t		 small;
 	int			 rc = LB_ECORRUPT;
+
+	if ((rc = seg_need(sg, sg->map, sg->size)) != 0)
+		return (rc);
+	rc = LB_ECORRUPT;
 
 	if (lb_crc32_update(0, sg->post, (size_t)sg->postlen) != sg->postcrc) {
 		what = "postings section CRC mismatch (section at offset %llu)";

@@ -32,6 +32,7 @@
 #include "lb_format.h"
 #include "lb_util.h"
 #include "lb_store_priv.h"
+#include "lb_archive.h"
 
 #define STORE_CACHE_DAYS	16	/* message files a reader keeps open */
 
@@ -69,7 +70,18 @@ days_free(struct lb_store *st)
 	st->ndays = 0;
 }
 
-/* Reloads the day list from the catalog, keeping open files of days that are still there. */
+static int
+cmp_day(const void *a, const void *b)
+{
+	const struct store_day *x = a, *y = b;
+
+	return (x->ref.first_id < y->ref.first_id ? -1 : x->ref.first_id > y->ref.first_id);
+}
+
+/*
+ * Reloads the day list from the catalog (and the archive's days not on local disk), keeping
+ * open files of days that are still there.
+ */
 int
 lb_store_days_load(struct lb_store *st)
 {
@@ -78,16 +90,33 @@ lb_store_days_load(struct lb_store *st)
 	size_t			 n = 0;
 	int			 rc;
 
+	size_t			 na = st->ar != NULL ? lb_archive_ndays(st->ar, NULL) : 0, nl;
+
 	if ((rc = lb_catalog_days(st->cat, st->ls, &refs, &n)) != 0)
 		return (rc);
-	if ((nd = calloc(n > 0 ? n : 1, sizeof(*nd))) == NULL) {
+	if ((nd = calloc(n + na > 0 ? n + na : 1, sizeof(*nd))) == NULL) {
 		free(refs);
 		return (errno);
 	}
+	/* Archived days not on local disk (a day on both is read locally). */
+	nl = n;
+	for (size_t i = 0; i < na; i++) {
+		const struct lb_dayref	*d = lb_archive_day(st->ar, i);
+		int			 here = 0;
+
+		for (size_t k = 0; k < nl && !here; k++)
+			here = refs[k].day == d->day;
+		if (!here) {
+			nd[n].remote = 1;
+			nd[n++].ref = *d;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
-		nd[i].ref = refs[i];
+		if (i < nl)
+			nd[i].ref = refs[i];
 		for (size_t k = 0; k < st->ndays; k++) {
-			if (st->days[k].ref.day == refs[i].day && st->days[k].mf != NULL) {
+			if (st->days[k].ref.day == nd[i].ref.day && st->days[k].mf != NULL &&
+			    st->days[k].remote == nd[i].remote) {
 				nd[i].mf = st->days[k].mf;
 				nd[i].used = st->days[k].used;
 				st->days[k].mf = NULL;
@@ -96,9 +125,77 @@ lb_store_days_load(struct lb_store *st)
 	}
 	free(refs);
 	days_free(st);
+	if (n > nl)
+		qsort(nd, n, sizeof(*nd), cmp_day);
 	st->days = nd;
 	st->ndays = n;
 	return (0);
+}
+
+int
+lb_store_day_remote(const struct lb_store *st, uint32_t day)
+{
+	for (size_t i = st->ndays; i > 0; i--)
+		if (st->days[i - 1].ref.day == day)
+			return (st->days[i - 1].remote);
+	return (0);
+}
+
+int
+lb_store_set_archive(struct lb_store *st, struct lb_archive *a)
+{
+	if (st->mode != LB_RDONLY)
+		return (EINVAL);
+	/* What was read through the one before goes. */
+	for (size_t i = 0; i < st->ndays; i++)
+		if (st->days[i].remote)
+			lb_store_days_forget(st, i);
+	for (size_t i = 0; i < STORE_CACHE_SEGS; i++) {
+		if (st->segs[i].sg != NULL && lb_store_day_remote(st, st->segs[i].day)) {
+			lb_segment_close(st->segs[i].sg);
+			memset(&st->segs[i], 0, sizeof(st->segs[i]));
+		}
+	}
+	lb_archive_unref(st->ar);
+	st->ar = lb_archive_ref(a);
+	if (st->helper != NULL)
+		(void)lb_store_set_archive(st->helper, a);
+	return (lb_store_days_load(st));
+}
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x < y ? -1 : x > y);
+}
+
+static void
+astat_add(struct lb_astat *to, struct lb_astat *from)
+{
+	for (size_t i = 0; i < from->ndays; i++)
+		(void)lb_astat_day(to, from->days[i]);
+	to->us += from->us;
+	to->fetched += from->fetched;
+	to->cached += from->cached;
+	to->gets += from->gets;
+	if (to->why[0] == '\0')
+		memcpy(to->why, from->why, sizeof(to->why));
+	from->ndays = 0;
+	from->us = from->fetched = from->cached = from->gets = 0;
+	from->why[0] = '\0';
+}
+
+void
+lb_store_archive_take(struct lb_store *st, struct lb_astat *out)
+{
+	if (st->helper != NULL)
+		astat_add(&st->astat, &st->helper->astat);
+	*out = st->astat;
+	memset(&st->astat, 0, sizeof(st->astat));
+	if (out->ndays > 1)
+		qsort(out->days, out->ndays, sizeof(*out->days), cmp_u32);
 }
 
 /* The message file of day index i, opened read-only on first use (LRU of a few). */
@@ -125,12 +222,19 @@ lb_store_days_file(struct lb_store *st, size_t i, struct lb_msgfile **out)
 			lb_msgfile_close(st->days[lru].mf);
 			st->days[lru].mf = NULL;
 		}
-		if ((rc = lb_store_day_dir(st, st->days[i].ref.day, dir, sizeof(dir))) != 0)
+		if (st->days[i].remote) {
+			if ((rc = lb_archive_msgfile(st->ar, st->days[i].ref.day, &st->astat,
+			    &st->days[i].mf)) != 0)
+				return (rc);
+		} else if ((rc = lb_store_day_dir(st, st->days[i].ref.day, dir,
+		    sizeof(dir))) != 0)
 			return (rc);
-		if ((rc = lb_msgfile_open(dir, LB_RDONLY, st->days[i].ref.first_id,
+		else if ((rc = lb_msgfile_open(dir, LB_RDONLY, st->days[i].ref.first_id,
 		    &st->days[i].mf)) != 0)
 			return (rc);
 	}
+	if (st->days[i].remote)
+		(void)lb_astat_day(&st->astat, st->days[i].ref.day);
 	st->days[i].used = ++st->clock;
 	*out = st->days[i].mf;
 	return (0);
@@ -273,6 +377,8 @@ lb_store_close(struct lb_store *st)
 	free(st->tm_t);
 	free(st->tm_id);
 	lb_store_close(st->helper);
+	lb_archive_unref(st->ar);
+	free(st->astat.days);
 	free(st->vdays);
 	for (size_t i = 0; i < STORE_CACHE_SEGS; i++)
 		lb_segment_close(st->segs[i].sg);

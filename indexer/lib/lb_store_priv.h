@@ -21,6 +21,7 @@ struct store_day {
 	struct lb_dayref	 ref;
 	struct lb_msgfile	*mf;		/* NULL until used */
 	uint64_t		 used;		/* LRU stamp */
+	int			 remote;	/* an archived day read in place (st->ar) */
 };
 
 /* An open segment kept for the next search (keyed by day and file name). */
@@ -41,6 +42,8 @@ struct lb_store {
 	int			 borrowed;	/* cat is the caller's (lb_store_open_reader) */
 	struct lb_store		*helper;	/* a second reader for parallel reads, or NULL */
 	struct store_seg	 segs[STORE_CACHE_SEGS];
+	struct lb_archive	*ar;		/* archived days read in place, or NULL */
+	struct lb_astat		 astat;		/* what reads took from it */
 	size_t			 blob_budget;	/* bytes of term blobs the segs may hold */
 	struct lb_lsconf	 conf;
 	struct lb_tokconf	 tc;
@@ -114,6 +117,7 @@ mono_ms(void)
 int	lb_store_day_dir(const struct lb_store *st, uint32_t day, char *buf, size_t len);
 /* Reloads the day list from the catalog, keeping open files of days that are still there. */
 int	lb_store_days_load(struct lb_store *st);
+int	lb_store_day_remote(const struct lb_store *st, uint32_t day);
 int	lb_store_days_file(struct lb_store *st, size_t i, struct lb_msgfile **out);
 /* Closes day i's cached message file (not the writer's): the next use reads it anew. */
 void	lb_store_days_forget(struct lb_store *st, size_t i);

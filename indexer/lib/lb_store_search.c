@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@
 #include "lb_util.h"
 #include "lb_store_priv.h"
 #include "lb_store_int.h"
+#include "lb_archive.h"
 
 int
 lb_store_refresh(struct lb_store *st)
@@ -45,9 +47,12 @@ lb_store_helper(struct lb_store *st, struct lb_store **out)
 {
 	int rc;
 
-	if (st->helper == NULL &&
-	    (rc = lb_store_open_reader(st->cat, st->data, st->ls, &st->helper)) != 0)
-		return (rc);
+	if (st->helper == NULL) {
+		if ((rc = lb_store_open_reader(st->cat, st->data, st->ls, &st->helper)) != 0)
+			return (rc);
+		if (st->ar != NULL && (rc = lb_store_set_archive(st->helper, st->ar)) != 0)
+			return (rc);
+	}
 	*out = st->helper;
 	return (0);
 }
@@ -59,6 +64,25 @@ lb_store_time_to_id(struct lb_store *st, int64_t t, uint64_t *id)
 	uint64_t	 lo, hi, first, mid;
 	int		 rc;
 
+	/* An archived day's entry comes first: those days are older than the local ones. */
+	for (size_t i = 0; i < st->ndays && st->ar != NULL; i++) {
+		if (!st->days[i].remote || (st->days[i].ref.tmax != INT64_MIN &&
+		    st->days[i].ref.tmax < t - LB_TIMEMAP_STEP))
+			continue;
+		rc = lb_archive_day_time_to_id(st->ar, st->days[i].ref.day, t, &lo, &st->astat);
+		if (rc == 0) {
+			uint64_t l;
+
+			if ((rc = lb_catalog_time_to_id(st->cat, st->ls, t, &l)) == 0 && l < lo)
+				lo = l;
+			else if (rc != 0 && rc != LB_ENOTFOUND)
+				return (rc);
+			*id = lo;
+			return (0);
+		}
+		if (rc != LB_ENOTFOUND)
+			return (rc);
+	}
 	if ((rc = lb_catalog_time_to_id(st->cat, st->ls, t, id)) != LB_ENOTFOUND)
 		return (rc);
 	/*
@@ -92,6 +116,14 @@ lb_store_time_to_id(struct lb_store *st, int64_t t, uint64_t *id)
 	return (0);
 }
 
+static int
+cmp_segref(const void *a, const void *b)
+{
+	const struct lb_segref *x = a, *y = b;
+
+	return (x->first_id < y->first_id ? -1 : x->first_id > y->first_id);
+}
+
 int
 lb_store_segments(struct lb_store *st, uint64_t lo, uint64_t hi, struct lb_segref **out,
     size_t *n)
@@ -102,6 +134,23 @@ lb_store_segments(struct lb_store *st, uint64_t lo, uint64_t hi, struct lb_segre
 
 	if ((rc = lb_catalog_segments(st->cat, st->ls, lo, hi, &refs, &nr)) != 0)
 		return (rc);
+	if (st->ar != NULL) {
+		size_t local = nr;
+
+		for (size_t i = 0; i < st->ndays; i++) {
+			const struct lb_dayref *d = &st->days[i].ref;
+
+			if (!st->days[i].remote || d->next_id <= lo || d->first_id > hi)
+				continue;
+			if ((rc = lb_archive_day_segments(st->ar, d->day, lo, hi, &refs, &nr,
+			    &st->astat)) != 0) {
+				free(refs);
+				return (rc);
+			}
+		}
+		if (nr > local)
+			qsort(refs, nr, sizeof(*refs), cmp_segref);
+	}
 	/*
 	 * A cached segment whose ids a listed one covers under another name was merged or
 	 * rebuilt away: close it now rather than keep a deleted file mapped.
@@ -135,7 +184,12 @@ lb_store_segment(struct lb_store *st, const struct lb_segref *ref, struct lb_seg
 	struct lb_segment	*sg;
 	int			 rc;
 
-	if ((rc = lb_store_seg_path(st, ref->day, ref->file, path, plen)) != 0)
+	int			 remote = st->ar != NULL && lb_store_day_remote(st, ref->day);
+
+	if (remote) {
+		(void)lb_astat_day(&st->astat, ref->day);
+		snprintf(path, plen, "archive:%s/%u/%s", st->ls, ref->day, ref->file);
+	} else if ((rc = lb_store_seg_path(st, ref->day, ref->file, path, plen)) != 0)
 		return (rc);
 	for (size_t i = 0; i < STORE_CACHE_SEGS; i++) {
 		c = &st->segs[i];
@@ -161,7 +215,8 @@ lb_store_segment(struct lb_store *st, const struct lb_segref *ref, struct lb_seg
 		if (slot == NULL || (slot->sg != NULL && c->used < slot->used))
 			slot = c;
 	}
-	if ((rc = lb_segment_open(path, &sg)) != 0)
+	if ((rc = remote ? lb_archive_segment(st->ar, ref, &st->astat, &sg) :
+	    lb_segment_open(path, &sg)) != 0)
 		return (rc);
 	lb_segment_info(sg, &si);
 	if (si.first_id != ref->first_id || si.last_id != ref->last_id) {

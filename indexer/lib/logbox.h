@@ -34,6 +34,7 @@
 #define LB_ETOOBROAD	(-31008)	/* a query would expand past its limits */
 #define LB_EDEADLINE	(-31009)	/* a query ran past its deadline */
 #define LB_EBADMSG	(-31010)	/* a message the store cannot hold (receive time out of range) */
+#define LB_EARCHIVE	(-31011)	/* an archived day could not be read: its object store failed */
 
 /*
  * Returns a static string describing rc (an errno, an LMDB code or an LB_E* code).
@@ -301,6 +302,21 @@ struct lb_blkref {
 	uint32_t	len;		/* header + payload bytes */
 	int		bad;
 };
+/*
+ * A closed day's message file somewhere else (an archive): block(arg, off, len, sha, dst) puts
+ * the block at off, len bytes (header + payload), into dst and checks it has SHA-256 sha;
+ * done(arg) is called at close. blocks[0..n) (sha[0..n)) is its block index (the day's
+ * chain's block records, in id order from first_id). On failure the caller keeps the source.
+ */
+struct lb_msgsrc {
+	void		*arg;
+	int		(*block)(void *arg, uint64_t off, uint32_t len, const uint8_t sha[32],
+			    uint8_t *dst);
+	void		(*done)(void *arg);
+};
+int	lb_msgfile_open_src(const struct lb_msgsrc *src, uint64_t first_id,
+	    const struct lb_blkref *blocks, const uint8_t (*sha)[32], size_t n,
+	    struct lb_msgfile **out);
 size_t	lb_msgfile_nblocks(struct lb_msgfile *mf);
 void	lb_msgfile_block(struct lb_msgfile *mf, size_t i, struct lb_blkref *b);
 int	lb_msgfile_block_hash(struct lb_msgfile *mf, const struct lb_blkref *b, uint8_t sha[32]);
@@ -432,6 +448,21 @@ struct lb_segment;
 
 /* Opens and checks (header, sections, checksums). LB_EFORMAT / LB_ECORRUPT on damage. */
 int	lb_segment_open(const char *path, struct lb_segment **out);
+/*
+ * A segment whose bytes are somewhere else (an archive): fill(arg, off, len, dst) puts the
+ * file's bytes [off, off + len) into dst, off a multiple of piece and len whole pieces (the
+ * last one may be short), checked by the source; done(arg) is called at close. Open reads the
+ * header and the block index only; every later read fills what it needs first. On success the
+ * segment owns the source; on failure the caller keeps it.
+ */
+struct lb_segsrc {
+	void		*arg;
+	uint64_t	 size;		/* the file's bytes */
+	uint32_t	 piece;		/* bytes of a fill unit */
+	int		(*fill)(void *arg, uint64_t off, uint64_t len, uint8_t *dst);
+	void		(*done)(void *arg);
+};
+int	lb_segment_open_src(const struct lb_segsrc *src, struct lb_segment **out);
 void	lb_segment_close(struct lb_segment *sg);
 
 struct lb_seginfo {
@@ -744,6 +775,47 @@ int	lb_store_open(const char *data, const char *ls, int mode, struct lb_store **
  * threads (a store handle per thread), opens the catalog once and its readers with this.
  * Otherwise the same as lb_store_open(data, ls, LB_RDONLY, out).
  */
+/*
+ * Archived days read in place (lb_archive.c, indexer/ARCHIVE.md §7). A cache is one per
+ * process: a directory of checked pieces kept under their SHA-256 within budget bytes (least
+ * recently used out first), and the kept-alive connections to object stores. An archive is a
+ * logspace's verified days (logbox-archive's state directory) that the settings file's target
+ * holds, read through a cache; LB_ENOTFOUND (why set) when the logspace has no target or no
+ * state. lb_archive_stale says when either changed since open.
+ */
+struct lb_acache;
+struct lb_archive;
+int	lb_acache_open(const char *dir, uint64_t budget, struct lb_acache **out);
+void	lb_acache_close(struct lb_acache *c);
+void	lb_acache_usage(struct lb_acache *c, uint64_t *bytes, uint64_t *pieces);
+int	lb_archive_open(struct lb_acache *c, const char *settings, const char *state,
+	    const char *ls, struct lb_archive **out, char *why, size_t whylen);
+struct lb_archive *lb_archive_ref(struct lb_archive *a);
+void	lb_archive_unref(struct lb_archive *a);
+int	lb_archive_stale(struct lb_archive *a);
+/* The verified days it can read (and how many records it could not use), in id order. */
+size_t	lb_archive_ndays(const struct lb_archive *a, size_t *unusable);
+const struct lb_dayref *lb_archive_day(const struct lb_archive *a, size_t i);
+
+/* What reads since the last lb_store_archive_take took from the archive. */
+struct lb_astat {
+	uint32_t	*days;		/* archived days read (YYYYMMDD; taken: in order) */
+	size_t		 ndays, cap;
+	uint64_t	 us;		/* µs spent reading archived bytes (cache or object store) */
+	uint64_t	 fetched;	/* bytes fetched from the object store */
+	uint64_t	 cached;	/* bytes read from the local cache */
+	uint64_t	 gets;		/* GET requests */
+	char		 why[512];	/* the first failure, or "" */
+};
+int	lb_astat_day(struct lb_astat *s, uint32_t day);
+/*
+ * Adds the archive's days that are not on local disk to a reader store (a, referenced; NULL:
+ * none). Their segments and messages are then read through it: LB_EARCHIVE when the object
+ * store fails, LB_ECORRUPT when it answers other bytes than were archived.
+ */
+int	lb_store_set_archive(struct lb_store *st, struct lb_archive *a);
+/* Moves what was read from the archive since the last call into *out (free out->days). */
+void	lb_store_archive_take(struct lb_store *st, struct lb_astat *out);
 int	lb_store_open_reader(struct lb_catalog *cat, const char *data, const char *ls,
 	    struct lb_store **out);
 

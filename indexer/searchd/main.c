@@ -29,6 +29,8 @@ static const char *usage_text =
     "usage: logbox-searchd --data DIR --socket PATH [--threads N] [--deadline-ms MS]\n"
     "                      [--max-per-caller N] [--max-queued-per-caller N]\n"
     "                      [--max-terms N] [--cache-segments N] [--term-cache-mb N]\n"
+    "                      [--archive-settings FILE --archive-state DIR\n"
+    "                       --archive-cache DIR [--archive-cache-mb N]]\n"
     "                      [--user USER]\n"
     "                      [--allow-root] [-v]\n";
 
@@ -46,6 +48,10 @@ parse_options(struct searchd *env, int argc, char **argv)
 		{ "cache-segments",	required_argument,	NULL, 'c' },
 		{ "term-cache-mb",	required_argument,	NULL, 'T' },
 		{ "user",		required_argument,	NULL, 'u' },
+		{ "archive-settings",	required_argument,	NULL, 'A' },
+		{ "archive-state",	required_argument,	NULL, 'E' },
+		{ "archive-cache",	required_argument,	NULL, 'K' },
+		{ "archive-cache-mb",	required_argument,	NULL, 'M' },
 		{ "allow-root",		no_argument,		NULL, 'R' },
 		{ "verbose",		no_argument,		NULL, 'v' },
 		{ "version",		no_argument,		NULL, 'V' },
@@ -82,6 +88,11 @@ parse_options(struct searchd *env, int argc, char **argv)
 			term_cache_set = 1;
 			break;
 		case 'u': env->sd_user = optarg; break;
+		case 'A': env->sd_ar_settings = optarg; break;
+		case 'E': env->sd_ar_state = optarg; break;
+		case 'K': env->sd_ar_cache = optarg; break;
+		case 'M': env->sd_ar_cache_mb = opt_num("archive-cache-mb", optarg, 1, 1 << 30);
+			break;
 		case 'R': env->sd_allow_root = 1; break;
 		case 'v': env->sd_verbose = 1; break;
 		default: opt_other(ch, "logbox-searchd", usage_text);
@@ -89,6 +100,11 @@ parse_options(struct searchd *env, int argc, char **argv)
 	}
 	if (optind != argc || env->sd_data == NULL || env->sd_sock == NULL)
 		opt_usage(usage_text);
+	if (((env->sd_ar_settings != NULL) + (env->sd_ar_state != NULL) +
+	    (env->sd_ar_cache != NULL)) % 3 != 0)
+		fatalx("--archive-settings, --archive-state and --archive-cache go together");
+	if (env->sd_ar_cache_mb == 0)
+		env->sd_ar_cache_mb = 1024;
 	/* One caller alone never takes every worker: another's request starts at once. */
 	if (env->sd_max_per_caller == 0)
 		env->sd_max_per_caller = env->sd_threads > 1 ? env->sd_threads - 1 : 1;
@@ -131,6 +147,7 @@ main(int argc, char **argv)
 	pthread_mutex_init(&env.sd_mtx, NULL);
 	pthread_cond_init(&env.sd_cond, NULL);
 	pthread_mutex_init(&env.sd_catmtx, NULL);
+	pthread_mutex_init(&env.sd_armtx, NULL);
 	atomic_init(&env.sd_generation, 0);
 	log_init(SD_NAME, LOGL_INFO);
 	parse_options(&env, argc, argv);
@@ -154,6 +171,15 @@ main(int argc, char **argv)
 	else if (rc != 0)
 		fatalx("%s: lb_catalog_open %s: %s", __func__, env.sd_data, lb_strerror(rc));
 
+	if (env.sd_ar_cache != NULL) {
+		if ((rc = lb_acache_open(env.sd_ar_cache, env.sd_ar_cache_mb << 20,
+		    &env.sd_acache)) != 0)
+			fatalx("%s: --archive-cache %s: %s", __func__, env.sd_ar_cache,
+			    lb_strerror(rc));
+		log_info("archived days read in place: cache %s (%llu MiB), settings %s, state %s",
+		    env.sd_ar_cache, (unsigned long long)env.sd_ar_cache_mb, env.sd_ar_settings,
+		    env.sd_ar_state);
+	}
 	if ((rc = metrics_new(&env.sd_metrics)) != 0)
 		fatalx("%s: metrics_new: %s", __func__, strerror(rc));
 	if ((env.sd_base = event_base_new()) == NULL)
@@ -183,6 +209,10 @@ main(int argc, char **argv)
 		event_free(env.sd_ev_wd);
 	event_base_free(env.sd_base);
 	lb_catalog_close(env.sd_cat);
+	for (size_t i = 0; i < env.sd_narchives; i++)
+		lb_archive_unref(env.sd_archives[i].a_ar);
+	free(env.sd_archives);
+	lb_acache_close(env.sd_acache);
 	metrics_free(env.sd_metrics);
 	log_info("stopped");
 	return (0);

@@ -28,6 +28,7 @@
 struct wstore {
 	char		 ws_name[LB_NAME_MAX + 1];
 	struct lb_store	*ws_st;		/* NULL: free slot */
+	struct lb_archive *ws_ar;	/* the archive ws_st reads (it holds a reference) */
 	uint64_t	 ws_used;	/* w_tick when last used */
 };
 
@@ -44,6 +45,7 @@ struct worker {
 #define JOB_OF(it)	((struct job *)((char *)(it) - offsetof(struct job, j_item)))
 
 #define CATALOG_RETRY_US	1000000	/* a missing catalog is looked for again after 1 s */
+#define ARCHIVE_CHECK_US	1000000	/* an archive's state is looked at again after 1 s */
 
 struct searchd *
 worker_env(struct worker *w)
@@ -88,6 +90,66 @@ pool_catalog(struct searchd *env, struct lb_catalog **out)
 	return (rc);
 }
 
+/*
+ * The archive of logspace ls (a reference: lb_archive_unref), or NULL when searchd reads no
+ * archive or ls has none. Reread when logbox-archive's state or the settings changed, looked
+ * at no more than once a second.
+ */
+struct lb_archive *
+pool_archive(struct searchd *env, const char *ls)
+{
+	struct sd_archive	*a = NULL, *na;
+	struct lb_archive	*ar;
+	int64_t			 now = now_mono_us();
+	int			 rc;
+
+	if (env->sd_acache == NULL)
+		return (NULL);
+	pthread_mutex_lock(&env->sd_armtx);
+	for (size_t i = 0; i < env->sd_narchives && a == NULL; i++)
+		if (strcmp(env->sd_archives[i].a_ls, ls) == 0)
+			a = &env->sd_archives[i];
+	if (a == NULL) {
+		na = realloc(env->sd_archives, (env->sd_narchives + 1) * sizeof(*na));
+		if (na == NULL) {
+			pthread_mutex_unlock(&env->sd_armtx);
+			return (NULL);
+		}
+		env->sd_archives = na;
+		a = &na[env->sd_narchives++];
+		memset(a, 0, sizeof(*a));
+		snprintf(a->a_ls, sizeof(a->a_ls), "%s", ls);
+	} else if (now - a->a_checked < ARCHIVE_CHECK_US ||
+	    (a->a_ar != NULL && !lb_archive_stale(a->a_ar))) {
+		if (now - a->a_checked >= ARCHIVE_CHECK_US)
+			a->a_checked = now;
+		ar = lb_archive_ref(a->a_ar);
+		pthread_mutex_unlock(&env->sd_armtx);
+		return (ar);
+	}
+	a->a_checked = now;
+	rc = lb_archive_open(env->sd_acache, env->sd_ar_settings, env->sd_ar_state, ls, &ar,
+	    a->a_why, sizeof(a->a_why));
+	if (rc != 0) {
+		if (rc != LB_ENOTFOUND)
+			log_warnx("archive of %s: %s: %s", ls, a->a_why, lb_strerror(rc));
+		ar = NULL;
+	} else {
+		size_t unusable;
+
+		log_info("archive of %s: %zu days verified", ls, lb_archive_ndays(ar, &unusable));
+		if (unusable > 0)
+			log_warnx("archive of %s: %zu verified days have no record of their pieces "
+			    "(archived by an older logbox-archive): not searched in place", ls,
+			    unusable);
+	}
+	lb_archive_unref(a->a_ar);
+	a->a_ar = ar;
+	ar = lb_archive_ref(ar);
+	pthread_mutex_unlock(&env->sd_armtx);
+	return (ar);
+}
+
 static void
 worker_close_stores(struct worker *w)
 {
@@ -109,6 +171,21 @@ worker_store_drop(struct worker *w, const char *ls)
 			ws->ws_st = NULL;
 		}
 	}
+}
+
+/* Gives the store the logspace's archive as it is now (when it changed). */
+static void
+worker_store_archive(struct worker *w, struct wstore *ws)
+{
+	struct lb_archive	*ar = pool_archive(w->w_env, ws->ws_name);
+	int			 rc;
+
+	if (ar != ws->ws_ar) {
+		if ((rc = lb_store_set_archive(ws->ws_st, ar)) != 0)
+			log_warnx("%s: %s: %s", __func__, ws->ws_name, lb_strerror(rc));
+		ws->ws_ar = ar;
+	}
+	lb_archive_unref(ar);	/* (the store holds its own reference) */
 }
 
 int
@@ -137,6 +214,7 @@ worker_store(struct worker *w, const char *ls, struct lb_store **out)
 		}
 		if (strcmp(ws->ws_name, ls) == 0) {
 			ws->ws_used = w->w_tick;
+			worker_store_archive(w, ws);
 			/* Days come and go (retention): first_id, messages, get by id. */
 			(void)lb_store_refresh(ws->ws_st);
 			*out = ws->ws_st;
@@ -156,7 +234,9 @@ worker_store(struct worker *w, const char *ls, struct lb_store **out)
 		lb_store_close(victim->ws_st);
 	strcpy(victim->ws_name, ls);
 	victim->ws_st = st;
+	victim->ws_ar = NULL;
 	victim->ws_used = w->w_tick;
+	worker_store_archive(w, victim);
 	*out = st;
 	return (0);
 }

@@ -157,7 +157,57 @@ struct qrun {
 	char			*hits;		/* search: the hits' JSON, comma-separated */
 	size_t			 hitslen;
 	uint64_t		 next_cursor;
+	struct lb_astat		 as;		/* what it read of archived days */
 };
+
+/*
+ * A read of an archived day failed (rc, or the reason the archive gave): 503
+ * archive_unavailable with that reason, else 1 (not the archive's failure).
+ */
+static int
+archive_failed(struct req *r, struct qrun *qr, int rc)
+{
+	lb_store_archive_take(qr->st, &qr->as);
+	if (rc != LB_EARCHIVE && qr->as.why[0] == '\0')
+		return (1);
+	log_warnx("%s: %s: %s", r->r_ls, lb_strerror(rc), qr->as.why);
+	/* (a reader that failed may keep a half-read piece: open a fresh handle next time) */
+	worker_store_drop(r->r_w, r->r_ls);
+	qr->st = NULL;
+	return (req_fail(r, 503, "archive_unavailable", "%s: %s", lb_strerror(rc),
+	    qr->as.why[0] ? qr->as.why : "no reason given"));
+}
+
+/* "archive": the archived days read, the time reading them took, the bytes fetched. */
+static int
+archive_member(struct req *r, struct qrun *qr, json_t *o)
+{
+	json_t	*a, *days;
+	char	 d[16];
+
+	lb_store_archive_take(qr->st, &qr->as);
+	if (qr->as.ndays == 0)
+		return (0);
+	/* What was skipped as damaged is in the warnings already; here is why. */
+	if (qr->as.why[0] != '\0' && req_warn(r, "archive: %s", qr->as.why) != 0)
+		return (ENOMEM);
+	if ((days = json_array()) == NULL)
+		return (ENOMEM);
+	for (size_t i = 0; i < qr->as.ndays; i++) {
+		snprintf(d, sizeof(d), "%04u-%02u-%02u", qr->as.days[i] / 10000,
+		    qr->as.days[i] / 100 % 100, qr->as.days[i] % 100);
+		if (json_array_append_new(days, json_string(d)) != 0) {
+			json_decref(days);
+			return (ENOMEM);
+		}
+	}
+	a = json_pack("{s:o,s:f,s:I,s:I,s:I}", "days", days, "ms", qr->as.us / 1000.0,
+	    "fetched_bytes", (json_int_t)qr->as.fetched, "requests", (json_int_t)qr->as.gets,
+	    "cached_bytes", (json_int_t)qr->as.cached);
+	if (a == NULL || json_object_set_new(o, "archive", a) != 0)
+		return (ENOMEM);
+	return (0);
+}
 
 /* Parses q with the logspace's settings. */
 static int
@@ -187,6 +237,10 @@ query_begin(struct req *r, struct qrun *qr)
 
 	if (req_store(r, &qr->st) != 0 || query_parse(r, qr->st, &qr->qn) != 0)
 		return (-1);
+	/* (what other reads of this handle took from the archive is not this query's) */
+	lb_store_archive_take(qr->st, &qr->as);
+	free(qr->as.days);
+	memset(&qr->as, 0, sizeof(qr->as));
 	if ((rc = lb_query_fmt(lb_store_tokconf(qr->st), qr->qn, &qr->canon,
 	    &qr->canonlen)) != 0)
 		return (req_fail(r, 503, "unavailable", "lb_query_fmt: %s", lb_strerror(rc)));
@@ -235,6 +289,8 @@ query_search(struct req *r, struct qrun *qr)
 	case ENOMEM:
 		return (req_fail(r, 503, "unavailable", "out of memory"));
 	default:
+		if (archive_failed(r, qr, rc) != 1)
+			return (-1);
 		log_warnx("%s: lb_search %s: %s", __func__, r->r_ls, lb_strerror(rc));
 		/* A handle that failed may hold stale state: open a fresh one next time. */
 		worker_store_drop(r->r_w, r->r_ls);
@@ -275,7 +331,7 @@ query_head(struct req *r, struct qrun *qr, json_t *o, char **body, size_t *len)
 {
 	FILE *f;
 
-	if (o == NULL || json_object_set_new(o, "took_ms",
+	if (o == NULL || archive_member(r, qr, o) != 0 || json_object_set_new(o, "took_ms",
 	    json_real((now_mono_us() - r->r_job->j_start) / 1000.0)) != 0 ||
 	    json_object_set_new(o, "segments", json_integer((json_int_t)qr->res.segments)) != 0 ||
 	    json_object_set_new(o, "tail", json_integer((json_int_t)qr->res.tail)) != 0 ||
@@ -316,6 +372,7 @@ query_end(struct qrun *qr)
 {
 	free(qr->hits);
 	free(qr->canon);
+	free(qr->as.days);
 	lb_searchres_free(&qr->res);
 	lb_query_free(qr->qn);
 }
@@ -375,6 +432,10 @@ search_hits(struct req *r, struct qrun *qr)
 		return (req_fail(r, 503, "unavailable", "out of memory"));
 	for (size_t i = 0, n = 0; i < res->n; i++) {
 		if ((rc = lb_store_get(qr->st, res->ids[i], &m)) != 0) {
+			if (archive_failed(r, qr, rc) != 1) {
+				fclose(hf);
+				return (-1);
+			}
 			log_warnx("%s: lb_store_get %s %llu: %s", __func__, r->r_ls,
 			    (unsigned long long)res->ids[i], lb_strerror(rc));
 			metrics_error(r->r_env->sd_metrics, ERR_MESSAGE, 1);
@@ -569,6 +630,7 @@ do_message(struct req *r, char **body, size_t *len)
 	struct lb_store	*st;
 	struct lb_qnode	*qn = NULL;
 	struct lb_msg	 m;
+	struct lb_astat	 as;
 	uint64_t	 id = 0;
 	FILE		*f;
 	int		 rc;
@@ -588,6 +650,16 @@ do_message(struct req *r, char **body, size_t *len)
 	if ((rc = lb_store_get(st, id, &m)) == LB_ENOTFOUND) {
 		req_fail(r, 404, "not_found", "no message %llu in logspace '%s'",
 		    (unsigned long long)id, r->r_ls);
+		goto fail;
+	}
+	lb_store_archive_take(st, &as);
+	free(as.days);
+	if (rc != 0 && (rc == LB_EARCHIVE || as.why[0] != '\0')) {
+		log_warnx("%s: %s %llu: %s: %s", __func__, r->r_ls, (unsigned long long)id,
+		    lb_strerror(rc), as.why);
+		worker_store_drop(r->r_w, r->r_ls);
+		req_fail(r, 503, "archive_unavailable", "message %llu: %s: %s",
+		    (unsigned long long)id, lb_strerror(rc), as.why[0] ? as.why : "no reason given");
 		goto fail;
 	}
 	if (rc != 0) {

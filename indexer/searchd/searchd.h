@@ -87,6 +87,14 @@ enum sd_err {
 
 struct metrics;
 struct worker;
+
+/* A logspace's archive as last read (pool_archive). */
+struct sd_archive {
+	char			 a_ls[LB_NAME_MAX + 1];
+	struct lb_archive	*a_ar;		/* NULL: none (a_why says why) */
+	int64_t			 a_checked;	/* monotonic µs of the last look for changes */
+	char			 a_why[256];
+};
 struct tail;
 
 /*
@@ -132,6 +140,10 @@ struct searchd {
 	uint64_t		 sd_max_terms;	/* --max-terms; 0 = the library's default */
 	uint64_t		 sd_cache_segments; /* --cache-segments (see PROTOCOL.md) */
 	int			 sd_verbose;	/* -v: log every request */
+	const char		*sd_ar_settings; /* --archive-settings: archived days in place */
+	const char		*sd_ar_state;	/* --archive-state */
+	const char		*sd_ar_cache;	/* --archive-cache */
+	uint64_t		 sd_ar_cache_mb; /* --archive-cache-mb */
 
 	/* loop thread */
 	struct event_base	*sd_base;
@@ -166,6 +178,12 @@ struct searchd {
 	int64_t			 sd_cat_tried;	/* monotonic µs of the last failed attempt */
 
 	struct metrics		*sd_metrics;
+
+	/* archived days read in place (pool.c): one cache, each logspace's archive */
+	struct lb_acache	*sd_acache;
+	pthread_mutex_t		 sd_armtx;
+	struct sd_archive	*sd_archives;	/* under sd_armtx */
+	size_t			 sd_narchives;
 };
 
 /* http.c */
@@ -189,6 +207,7 @@ void	http_send_error(struct searchd *env, struct evhttp_request *req, int ep, in
 
 /* pool.c */
 int	pool_start(struct searchd *env);
+struct lb_archive *pool_archive(struct searchd *env, const char *ls);
 int	pool_submit(struct searchd *env, struct job *j, const char *caller);
 void	pool_stop(struct searchd *env);
 void	pool_drain(struct searchd *env);

@@ -58,6 +58,7 @@ PARALLEL = 4  # parts sent, and objects read back, at once
 FOREVER_YEARS = 100  # how long Object Lock keeps a day archived "forever"
 MANIFEST = "MANIFEST.json"
 CATALOG = "catalog.json"
+PIECE = 256 * 1024  # bytes a piece of a segment, read and checked alone when searched in place
 INTERVAL_DEFAULT = 60.0  # seconds between two passes of `run`
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _PREFIX_RE = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
@@ -328,6 +329,15 @@ def _lock_args(t: Target, day: int, locked: bool) -> dict[str, Any]:
 
 def _md5_b64(data: bytes) -> str:
     return base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
+
+
+def sha256_pieces(path: Path, piece: int) -> list[str]:
+    """The hex SHA-256 of each piece of the file (the last one may be short)."""
+    out = []
+    with path.open("rb") as f:
+        while b := f.read(piece):
+            out.append(hashlib.sha256(b).hexdigest())
+    return out
 
 
 def sha256_file(path: Path) -> str:
@@ -611,7 +621,12 @@ def archive_day(
     entries: list[dict[str, Any]] = []
     for f in m["files"]:
         p = ddir / f["name"]
-        entries.append({"name": f["name"], "size": int(f["size"]), "sha256": sha256_file(p)})
+        e: dict[str, Any] = {"name": f["name"], "size": int(f["size"]), "sha256": sha256_file(p)}
+        if f["name"].endswith(".seg"):
+            # Searched in place, a segment is read in pieces, each checked by its SHA-256.
+            e["piece"] = PIECE
+            e["pieces"] = sha256_pieces(p, PIECE)
+        entries.append(e)
         if p.stat().st_size != int(f["size"]):
             raise ArchiveError(f"{p}: changed while archived")
     entries.append(
@@ -681,6 +696,13 @@ def archive_day(
         "bytes": sum(e["size"] for e in entries) + len(body),
         "messages": manifest["messages"],
         "files": {e["name"]: [e["size"], e["sha256"]] for e in entries if e["name"] != CATALOG},
+        # What searching the day in place needs (ARCHIVE.md §7): its ids and times, where its
+        # catalog records are, and the pieces of its segments.
+        "dayref": m["dayref"],
+        "catalog": [len(catalog), hashlib.sha256(catalog).hexdigest()],
+        "pieces": {
+            e["name"]: {"size": e["piece"], "sha256": e["pieces"]} for e in entries if "pieces" in e
+        },
         "verified": _now(),
         "sent": sent + len(body),
         "seconds": round(time.monotonic() - started, 3),

@@ -43,6 +43,8 @@ _ERROR_MORE = {
     "whose generated password must be changed first); a POST, PATCH or DELETE whose Origin is "
     "another site",
     429: "{code} (login) or too_many_requests (searches waiting) (Retry-After)",
+    503: "{code}; archive_unavailable (a search over archived days whose object store did "
+    "not answer)",
     507: "{code} (the accounts store has no space for the change or its audit "
     "entry; nothing was changed)",
 }
@@ -95,6 +97,19 @@ _COUNT = {
     "segments": INT,
     "tail": INT,
     "warnings": STRS,
+    "archive": {
+        "type": "object",
+        "description": "when the query read archived days in place (indexer/ARCHIVE.md §7): "
+        "which, the ms reading them took, the bytes fetched from the object store and read "
+        "from the local cache, and the GET requests",
+        "properties": {
+            "days": {"type": "array", "items": {"type": "string", "format": "date"}},
+            "ms": NUM,
+            "fetched_bytes": INT,
+            "cached_bytes": INT,
+            "requests": INT,
+        },
+    },
     "members": {
         "type": "array",
         "description": "a remote or multiple logspace (§4.1): each member, whether it answered "

@@ -540,6 +540,18 @@ def _run_all(sd: Searchd | fed.Federated, form: Form) -> dict[str, Future]:
     }
 
 
+def _archive(*answers: dict[str, Any]) -> dict[str, Any] | None:
+    """The archived days the answers read (searchd's "archive", indexer/ARCHIVE.md §7), and
+    the time reading them took, or None when they read none."""
+    days: set[str] = set()
+    ms = 0.0
+    for a in answers:
+        if isinstance(a.get("archive"), dict):
+            days.update(a["archive"]["days"])
+            ms += float(a["archive"]["ms"])
+    return {"days": sorted(days), "ms": round(ms, 1)} if days else None
+
+
 def _first_answers(futures: dict[str, Future]) -> dict[str, Any]:
     """The search's and the histogram's answers (the page's top part); the search's own error
     first when something failed.
@@ -750,6 +762,7 @@ def search() -> Any:
         "hits": hits,
         "took_ms": round((time.monotonic() - t0) * 1000, 1),
         "warnings": list(dict.fromkeys(res["warnings"] + answers["histogram"]["warnings"])),
+        "archive": _archive(res, answers["histogram"]),
         "range": pinned,
         "range_us": {
             "from": res["from"] // 1_000_000 * 1_000_000,
