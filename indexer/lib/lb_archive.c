@@ -532,8 +532,9 @@ object_key(const struct lb_archive *a, uint32_t day, const char *name, char *buf
 
 /*
  * Bytes [off, off + len) of file f of day d into dst, whose SHA-256 must be sha: from the
- * cache, else fetched, checked and cached. LB_ECORRUPT (why set) when the store answers other
- * bytes than the record says.
+ * cache, else fetched, checked and cached. LB_EARCHIVE (why set) when the store fails, and
+ * also when it answers other bytes than the record says: a search then fails rather than
+ * skip what was changed in the archive.
  */
 static int
 piece(struct lb_archive *a, const struct aday *d, const char *name, uint64_t off, uint64_t len,
@@ -556,7 +557,7 @@ piece(struct lb_archive *a, const struct aday *d, const char *name, uint64_t off
 		snprintf(stat->why, sizeof(stat->why),
 		    "%.63s/%.200s: %llu bytes at %llu are not the ones archived (SHA-256 differs): not trusted",
 		    a->bucket, key, (unsigned long long)len, (unsigned long long)off);
-		return (LB_ECORRUPT);
+		return (LB_EARCHIVE);
 	}
 	cstore(a->cache, sha, dst, len);
 	return (0);
@@ -929,20 +930,22 @@ aday_catalog(struct lb_archive *a, struct aday *d, struct lb_astat *stat)
 	if (d->x_loaded)
 		return (0);
 	if (d->catsize == 0 || d->catsize > (64u << 20))
-		return (LB_ECORRUPT);
+		return (LB_EARCHIVE);
 	if ((buf = malloc((size_t)d->catsize)) == NULL)
 		return (ENOMEM);
 	if ((rc = piece(a, d, "catalog.json", 0, d->catsize, d->catsha, buf, stat)) == 0) {
 		rc = lb_dayx_parse((const char *)buf, (size_t)d->catsize, &d->x, why, sizeof(why));
-		if (rc != 0)
+		if (rc != 0) {
 			snprintf(stat->why, sizeof(stat->why), "%s %u catalog.json: %s", a->ls,
 			    d->day, why);
+			rc = LB_EARCHIVE;
+		}
 		else if (strcmp(d->x.ls, a->ls) != 0 || d->x.day.day != d->day ||
 		    d->x.day.first_id != d->ref.first_id || d->x.day.next_id != d->ref.next_id) {
 			lb_dayx_free(&d->x);
 			snprintf(stat->why, sizeof(stat->why),
 			    "%s %u catalog.json: not the day its verified record says", a->ls, d->day);
-			rc = LB_ECORRUPT;
+			rc = LB_EARCHIVE;
 		} else
 			d->x_loaded = 1;
 	}
@@ -1064,7 +1067,7 @@ rseg_fill(void *arg, uint64_t off, uint64_t len, uint8_t *dst)
 				snprintf(r->stat->why, sizeof(r->stat->why),
 				    "%.63s/%.200s: piece %llu is not the one archived (SHA-256 differs): "
 				    "not trusted", r->a->bucket, key, (unsigned long long)k);
-				rc = LB_ECORRUPT;
+				rc = LB_EARCHIVE;
 				break;
 			}
 			cstore(r->a->cache, f->pieces[k], dst + (ok - off), lk);
@@ -1100,7 +1103,7 @@ lb_archive_segment(struct lb_archive *a, const struct lb_segref *ref, struct lb_
 	if ((f = afile_find(d, name)) == NULL || f->pieces == NULL) {
 		snprintf(stat->why, sizeof(stat->why), "%s %u: %s has no piece list in its verified "
 		    "record", a->ls, d->day, name);
-		return (LB_ECORRUPT);
+		return (LB_EARCHIVE);
 	}
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return (ENOMEM);
@@ -1161,7 +1164,7 @@ aday_chain(struct lb_archive *a, struct aday *d, struct lb_astat *stat)
 	if ((f = afile_find(d, "chain")) == NULL) {
 		snprintf(stat->why, sizeof(stat->why), "%s %u: archived without a chain: its "
 		    "messages cannot be read in place (logbox archive restore)", a->ls, d->day);
-		return (LB_ENOTFOUND);
+		return (LB_EARCHIVE);
 	}
 	if (f->size > (256u << 20))
 		return (LB_ETOOBIG);
@@ -1171,6 +1174,7 @@ aday_chain(struct lb_archive *a, struct aday *d, struct lb_astat *stat)
 		goto done;
 	if ((rc = lb_chain_parse(buf, (size_t)f->size, &recs, &n, why, sizeof(why))) != 0) {
 		snprintf(stat->why, sizeof(stat->why), "%s %u chain: %s", a->ls, d->day, why);
+		rc = LB_EARCHIVE;
 		goto done;
 	}
 	if ((d->blocks = calloc(n + 1, sizeof(*d->blocks))) == NULL ||
@@ -1231,9 +1235,11 @@ lb_archive_msgfile(struct lb_archive *a, uint32_t day, struct lb_astat *stat,
 	if ((rc = lb_msgfile_open_src(&src, d->ref.first_id, d->blocks,
 	    (const uint8_t (*)[32])d->bsha, d->nblocks, out)) != 0) {
 		rmsg_done(r);
-		if (rc == LB_ECORRUPT)
+		if (rc == LB_ECORRUPT) {
 			snprintf(stat->why, sizeof(stat->why), "%s %u: the chain's blocks do not "
 			    "cover the day's ids", a->ls, day);
+			rc = LB_EARCHIVE;
+		}
 		return (rc);
 	}
 	/* (a day's ids must all be in its blocks) */
@@ -1243,7 +1249,7 @@ lb_archive_msgfile(struct lb_archive *a, uint32_t day, struct lb_astat *stat,
 		*out = NULL;
 		snprintf(stat->why, sizeof(stat->why), "%s %u: the chain's blocks do not cover the "
 		    "day's ids", a->ls, day);
-		return (LB_ECORRUPT);
+		return (LB_EARCHIVE);
 	}
 	return (0);
 }

@@ -810,8 +810,9 @@ struct lb_astat {
 int	lb_astat_day(struct lb_astat *s, uint32_t day);
 /*
  * Adds the archive's days that are not on local disk to a reader store (a, referenced; NULL:
- * none). Their segments and messages are then read through it: LB_EARCHIVE when the object
- * store fails, LB_ECORRUPT when it answers other bytes than were archived.
+ * none). Their segments and messages are then read through it: LB_EARCHIVE (the reason in
+ * the store's lb_astat.why) when the object store fails or answers other bytes than were
+ * archived.
  */
 int	lb_store_set_archive(struct lb_store *st, struct lb_archive *a);
 /* Moves what was read from the archive since the last call into *out (free out->days). */

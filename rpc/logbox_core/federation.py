@@ -550,6 +550,10 @@ def _members_json(
             "ok": m.name in docs,
             "took_ms": docs[m.name].get("took_ms") if m.name in docs else None,
         }
+        # the archived days the member read in place (indexer/ARCHIVE.md §7), as it said
+        arch = docs[m.name].get("archive") if m.name in docs else None
+        if isinstance(arch, dict):
+            one["archive"] = arch
         e = failed.get(m.name)
         if e is not None and m.name not in docs:
             one["error"] = {"status": e.status, "code": e.code, "message": e.message}

@@ -121,6 +121,7 @@ _COUNT = {
                 "site": NSTR,
                 "ok": {"type": "boolean"},
                 "took_ms": {**NUM, "nullable": True},
+                "archive": {"type": "object", "description": "as the member's own `archive`"},
             },
         },
     },
