@@ -506,6 +506,8 @@ def test_tmpfiles_made_the_directories(root: Path) -> None:
     assert owner("/var/lib/logbox-accounts") == ("logbox-rpc", "logbox-accounts", 0o770)
     assert owner("/etc/logbox/settings") == ("root", "logbox-settings", 0o775)
     assert owner("/var/lib/logbox-alertd") == ("logbox-alertd", "logbox-alertd", 0o700)
+    # searchd's cache of archived pieces (indexer/ARCHIVE.md §7): its own
+    assert owner("/var/cache/logbox-searchd") == ("logbox-searchd", "logbox-search", 0o700)
     # the apps' sockets: only the app and nginx's group may enter
     assert owner("/run/logbox-rpc") == ("logbox-rpc", "logbox-nginx", 0o750)
     assert owner("/run/logbox-webui") == ("logbox-webui", "logbox-nginx", 0o750)
@@ -1232,10 +1234,10 @@ def creds(root: Path, unit: str) -> list[str]:
 
 
 def remap(text: str, base: Path) -> str:
-    """The appliance's paths (/etc/logbox..., /run/logbox, /var/lib/logbox..., /usr/lib/logbox)
-    in a unit's command line or environment moved under base."""
+    """The appliance's paths (/etc/logbox..., /run/logbox, /var/lib/logbox..., /var/cache/logbox...,
+    /usr/lib/logbox) in a unit's command line or environment moved under base."""
     return re.sub(
-        r"(?<![\w/])(/(?:etc|run|var/lib|usr/lib)/logbox[\w-]*)",
+        r"(?<![\w/])(/(?:etc|run|var/lib|var/cache|usr/lib)/logbox[\w-]*)",
         lambda m: f"{base}{m.group(1)}",
         text,
     )

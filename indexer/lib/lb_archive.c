@@ -244,6 +244,15 @@ lb_acache_open(const char *dir, uint64_t budget, struct lb_acache **out)
 	}
 	c->budget = budget;
 	pthread_mutex_init(&c->mu, NULL);
+	/* Its parents as the store makes directories; itself for this process only. */
+	if (strrchr(c->dir, '/') != NULL && strrchr(c->dir, '/') != c->dir) {
+		char parent[PATH_MAX];
+
+		memcpy(parent, c->dir, (size_t)(strrchr(c->dir, '/') - c->dir));
+		parent[strrchr(c->dir, '/') - c->dir] = '\0';
+		if ((rc = lb_mkdirs(parent)) != 0)
+			goto fail;
+	}
 	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
 		rc = errno;
 		goto fail;
