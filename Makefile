@@ -27,6 +27,10 @@
 #   make bench-archive  the archive benchmark alone (tests/bench/archive.py): upload, verify and
 #                       restore of closed days against a real SeaweedFS, beside boto3's own
 #                       upload; BENCH_ARGS="--days N --msgs-per-day M ..."
+#   make bench-archive-search  search over archived days alone (tests/bench/archive_search.py):
+#                       a one-token search, a count and a histogram over 7 archived days, cold
+#                       cache and warm, against the same days local; 20,000,000 messages by
+#                       default (LOGBOX_BENCH_ARCHIVE_SEARCH_N=N fewer); BENCH_ARGS="..."
 #   make bench-federation  the federation benchmark alone (tests/bench/federation.py): three
 #                       sites and one box holding all their messages (each started like make
 #                       run), queries on the box's own logspace against the multiple logspace
@@ -44,7 +48,7 @@ PY          := $(VENV)/bin/python
 export LOGBOX_DATA
 
 .PHONY: all deps build install run test test-c test-py lint bench bench-alerts bench-integrity bench-ingest bench-ingest-quick \
-	bench-search bench-size bench-archive bench-federation bench-rpc bench-webui bench-eps bench-tail fuzz image test-image clean
+	bench-search bench-size bench-archive bench-archive-search bench-federation bench-rpc bench-webui bench-eps bench-tail fuzz image test-image clean
 
 all: build
 
@@ -96,6 +100,7 @@ bench:
 	@$(PY) tests/bench/eps.py
 	@sh tests/seaweedfs.sh
 	@$(PY) tests/bench/archive.py
+	@$(PY) tests/bench/archive_search.py
 	@$(PY) tests/bench/federation.py
 
 bench-eps:
@@ -131,6 +136,12 @@ bench-archive:
 	@$(MAKE) --no-print-directory build
 	@sh tests/seaweedfs.sh
 	@$(PY) tests/bench/archive.py $(BENCH_ARGS)
+
+bench-archive-search:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory build
+	@sh tests/seaweedfs.sh
+	@$(PY) tests/bench/archive_search.py $(BENCH_ARGS)
 
 bench-federation:
 	@$(MAKE) --no-print-directory deps
