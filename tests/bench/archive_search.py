@@ -149,7 +149,7 @@ def archive_and_remove(
     finally:
         d.stop()
         fifo.close()
-    say(f"retention removed them: the store holds {du(store) / 1e6:,.1f} MB")
+    say(f"retention removed them: {sorted(p.name for p in (store / 'main').rglob('??-??'))} left")
     return settings, state
 
 
@@ -228,7 +228,10 @@ def main() -> int:
         def archived(cache: Path) -> Daemon:
             shutil.rmtree(cache, ignore_errors=True)
             d = Daemon(
-                args.searchd, store, work / "a.sock", [*flags, "--archive-cache", str(cache)]
+                args.searchd,
+                store,
+                work / f"{cache.name}.sock",
+                [*flags, "--archive-cache", str(cache)],
             )
             daemons.append(d)
             return d
@@ -242,9 +245,12 @@ def main() -> int:
         first = calendar.timegm(time.strptime(f"{days[0]:08d}", "%Y%m%d"))
         last = calendar.timegm(time.strptime(f"{days[-1]:08d}", "%Y%m%d"))
         rng = {"from": str(first), "to": str(last + DAY)}
-        # A rare word: of the 1,000 most frequent tokens, the least frequent alphabetic one.
+        # A rare word: of the 1,000 most frequent tokens, the word (4 letters or digits at
+        # least) nearest one match in 20,000 (1,000 of 20 M).
         _, top = loc.get("/v1/top", rng | {"q": "*", "field": "message", "k": 1000})
-        rare = min((v for v in top["values"] if v["value"].isalpha()), key=lambda v: v["count"])
+        words = [v for v in top["values"] if v["value"].isalnum() and len(v["value"]) >= 4]
+        aim = max(20, args.msgs // 20000)
+        rare = min(words, key=lambda v: abs(v["count"] - aim))
         common = size_corpus.WORDS[0]
         queries = [
             ("search", f"newest 100 of {rare['value']!r}, with the total",
