@@ -10,7 +10,8 @@ tests/lbtest/s3.py) on this machine: `logbox-archive once` archives and verifies
 day, and a real logbox-indexd's retention (1 day) removes them from local disk, so that the
 store keeps only today and reads the closed days from the bucket.
 
-Each query over the closed days, through logbox-searchd (one kept-alive client, wall time):
+Each query over the closed days, through logbox-searchd (no deadline; one kept-alive client;
+wall time):
   - local: searchd on the copy, the median of --reps warm runs after one unmeasured;
   - archived cold: a fresh searchd on a fresh, empty piece cache, the first answer, the median
     of --cold-reps such starts (the object store's own files stay in the OS page cache);
