@@ -248,7 +248,7 @@ def main() -> int:
         first = calendar.timegm(time.strptime(f"{days[0]:08d}", "%Y%m%d"))
         last = calendar.timegm(time.strptime(f"{days[-1]:08d}", "%Y%m%d"))
         rng = {"from": str(first), "to": str(last + DAY)}
-        # A rare token: a number that a port, a size or an id takes now and then (about 200
+        # A rare token: a number that a port, a size or an id takes now and then (125
         # matches in 20 M, spread over every day).
         rare = RARE
         common = size_corpus.WORDS[0]
