@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -36,12 +37,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lbtest import apps
 from lbtest.apps import sockdir
 from lbtest.collector import free_port
 from lbtest.indexd import HeldFifo, Indexd
 from lbtest.s3 import Weed, weed_binary
 from lbtest.searchd import Reply, Searchd, searchd_binary
 from lbtest.wait import wait_until
+from logbox_rpc import create_app as rpc_app
+from logbox_webui import create_app as webui_app
 from test_archive import DAY, HOSTS, WORDS, Archive, day_start, iso, make_store
 
 EXTRAS: tuple[list[str], ...] = (
@@ -527,3 +531,62 @@ def test_damaged_piece_never_answers_wrong(
     shutil.rmtree(cache, ignore_errors=True)
     r = search(store_cli, w.data, rng, ["--count"], "msg", w.flags(cache))
     assert (r.returncode, r.stdout) == (0, want[("--count",)]), r.stderr
+
+
+# ---------------------------------------------------------------- the API and the web UI
+
+
+def test_api_and_web_ui_say_what_came_from_the_archive(world: World, top: Path) -> None:
+    """The API passes searchd's `archive` on (as its OpenAPI document describes it) and its
+    503 archive_unavailable; the web UI's search page names the archived days it read."""
+    w = world
+    cache = w.tmp / "apps-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    s = Searchd(searchd_binary(top), w.data, w.socks / "apps.sock", w.flags(cache))
+    o = Searchd(searchd_binary(top), w.oracle, w.socks / "apps-o.sock")
+    with s, o:
+        api = apps.add_users(rpc_app(apps.app_config(s, w.tmp / "rpcapp")), apps.USERS[:1])
+        secret, _ = api.extensions["logbox"].accounts.create_token("admin", "t")
+        auth = {"Authorization": f"Bearer {secret}"}
+        frm, to = w.whole()
+        q = {"q": "msg", "from": frm, "to": to}
+        c = api.test_client()
+        r = c.get("/api/v1/logspaces/main/count", query_string=q, headers=auth)
+        assert r.status_code == 200, r.data[:300]
+        doc = r.get_json()
+        assert doc["total"] == o.get("/v1/count", q).json["total"]
+        assert doc["archive"]["days"] == [date(d) for d in w.archived], doc["archive"]
+        assert doc["archive"]["fetched_bytes"] > 0
+        spec = c.get("/api/v1/openapi.json", headers=auth).get_json()
+        props = spec["components"]["schemas"]["Count"]["properties"]["archive"]["properties"]
+        assert set(doc["archive"]) == set(props), (doc["archive"], props)
+
+        ui = apps.add_users(webui_app(apps.app_config(s, w.tmp / "uiapp")), apps.USERS[:1])
+        u = ui.test_client()
+        page = u.get("/login").get_data(as_text=True)
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', page)
+        assert csrf, page[:300]
+        login = {"username": "admin", "password": apps.PASSWORD, "csrf_token": csrf.group(1)}
+        assert u.post("/login", data=login).status_code == 302
+        body = u.get("/search", query_string={"logspace": "main", **q}).get_data(as_text=True)
+        note = re.search(r'<p class="muted" id="archive-note">([^<]*)</p>', body)
+        assert note, body[:2000]
+        assert all(date(d) in note.group(1) for d in w.archived), note.group(1)
+        # A range of local days only: no note.
+        last = (iso(day_start(w.days[-1])), iso(day_start(w.days[-1]) + DAY))
+        body = u.get(
+            "/search", query_string={"logspace": "main", "q": "msg", "from": last[0], "to": last[1]}
+        ).get_data(as_text=True)
+        assert 'id="archive-note"' not in body
+
+        # The store down and a day not read yet: the API's 503 archive_unavailable.
+        shutil.rmtree(cache, ignore_errors=True)
+        s.stop()
+        s.start()
+        w.gate.close()
+        try:
+            r = c.get("/api/v1/logspaces/main/count", query_string=q, headers=auth)
+            assert r.status_code == 503, r.data[:300]
+            assert r.get_json()["error"]["code"] == "archive_unavailable", r.get_json()
+        finally:
+            w.gate.open()
