@@ -15,7 +15,9 @@ GETs into a bounded local piece cache (--archive-settings, --archive-state, --ar
   so (searchd: 503 archive_unavailable), a query over local days still answers; up again, the
   answers are the oracle's;
 - a piece damaged in the cache or an object replaced in the bucket never gives a wrong answer:
-  an error (or, from the cache, the right answer after fetching again), and no crash.
+  an error (or, from the cache, the right answer after fetching again), and no crash;
+- the API passes searchd's `archive` report on (as its OpenAPI document describes it) and its
+  503 archive_unavailable, and the web UI's search page names the archived days it read.
 
 The store is taken down by closing a TCP gate in front of SeaweedFS (new connections refused,
 open ones cut, as a stopped server gives): restarting `weed` costs half a minute.
