@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <openssl/evp.h>
 
 /* A message and the memory its slices point into. */
 struct ref {
@@ -299,6 +300,118 @@ t_roundtrip(void **state)
 	lb_msgfile_close(mf);
 
 	free_refs(refs, n);
+	t_rmtree(dir);
+}
+
+/* A closed day's messages file from memory, as an archive gives it, each block checked. */
+struct msrc {
+	const uint8_t	*b;
+	size_t		 len;
+	uint64_t	 reads;
+	int		 done;
+};
+
+static int
+msrc_block(void *arg, uint64_t off, uint32_t len, const uint8_t sha[32], uint8_t *dst)
+{
+	struct msrc	*m = arg;
+	uint8_t		 got[32];
+	unsigned int	 k = 32;
+
+	if (off > m->len || len > m->len - off)
+		return (LB_EARCHIVE);
+	assert_true(EVP_Digest(m->b + off, len, got, &k, EVP_sha256(), NULL) == 1);
+	if (memcmp(got, sha, 32) != 0)
+		return (LB_EARCHIVE);
+	memcpy(dst, m->b + off, len);
+	m->reads++;
+	return (0);
+}
+
+static void
+msrc_done(void *arg)
+{
+	((struct msrc *)arg)->done++;
+}
+
+/*
+ * A sealed file read through a source (lb_msgfile_open_src) with its block index and hashes
+ * given: every message as the file has it, a block read once for the ids it holds (the
+ * cache), a block whose bytes changed is the source's error, and an index with a gap or that
+ * does not start at the first id is refused.
+ */
+static void
+t_remote(void **state)
+{
+	char			 dir[256];
+	struct lb_msgfile	*mf, *rf;
+	struct lb_msgsrc	 src;
+	struct msrc		 ms;
+	struct lb_blkref	*bl;
+	struct lb_msg		 m;
+	struct ref		*refs;
+	uint8_t			(*sha)[32], *b;
+	uint64_t		 s = 77, first, next;
+	const size_t		 n = 5000, first_id = 300;
+	size_t			 nb, len;
+	char			 path[300];
+
+	(void)state;
+	t_mkdtemp(dir, sizeof(dir));
+	assert_non_null(refs = calloc(n, sizeof(*refs)));
+	for (size_t i = 0; i < n; i++)
+		gen(&s, &refs[i], first_id + i, 1700000000000000LL + (int64_t)i, 0, 0);
+	assert_ok(lb_msgfile_open(dir, LB_RDWR, first_id, &mf));
+	for (size_t i = 0; i < n; i++)
+		assert_ok(lb_msgfile_append(mf, &refs[i].m));
+	assert_ok(lb_msgfile_seal(mf));
+	nb = lb_msgfile_nblocks(mf);
+	assert_true(nb > 2);
+	assert_non_null(bl = calloc(nb, sizeof(*bl)));
+	assert_non_null(sha = calloc(nb, sizeof(*sha)));
+	for (size_t i = 0; i < nb; i++) {
+		lb_msgfile_block(mf, i, &bl[i]);
+		assert_ok(lb_msgfile_block_hash(mf, &bl[i], sha[i]));
+	}
+	lb_msgfile_close(mf);
+	snprintf(path, sizeof(path), "%s/%s", dir, LB_FILE_MESSAGES);
+	b = t_read_file(path, &len);
+
+	memset(&ms, 0, sizeof(ms));
+	ms.b = b;
+	ms.len = len;
+	src = (struct lb_msgsrc){ &ms, msrc_block, msrc_done };
+	assert_ok(lb_msgfile_open_src(&src, first_id, bl, (const uint8_t (*)[32])sha, nb, &rf));
+	lb_msgfile_range(rf, &first, &next);
+	assert_true(first == first_id && next == first_id + n);
+	check_all(rf, refs, first_id, n, n, &s);
+	assert_true(ms.reads <= 2 * nb);
+	lb_msgfile_close(rf);
+	assert_int_equal(ms.done, 1);
+
+	/* A block changed at the source: its messages are the source's error; others read. */
+	b[bl[1].off + bl[1].len / 2] ^= 0x55;
+	memset(&ms.reads, 0, sizeof(ms.reads));
+	assert_ok(lb_msgfile_open_src(&src, first_id, bl, (const uint8_t (*)[32])sha, nb, &rf));
+	assert_int_equal(lb_msgfile_get(rf, bl[1].first, &m), LB_EARCHIVE);
+	assert_ok(lb_msgfile_get(rf, bl[0].first, &m));
+	assert_msg(&m, &refs[0].m);
+	lb_msgfile_close(rf);
+
+	/* An index with a gap, or that does not begin at the first id: refused. */
+	ms.done = 0;
+	assert_int_equal(lb_msgfile_open_src(&src, first_id, bl + 1,
+	    (const uint8_t (*)[32])sha + 1, nb - 1, &rf), LB_ECORRUPT);
+	bl[2] = bl[1];
+	assert_int_equal(lb_msgfile_open_src(&src, first_id, bl, (const uint8_t (*)[32])sha, nb,
+	    &rf), LB_ECORRUPT);
+	assert_int_equal(ms.done, 0);
+	free(b);
+	free(bl);
+	free(sha);
+	for (size_t i = 0; i < n; i++)
+		free(refs[i].mem);
+	free(refs);
 	t_rmtree(dir);
 }
 
@@ -2550,6 +2663,7 @@ T_MAIN_SETUP(on_tmpfs,
 	cmocka_unit_test(t_limits),
 	cmocka_unit_test(t_peer),
 	cmocka_unit_test(t_roundtrip),
+	cmocka_unit_test(t_remote),
 	cmocka_unit_test(t_reader_follows),
 	cmocka_unit_test(t_middle_damage),
 	cmocka_unit_test(t_refusals),

@@ -1302,6 +1302,109 @@ t_golden(void **state)
  * the LB_NS_NOTPL list. A segment with messages but no term at all (a store written before
  * templates, where a text had no token) is read and merges like any other.
  */
+/* A segment's bytes from memory, as an archive gives them: counts what it was asked. */
+struct memsrc {
+	const uint8_t	*b;
+	size_t		 len;
+	uint64_t	 fills, bytes;
+	uint64_t	 fail_after;	/* fills before every later one fails (0: never) */
+	int		 done;
+};
+
+static int
+memsrc_fill(void *arg, uint64_t off, uint64_t len, uint8_t *dst)
+{
+	struct memsrc *m = arg;
+
+	assert_true(off % 4096 == 0 && off + len <= m->len);
+	assert_true(len % 4096 == 0 || off + len == m->len);
+	if (m->fail_after != 0 && m->fills >= m->fail_after)
+		return (LB_EARCHIVE);
+	m->fills++;
+	m->bytes += len;
+	memcpy(dst, m->b + off, (size_t)len);
+	return (0);
+}
+
+static void
+memsrc_done(void *arg)
+{
+	((struct memsrc *)arg)->done++;
+}
+
+/*
+ * A segment opened from a source (lb_segment_open_src) answers every lookup, prefix and walk
+ * as the file does (the oracle), reads only the header and block index at open, and a source
+ * that fails gives its error, never an answer from bytes it did not fill.
+ */
+static void
+t_remote(void **state)
+{
+	struct lb_tokconf	 tc;
+	struct oracle		 o;
+	struct lb_segment	*sg;
+	struct lb_segsrc	 src;
+	struct memsrc		 m;
+	struct lb_postings	 p = { NULL, 0, 0 };
+	struct tmsg		*msgs;
+	char			 dir[256], path[300], why[100];
+	size_t			 n = 4000, len;
+	uint8_t			*b;
+	int			 rc, failed = 0;
+
+	(void)state;
+	lb_tokconf_default(&tc);
+	t_mkdtemp(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/a.seg", dir);
+	msgs = gen_msgs(9, n, 1000);
+	or_build(&o, &tc, msgs, n);
+	build(&tc, msgs, n, path);
+	b = t_read_file(path, &len);
+	assert_true(len > 8 * 4096);
+	memset(&m, 0, sizeof(m));
+	m.b = b;
+	m.len = len;
+	src = (struct lb_segsrc){ &m, len, 4096, memsrc_fill, memsrc_done };
+	assert_ok(lb_segment_open_src(&src, &sg));
+	assert_true(m.bytes < len / 2);		/* the header and the block index only */
+	check_all(sg, &o);
+	check_prefix(sg, &o, (const uint8_t *)"\x01" "co", 3);
+	check_prefix(sg, &o, (const uint8_t *)"", 0);
+	assert_true(m.bytes <= len);		/* each piece filled once */
+	assert_ok(lb_segment_verify(sg, why, sizeof(why)));
+	lb_segment_close(sg);
+	assert_int_equal(m.done, 1);
+
+	/* A source that fails after open: every read that needs a new piece fails with it. */
+	memset(&m, 0, sizeof(m));
+	m.b = b;
+	m.len = len;
+	assert_ok(lb_segment_open_src(&src, &sg));
+	m.fail_after = m.fills;
+	for (size_t i = 0; i < o.nt; i++) {
+		rc = lb_segment_lookup(sg, o.terms[i].t, o.terms[i].len, &p);
+		assert_true(rc == 0 || rc == LB_EARCHIVE);
+		if (rc == LB_EARCHIVE)
+			failed++;
+		else
+			assert_int_equal(p.n, o.terms[i].n);
+	}
+	assert_true(failed > 0);
+	lb_segment_close(sg);
+	/* Failing at open: the caller keeps the source. */
+	memset(&m, 0, sizeof(m));
+	m.b = b;
+	m.len = len;
+	m.fail_after = 1;
+	assert_int_equal(lb_segment_open_src(&src, &sg), LB_EARCHIVE);
+	assert_int_equal(m.done, 0);
+	lb_postings_free(&p);
+	free(b);
+	or_free(&o);
+	free(msgs);
+	t_rmtree(dir);
+}
+
 static void
 t_no_terms(void **state)
 {
@@ -1448,6 +1551,7 @@ T_MAIN(
 	cmocka_unit_test(t_builder_rules),
 	cmocka_unit_test(t_batches),
 	cmocka_unit_test(t_oracle),
+	cmocka_unit_test(t_remote),
 	cmocka_unit_test(t_merge),
 	cmocka_unit_test(t_big_lists),
 	cmocka_unit_test(t_no_terms),
