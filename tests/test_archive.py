@@ -454,10 +454,15 @@ def test_archive_days_expire_only_days_not_on_local_disk(
     b = Archive(
         store_cli_asan, other, tmp_path / "b", {"main": weed.target(bucket, archive_days=30)}
     )
-    b.run("once")
+    # Its verified file, as the box that archived it keeps it: searches read the day in place
+    # (ARCHIVE.md §7) until it expires, then the file goes before the objects.
     s = f"{days[0]:08d}"
+    (b.state / "main" / "verified").mkdir(parents=True)
+    shutil.copy(a.state / "main" / "verified" / f"{s}.json", b.state / "main" / "verified")
+    b.run("once")
     assert not any(k.startswith(f"main/{s[:4]}/{s[4:6]}-{s[6:]}/") for k in weed.keys(bucket))
     assert b.status()["days_archived"] == 1
+    assert b.verified() == set(), "an expired day's verified file stays"
     # No target any more: the logspace's state goes, and with it retention's wait.
     assert (a.state / "main" / "verified").is_dir()
     a.set_targets({})

@@ -171,7 +171,7 @@ def world(
     try:
         data = tmp / "data"
         # Random padding makes an archived day's files larger than a 1 MiB cache.
-        days = make_store(store_cli, data, [6, 5, 4, 1, 0], 3000, seed=21, extra=120)
+        days = make_store(store_cli, data, [6, 5, 4, 2, 0], 3000, seed=21, extra=120)
         oracle = tmp / "oracle"
         shutil.copytree(data, oracle)
         bucket = weed.bucket("asearch")
@@ -179,7 +179,7 @@ def world(
         a = Archive(store_cli_asan, data, tmp / "a", {"main": target})
         a.run("once")
         assert a.verified() == set(days[:4])
-        # Retention (3 days) removes the three oldest; the day before today stays local,
+        # Retention (3 days) removes the three oldest; the day two days ago stays local,
         # archived too.
         settings = tmp / "logspaces.json"
         settings.write_text(
@@ -592,3 +592,74 @@ def test_api_and_web_ui_say_what_came_from_the_archive(world: World, top: Path) 
             assert r.get_json()["error"]["code"] == "archive_unavailable", r.get_json()
         finally:
             w.gate.open()
+
+
+# ---------------------------------------------------------------- last: a day leaves local disk
+
+
+def test_a_day_that_leaves_local_disk_under_a_running_searchd(
+    world: World, top: Path, indexd_bin: Path
+) -> None:
+    """The day two days ago, archived and still local, is deleted by retention while searchd
+    runs (and has its files open): the next answers read it from the archive, equal to the
+    oracle, with the day named in `archive` (its local files are let go). Runs last: it
+    changes the module's store."""
+    w = world
+    day = w.days[3]
+    assert day in w.a.verified() and day not in w.archived
+    rng = (iso(day_start(day)), iso(day_start(day) + DAY))
+    asks = [
+        ("/v1/count", {"q": "msg"}),
+        ("/v1/histogram", {"q": "msg", "buckets": 24}),
+        ("/v1/top", {"q": "*", "field": "host"}),
+        ("/v1/search", {"q": "msg", "limit": 500}),
+        # many candidates to check (a phrase): the second reader's days too
+        ("/v1/count", {"q": f'"{WORDS[1]} {WORDS[2]}" OR "{WORDS[3]} {WORDS[4]}"'}),
+    ]
+    cache = w.tmp / "leave-cache"
+    s = Searchd(searchd_binary(top), w.data, w.socks / "leave.sock", w.flags(cache))
+    o = Searchd(searchd_binary(top), w.oracle, w.socks / "leave-o.sock")
+    with s, o:
+        for whole in (rng, w.whole()):
+            for path, p in asks:
+                q = p | {"from": whole[0], "to": whole[1]}
+                r = s.get(path, q)
+                assert answer(r) == answer(o.get(path, q)), (path, q)
+                assert date(day) not in r.json.get("archive", {}).get("days", []), r.json
+        settings = w.tmp / "leave-logspaces.json"
+        settings.write_text(
+            json.dumps({"version": 1, "logspaces": {"main": {"retention_days": 1}}})
+        )
+        fifo = HeldFifo(w.tmp / "leave.fifo")
+        d = Indexd(
+            indexd_bin,
+            w.data,
+            w.tmp / "leave-status.json",
+            fifo=fifo,
+            args=["--logspaces", str(settings), "--archive-state", str(w.a.state)],
+        )
+        d.start()
+        try:
+            wait_until(
+                lambda: "retention: main: removed" in d.stderr(),
+                "the day removed",
+                15,
+                interval=0.05,
+            )
+        finally:
+            assert d.stop() == 0, d.stderr()
+            fifo.close()
+        assert [x["day"] for x in w.a.days()] == w.days[4:], d.stderr()
+        for whole in (rng, w.whole()):
+            for path, p in asks:
+                q = p | {"from": whole[0], "to": whole[1]}
+                r = s.get(path, q)
+                assert answer(r) == answer(o.get(path, q)), (path, q)
+                assert date(day) in r.json["archive"]["days"], (path, q, r.json.get("archive"))
+        # searchd let the deleted files go: none of the day's is open or mapped any more
+        held = subprocess.run(
+            ["ls", "-l", f"/proc/{s.proc.pid}/fd"], capture_output=True, text=True
+        ).stdout
+        held += Path(f"/proc/{s.proc.pid}/maps").read_text()
+        s_day = f"{day:08d}"
+        assert f"{s_day[:4]}/{s_day[4:6]}-{s_day[6:]}" not in held, held

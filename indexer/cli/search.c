@@ -609,6 +609,11 @@ run_data(const struct sopts *o)
 			if ((rc = lb_store_get(st, res.ids[i], &m)) != 0) {
 				fflush(stdout);
 				errmsg("message %" PRIu64 ": %s", res.ids[i], lb_strerror(rc));
+				if (ar != NULL) {
+					lb_store_archive_take(st, &as);
+					if (as.why[0] != '\0')
+						errmsg("archive: %s", as.why);
+				}
 				goto done;
 			}
 			if (o->json) {

@@ -37,8 +37,12 @@
 #include "lb_archive.h"
 
 #define CURLS_MAX	16		/* kept-alive connections a cache keeps */
-#define FETCH_TIMEOUT_MS 30000L
 #define CONNECT_TIMEOUT_MS 5000L
+#define LOW_SPEED_BYTES	1024L		/* a GET slower than this ... */
+#define LOW_SPEED_SECS	30L		/* ... for this long fails */
+#define FETCH_RUN_MAX	(8ULL << 20)	/* bytes of pieces one GET asks for, at most */
+#define SIZE_MAX_FILE	(1ULL << 53)	/* a file's size in a verified record, at most */
+#define PIECE_MAX	(64u << 20)	/* a piece's size in a verified record, at most */
 
 /* ---------------------------------------------------------------- the piece cache */
 
@@ -340,6 +344,9 @@ cget(struct lb_acache *c, const uint8_t sha[32], uint64_t len, uint8_t *dst)
 	else {
 		ok = lb_pread_all(fd, dst, (size_t)len, 0) == 0 && sha256(dst, (size_t)len, got) == 0 &&
 		    memcmp(got, sha, 32) == 0;
+		/* (its time is its last use: the order a restart starts from) */
+		if (ok)
+			(void)futimens(fd, NULL);
 		close(fd);
 	}
 	if (!ok) {
@@ -363,7 +370,7 @@ cstore(struct lb_acache *c, const uint8_t sha[32], const uint8_t *p, uint64_t le
 		return;
 	hex(sha, 32, h);
 	if (lb_path(path, sizeof(path), "%s/%s", c->dir, h) != 0 ||
-	    lb_path(tmp, sizeof(tmp), "%s/%s.%lu.tmp", c->dir, h,
+	    lb_path(tmp, sizeof(tmp), "%s/%s.%ld.%lu.tmp", c->dir, h, (long)getpid(),
 	    (unsigned long)pthread_self()) != 0)
 		return;
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) == -1)
@@ -494,7 +501,8 @@ fetch(struct lb_archive *a, const char *key, uint64_t off, uint64_t len, uint8_t
 	curl_easy_setopt(h, CURLOPT_PASSWORD, a->secret_key);
 	curl_easy_setopt(h, CURLOPT_RANGE, range);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, FETCH_TIMEOUT_MS);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BYTES);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_SECS);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
 	cc = curl_easy_perform(h);
@@ -659,7 +667,7 @@ lb_archive_record_parse(const char *buf, size_t len, uint32_t day, struct aday *
 	v = json_object_get(r, "catalog");
 	if (!json_is_object(files) || !json_is_object(pieces) || !json_is_object(dr) ||
 	    !json_is_array(v) || json_array_size(v) != 2 ||
-	    json_u64(json_array_get(v, 0), &d->catsize) != 0 ||
+	    json_u64(json_array_get(v, 0), &d->catsize) != 0 || d->catsize > SIZE_MAX_FILE ||
 	    json_sha(json_array_get(v, 1), d->catsha) != 0 ||
 	    json_u64(json_object_get(dr, "first_id"), &d->ref.first_id) != 0 ||
 	    json_u64(json_object_get(dr, "next_id"), &d->ref.next_id) != 0 ||
@@ -676,7 +684,7 @@ lb_archive_record_parse(const char *buf, size_t len, uint32_t day, struct aday *
 
 		if (strlen(name) >= sizeof(f->name) || !json_is_array(v) ||
 		    json_array_size(v) != 2 || json_u64(json_array_get(v, 0), &f->size) != 0 ||
-		    json_sha(json_array_get(v, 1), f->sha) != 0)
+		    f->size > SIZE_MAX_FILE || json_sha(json_array_get(v, 1), f->sha) != 0)
 			goto done;
 		memcpy(f->name, name, strlen(name) + 1);
 		n++;
@@ -685,8 +693,8 @@ lb_archive_record_parse(const char *buf, size_t len, uint32_t day, struct aday *
 			continue;
 		ps = json_object_get(p, "sha256");
 		if (json_u64(json_object_get(p, "size"), &f->piece) != 0 || f->piece == 0 ||
-		    f->piece > UINT32_MAX || !json_is_array(ps) ||
-		    json_array_size(ps) != (f->size + f->piece - 1) / f->piece ||
+		    f->piece > PIECE_MAX || !json_is_array(ps) ||
+		    json_array_size(ps) != f->size / f->piece + (f->size % f->piece != 0) ||
 		    (f->pieces = calloc(json_array_size(ps) + 1, 32)) == NULL)
 			goto done;
 		for (size_t i = 0; i < json_array_size(ps); i++)
@@ -751,7 +759,9 @@ settings_read(struct lb_archive *a, const char *path, char *why, size_t whylen)
 	int		 rc = LB_EBADCONF;
 
 	if ((r = json_load_file(path, 0, &err)) == NULL) {
-		snprintf(why, whylen, "%s: %s", path, err.text);
+		/* (not err.text: it may quote the secret it stopped in) */
+		snprintf(why, whylen, "%s: not readable JSON (line %d, column %d)", path, err.line,
+		    err.column);
 		return (errno == ENOENT ? LB_ENOTFOUND : LB_EBADCONF);
 	}
 	t = json_object_get(json_object_get(r, "targets"), a->ls);
@@ -815,7 +825,6 @@ lb_archive_open(struct lb_acache *cache, const char *settings, const char *state
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return (ENOMEM);
 	atomic_init(&a->refs, 1);
-	pthread_mutex_init(&a->mu, NULL);
 	a->cache = cache;
 	snprintf(a->ls, sizeof(a->ls), "%s", ls);
 	if ((rc = lb_path(a->settings, sizeof(a->settings), "%s", settings)) != 0 ||
@@ -858,6 +867,11 @@ lb_archive_open(struct lb_acache *cache, const char *settings, const char *state
 	closedir(dd);
 	if (a->ndays > 0)
 		qsort(a->days, a->ndays, sizeof(*a->days), cmp_aday);
+	/* (each day's loads under its own lock: one slow day holds up no other) */
+	for (size_t i = 0; i < a->ndays; i++) {
+		pthread_mutex_init(&a->days[i].mu, NULL);
+		a->days[i].mu_init = 1;
+	}
 	for (size_t i = 1; i < a->ndays; i++) {
 		if (a->days[i].ref.first_id < a->days[i - 1].ref.next_id) {
 			snprintf(why, whylen, "%s: days %u and %u overlap", a->vdir,
@@ -886,10 +900,12 @@ lb_archive_unref(struct lb_archive *a)
 {
 	if (a == NULL || atomic_fetch_sub(&a->refs, 1) != 1)
 		return;
-	for (size_t i = 0; i < a->ndays; i++)
+	for (size_t i = 0; i < a->ndays; i++) {
+		if (a->days[i].mu_init)
+			pthread_mutex_destroy(&a->days[i].mu);
 		lb_archive_record_free(&a->days[i]);
+	}
 	free(a->days);
-	pthread_mutex_destroy(&a->mu);
 	explicit_bzero(a->secret_key, sizeof(a->secret_key));
 	free(a);
 }
@@ -928,7 +944,7 @@ aday_find(struct lb_archive *a, uint32_t day)
 	return (NULL);
 }
 
-/* The day's catalog extract, fetched and parsed once. Under a->mu. */
+/* The day's catalog extract, fetched and parsed once. Under d->mu. */
 static int
 aday_catalog(struct lb_archive *a, struct aday *d, struct lb_astat *stat)
 {
@@ -971,7 +987,7 @@ lb_archive_day_segments(struct lb_archive *a, uint32_t day, uint64_t lo, uint64_
 
 	if ((d = aday_find(a, day)) == NULL)
 		return (LB_ENOTFOUND);
-	pthread_mutex_lock(&a->mu);
+	pthread_mutex_lock(&d->mu);
 	if ((rc = aday_catalog(a, d, stat)) != 0)
 		goto done;
 	for (size_t k = 0; k < d->x.nseg; k++) {
@@ -989,7 +1005,7 @@ lb_archive_day_segments(struct lb_archive *a, uint32_t day, uint64_t lo, uint64_
 		(*n)++;
 	}
  done:
-	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(&d->mu);
 	return (rc);
 }
 
@@ -1006,7 +1022,7 @@ lb_archive_day_time_to_id(struct lb_archive *a, uint32_t day, int64_t t, uint64_
 	if (t % LB_TIMEMAP_STEP < 0)
 		step--;
 	step *= LB_TIMEMAP_STEP;
-	pthread_mutex_lock(&a->mu);
+	pthread_mutex_lock(&d->mu);
 	if ((rc = aday_catalog(a, d, stat)) == 0) {
 		rc = LB_ENOTFOUND;
 		for (size_t k = 0; k < d->x.nt; k++) {
@@ -1017,7 +1033,7 @@ lb_archive_day_time_to_id(struct lb_archive *a, uint32_t day, int64_t t, uint64_
 			}
 		}
 	}
-	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(&d->mu);
 	return (rc);
 }
 
@@ -1048,7 +1064,8 @@ rseg_fill(void *arg, uint64_t off, uint64_t len, uint8_t *dst)
 			j = i + 1;
 			continue;
 		}
-		for (j = i + 1; j * f->piece < end; j++) {
+		/* (a run of at most FETCH_RUN_MAX: what came is kept before the next GET) */
+		for (j = i + 1; j * f->piece < end && (j - i) * f->piece < FETCH_RUN_MAX; j++) {
 			uint64_t o2 = j * f->piece, l2 = o2 + f->piece > f->size ? f->size - o2 :
 			    f->piece;
 			struct centry *e;
@@ -1157,7 +1174,7 @@ rmsg_done(void *arg)
 	free(r);
 }
 
-/* The day's block index from its chain, fetched and checked once. Under a->mu. */
+/* The day's block index from its chain, fetched and checked once. Under d->mu. */
 static int
 aday_chain(struct lb_archive *a, struct aday *d, struct lb_astat *stat)
 {
@@ -1227,9 +1244,9 @@ lb_archive_msgfile(struct lb_archive *a, uint32_t day, struct lb_astat *stat,
 
 	if ((d = aday_find(a, day)) == NULL)
 		return (LB_ENOTFOUND);
-	pthread_mutex_lock(&a->mu);
+	pthread_mutex_lock(&d->mu);
 	rc = aday_chain(a, d, stat);
-	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(&d->mu);
 	stat->us += now_us() - t0;
 	if (rc != 0)
 		return (rc);

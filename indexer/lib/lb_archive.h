@@ -31,7 +31,9 @@ struct aday {
 	size_t		 nfiles;
 	uint64_t	 catsize;	/* catalog.json */
 	uint8_t		 catsha[32];
-	/* loaded on first use, under the archive's mu */
+	pthread_mutex_t	 mu;		/* the loads below (once the archive is open) */
+	int		 mu_init;
+	/* loaded on first use, under mu */
 	struct lb_dayx	 x;		/* the catalog extract */
 	int		 x_loaded;
 	struct lb_blkref *blocks;	/* the message blocks (from the chain) */
@@ -41,7 +43,6 @@ struct aday {
 
 struct lb_archive {
 	atomic_int	 refs;
-	pthread_mutex_t	 mu;
 	struct lb_acache *cache;
 	char		 ls[LB_NAME_MAX + 1];
 	char		 settings[PATH_MAX];

@@ -543,6 +543,20 @@ lb_segment_open_src(const struct lb_segsrc *src, struct lb_segment **out)
 	return (0);
 }
 
+uint64_t
+lb_segment_resident(const struct lb_segment *sg)
+{
+	uint64_t n = 0, np;
+
+	if (!sg->remote)
+		return (0);
+	np = (sg->size + sg->src.piece - 1) / sg->src.piece;
+	for (uint64_t i = 0; i < np; i++)
+		if (sg->have[i / 8] & (1u << (i % 8)))
+			n++;
+	return (n * sg->src.piece);
+}
+
 void
 lb_segment_info(const struct lb_segment *sg, struct lb_seginfo *si)
 {

@@ -191,9 +191,8 @@ void
 lb_store_archive_take(struct lb_store *st, struct lb_astat *out)
 {
 	if (st->helper != NULL)
-		astat_add(&st->astat, &st->helper->astat);
-	*out = st->astat;
-	memset(&st->astat, 0, sizeof(st->astat));
+		astat_add(out, &st->helper->astat);
+	astat_add(out, &st->astat);
 	if (out->ndays > 1)
 		qsort(out->days, out->ndays, sizeof(*out->days), cmp_u32);
 }

@@ -14,6 +14,7 @@
 #include "logbox.h"
 
 #define STORE_CACHE_SEGS	64	/* segment files a store keeps open for searches */
+#define STORE_REMOTE_BYTES	(256ULL << 20)	/* what archived segments a store keeps hold */
 
 struct ixq;
 
@@ -31,6 +32,7 @@ struct store_seg {
 	char			 file[64];
 	uint64_t		 first_id, last_id;
 	uint64_t		 used;		/* LRU stamp */
+	int			 remote;	/* read from the archive (lb_archive_segment) */
 };
 
 struct lb_store {

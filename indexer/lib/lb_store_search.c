@@ -18,6 +18,8 @@
 #include "lb_store_int.h"
 #include "lb_archive.h"
 
+static void	remote_trim(struct lb_store *st);
+
 int
 lb_store_refresh(struct lb_store *st)
 {
@@ -27,19 +29,57 @@ lb_store_refresh(struct lb_store *st)
 		return (0);
 	if ((rc = lb_store_days_load(st)) != 0)
 		return (rc);
-	/* A removed day's segments: their files are gone, let their space go too. */
+	/*
+	 * A removed day's segments: their files are gone, let their space go too. So too a day
+	 * now read from the archive: its local files were deleted to free their space.
+	 */
 	for (size_t i = 0; i < STORE_CACHE_SEGS; i++) {
 		if (st->segs[i].sg == NULL)
 			continue;
 		known = 0;
 		for (size_t k = 0; k < st->ndays && !known; k++)
-			known = st->days[k].ref.day == st->segs[i].day;
+			known = st->days[k].ref.day == st->segs[i].day &&
+			    st->days[k].remote == st->segs[i].remote;
 		if (!known) {
 			lb_segment_close(st->segs[i].sg);
 			memset(&st->segs[i], 0, sizeof(st->segs[i]));
 		}
 	}
+	remote_trim(st);
+	/* (the second reader's days too: it reads the same days' messages) */
+	if (st->helper != NULL && (rc = lb_store_refresh(st->helper)) != 0)
+		return (rc);
 	return (0);
+}
+
+/*
+ * Archived segments keep what they read in memory (lb_segment_open_src), which the kernel
+ * cannot take back as it takes a mapped file's pages: past STORE_REMOTE_BYTES, the least
+ * recently used go. Only between searches (lb_store_refresh), when none is in use.
+ */
+static void
+remote_trim(struct lb_store *st)
+{
+	struct store_seg	*lru;
+	uint64_t		 held;
+
+	for (;;) {
+		held = 0;
+		lru = NULL;
+		for (size_t i = 0; i < STORE_CACHE_SEGS; i++) {
+			struct store_seg *c = &st->segs[i];
+
+			if (c->sg == NULL || !c->remote)
+				continue;
+			held += lb_segment_resident(c->sg);
+			if (lru == NULL || c->used < lru->used)
+				lru = c;
+		}
+		if (held <= STORE_REMOTE_BYTES || lru == NULL)
+			return;
+		lb_segment_close(lru->sg);
+		memset(lru, 0, sizeof(*lru));
+	}
 }
 
 int
@@ -198,7 +238,7 @@ lb_store_segment(struct lb_store *st, const struct lb_segref *ref, struct lb_seg
 				slot = c;
 			continue;
 		}
-		if (c->day == ref->day && strcmp(c->file, ref->file) == 0) {
+		if (c->day == ref->day && c->remote == remote && strcmp(c->file, ref->file) == 0) {
 			lb_segment_info(c->sg, &si);
 			if (si.size == ref->size && si.first_id == ref->first_id &&
 			    si.last_id == ref->last_id) {
@@ -230,6 +270,7 @@ lb_store_segment(struct lb_store *st, const struct lb_segref *ref, struct lb_seg
 	slot->file[sizeof(slot->file) - 1] = '\0';
 	slot->first_id = ref->first_id;
 	slot->last_id = ref->last_id;
+	slot->remote = remote;
 	slot->used = ++st->clock;
 	*out = sg;
 	return (0);

@@ -463,6 +463,8 @@ struct lb_segsrc {
 	void		(*done)(void *arg);
 };
 int	lb_segment_open_src(const struct lb_segsrc *src, struct lb_segment **out);
+/* The bytes such a segment holds in memory (0 for a mapped file). */
+uint64_t lb_segment_resident(const struct lb_segment *sg);
 void	lb_segment_close(struct lb_segment *sg);
 
 struct lb_seginfo {
@@ -815,7 +817,10 @@ int	lb_astat_day(struct lb_astat *s, uint32_t day);
  * archived.
  */
 int	lb_store_set_archive(struct lb_store *st, struct lb_archive *a);
-/* Moves what was read from the archive since the last call into *out (free out->days). */
+/*
+ * Adds what was read from the archive since the last call to *out (zeroed first; free
+ * out->days), its days in order, the first failure's why kept.
+ */
 void	lb_store_archive_take(struct lb_store *st, struct lb_astat *out);
 int	lb_store_open_reader(struct lb_catalog *cat, const char *data, const char *ls,
 	    struct lb_store **out);

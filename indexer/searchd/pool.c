@@ -101,6 +101,7 @@ pool_archive(struct searchd *env, const char *ls)
 	struct sd_archive	*a = NULL, *na;
 	struct lb_archive	*ar;
 	int64_t			 now = now_mono_us();
+	char			 why[256];
 	int			 rc;
 
 	if (env->sd_acache == NULL)
@@ -129,12 +130,24 @@ pool_archive(struct searchd *env, const char *ls)
 	}
 	a->a_checked = now;
 	rc = lb_archive_open(env->sd_acache, env->sd_ar_settings, env->sd_ar_state, ls, &ar,
-	    a->a_why, sizeof(a->a_why));
-	if (rc != 0) {
-		if (rc != LB_ENOTFOUND)
-			log_warnx("archive of %s: %s: %s", ls, a->a_why, lb_strerror(rc));
+	    why, sizeof(why));
+	if (rc != 0 && rc != LB_ENOTFOUND) {
+		/*
+		 * Not readable now (a settings file half edited, a record damaged): the archive as
+		 * read before goes on, and every answer says so (pool_archive_problem).
+		 */
+		if (!a->a_failed || strcmp(a->a_why, why) != 0)
+			log_warnx("archive of %s: %s: %s", ls, why, lb_strerror(rc));
+		a->a_failed = 1;
+		snprintf(a->a_why, sizeof(a->a_why), "%s: %s", why, lb_strerror(rc));
+		ar = lb_archive_ref(a->a_ar);
+		pthread_mutex_unlock(&env->sd_armtx);
+		return (ar);
+	}
+	a->a_failed = 0;
+	if (rc != 0)
 		ar = NULL;
-	} else {
+	else {
 		size_t unusable;
 
 		log_info("archive of %s: %zu days verified", ls, lb_archive_ndays(ar, &unusable));
@@ -148,6 +161,25 @@ pool_archive(struct searchd *env, const char *ls)
 	ar = lb_archive_ref(ar);
 	pthread_mutex_unlock(&env->sd_armtx);
 	return (ar);
+}
+
+/* Whether ls's archive could not be read at the last look (why in buf). */
+int
+pool_archive_problem(struct searchd *env, const char *ls, char *buf, size_t len)
+{
+	int failed = 0;
+
+	if (env->sd_acache == NULL)
+		return (0);
+	pthread_mutex_lock(&env->sd_armtx);
+	for (size_t i = 0; i < env->sd_narchives; i++) {
+		if (strcmp(env->sd_archives[i].a_ls, ls) == 0 && env->sd_archives[i].a_failed) {
+			snprintf(buf, len, "%s", env->sd_archives[i].a_why);
+			failed = 1;
+		}
+	}
+	pthread_mutex_unlock(&env->sd_armtx);
+	return (failed);
 }
 
 static void

@@ -183,9 +183,13 @@ static int
 archive_member(struct req *r, struct qrun *qr, json_t *o)
 {
 	json_t	*a, *days;
-	char	 d[16];
+	char	 d[16], why[512];
 
 	lb_store_archive_take(qr->st, &qr->as);
+	if (pool_archive_problem(r->r_env, r->r_ls, why, sizeof(why)) &&
+	    req_warn(r, "archive: cannot be read now (%s): its days not on local disk are "
+	    "searched as they were known before, or not at all", why) != 0)
+		return (ENOMEM);
 	if (qr->as.ndays == 0)
 		return (0);
 	/* What was skipped as damaged is in the warnings already; here is why. */
@@ -652,6 +656,7 @@ do_message(struct req *r, char **body, size_t *len)
 		    (unsigned long long)id, r->r_ls);
 		goto fail;
 	}
+	memset(&as, 0, sizeof(as));
 	lb_store_archive_take(st, &as);
 	free(as.days);
 	if (rc != 0 && (rc == LB_EARCHIVE || as.why[0] != '\0')) {

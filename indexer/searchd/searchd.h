@@ -93,7 +93,8 @@ struct sd_archive {
 	char			 a_ls[LB_NAME_MAX + 1];
 	struct lb_archive	*a_ar;		/* NULL: none (a_why says why) */
 	int64_t			 a_checked;	/* monotonic µs of the last look for changes */
-	char			 a_why[256];
+	int			 a_failed;	/* the last look could not read it (a_why) */
+	char			 a_why[512];
 };
 struct tail;
 
@@ -208,6 +209,7 @@ void	http_send_error(struct searchd *env, struct evhttp_request *req, int ep, in
 /* pool.c */
 int	pool_start(struct searchd *env);
 struct lb_archive *pool_archive(struct searchd *env, const char *ls);
+int	pool_archive_problem(struct searchd *env, const char *ls, char *buf, size_t len);
 int	pool_submit(struct searchd *env, struct job *j, const char *caller);
 void	pool_stop(struct searchd *env);
 void	pool_drain(struct searchd *env);

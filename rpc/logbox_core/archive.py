@@ -768,11 +768,18 @@ def _list_archived(s3: Any, t: Target) -> tuple[dict[int, int], int, int]:
 
 
 def _expire(
-    s3: Any, t: Target, archived: dict[int, int], local: set[int], versioned: bool, log: Log
+    s3: Any,
+    t: Target,
+    archived: dict[int, int],
+    local: set[int],
+    versioned: bool,
+    log: Log,
+    state: State,
 ) -> int:
     """Deletes archived days older than archive_days that are not on local disk (every version,
     in a versioned bucket: Object Lock keeps versions, and lets them go past the lock). Returns
-    how many."""
+    how many. Each day's verified file goes first: searches stop reading the day in place
+    before its objects go (ARCHIVE.md §7)."""
     if t.archive_days == 0:
         return 0
     gone = 0
@@ -782,6 +789,7 @@ def _expire(
             continue
         d = f"{day:08d}"
         pre = t.day_prefix() + f"{d[:4]}/{d[4:6]}-{d[6:]}/"
+        state.unset_verified(t.logspace, day)
         items: list[tuple[str, str | None]]
         if versioned:
             r = s3.list_object_versions(Bucket=t.bucket, Prefix=pre)
@@ -851,7 +859,7 @@ def run_pass(
                 }
                 st["pending"] -= 1
             archived, total, objects = _list_archived(s3, t)
-            if _expire(s3, t, archived, local, locked, log):
+            if _expire(s3, t, archived, local, locked, log, state):
                 archived, total, objects = _list_archived(s3, t)
             st.update(
                 {

@@ -26,8 +26,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		assert(strlen(f->name) < sizeof(f->name));
 		if (f->pieces != NULL) {
-			assert(f->piece > 0);
-			assert(f->npieces == (f->size + f->piece - 1) / f->piece);
+			assert(f->piece > 0 && f->piece <= (64u << 20) && f->size <= (1ULL << 53));
+			assert(f->npieces == f->size / f->piece + (f->size % f->piece != 0));
+			assert(f->npieces * f->piece >= f->size &&
+			    (f->npieces == 0 || (f->npieces - 1) * f->piece < f->size));
 		}
 	}
 	lb_archive_record_free(&d);
