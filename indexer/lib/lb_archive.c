@@ -28,7 +28,6 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "logbox.h"
 #include "lb_chain.h"
@@ -79,32 +78,14 @@ static int
 unhex(const char *s, uint8_t *out, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		int v = 0;
+		int hi = lb_hexval((unsigned char)s[2 * i]);
+		int lo = hi < 0 ? -1 : lb_hexval((unsigned char)s[2 * i + 1]);
 
-		for (int k = 0; k < 2; k++) {
-			char c = s[2 * i + k];
-
-			v <<= 4;
-			if (c >= '0' && c <= '9')
-				v |= c - '0';
-			else if (c >= 'a' && c <= 'f')
-				v |= c - 'a' + 10;
-			else
-				return (-1);
-		}
-		out[i] = (uint8_t)v;
+		if (lo < 0)
+			return (-1);
+		out[i] = (uint8_t)(hi << 4 | lo);
 	}
 	return (s[2 * n] == '\0' ? 0 : -1);
-}
-
-static int
-sha256(const uint8_t *p, size_t len, uint8_t out[32])
-{
-	unsigned int n = 32;
-
-	if (EVP_Digest(p, len, out, &n, EVP_sha256(), NULL) != 1 || n != 32)
-		return (EIO);
-	return (0);
 }
 
 static size_t
@@ -342,8 +323,8 @@ cget(struct lb_acache *c, const uint8_t sha[32], uint64_t len, uint8_t *dst)
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		ok = 0;
 	else {
-		ok = lb_pread_all(fd, dst, (size_t)len, 0) == 0 && sha256(dst, (size_t)len, got) == 0 &&
-		    memcmp(got, sha, 32) == 0;
+		ok = lb_pread_all(fd, dst, (size_t)len, 0) == 0 &&
+		    lb_sha256(dst, (size_t)len, got) == 0 && memcmp(got, sha, 32) == 0;
 		/* (its time is its last use: the order a restart starts from) */
 		if (ok)
 			(void)futimens(fd, NULL);
@@ -568,7 +549,7 @@ piece(struct lb_archive *a, const struct aday *d, const char *name, uint64_t off
 	object_key(a, d->day, name, key, sizeof(key));
 	if ((rc = fetch(a, key, off, len, dst, stat)) != 0)
 		return (rc);
-	if ((rc = sha256(dst, (size_t)len, got)) != 0)
+	if ((rc = lb_sha256(dst, (size_t)len, got)) != 0)
 		return (rc);
 	if (memcmp(got, sha, 32) != 0) {
 		snprintf(stat->why, sizeof(stat->why),
@@ -601,25 +582,6 @@ afile_find(const struct aday *d, const char *name)
 		if (strcmp(d->files[i].name, name) == 0)
 			return (&d->files[i]);
 	return (NULL);
-}
-
-static int
-json_u64(json_t *v, uint64_t *out)
-{
-	if (json_is_integer(v) && json_integer_value(v) >= 0) {
-		*out = (uint64_t)json_integer_value(v);
-		return (0);
-	}
-	if (json_is_string(v)) {
-		char		*end;
-		const char	*s = json_string_value(v);
-
-		errno = 0;
-		*out = strtoull(s, &end, 10);
-		if (errno == 0 && end != s && *end == '\0' && isdigit((unsigned char)*s))
-			return (0);
-	}
-	return (-1);
 }
 
 static int
@@ -667,10 +629,10 @@ lb_archive_record_parse(const char *buf, size_t len, uint32_t day, struct aday *
 	v = json_object_get(r, "catalog");
 	if (!json_is_object(files) || !json_is_object(pieces) || !json_is_object(dr) ||
 	    !json_is_array(v) || json_array_size(v) != 2 ||
-	    json_u64(json_array_get(v, 0), &d->catsize) != 0 || d->catsize > SIZE_MAX_FILE ||
+	    lb_dayx_u64(json_array_get(v, 0), &d->catsize) != 0 || d->catsize > SIZE_MAX_FILE ||
 	    json_sha(json_array_get(v, 1), d->catsha) != 0 ||
-	    json_u64(json_object_get(dr, "first_id"), &d->ref.first_id) != 0 ||
-	    json_u64(json_object_get(dr, "next_id"), &d->ref.next_id) != 0 ||
+	    lb_dayx_u64(json_object_get(dr, "first_id"), &d->ref.first_id) != 0 ||
+	    lb_dayx_u64(json_object_get(dr, "next_id"), &d->ref.next_id) != 0 ||
 	    json_i64(json_object_get(dr, "tmin"), &d->ref.tmin) != 0 ||
 	    json_i64(json_object_get(dr, "tmax"), &d->ref.tmax) != 0 ||
 	    d->ref.first_id == 0 || d->ref.next_id < d->ref.first_id)
@@ -683,7 +645,7 @@ lb_archive_record_parse(const char *buf, size_t len, uint32_t day, struct aday *
 		json_t		*p = json_object_get(pieces, name), *ps;
 
 		if (strlen(name) >= sizeof(f->name) || !json_is_array(v) ||
-		    json_array_size(v) != 2 || json_u64(json_array_get(v, 0), &f->size) != 0 ||
+		    json_array_size(v) != 2 || lb_dayx_u64(json_array_get(v, 0), &f->size) != 0 ||
 		    f->size > SIZE_MAX_FILE || json_sha(json_array_get(v, 1), f->sha) != 0)
 			goto done;
 		memcpy(f->name, name, strlen(name) + 1);
@@ -692,7 +654,7 @@ lb_archive_record_parse(const char *buf, size_t len, uint32_t day, struct aday *
 		if (p == NULL)
 			continue;
 		ps = json_object_get(p, "sha256");
-		if (json_u64(json_object_get(p, "size"), &f->piece) != 0 || f->piece == 0 ||
+		if (lb_dayx_u64(json_object_get(p, "size"), &f->piece) != 0 || f->piece == 0 ||
 		    f->piece > PIECE_MAX || !json_is_array(ps) ||
 		    json_array_size(ps) != f->size / f->piece + (f->size % f->piece != 0) ||
 		    (f->pieces = calloc(json_array_size(ps) + 1, 32)) == NULL)
@@ -1039,17 +1001,41 @@ lb_archive_day_time_to_id(struct lb_archive *a, uint32_t day, int64_t t, uint64_
 
 /* ---------------------------------------------------------------- remote readers */
 
-struct rseg {
+/* What a remote segment or message file reads through: its archive (referenced), day, file. */
+struct rsrc {
 	struct lb_archive	*a;
 	struct aday		*d;
-	const struct afile	*f;
+	const struct afile	*f;	/* a segment's (its pieces); NULL for the messages */
 	struct lb_astat		*stat;
 };
+
+static struct rsrc *
+rsrc_new(struct lb_archive *a, struct aday *d, const struct afile *f, struct lb_astat *stat)
+{
+	struct rsrc *r;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return (NULL);
+	r->a = lb_archive_ref(a);
+	r->d = d;
+	r->f = f;
+	r->stat = stat;
+	return (r);
+}
+
+static void
+rsrc_done(void *arg)
+{
+	struct rsrc *r = arg;
+
+	lb_archive_unref(r->a);
+	free(r);
+}
 
 static int
 rseg_fill(void *arg, uint64_t off, uint64_t len, uint8_t *dst)
 {
-	struct rseg		*r = arg;
+	struct rsrc		*r = arg;
 	const struct afile	*f = r->f;
 	uint64_t		 t0 = now_us(), p = off / f->piece, end = off + len;
 	uint64_t		 i, j;
@@ -1087,7 +1073,7 @@ rseg_fill(void *arg, uint64_t off, uint64_t len, uint8_t *dst)
 			    f->piece;
 			uint8_t got[32];
 
-			if ((rc = sha256(dst + (ok - off), (size_t)lk, got)) != 0)
+			if ((rc = lb_sha256(dst + (ok - off), (size_t)lk, got)) != 0)
 				break;
 			if (memcmp(got, f->pieces[k], 32) != 0) {
 				snprintf(r->stat->why, sizeof(r->stat->why),
@@ -1103,21 +1089,12 @@ rseg_fill(void *arg, uint64_t off, uint64_t len, uint8_t *dst)
 	return (rc);
 }
 
-static void
-rseg_done(void *arg)
-{
-	struct rseg *r = arg;
-
-	lb_archive_unref(r->a);
-	free(r);
-}
-
 int
 lb_archive_segment(struct lb_archive *a, const struct lb_segref *ref, struct lb_astat *stat,
     struct lb_segment **out)
 {
 	struct lb_segsrc	 src;
-	struct rseg		*r;
+	struct rsrc		*r;
 	struct aday		*d;
 	const struct afile	*f;
 	char			 name[80];
@@ -1131,47 +1108,28 @@ lb_archive_segment(struct lb_archive *a, const struct lb_segref *ref, struct lb_
 		    "record", a->ls, d->day, name);
 		return (LB_EARCHIVE);
 	}
-	if ((r = calloc(1, sizeof(*r))) == NULL)
+	if ((r = rsrc_new(a, d, f, stat)) == NULL)
 		return (ENOMEM);
-	r->a = lb_archive_ref(a);
-	r->d = d;
-	r->f = f;
-	r->stat = stat;
 	src.arg = r;
 	src.size = f->size;
 	src.piece = (uint32_t)f->piece;
 	src.fill = rseg_fill;
-	src.done = rseg_done;
+	src.done = rsrc_done;
 	if ((rc = lb_segment_open_src(&src, out)) != 0)
-		rseg_done(r);
+		rsrc_done(r);
 	return (rc);
 }
-
-struct rmsg {
-	struct lb_archive	*a;
-	struct aday		*d;
-	struct lb_astat		*stat;
-};
 
 static int
 rmsg_block(void *arg, uint64_t off, uint32_t len, const uint8_t sha[32], uint8_t *dst)
 {
-	struct rmsg	*r = arg;
+	struct rsrc	*r = arg;
 	uint64_t	 t0 = now_us();
 	int		 rc;
 
 	rc = piece(r->a, r->d, "messages", off, len, sha, dst, r->stat);
 	r->stat->us += now_us() - t0;
 	return (rc);
-}
-
-static void
-rmsg_done(void *arg)
-{
-	struct rmsg *r = arg;
-
-	lb_archive_unref(r->a);
-	free(r);
 }
 
 /* The day's block index from its chain, fetched and checked once. Under d->mu. */
@@ -1237,7 +1195,7 @@ lb_archive_msgfile(struct lb_archive *a, uint32_t day, struct lb_astat *stat,
     struct lb_msgfile **out)
 {
 	struct lb_msgsrc	 src;
-	struct rmsg		*r;
+	struct rsrc		*r;
 	struct aday		*d;
 	uint64_t		 t0 = now_us();
 	int			 rc;
@@ -1250,17 +1208,14 @@ lb_archive_msgfile(struct lb_archive *a, uint32_t day, struct lb_astat *stat,
 	stat->us += now_us() - t0;
 	if (rc != 0)
 		return (rc);
-	if ((r = calloc(1, sizeof(*r))) == NULL)
+	if ((r = rsrc_new(a, d, NULL, stat)) == NULL)
 		return (ENOMEM);
-	r->a = lb_archive_ref(a);
-	r->d = d;
-	r->stat = stat;
 	src.arg = r;
 	src.block = rmsg_block;
-	src.done = rmsg_done;
+	src.done = rsrc_done;
 	if ((rc = lb_msgfile_open_src(&src, d->ref.first_id, d->blocks,
 	    (const uint8_t (*)[32])d->bsha, d->nblocks, out)) != 0) {
-		rmsg_done(r);
+		rsrc_done(r);
 		if (rc == LB_ECORRUPT) {
 			snprintf(stat->why, sizeof(stat->why), "%s %u: the chain's blocks do not "
 			    "cover the day's ids", a->ls, day);

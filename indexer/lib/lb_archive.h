@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "logbox.h"
 
 /* One file of an archived day, as its verified record lists it. */
@@ -54,6 +56,12 @@ struct lb_archive {
 	size_t		 ndays;
 	size_t		 unusable;	/* verified records this reader cannot use */
 };
+
+/*
+ * lb_dayx.c's reading of a number in the archive's JSON (catalog.json, the verified record):
+ * an integer, or above 2^53 a string of decimal digits. 0 or -1.
+ */
+int	lb_dayx_u64(json_t *j, uint64_t *v);
 
 /* A verified record: -1 when this reader cannot use it (lb_archive.c; fuzzed). */
 int	lb_archive_record_parse(const char *buf, size_t len, uint32_t day, struct aday *d);

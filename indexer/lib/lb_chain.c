@@ -46,8 +46,8 @@ lb_chain_kind_name(unsigned kind)
 
 /* ---------------------------------------------------------------- SHA-256 */
 
-static int
-sha256(const void *p, size_t len, uint8_t out[LB_SHA256_LEN])
+int
+lb_sha256(const void *p, size_t len, uint8_t out[LB_SHA256_LEN])
 {
 	unsigned int n = 0;
 
@@ -211,7 +211,7 @@ encode(struct lb_chrec *r, uint8_t *p, size_t len)
 		return (EINVAL);
 	}
 	memcpy(p + len - LB_CHR_TRAILER_SIZE, r->prev, LB_SHA256_LEN);
-	if (sha256(p, len - LB_SHA256_LEN - 4, r->hash) != 0)
+	if (lb_sha256(p, len - LB_SHA256_LEN - 4, r->hash) != 0)
 		return (ENOMEM);
 	memcpy(p + len - LB_SHA256_LEN - 4, r->hash, LB_SHA256_LEN);
 	lb_put32(p + len - 4, (uint32_t)len);
@@ -245,7 +245,7 @@ decode(const uint8_t *p, size_t avail, struct lb_chrec *r, size_t *used, char *w
 		lb_setwhy(why, whylen, "a record cut short (%zu of its %zu bytes)", avail, len);
 		return (LB_ECORRUPT);
 	}
-	if (sha256(p, len - LB_SHA256_LEN - 4, h) != 0)
+	if (lb_sha256(p, len - LB_SHA256_LEN - 4, h) != 0)
 		return (ENOMEM);
 	if (memcmp(h, p + len - LB_SHA256_LEN - 4, LB_SHA256_LEN) != 0 ||
 	    lb_get32(p + len - 4) != len) {

@@ -94,7 +94,9 @@ void	lb_chain_free(struct lb_chrec *recs, size_t n);
 int	lb_chain_parse(const uint8_t *buf, size_t len, struct lb_chrec **out, size_t *n,
 	    char *why, size_t whylen);
 
-/* SHA-256 of len bytes of fd from off; of a whole file (*size its length, may be NULL). */
+/* SHA-256 of len bytes at p; of len bytes of fd from off; of a whole file (*size its length,
+ * may be NULL). */
+int	lb_sha256(const void *p, size_t len, uint8_t out[LB_SHA256_LEN]);
 int	lb_sha256_fd(int fd, uint64_t off, uint64_t len, uint8_t out[LB_SHA256_LEN]);
 int	lb_sha256_file(const char *path, uint8_t out[LB_SHA256_LEN], uint64_t *size);
 

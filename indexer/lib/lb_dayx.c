@@ -15,6 +15,7 @@
 
 #include "logbox.h"
 #include "lb_format.h"
+#include "lb_archive.h"
 
 /* JSON numbers are exact to 2^53: ids and sizes past that are decimal strings. */
 static json_t *
@@ -124,7 +125,13 @@ lb_dayx_format(const struct lb_dayx *x, char **out)
 static int
 get_u64(json_t *o, const char *k, uint64_t *v)
 {
-	json_t		*j = json_object_get(o, k);
+	return (lb_dayx_u64(json_object_get(o, k), v));
+}
+
+/* A number of the extract's kind: an integer, or (above 2^53) a string of decimal digits. */
+int
+lb_dayx_u64(json_t *j, uint64_t *v)
+{
 	const char	*s;
 	char		*end;
 	unsigned long long x;
